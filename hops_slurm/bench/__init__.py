@@ -1,0 +1,28 @@
+"""Benchmarks (``hops-slurm bench NAME|all``, ``make bench``): speed and accuracy goals live here.
+
+Every module in this package that defines ``NAME`` and ``run(out_dir: Path) -> Path`` is one
+benchmark; ``run`` writes its Markdown result under ``out_dir`` (``docs/results`` from ``make bench``)
+and returns the path. Benchmarks measure; tests assert behaviour.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+BenchRun = Callable[[Path], Path]
+
+
+def discover() -> dict[str, ModuleType]:
+    found: dict[str, ModuleType] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        name = getattr(module, "NAME", None)
+        if name and callable(getattr(module, "run", None)):
+            found[name] = module
+    return dict(sorted(found.items()))

@@ -1,0 +1,120 @@
+"""Views the planner, the baselines and the simulator share: the contract between them and the engine.
+
+The engine (live, from Slurm) and the simulator (virtual) build these plain, immutable views each
+round; policies read them and return a :class:`Plan`. Nothing here touches Slurm or the wall clock:
+times are seconds on whatever clock the caller uses, passed in explicitly (``now``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+#: A placement: node name -> number of GPUs on that node (all nodes of one job, one GPU type or mixed).
+Config = Mapping[str, int]
+
+#: Throughput of one job in one config, in samples/s for the whole job (0.0 = cannot run there).
+ThroughputFn = Callable[[Config], float]
+
+
+def freeze_config(config: Mapping[str, int]) -> Config:
+    """A read-only copy of ``config`` with zero entries removed (equal configs compare equal)."""
+    return MappingProxyType({node: int(g) for node, g in sorted(config.items()) if g > 0})
+
+
+def config_gpus(config: Config) -> int:
+    return sum(config.values())
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One server as the planner sees it this round."""
+
+    name: str
+    gpu_type: str  # e.g. "v100"; what type-level schedulers see
+    server_class: str  # entity class within the type, e.g. "v100-dgx"; what Hops can also learn
+    total_gpus: int
+    free_gpus: int  # GPUs not held by jobs outside this planning (running jobs being re-planned count as free)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.free_gpus <= self.total_gpus:
+            raise ValueError(f"node {self.name}: free GPUs {self.free_gpus} outside 0..{self.total_gpus}")
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """The nodes available to the policy, in a stable order (node order = adjacency for configs)."""
+
+    nodes: tuple[NodeView, ...]
+
+    def node(self, name: str) -> NodeView:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n.gpu_type for n in self.nodes))
+
+    def nodes_of_type(self, gpu_type: str) -> tuple[NodeView, ...]:
+        return tuple(n for n in self.nodes if n.gpu_type == gpu_type)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.total_gpus for n in self.nodes)
+
+    @property
+    def free_gpus(self) -> int:
+        return sum(n.free_gpus for n in self.nodes)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One active job (pending or running) as the policy sees it this round.
+
+    ``requirements`` is the user's acceptable GPU counts (ascending, distinct). ``throughput`` answers
+    for any config (estimated by the estimator live; ground truth or estimate in simulation).
+    """
+
+    job_id: str
+    requirements: tuple[int, ...]
+    submit_time: float
+    wait: float  # time queued (not running) since submission, summed over preemptions
+    age: float  # expected run time without waiting (eq. 9), refined as throughput is measured
+    sensitivity: float  # placement sensitivity (eq. 10)
+    throughput: ThroughputFn = field(compare=False, repr=False)
+    total_samples: float = 0.0
+    done_samples: float = 0.0
+    attained_gpu_seconds: float = 0.0  # GPU-seconds received so far (LAS)
+    run_time: float = 0.0  # wall time spent running so far
+    current: Config | None = None  # the config it runs in now, None if pending
+    user: str = ""
+
+    def __post_init__(self) -> None:
+        reqs = self.requirements
+        if not reqs or any(r <= 0 for r in reqs) or list(reqs) != sorted(set(reqs)):
+            raise ValueError(f"job {self.job_id}: requirements must be distinct positive ascending, got {reqs}")
+
+    @property
+    def remaining_samples(self) -> float:
+        return max(self.total_samples - self.done_samples, 0.0)
+
+
+@dataclass
+class Plan:
+    """A policy's answer for one planning: job id -> config (None = not placed this time).
+
+    ``diagnostics`` is free-form per policy (queue order, priorities, window, objective, bound, gap,
+    solve time, which plan of the round, fallback used ...); keys are documented by each policy.
+    """
+
+    assignments: dict[str, Config | None]
+    diagnostics: dict[str, object] = field(default_factory=dict)
+
+    def placed(self) -> dict[str, Config]:
+        return {j: c for j, c in self.assignments.items() if c}
+
+    def gpus_used_on(self, node: str) -> int:
+        return sum(c.get(node, 0) for c in self.placed().values())
