@@ -118,3 +118,21 @@ class Plan:
 
     def gpus_used_on(self, node: str) -> int:
         return sum(c.get(node, 0) for c in self.placed().values())
+
+
+class Policy:
+    """What every scheduling policy (hops, the baselines, the ablations) implements.
+
+    ``plan`` is called once at the start of every round (``fragment=False``: every active job, running
+    or pending, with running jobs' GPUs counted as free) and, for policies with
+    ``supports_fragment_plans``, again inside the round when GPUs fall idle (``fragment=True``: only
+    pending jobs, and nodes' ``free_gpus`` are the idle GPUs; running jobs keep what they have).
+    A running job left out of a round plan's placements (or given another config) is preempted.
+    Policies may keep state across calls (rounds received, leases); they never read a clock.
+    """
+
+    name: str = "abstract"
+    supports_fragment_plans: bool = False
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        raise NotImplementedError

@@ -1,0 +1,68 @@
+"""Job and round records: what the engine (live) and the simulator write, and reports read.
+
+One schema for both sources, so ``hops-slurm report`` and the simulator's tables and plots share code.
+Times are seconds since the epoch (live) or since the start of the simulation (simulated).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PlacementRecord(BaseModel):
+    """One stretch of a job running in one config; a preemption ends it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: float
+    end: float | None = None  # None while it still runs
+    config: dict[str, int]  # node -> GPUs
+    gpu_type: str = ""  # "v100", or "mixed" for a config across types
+    preempted: bool = False  # ended by the scheduler, not by the job finishing
+
+
+class JobRecord(BaseModel):
+    """Everything reports need about one job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    name: str = ""
+    user: str = ""
+    account: str = ""
+    partition: str = ""
+    submit: float
+    start: float | None = None  # first start
+    end: float | None = None
+    state: str = "PENDING"  # Slurm state names: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED
+    requirements: list[int] = Field(default_factory=list)
+    age_estimate: float | None = None  # eq. 9 estimate made before the job first ran (seconds)
+    ideal_time: float | None = None  # Themis T_id: run time alone on 1/N of the cluster (for FTF rho)
+    total_samples: float | None = None
+    placements: list[PlacementRecord] = Field(default_factory=list)
+
+    @property
+    def preemptions(self) -> int:
+        return sum(1 for p in self.placements if p.preempted)
+
+
+class RoundRecord(BaseModel):
+    """One planning (round plan or fragment plan)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    time: float
+    plan_index: int = 0  # 0 = the round's main plan, 1.. = fragment plans inside the round
+    policy: str = ""
+    active_jobs: int = 0
+    unassigned_jobs: int = 0  # active jobs left without GPUs by this plan
+    idle_gpus_after: int = 0  # idle GPUs after enacting the plan
+    gpus_in_use: int = 0
+    total_gpus: int = 0
+    solve_seconds: float = 0.0
+    fallback: str = ""  # "", "incumbent", "previous", "greedy" (see planner diagnostics)
+
+    @property
+    def fragments(self) -> int:
+        """Avg.frag contribution (DESIGN.md): idle GPUs while some job is still unassigned."""
+        return self.idle_gpus_after if self.unassigned_jobs > 0 else 0
