@@ -1,0 +1,26 @@
+"""``hops-slurm config check FILE``: validate a site configuration, naming every bad key."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hops_slurm.config import default_config_path, load_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="site configuration (etc/hops.toml)")
+    p.add_argument("action", choices=["check", "show"])
+    p.add_argument("file", type=Path, nargs="?", default=None, help=f"default {default_config_path()}")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    path = args.file or default_config_path()
+    cfg = load_config(path)  # raises ConfigError naming every key path
+    if args.action == "check":
+        print(f"{path}: OK")
+    else:
+        print(json.dumps(cfg.model_dump(mode="json", by_alias=True), indent=1))
+    return 0

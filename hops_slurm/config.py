@@ -1,0 +1,101 @@
+"""Site configuration (``etc/hops.toml``): one pydantic model the engine, planner and CLI read.
+
+Every value has the default DESIGN.md names (round 360 s, queue refresh 30 s, lambda 1, sigma 1.4,
+gap 0.01 ...). ``load_config`` reports every problem at once, each with its key path.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hops_slurm.errors import ConfigError
+from hops_slurm.validation import format_validation_error
+
+Priority = Literal["latency-ratio", "ftf", "las", "sjf", "srtf", "fifo"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SchedulerConfig(_Section):
+    round_length: float = Field(360.0, gt=0, description="seconds between rounds (every policy: Gavel's 360 s)")
+    queue_refresh: float = Field(30.0, gt=0, description="seconds between reads of Slurm's queue")
+    priority: Priority = "latency-ratio"
+    lambda_: float = Field(1.0, alias="lambda", ge=0, description="fairness knob in (prior + bias)^lambda")
+    sigma: float = Field(1.4, gt=0, description="placement-sensitivity threshold (eq. 10)")
+    restart_cost: float = Field(45.0, ge=0, description="seconds a preempted job loses to checkpoint and restart")
+    max_levels: int = Field(8, ge=1, le=64, description="most requirement levels a job may have (R_num)")
+
+    @model_validator(mode="after")
+    def _refresh_within_round(self) -> SchedulerConfig:
+        if self.queue_refresh > self.round_length:
+            raise ValueError(f"queue_refresh ({self.queue_refresh:g} s) is longer than round_length ({self.round_length:g} s)")
+        return self
+
+
+class SolverConfig(_Section):
+    name: Literal["CBC", "HiGHS"] = "CBC"
+    mip_gap: float = Field(0.01, ge=0, lt=1, description="relative MIP gap at which the solver may stop")
+    time_limit: float = Field(30.0, gt=0, description="seconds; the best plan found so far is used after it")
+
+
+class SlurmConfig(_Section):
+    backend: Literal["cli", "pyslurm"] = "cli"
+    partition: str = Field("hops", min_length=1, description="partition whose jobs Hops manages")
+    profiler_partition: str = Field("profiler", min_length=1, description="partition the probes run in")
+    reservation_prefix: str = Field("hops_", min_length=1, description="names of the engine's node reservations")
+
+
+class PathsConfig(_Section):
+    state_dir: Path = Path("/var/lib/hops-slurm")
+    store: Path = Path("store.sqlite")  # relative paths are inside state_dir
+    journal: Path = Path("journal.sqlite")
+
+    def resolve(self, p: Path) -> Path:
+        return p if p.is_absolute() else self.state_dir / p
+
+
+class SiteConfig(_Section):
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    solver: SolverConfig = Field(default_factory=SolverConfig)
+    slurm: SlurmConfig = Field(default_factory=SlurmConfig)
+    paths: PathsConfig = Field(default_factory=PathsConfig)
+
+    @model_validator(mode="after")
+    def _solver_within_round(self) -> SiteConfig:
+        if self.solver.time_limit >= self.scheduler.round_length:
+            raise ValueError(
+                f"solver.time_limit ({self.solver.time_limit:g} s) must be shorter than scheduler.round_length"
+                f" ({self.scheduler.round_length:g} s)"
+            )
+        if self.slurm.partition == self.slurm.profiler_partition:
+            raise ValueError("slurm.profiler_partition must differ from slurm.partition")
+        return self
+
+
+def default_config_path() -> Path:
+    return Path(__file__).resolve().parents[1] / "etc" / "hops.toml"
+
+
+def parse_config(data: dict[str, object], source: str = "config") -> SiteConfig:
+    try:
+        return SiteConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {exc.error_count()} problem(s):\n{format_validation_error(exc)}") from None
+
+
+def load_config(path: Path) -> SiteConfig:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(data, str(path))

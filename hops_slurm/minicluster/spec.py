@@ -1,0 +1,153 @@
+"""The minicluster spec: which fake-GPU nodes, partitions, ports and state directory to bring up.
+
+Read from ``etc/minicluster/*.toml`` (pydantic-validated, errors name the key path). The spec is the
+input to :mod:`hops_slurm.minicluster.conf` (slurm.conf/gres.conf) and :mod:`.cluster` (processes).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hops_slurm.errors import MiniclusterError
+from hops_slurm.validation import format_validation_error
+
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+
+
+class NodeGroup(BaseModel):
+    """``count`` nodes named ``{prefix}{1..count}``, each with ``gpus`` fake GPUs of one type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prefix: str
+    count: int = Field(ge=1, le=64)
+    gpu_type: str
+    gpus: int = Field(ge=0, le=16)
+    cpus: int = Field(default=16, ge=1, le=512)
+    memory_mb: int = Field(default=64000, ge=1000)
+    server_class: str = ""  # entity class (defaults to the GPU type); exported as a node feature
+
+    @field_validator("prefix", "gpu_type")
+    @classmethod
+    def _slurm_name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be lower-case letters, digits and '-', starting with a letter (max 31)")
+        return v
+
+    def node_names(self) -> list[str]:
+        return [f"{self.prefix}{i}" for i in range(1, self.count + 1)]
+
+
+class Partition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    nodes: list[str] = Field(default_factory=list)  # node names or group prefixes; empty = all nodes
+    default: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _slurm_name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be lower-case letters, digits and '-', starting with a letter")
+        return v
+
+
+class Ports(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    slurmctld: int = Field(default=6817, ge=1024, le=65000)
+    slurmd_base: int = Field(default=17001, ge=1024, le=65000)  # node i listens on slurmd_base + i
+    slurmdbd: int = Field(default=6819, ge=1024, le=65000)
+    mariadb: int = Field(default=13306, ge=1024, le=65000)
+
+
+class MiniclusterSpec(BaseModel):
+    """A whole local cluster. All daemons run on this host; nodes differ by name, port and fake GPUs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster_name: str = "hopsmini"
+    state_dir: Path = Path("/var/tmp/hops-minicluster")
+    accounting: bool = False  # slurmdbd + MariaDB for sacct
+    ports: Ports = Field(default_factory=Ports)
+    nodes: list[NodeGroup]
+    partitions: list[Partition]
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _cluster_name(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9]{0,39}$", v):
+            raise ValueError("must be lower-case letters and digits, starting with a letter")
+        return v
+
+    @field_validator("state_dir")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().absolute()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MiniclusterSpec:
+        names = self.node_names()
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"nodes: duplicate node names {dupes}")
+        prefixes = {g.prefix for g in self.nodes}
+        for i, part in enumerate(self.partitions):
+            for ref in part.nodes:
+                if ref not in names and ref not in prefixes:
+                    raise ValueError(f"partitions.{i}.nodes: {ref!r} is neither a node nor a node-group prefix")
+        if sum(p.default for p in self.partitions) > 1:
+            raise ValueError("partitions: more than one partition has default = true")
+        last_port = self.ports.slurmd_base + len(names)
+        if self.ports.slurmd_base <= self.ports.slurmctld <= last_port:
+            raise ValueError("ports.slurmctld falls inside the slurmd port range")
+        return self
+
+    def node_names(self) -> list[str]:
+        return [n for g in self.nodes for n in g.node_names()]
+
+    def node_port(self, node: str) -> int:
+        return self.ports.slurmd_base + self.node_names().index(node)
+
+    def group_of(self, node: str) -> NodeGroup:
+        for g in self.nodes:
+            if node in g.node_names():
+                return g
+        raise KeyError(node)
+
+    def partition_nodes(self, part: Partition) -> list[str]:
+        if not part.nodes:
+            return self.node_names()
+        out: list[str] = []
+        for ref in part.nodes:
+            group = next((g for g in self.nodes if g.prefix == ref), None)
+            out.extend(group.node_names() if group else [ref])
+        return list(dict.fromkeys(out))
+
+    @property
+    def conf_path(self) -> Path:
+        return self.state_dir / "etc" / "slurm.conf"
+
+
+def default_spec_path() -> Path:
+    """The spec shipped with the project (``etc/minicluster/default.toml`` in the checkout)."""
+    return Path(__file__).resolve().parents[2] / "etc" / "minicluster" / "default.toml"
+
+
+def load_spec(path: Path | None = None) -> MiniclusterSpec:
+    path = path or default_spec_path()
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise MiniclusterError(f"minicluster spec {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MiniclusterError(f"minicluster spec {path}: not valid TOML: {exc}") from None
+    try:
+        return MiniclusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise MiniclusterError(f"minicluster spec {path}:\n{format_validation_error(exc)}") from None

@@ -1,0 +1,7 @@
+#!/bin/bash
+#SBATCH -J demo
+#SBATCH --time=01:00:00
+#HOPS gpus=1 samples=1M batch-size=64 model=resnet50
+echo start
+#HOPS gpus=2;rm -rf /
+srun python train.py

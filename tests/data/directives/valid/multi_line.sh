@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH -J demo
+#SBATCH --time=01:00:00
+#HOPS gpus=1,2
+#HOPS samples=1M
+# a plain comment
+#HOPS batch-size=64 model=resnet50
+srun python train.py
