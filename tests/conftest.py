@@ -1,0 +1,33 @@
+"""Shared fixtures. ``minicluster``: one real fake-GPU Slurm cluster for the whole test session,
+started from tests/data/minicluster-test.toml and torn down (by PID) at the end, checking that no
+process of it is left behind."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hops_slurm.minicluster.cluster import Minicluster  # noqa: E402
+from hops_slurm.minicluster.spec import load_spec  # noqa: E402
+from slurm_helpers import leftover_processes  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="session")
+def minicluster() -> Iterator[Minicluster]:
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm integration tests run real slurmctld/slurmd daemons and need root (CI runs as root)")
+    cluster = Minicluster(load_spec(DATA / "minicluster-test.toml"))
+    cluster.down()  # a previous run that was killed may have left it up
+    cluster.up()
+    yield cluster
+    cluster.down()
+    left = leftover_processes(cluster.state)
+    assert not left, f"processes left behind by the minicluster: {left}"

@@ -1,0 +1,51 @@
+"""Helpers for the integration tests that drive the real minicluster (shared by tests/ subfolders)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from hops_slurm.minicluster import processes
+from hops_slurm.minicluster.cluster import Minicluster
+
+
+def job_fields(cluster: Minicluster, job_id: str) -> dict[str, str]:
+    """``scontrol -o -d show job`` as a dict (the one-line record, split on spaces)."""
+    out = cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout
+    fields: dict[str, str] = {}
+    for token in out.split():
+        key, eq, value = token.partition("=")
+        if eq:
+            fields.setdefault(key, value)
+    return fields
+
+
+def wait_for_state(cluster: Minicluster, job_id: str, states: set[str], timeout: float = 30.0) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        fields = job_fields(cluster, job_id)
+        if fields.get("JobState") in states:
+            return fields
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} not in {states} after {timeout} s: {fields.get('JobState')} {fields.get('Reason')}")
+        time.sleep(0.2)
+
+
+def leftover_processes(state_dir: Path, marker: str | None = None) -> list[str]:
+    """Live processes that belong to the cluster in ``state_dir`` (or carry ``marker`` in argv)."""
+    state = str(state_dir)
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        pid = int(entry.name)
+        if not processes.is_alive(pid):
+            continue
+        argv = " ".join(processes.cmdline(pid))
+        mine = state in argv or (marker is not None and marker in argv)
+        if not mine and argv.startswith("slurmstepd"):
+            mine = any(t.startswith(state + "/") for t in processes.open_files(pid))
+        if mine:
+            left.append(f"{pid} {argv}")
+    return left

@@ -1,0 +1,5 @@
+"""Paths the tests share."""
+
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
