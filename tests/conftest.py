@@ -1,5 +1,5 @@
 """Shared fixtures. ``minicluster``: one real fake-GPU Slurm cluster for the whole test session,
-started from tests/data/minicluster-test.toml and torn down (by PID) at the end, checking that no
+started from tests/data/minicluster-test.toml with the submit hook hooks/job_submit.lua, and torn down (by PID) at the end, checking that no
 process of it is left behind."""
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from hops_slurm.minicluster.spec import load_spec  # noqa: E402
 from slurm_helpers import leftover_processes  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
+HOOK = Path(__file__).resolve().parents[1] / "hooks" / "job_submit.lua"
 
 
 @pytest.fixture(scope="session")
 def minicluster() -> Iterator[Minicluster]:
     if os.geteuid() != 0:
         pytest.fail("the Slurm integration tests run real slurmctld/slurmd daemons and need root (CI runs as root)")
-    cluster = Minicluster(load_spec(DATA / "minicluster-test.toml"))
+    cluster = Minicluster(load_spec(DATA / "minicluster-test.toml"), job_submit_lua=HOOK)
     cluster.down()  # a previous run that was killed may have left it up
     cluster.up()
     yield cluster

@@ -17,7 +17,7 @@ SLURM_PACKAGES = {
     "slurmd": "slurmd",
     "sbatch": "slurm-client",
     "munged": "munge",
-    "lua5.3": "lua5.3",
+    "lua5.1": "lua5.1",  # Slurm 22.05 links job_submit_lua against Lua 5.1; the hook tests run it too
 }
 ACCOUNTING_PACKAGES = {"slurmdbd": "slurmdbd", "mariadbd": "mariadb-server"}
 # job_submit_lua.so and the select/gres plugins live here; no executable to look for.

@@ -1,0 +1,67 @@
+"""The submit hook inside a real slurmctld: every shared vector through ``sbatch``.
+
+Valid scripts are accepted, held (the owner's hold: priority 0), put in the hops partition, with the
+canonical directives in admin_comment; invalid ones are refused by sbatch with the message naming the
+key; scripts without directives run untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.minicluster.cluster import Minicluster
+
+pytestmark = pytest.mark.slurm
+
+VECTORS = Path(__file__).resolve().parents[1] / "data" / "directives"
+
+
+def _sbatch(cluster: Minicluster, script: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return cluster.run(["sbatch", "--parsable", "-o", "/dev/null", *extra, str(script)], check=False)
+
+
+def test_every_vector_through_sbatch(minicluster: Minicluster) -> None:
+    accepted: dict[str, str] = {}
+    for script in sorted((VECTORS / "valid").glob("*.sh")):
+        result = _sbatch(minicluster, script)
+        assert result.returncode == 0, f"{script.name}: {result.stderr}"
+        accepted[result.stdout.strip().split(";")[0]] = script.with_suffix(".canonical").read_text().strip()
+    for script in sorted((VECTORS / "invalid").glob("*.sh")):
+        expect = dict(line.split("=", 1) for line in script.with_suffix(".expect").read_text().splitlines() if line)
+        result = _sbatch(minicluster, script)
+        assert result.returncode != 0, f"{script.name} was accepted"
+        assert f"#HOPS {expect['key']}:" in result.stderr and expect["contains"] in result.stderr, result.stderr
+    jobs = {str(j["job_id"]): j for j in json.loads(minicluster.run(["squeue", "--json"]).stdout)["jobs"]}
+    try:
+        for job_id, canonical in accepted.items():
+            job = jobs[job_id]
+            assert job["admin_comment"] == f"hops:{canonical}"
+            assert job["job_state"] == "PENDING" and job["state_reason"] == "JobHeldUser"
+            assert job["partition"] == "hops"
+    finally:
+        minicluster.run(["scancel", *accepted], check=False)
+
+
+def test_comment_form_and_plain_jobs(minicluster: Minicluster, tmp_path: Path) -> None:
+    plain = tmp_path / "plain.sh"
+    plain.write_text("#!/bin/bash\nsleep 1\n")
+    good = _sbatch(minicluster, plain, "--comment=hops:gpus=2 samples=1M batch-size=8 model=resnet18", "-H")
+    bad = _sbatch(minicluster, plain, "--comment=hops:gpus=2 samples=1M model=resnet18")
+    untouched = _sbatch(minicluster, plain, "-H")
+    assert bad.returncode != 0 and "#HOPS batch-size: required key is missing" in bad.stderr
+    ids = [r.stdout.strip() for r in (good, untouched)]
+    try:
+        jobs = {str(j["job_id"]): j for j in json.loads(minicluster.run(["squeue", "--json"]).stdout)["jobs"]}
+        assert jobs[ids[0]]["admin_comment"] == "hops:gpus=2 samples=1000000 batch-size=8 model=resnet18"
+        assert not jobs[ids[1]].get("admin_comment")
+    finally:
+        minicluster.run(["scancel", *ids], check=False)
+
+
+def test_hops_job_in_another_partition_is_refused(minicluster: Minicluster) -> None:
+    result = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", "-p", "profiler")
+    assert result.returncode != 0 and "#HOPS jobs run in partition hops" in result.stderr
