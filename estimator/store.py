@@ -233,8 +233,11 @@ class ThroughputStore:
 
     def _migrate(self) -> None:
         with self.db.atomic():
-            self.db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-            version = self.schema_version
+            if not self.db.table_names():  # a new, empty file
+                self.db["meta"].create({"key": str, "value": str}, pk="key")
+                version = 0
+            else:
+                version = self.schema_version
             self._check_version(version)
             for target in range(version, SCHEMA_VERSION):
                 log.info("throughput store %s: migrating schema %d -> %d", self.path, target, target + 1)
