@@ -67,8 +67,8 @@ def _one_component(x: np.ndarray) -> tuple[float, float, float]:
     return mu, sigma, loglik
 
 
-def _em_two(x: np.ndarray) -> tuple[float, float, float, float, float, float, np.ndarray]:
-    """EM for two normals; returns (p1, mu1, s1, mu2, s2, loglik, responsibilities of component 1).
+def _em_two(x: np.ndarray) -> tuple[float, float, float, float, float, float]:
+    """EM for two normals; returns (p1, mu1, s1, mu2, s2, loglik).
 
     Initialised by splitting the sorted samples at the largest gap-weighted split (the k-means-like
     two-cluster split that minimises within-cluster variance), so the result is deterministic.
@@ -89,7 +89,6 @@ def _em_two(x: np.ndarray) -> tuple[float, float, float, float, float, float, np
     s1 = max(float(lo.std()), spread * 1e-3, SIGMA_FLOOR)
     s2 = max(float(hi.std()), spread * 1e-3, SIGMA_FLOOR)
     prev = -math.inf
-    resp = np.full(n, p1)
     loglik = prev
     for _ in range(_EM_MAX_ITER):
         l1 = math.log(max(p1, 1e-300)) + _log_normal_pdf(x, mu1, s1)
@@ -101,7 +100,7 @@ def _em_two(x: np.ndarray) -> tuple[float, float, float, float, float, float, np
         w1 = float(resp.sum())
         w2 = n - w1
         if w1 < 1e-9 or w2 < 1e-9:  # one component emptied: two components do not fit
-            return p1, mu1, s1, mu2, s2, -math.inf, resp
+            return p1, mu1, s1, mu2, s2, -math.inf
         p1 = w1 / n
         mu1 = float((resp * x).sum() / w1)
         mu2 = float(((1.0 - resp) * x).sum() / w2)
@@ -110,45 +109,68 @@ def _em_two(x: np.ndarray) -> tuple[float, float, float, float, float, float, np
         if loglik - prev < _EM_TOL * max(1.0, abs(loglik)):
             break
         prev = loglik
-    return p1, mu1, s1, mu2, s2, loglik, resp
+    return p1, mu1, s1, mu2, s2, loglik
 
 
 def bic(loglik: float, params: int, n: int) -> float:
     return params * math.log(n) - 2.0 * loglik
 
 
+def cache_responsibility(mixture: Mixture, x: Sequence[float] | np.ndarray) -> np.ndarray:
+    """P(cache | T_d = x) for each x under ``mixture`` (all ones for a one-component mixture)."""
+    xs = np.asarray(x, dtype=float)
+    if mixture.components == 1:
+        return np.ones_like(xs)
+    l1 = math.log(mixture.p_cache) + _log_normal_pdf(xs, mixture.mu_cache, max(mixture.sigma_cache, SIGMA_FLOOR))
+    l2 = math.log(mixture.p_load) + _log_normal_pdf(xs, mixture.mu_load, max(mixture.sigma_load, SIGMA_FLOOR))
+    top = np.maximum(l1, l2)
+    return np.exp(l1 - top) / (np.exp(l1 - top) + np.exp(l2 - top))
+
+
 def fit_mixture(
-    data_times: Sequence[float], sync_waits: Sequence[float] | None = None, *, paired: bool | None = None
+    data_times: Sequence[float],
+    sync_waits: Sequence[float] | None = None,
+    *,
+    sync_data_times: Sequence[float] | None = None,
 ) -> Mixture:
     """Fit eq. (3) to ``data_times``; condition ``sync_waits`` on the same components.
 
-    ``sync_waits`` paired with ``data_times`` (same length, same iterations) give E[T_w | cache]
-    and E[T_w | load] weighted by each sample's component responsibility; unpaired (other length)
-    sync waits give one unconditional mean for both; ``paired`` overrides the length test. Raises ValueError on no data or non-finite data.
+    T_w conditioning: each sync wait is weighted by P(cache | its iteration's data time), giving
+    E[T_w | cache] and E[T_w | load]. The data time of each sync wait's iteration is taken from
+    ``sync_data_times`` when given (same length as ``sync_waits``), else from ``data_times`` when the
+    two lists have equal length (same iterations); otherwise the sync waits are unpaired and one
+    unconditional mean serves both components. Raises ValueError on empty or invalid data.
     """
     x = np.asarray(list(data_times), dtype=float)
     if x.size == 0:
         raise ValueError("fit_mixture: no data-time samples")
     if not np.all(np.isfinite(x)) or np.any(x < 0):
         raise ValueError("fit_mixture: data times must be finite and non-negative")
-    w = np.asarray(list(sync_waits or []), dtype=float)
+    w = np.asarray([] if sync_waits is None else list(sync_waits), dtype=float)
     if w.size and (not np.all(np.isfinite(w)) or np.any(w < 0)):
         raise ValueError("fit_mixture: sync waits must be finite and non-negative")
-    paired = (w.size == x.size) if paired is None else (paired and w.size == x.size)
+    if sync_data_times is not None:
+        wx = np.asarray(list(sync_data_times), dtype=float)
+        if wx.size != w.size:
+            raise ValueError("fit_mixture: sync_data_times must pair one-to-one with sync_waits")
+    else:
+        wx = x if w.size == x.size else None
     wait_all = float(w.mean()) if w.size else 0.0
 
     mu, sigma, ll1 = _one_component(x)
     one = Mixture(1.0, mu, sigma, mu, sigma, 1, wait_all, wait_all, int(x.size))
     if x.size < MIN_SAMPLES_FOR_TWO or float(x.std()) <= SIGMA_FLOOR:
         return one
-    p1, mu1, s1, mu2, s2, ll2, resp = _em_two(x)
+    p1, mu1, s1, mu2, s2, ll2 = _em_two(x)
     if not math.isfinite(ll2) or bic(ll2, 5, x.size) >= bic(ll1, 2, x.size):
         return one
     if mu1 > mu2:  # keep "cache" as the faster component
-        p1, mu1, s1, mu2, s2, resp = 1.0 - p1, mu2, s2, mu1, s1, 1.0 - resp
-    wait_c = wait_l = wait_all
-    if paired:
-        rc, rl = float(resp.sum()), float((1.0 - resp).sum())
-        wait_c = float((resp * w).sum() / rc) if rc > 1e-12 else wait_all
-        wait_l = float(((1.0 - resp) * w).sum() / rl) if rl > 1e-12 else wait_all
+        p1, mu1, s1, mu2, s2 = 1.0 - p1, mu2, s2, mu1, s1
+    fitted = Mixture(p1, mu1, s1, mu2, s2, 2, wait_all, wait_all, int(x.size))
+    if wx is None or not w.size:
+        return fitted
+    resp = cache_responsibility(fitted, wx)
+    rc, rl = float(resp.sum()), float((1.0 - resp).sum())
+    wait_c = float((resp * w).sum() / rc) if rc > 1e-12 else wait_all
+    wait_l = float(((1.0 - resp) * w).sum() / rl) if rl > 1e-12 else wait_all
     return Mixture(p1, mu1, s1, mu2, s2, 2, wait_c, wait_l, int(x.size))

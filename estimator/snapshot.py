@@ -39,12 +39,12 @@ class TypeTheory:
         data_times: Sequence[float],
         sync_waits: Sequence[float] = (),
         *,
-        paired: bool | None = None,
+        sync_data_times: Sequence[float] | None = None,
     ) -> TypeTheory:
-        """Fit eq. (3) to the samples; no data-time samples means T_d = 0 (data loading not measured),
-        with T_w the mean sync wait (0 without samples)."""
+        """Fit eq. (3) to the samples (see :func:`estimator.mixture.fit_mixture` for the pairing rules);
+        no data-time samples means T_d = 0 (data loading not measured), T_w the mean sync wait."""
         if len(data_times):
-            mixture = fit_mixture(data_times, sync_waits, paired=paired)
+            mixture = fit_mixture(data_times, sync_waits, sync_data_times=sync_data_times)
         else:
             wait = sum(sync_waits) / len(sync_waits) if len(sync_waits) else 0.0
             mixture = Mixture.constant(0.0, wait)

@@ -390,17 +390,21 @@ class ThroughputStore:
         r = rows[0]
         return TimeComponents(r["t_f"], r["t_b"], r["t_u"], r["pattern"], r["params"], r["batch_size"])
 
-    def samples(self, signature: str, gpu_type: str) -> tuple[list[float], list[float], bool]:
-        """(data times, sync waits, paired) of every recorded iteration, oldest first; ``paired`` is true
-        when every row holds both values (so sync waits can be conditioned on data-time components)."""
+    def samples(self, signature: str, gpu_type: str) -> tuple[list[float], list[float], list[float] | None]:
+        """(data times, sync waits, data times of those sync waits' iterations or None), oldest first.
+
+        When some rows hold both values, the sync waits are those rows' (paired, so T_w can be
+        conditioned); otherwise every recorded sync wait, unpaired (third item None).
+        """
         with self._guard("read samples"):
             rows = list(self.db.query(
                 "select data_time, sync_wait from samples where signature = ? and gpu_type = ? order by id",
                 [signature, gpu_type]))
         data = [r["data_time"] for r in rows if r["data_time"] is not None]
-        sync = [r["sync_wait"] for r in rows if r["sync_wait"] is not None]
-        paired = bool(rows) and all(r["data_time"] is not None and r["sync_wait"] is not None for r in rows)
-        return data, sync, paired
+        pairs = [(r["data_time"], r["sync_wait"]) for r in rows if r["data_time"] is not None and r["sync_wait"] is not None]
+        if pairs:
+            return data, [w for _, w in pairs], [d for d, _ in pairs]
+        return data, [r["sync_wait"] for r in rows if r["sync_wait"] is not None], None
 
     def calibration(self, gpu_type: str) -> Calibration | None:
         return self.calibrations().get(gpu_type)
@@ -427,8 +431,8 @@ class ThroughputStore:
         for gpu_type in types:
             tc = self.theory(signature, gpu_type)
             assert tc is not None
-            data, sync, paired = self.samples(signature, gpu_type)
-            theory[gpu_type] = TypeTheory.from_samples(tc, data, sync, paired=paired)
+            data, sync, sync_data = self.samples(signature, gpu_type)
+            theory[gpu_type] = TypeTheory.from_samples(tc, data, sync, sync_data_times=sync_data)
         return JobSnapshot(
             signature,
             theory=theory,
