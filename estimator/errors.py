@@ -27,3 +27,7 @@ class SchemaVersionError(StoreError):
 
 class EstimateUnavailable(HopsError):
     """No layer of the store can answer for this job/GPU type (not profiled, not calibrated)."""
+
+
+class CalibrationMissing(EstimateUnavailable):
+    """A GPU type has no B_link/B_net calibration, so multi-GPU theory estimates are impossible."""

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from estimator.errors import EstimateUnavailable
+from estimator.errors import CalibrationMissing, EstimateUnavailable
 from estimator.model import per_gpu_theory_throughput
 from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
 from planner.views import ClusterView, Config, ThroughputFn
@@ -69,12 +69,14 @@ def per_gpu_estimate(
     if gpus > 1:
         cal = calibrations.get(gpu_type)
         if cal is None:
-            raise EstimateUnavailable(
+            raise CalibrationMissing(
                 f"GPU type {gpu_type!r} has no bandwidth calibration (B_link, B_net), needed to estimate "
                 f"job {snap.signature} on {gpus} GPUs; run the profiler's calibration for that type"
             )
         b_link, b_net = cal.b_link, cal.b_net
-    value = per_gpu_theory_throughput(theory.components, theory.data, gpus=gpus, nodes=nodes, b_link=b_link, b_net=b_net)
+    value = per_gpu_theory_throughput(
+        theory.components, theory.data, gpus=gpus, nodes=nodes, b_link=b_link, b_net=b_net
+    )
     return Estimate(value, "theory")
 
 
@@ -184,24 +186,28 @@ class Estimator:
     def throughput_fn(self, signature: str) -> ThroughputFn:
         """A :data:`ThroughputFn` for ``signature``: config -> the job's samples/s (cached per config).
 
-        A config touching a GPU type the job was never profiled or measured on answers 0.0 ("cannot run
-        there", the planner's convention) and logs it; a missing calibration raises
-        :class:`EstimateUnavailable`, since it is an administrator's omission, not a job property.
+        A config no layer can answer for (the job was never profiled on a GPU type it touches) answers
+        0.0, "cannot run there" in the planner's convention, and is logged. A missing calibration
+        (:class:`CalibrationMissing`) or a node outside the node map raises: those are setup errors,
+        not properties of the job.
         """
         snap = self.source.snapshot(signature)
         calibrations = self.source.calibrations()
-        known = set(snap.theory) | {t for t, _ in snap.type_aggregated} | {t for t, _ in snap.type_distributed}
         cache: dict[tuple[tuple[str, int], ...], float] = {}
 
         def fn(config: Config) -> float:
             key = tuple(sorted((n, int(g)) for n, g in config.items() if g > 0))
             if key not in cache:
-                types = {self.nodes[n][0] for n, _ in key if n in self.nodes}
-                if types - known:
-                    log.debug("job %s has no data on %s: config %s answers 0", signature, sorted(types - known), key)
-                    cache[key] = 0.0
-                else:
+                unknown = [n for n, _ in key if n not in self.nodes]
+                if unknown:
+                    raise EstimateUnavailable(f"config names nodes {unknown} that the estimator's node map lacks")
+                try:
                     cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes)
+                except CalibrationMissing:
+                    raise
+                except EstimateUnavailable as exc:
+                    log.info("job %s: config %s answers 0 (%s)", signature, dict(key), exc)
+                    cache[key] = 0.0
             return cache[key]
 
         return fn

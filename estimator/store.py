@@ -87,6 +87,8 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
 #: Ordered migrations: MIGRATIONS[i] brings the schema from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The eq. (3) fit uses at most this many of a (job, type)'s most recent samples.
+MAX_FIT_SAMPLES = 20_000
 
 _LOCKED_MARKERS = ("database is locked", "database table is locked", "busy")
 _CORRUPT_MARKERS = ("not a database", "malformed", "no such table", "no such column", "corrupt")
@@ -127,7 +129,9 @@ class ThroughputStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._take_writer_lock()
             try:
-                conn = self._connect(lambda: sqlite3.connect(str(self.path), timeout=busy_timeout, check_same_thread=False))
+                conn = self._connect(
+                    lambda: sqlite3.connect(str(self.path), timeout=busy_timeout, check_same_thread=False)
+                )
             except BaseException:
                 self._release_writer_lock()
                 raise
@@ -186,9 +190,7 @@ class ThroughputStore:
                     f"throughput store {self.path} is locked ({action}: {exc}); another process holds a "
                     "write lock beyond the busy timeout: check for a second engine or a stuck sqlite3 shell"
                 ) from exc
-            if any(m in text for m in _CORRUPT_MARKERS) or isinstance(exc, sqlite3.DatabaseError) and not isinstance(
-                exc, sqlite3.OperationalError
-            ):
+            if any(m in text for m in _CORRUPT_MARKERS) or type(exc) is sqlite3.DatabaseError:
                 raise StoreCorruptError(
                     f"throughput store {self.path} is corrupt or not a hops-slurm store ({action}: {exc}); "
                     "move it aside (measurements will be re-profiled) or restore it from a backup"
@@ -390,18 +392,24 @@ class ThroughputStore:
         r = rows[0]
         return TimeComponents(r["t_f"], r["t_b"], r["t_u"], r["pattern"], r["params"], r["batch_size"])
 
-    def samples(self, signature: str, gpu_type: str) -> tuple[list[float], list[float], list[float] | None]:
-        """(data times, sync waits, data times of those sync waits' iterations or None), oldest first.
+    def samples(
+        self, signature: str, gpu_type: str, *, limit: int | None = None
+    ) -> tuple[list[float], list[float], list[float] | None]:
+        """(data times, sync waits, data times of those sync waits' iterations or None), oldest first;
+        ``limit`` keeps only the most recent rows.
 
         When some rows hold both values, the sync waits are those rows' (paired, so T_w can be
         conditioned); otherwise every recorded sync wait, unpaired (third item None).
         """
         with self._guard("read samples"):
             rows = list(self.db.query(
-                "select data_time, sync_wait from samples where signature = ? and gpu_type = ? order by id",
-                [signature, gpu_type]))
+                "select data_time, sync_wait from samples where signature = ? and gpu_type = ? "
+                "order by id desc limit ?", [signature, gpu_type, -1 if limit is None else int(limit)]))
+        rows.reverse()
         data = [r["data_time"] for r in rows if r["data_time"] is not None]
-        pairs = [(r["data_time"], r["sync_wait"]) for r in rows if r["data_time"] is not None and r["sync_wait"] is not None]
+        pairs = [
+            (r["data_time"], r["sync_wait"]) for r in rows if r["data_time"] is not None and r["sync_wait"] is not None
+        ]
         if pairs:
             return data, [w for _, w in pairs], [d for d, _ in pairs]
         return data, [r["sync_wait"] for r in rows if r["sync_wait"] is not None], None
@@ -422,8 +430,9 @@ class ThroughputStore:
                 "where signature = ? group by k, c", [signature])
             return {(r["k"], int(r["c"])): float(r["v"]) for r in rows}
 
-    def snapshot(self, signature: str) -> JobSnapshot:
-        """Everything known about ``signature``; the mixture is fitted on all its samples so far."""
+    def snapshot(self, signature: str, *, max_samples: int = MAX_FIT_SAMPLES) -> JobSnapshot:
+        """Everything known about ``signature``; the eq. (3) mixture is fitted on its most recent
+        ``max_samples`` iterations (so a job with years of running-mode records stays cheap)."""
         with self._guard("read theory"):
             types = [r["gpu_type"] for r in self.db.query(
                 "select gpu_type from theory where signature = ? order by gpu_type", [signature])]
@@ -431,7 +440,7 @@ class ThroughputStore:
         for gpu_type in types:
             tc = self.theory(signature, gpu_type)
             assert tc is not None
-            data, sync, sync_data = self.samples(signature, gpu_type)
+            data, sync, sync_data = self.samples(signature, gpu_type, limit=max_samples)
             theory[gpu_type] = TypeTheory.from_samples(tc, data, sync, sync_data_times=sync_data)
         return JobSnapshot(
             signature,

@@ -209,7 +209,8 @@ def run(out_dir: Path) -> Path:
         lines.append(f"| {gpu_type} | {bl:.3g} ({bl * 4 / 1e9:.2f} GB/s) | {bn:.3g} ({bn * 4 / 1e9:.2f} GB/s) |")
 
     lines += ["", "## Error on the held-out half, per model (mean relative error over k80/p100/v100 × 2/4/8 GPUs)", "",
-              "| model (batch) | consolidated: model | consolidated: linear | unconsolidated: model | unconsolidated: linear |",
+              "| model (batch) | consolidated: model | consolidated: linear "
+              "| unconsolidated: model | unconsolidated: linear |",
               "|---|---|---|---|---|"]
     all_err: dict[tuple[bool, str], list[float]] = defaultdict(list)
     for v in test:
@@ -234,7 +235,8 @@ def run(out_dir: Path) -> Path:
                 sel = [r for r in rows if r[1] == t and r[2] == consolidated and r[3] == n]
                 bias = float(np.mean([(r[6] - r[5]) / r[5] for r in sel])) if sel else 0.0
                 cells.append(f"{_mape([_rel(r[6], r[5]) for r in sel])} ({100 * bias:+.0f}%)")
-            lines.append(f"| {'consolidated' if consolidated else 'unconsolidated'} | {n} | " + " | ".join(cells) + " |")
+            layout = "consolidated" if consolidated else "unconsolidated"
+            lines.append(f"| {layout} | {n} | " + " | ".join(cells) + " |")
 
     # A stricter check: leave one whole family out (fit on the other three).
     lines += ["", "### Leave-one-family-out (fit on the other three families, all batch sizes)", "",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from estimator.errors import EstimateUnavailable
+from estimator.errors import CalibrationMissing, EstimateUnavailable
 from estimator.estimate import (
     Estimator,
     config_throughput,
@@ -73,7 +73,8 @@ def test_lookup_order_through_the_store(tmp_path):
                          data_samples=[0.001] * 5)
         store.put_calibration("v100", b_link=1e10, b_net=1e9, method="test", measured_at=0)
         est = Estimator(store, {"a": ("v100", "a"), "b": ("v100", "b")})
-        assert est.per_gpu_throughput("job", "v100", 2, server="a") == pytest.approx(32 / (0.021 + 0.005 + 0.01))  # T_c = 0.005
+        # 2 GPUs, one node: T_c = 0.005, backward = max(0.02 + 0.001, 0.005) + 0.005; + T_f 0.01
+        assert est.per_gpu_throughput("job", "v100", 2, server="a") == pytest.approx(32 / (0.021 + 0.005 + 0.01))
         store.put_type_throughput("job", "v100", gpus=2, nodes=1, throughput=1000.0)
         assert est.per_gpu_throughput("job", "v100", 2, server="a") == pytest.approx(500.0)
         store.add_runtime_samples("job", "v100", "a", gpus=2, nodes=1, throughput=900.0)
@@ -138,6 +139,12 @@ def test_estimator_throughput_fn_for_cluster():
     assert fn({"a": 2, "c": 2}) == pytest.approx(32 / 0.145 * 4)
     assert fn({"d": 2}) == 0.0  # never profiled on p100: cannot run there
     assert fn({"a": 1, "d": 1}) == 0.0
+    with pytest.raises(EstimateUnavailable, match="zz"):
+        fn({"zz": 1})
+    uncalibrated = Estimator.for_cluster(MemorySource({"job": snap()}, {}), cluster).throughput_fn("job")
+    assert uncalibrated({"a": 1}) == pytest.approx(32 / 0.035)  # one GPU needs no bandwidth
+    with pytest.raises(CalibrationMissing, match="calibration"):
+        uncalibrated({"a": 2})
     assert est.sensitivity("job") == pytest.approx(0.115 / 0.035)  # first type of the cluster: v100
     # eq. 9 with 1-GPU throughputs: v100 8/16 GPUs at 32/0.035, k80 8/16 at 32/0.105, p100 unusable
     age = est.expected_age("job", 1e5, [1, 2])

@@ -202,3 +202,18 @@ def test_readers_run_while_the_writer_writes(store, path):
         assert counts[-1] == n_records
         assert len(set(counts)) > 1  # it read while the writer was still writing
     assert store.snapshot("sig").type_aggregated[("v100", 2)] == pytest.approx((100 + 100 + n_records - 1) / 2 / 2)
+
+
+def test_constraint_violation_is_a_store_error_not_corruption(store):
+    store.db.conn.execute("PRAGMA busy_timeout = 50")
+    with pytest.raises(StoreError) as info:
+        with store._guard("insert"):
+            store.db.execute("insert into calibration (gpu_type, b_link, b_net) values ('x', NULL, 1)")
+    assert not isinstance(info.value, StoreCorruptError)
+
+
+def test_mixture_fit_uses_the_most_recent_samples(store):
+    store.put_theory("sig", "v100", **THEORY, data_samples=[1.0] * 50)
+    store.add_runtime_samples("sig", "v100", "n1", data_times=[0.01] * 30, gpus=1, nodes=1)
+    assert store.snapshot("sig", max_samples=30).theory["v100"].data.mean == pytest.approx(0.01)
+    assert store.snapshot("sig").theory["v100"].data.mean == pytest.approx((50 + 0.3) / 80)
