@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import sqlite3
+import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -123,7 +124,7 @@ class ThroughputStore:
         if read_only:
             if not self.path.exists():
                 raise StoreError(f"throughput store {self.path} does not exist; the engine creates it on first start")
-            uri = f"file:{self.path.resolve()}?mode=ro"
+            uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
             conn = self._connect(lambda: sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False))
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -383,6 +384,12 @@ class ThroughputStore:
         with self._guard("list signatures"):
             return [r["signature"] for r in self.db.query("select distinct signature from theory order by 1")]
 
+    def profiled_types(self, signature: str) -> list[str]:
+        """GPU types with a theoretical-layer profile for ``signature`` (a re-submitted model skips these)."""
+        with self._guard("read theory"):
+            return [r["gpu_type"] for r in self.db.query(
+                "select gpu_type from theory where signature = ? order by gpu_type", [signature])]
+
     def theory(self, signature: str, gpu_type: str) -> TimeComponents | None:
         with self._guard("read theory"):
             rows = list(self.db.query(
@@ -433,11 +440,8 @@ class ThroughputStore:
     def snapshot(self, signature: str, *, max_samples: int = MAX_FIT_SAMPLES) -> JobSnapshot:
         """Everything known about ``signature``; the eq. (3) mixture is fitted on its most recent
         ``max_samples`` iterations (so a job with years of running-mode records stays cheap)."""
-        with self._guard("read theory"):
-            types = [r["gpu_type"] for r in self.db.query(
-                "select gpu_type from theory where signature = ? order by gpu_type", [signature])]
         theory: dict[str, TypeTheory] = {}
-        for gpu_type in types:
+        for gpu_type in self.profiled_types(signature):
             tc = self.theory(signature, gpu_type)
             assert tc is not None
             data, sync, sync_data = self.samples(signature, gpu_type, limit=max_samples)

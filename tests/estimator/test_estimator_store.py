@@ -46,6 +46,7 @@ def test_theory_round_trip_and_reprofile_keeps_runtime_samples(store):
     assert sync == [0.01] and sync_data == [0.3]
     assert store.theory("sig", "v100").t_f == 0.02
     assert store.signatures() == ["sig"]
+    assert store.profiled_types("sig") == ["v100"]
 
 
 def test_runtime_record_feeds_entity_and_type_layers_per_gpu(store):
@@ -217,3 +218,42 @@ def test_mixture_fit_uses_the_most_recent_samples(store):
     store.add_runtime_samples("sig", "v100", "n1", data_times=[0.01] * 30, gpus=1, nodes=1)
     assert store.snapshot("sig", max_samples=30).theory["v100"].data.mean == pytest.approx(0.01)
     assert store.snapshot("sig").theory["v100"].data.mean == pytest.approx((50 + 0.3) / 80)
+
+
+_READER = r"""
+import json, sys, time
+from estimator.store import ThroughputStore
+path, target = sys.argv[1], int(sys.argv[2])
+seen = []
+with ThroughputStore(path, read_only=True) as reader:
+    print("ready", flush=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        reader.snapshot("sig")
+        seen.append(reader.record_counts("sig")["type_aggregated"])
+        if seen[-1] >= target:
+            break
+print(json.dumps(seen), flush=True)
+"""
+
+
+def test_reader_in_another_process_while_the_writer_writes(store, path):
+    import json
+    import subprocess
+    import sys
+
+    store.put_theory("sig", "v100", **THEORY, data_samples=[0.01] * 10)
+    n_records = 100
+    proc = subprocess.Popen([sys.executable, "-c", _READER, str(path), str(n_records)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        for i in range(n_records):
+            store.add_runtime_samples("sig", "v100", "n1", data_times=[0.01], sync_waits=[0.0],
+                                      gpus=1, nodes=1, throughput=100.0 + i)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen == sorted(seen) and seen[-1] == n_records
