@@ -2,4 +2,8 @@
 
 Sits between the profiler (which hands over measurements) and the planner/simulator (which ask for
 per-GPU and configuration throughputs, sensitivity and expected age). Pure apart from the store.
+
+Modules: ``store`` (SQLite, the only impure part), ``snapshot`` (immutable views + in-memory source),
+``model`` (eq. 1-5), ``mixture`` (EM for eq. 3), ``estimate`` (top-down lookup, eq. 9, eq. 10,
+:class:`~estimator.estimate.Estimator`), ``signature`` (job keys), ``errors``.
 """

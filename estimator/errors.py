@@ -1,0 +1,33 @@
+"""Errors raised by the estimator: the store (locked, corrupt, wrong schema) and estimates that
+cannot be made (no profile, no calibration).
+
+Every message says what is wrong and what to do about it; callers never get a silent default.
+"""
+
+from __future__ import annotations
+
+from hops_slurm.errors import HopsError
+
+
+class StoreError(HopsError):
+    """The throughput store could not be opened, read or written."""
+
+
+class StoreLockedError(StoreError):
+    """Another writer holds the store, or SQLite stayed busy beyond the timeout."""
+
+
+class StoreCorruptError(StoreError):
+    """The store file is not a readable SQLite database of the expected shape."""
+
+
+class SchemaVersionError(StoreError):
+    """The store was written by a newer hops-slurm (schema version unknown here)."""
+
+
+class EstimateUnavailable(HopsError):
+    """No layer of the store can answer for this job/GPU type (not profiled, not calibrated)."""
+
+
+class CalibrationMissing(EstimateUnavailable):
+    """A GPU type has no B_link/B_net calibration, so multi-GPU theory estimates are impossible."""

@@ -1,0 +1,245 @@
+"""Estimates the planner and the simulator call (Hops §3.5, eq. 9, eq. 10), with plain values.
+
+Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
+(entity layer → type layer → theoretical layer with eq. 1-5):
+- :func:`per_gpu_throughput`: samples/s per GPU of a job on one node for a GPU/node count;
+- :func:`config_throughput`: a ``{node: gpus}`` config's samples/s = min per-GPU throughput × Σ GPUs;
+- :func:`sensitivity`: eq. (10), thr({0:1}) / per-GPU thr({0:1, 1:1}) on one GPU type;
+- :func:`expected_age`: eq. (9), Σ_j N_j/N · total_samples / (throughput_j · R_avg).
+:class:`Estimator` binds a source and a node map and hands out :data:`planner.views.ThroughputFn`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from estimator.errors import CalibrationMissing, EstimateUnavailable
+from estimator.model import per_gpu_theory_throughput
+from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
+from planner.views import ClusterView, Config, ThroughputFn
+
+log = logging.getLogger(__name__)
+
+#: Layer names, top-down.
+LAYERS = ("entity", "type", "theory")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A per-GPU throughput (samples/s) and the layer that answered."""
+
+    per_gpu: float
+    layer: str
+
+
+def per_gpu_estimate(
+    snap: JobSnapshot,
+    calibrations: Mapping[str, Calibration],
+    *,
+    gpu_type: str,
+    gpus: int,
+    nodes: int,
+    server: str | None = None,
+) -> Estimate:
+    """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
+    config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
+    distributed ones by node count. Raises :class:`EstimateUnavailable` when no layer can answer."""
+    if gpus < 1 or not 1 <= nodes <= gpus:
+        raise ValueError(f"need 1 <= nodes <= gpus, got gpus={gpus}, nodes={nodes}")
+    aggregated = nodes == 1
+    key_count = gpus if aggregated else nodes
+    if server:
+        table = snap.entity_aggregated if aggregated else snap.entity_distributed
+        value = table.get((server, key_count))
+        if value is not None:
+            return Estimate(value, "entity")
+    table = snap.type_aggregated if aggregated else snap.type_distributed
+    value = table.get((gpu_type, key_count))
+    if value is not None:
+        return Estimate(value, "type")
+    theory = snap.theory.get(gpu_type)
+    if theory is None:
+        raise EstimateUnavailable(
+            f"job {snap.signature}: nothing known on GPU type {gpu_type!r} (no profile, no measurement); "
+            "profile the job on that type"
+        )
+    b_link = b_net = 0.0
+    if gpus > 1:
+        cal = calibrations.get(gpu_type)
+        if cal is None:
+            raise CalibrationMissing(
+                f"GPU type {gpu_type!r} has no bandwidth calibration (B_link, B_net), needed to estimate "
+                f"job {snap.signature} on {gpus} GPUs; run the profiler's calibration for that type"
+            )
+        b_link, b_net = cal.b_link, cal.b_net
+    value = per_gpu_theory_throughput(
+        theory.components, theory.data, gpus=gpus, nodes=nodes, b_link=b_link, b_net=b_net
+    )
+    return Estimate(value, "theory")
+
+
+def per_gpu_throughput(
+    snap: JobSnapshot,
+    calibrations: Mapping[str, Calibration],
+    *,
+    gpu_type: str,
+    gpus: int,
+    nodes: int = 1,
+    server: str | None = None,
+) -> float:
+    """:func:`per_gpu_estimate`'s value (samples/s per GPU)."""
+    return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server).per_gpu
+
+
+def config_throughput(
+    config: Mapping[str, int],
+    snap: JobSnapshot,
+    calibrations: Mapping[str, Calibration],
+    nodes: Mapping[str, tuple[str, str]],
+) -> float:
+    """Samples/s of the job in ``config`` (node -> GPUs): min over its nodes of the per-GPU throughput,
+    times the config's GPU count (§3.5: the slowest GPU paces synchronous data parallelism).
+
+    ``nodes`` maps node name -> (gpu_type, server); server keys the entity layer. Empty config: 0.0.
+    """
+    used = {n: int(g) for n, g in config.items() if g > 0}
+    if not used:
+        return 0.0
+    total, n_nodes = sum(used.values()), len(used)
+    slowest = float("inf")
+    for node in used:
+        if node not in nodes:
+            raise EstimateUnavailable(f"config names node {node!r}, which the estimator's node map does not know")
+        gpu_type, server = nodes[node]
+        value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server)
+        slowest = min(slowest, value)
+    return slowest * total
+
+
+def sensitivity(snap: JobSnapshot, calibrations: Mapping[str, Calibration], gpu_type: str) -> float:
+    """Eq. (10): ρ = thr({0:1}) / per-GPU thr({0:1, 1:1}), both nodes of ``gpu_type`` (type level)."""
+    agg = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=1, nodes=1)
+    dis = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=2, nodes=2)
+    return agg / dis
+
+
+def expected_age(
+    total_samples: float,
+    per_gpu: Mapping[str, float],
+    type_gpus: Mapping[str, int],
+    requirements: Sequence[int],
+) -> float:
+    """Eq. (9): Σ_j P(type=j) · total_samples / (throughput_j · R_avg), P(type=j) = N_j / N_cluster.
+
+    ``per_gpu``: the job's per-GPU samples/s per type; ``type_gpus``: GPUs per type in the cluster;
+    ``requirements``: the job's acceptable GPU counts (R_avg is their mean). Types where the job cannot
+    run (throughput 0 or unknown) are left out and P renormalised over the rest (a deviation: the paper
+    sums over every type, which would make the age infinite).
+    """
+    if total_samples < 0:
+        raise ValueError(f"total samples must be non-negative, got {total_samples}")
+    if not requirements or any(r <= 0 for r in requirements):
+        raise ValueError(f"requirements must be positive GPU counts, got {list(requirements)}")
+    r_avg = sum(requirements) / len(requirements)
+    usable = {t: n for t, n in type_gpus.items() if n > 0 and per_gpu.get(t, 0.0) > 0}
+    n_usable = sum(usable.values())
+    if not n_usable:
+        raise EstimateUnavailable(f"no GPU type has a positive throughput for this job (types: {sorted(type_gpus)})")
+    return sum(n / n_usable * total_samples / (per_gpu[t] * r_avg) for t, n in usable.items())
+
+
+class Estimator:
+    """Binds a :class:`SnapshotSource` (the store read-only, or memory) to a cluster's nodes.
+
+    ``nodes`` maps node name -> (gpu_type, server); ``type_gpus`` (GPUs per type) is needed only for
+    :meth:`expected_age`. Each :meth:`throughput_fn` reads one snapshot and calibration set, so a round
+    sees consistent numbers; ask again next round to pick up new measurements.
+    """
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        nodes: Mapping[str, tuple[str, str]],
+        type_gpus: Mapping[str, int] | None = None,
+    ) -> None:
+        self.source = source
+        self.nodes = dict(nodes)
+        self.type_gpus = dict(type_gpus or {})
+
+    @classmethod
+    def for_cluster(cls, source: SnapshotSource, cluster: ClusterView, *, entity: str = "node") -> Estimator:
+        """Node map from a :class:`ClusterView`: the entity key is the node name (``entity="node"``) or
+        its ``server_class`` (``entity="server_class"``, pooling identical servers)."""
+        if entity not in ("node", "server_class"):
+            raise ValueError(f"entity must be 'node' or 'server_class', got {entity!r}")
+        nodes = {n.name: (n.gpu_type, n.name if entity == "node" else n.server_class) for n in cluster.nodes}
+        type_gpus: dict[str, int] = {}
+        for n in cluster.nodes:
+            type_gpus[n.gpu_type] = type_gpus.get(n.gpu_type, 0) + n.total_gpus
+        return cls(source, nodes, type_gpus)
+
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t for t, _ in self.nodes.values()))
+
+    def throughput_fn(self, signature: str) -> ThroughputFn:
+        """A :data:`ThroughputFn` for ``signature``: config -> the job's samples/s (cached per config).
+
+        A config no layer can answer for (the job was never profiled on a GPU type it touches) answers
+        0.0, "cannot run there" in the planner's convention, and is logged. A missing calibration
+        (:class:`CalibrationMissing`) or a node outside the node map raises: those are setup errors,
+        not properties of the job.
+        """
+        snap = self.source.snapshot(signature)
+        calibrations = self.source.calibrations()
+        cache: dict[tuple[tuple[str, int], ...], float] = {}
+
+        def fn(config: Config) -> float:
+            key = tuple(sorted((n, int(g)) for n, g in config.items() if g > 0))
+            if key not in cache:
+                unknown = [n for n, _ in key if n not in self.nodes]
+                if unknown:
+                    raise EstimateUnavailable(f"config names nodes {unknown} that the estimator's node map lacks")
+                try:
+                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes)
+                except CalibrationMissing:
+                    raise
+                except EstimateUnavailable as exc:
+                    log.info("job %s: config %s answers 0 (%s)", signature, dict(key), exc)
+                    cache[key] = 0.0
+            return cache[key]
+
+        return fn
+
+    def per_gpu_throughput(
+        self, signature: str, gpu_type: str, gpus: int, nodes: int = 1, server: str | None = None
+    ) -> float:
+        snap = self.source.snapshot(signature)
+        return per_gpu_throughput(
+            snap, self.source.calibrations(), gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server
+        )
+
+    def sensitivity(self, signature: str, gpu_type: str | None = None) -> float:
+        """Eq. (10) on ``gpu_type``; by default the first type of the node map the job has data for."""
+        snap = self.source.snapshot(signature)
+        if gpu_type is None:
+            candidates = [t for t in self.gpu_types() if t in snap.theory]
+            if not candidates:
+                raise EstimateUnavailable(f"job {signature}: not profiled on any GPU type of this cluster")
+            gpu_type = candidates[0]
+        return sensitivity(snap, self.source.calibrations(), gpu_type)
+
+    def expected_age(self, signature: str, total_samples: float, requirements: Sequence[int]) -> float:
+        """Eq. (9) with the 1-GPU per-GPU throughput of each type (the profiler's measurement)."""
+        if not self.type_gpus:
+            raise ValueError("expected_age needs GPUs per type: build the Estimator with type_gpus or for_cluster")
+        snap = self.source.snapshot(signature)
+        calibrations = self.source.calibrations()
+        per_gpu: dict[str, float] = {}
+        for gpu_type in self.type_gpus:
+            try:
+                per_gpu[gpu_type] = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=1)
+            except EstimateUnavailable:
+                continue
+        return expected_age(total_samples, per_gpu, self.type_gpus, requirements)

@@ -1,0 +1,98 @@
+"""Plain, immutable views of one job's throughput knowledge: what :mod:`estimator.estimate` reads.
+
+The SQLite store (:mod:`estimator.store`) builds a :class:`JobSnapshot` from its three layers; the
+simulator can build one in memory (:class:`MemorySource`) from ground truth or synthetic profiles.
+Either way the estimate functions stay pure: they never touch SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from estimator.mixture import Mixture, fit_mixture
+from estimator.model import TimeComponents
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per-GPU-type bandwidths for eq. (2), in parameters/s, with provenance."""
+
+    gpu_type: str
+    b_link: float  # within one node (ring all-reduce)
+    b_net: float  # across nodes
+    method: str = ""
+    measured_at: str = ""
+
+
+@dataclass(frozen=True)
+class TypeTheory:
+    """Theoretical layer for one (job, GPU type): stable components + the fitted T_d/T_w mixture."""
+
+    components: TimeComponents
+    data: Mixture
+
+    @staticmethod
+    def from_samples(
+        components: TimeComponents,
+        data_times: Sequence[float],
+        sync_waits: Sequence[float] = (),
+        *,
+        sync_data_times: Sequence[float] | None = None,
+    ) -> TypeTheory:
+        """Fit eq. (3) to the samples (see :func:`estimator.mixture.fit_mixture` for the pairing rules);
+        no data-time samples means T_d = 0 (data loading not measured), T_w the mean sync wait."""
+        if len(data_times):
+            mixture = fit_mixture(data_times, sync_waits, sync_data_times=sync_data_times)
+        else:
+            wait = sum(sync_waits) / len(sync_waits) if len(sync_waits) else 0.0
+            mixture = Mixture.constant(0.0, wait)
+        return TypeTheory(components, mixture)
+
+
+def _frozen(m: Mapping | None) -> Mapping:
+    return dict(m or {})
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """Everything known about one job signature, layer by layer.
+
+    Measured values are per-GPU samples/s (the job's observed samples/s divided by its GPU count),
+    averaged over the records of each key. Keys: aggregated tables by GPU count, distributed tables
+    by node count; the type layer per GPU type, the entity layer per server.
+    """
+
+    signature: str
+    theory: Mapping[str, TypeTheory] = field(default_factory=dict)
+    type_aggregated: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (gpu_type, gpus)
+    type_distributed: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (gpu_type, nodes)
+    entity_aggregated: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (server, gpus)
+    entity_distributed: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (server, nodes)
+
+    def __post_init__(self) -> None:
+        for name in ("theory", "type_aggregated", "type_distributed", "entity_aggregated", "entity_distributed"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+
+class SnapshotSource(Protocol):
+    """What an :class:`estimator.estimate.Estimator` reads from: the store, or memory."""
+
+    def snapshot(self, signature: str) -> JobSnapshot: ...
+
+    def calibrations(self) -> dict[str, Calibration]: ...
+
+
+@dataclass
+class MemorySource:
+    """An in-memory :class:`SnapshotSource` (simulator, tests): jobs by signature, calibrations by type."""
+
+    jobs: dict[str, JobSnapshot] = field(default_factory=dict)
+    calibration: dict[str, Calibration] = field(default_factory=dict)
+
+    def snapshot(self, signature: str) -> JobSnapshot:
+        return self.jobs.get(signature, JobSnapshot(signature))
+
+    def calibrations(self) -> dict[str, Calibration]:
+        return dict(self.calibration)
