@@ -136,15 +136,23 @@ def _parse_calendar(s: str, base: datetime) -> datetime:
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in a duration: ``24h``, ``90m``, ``2d``, ``3600`` / ``3600s``, ``1w`` or ``[D-]HH:MM[:SS]``."""
+    """Seconds in a duration: ``24h``, ``90m``, ``2d``, ``3600`` / ``3600s`` (a bare number is seconds),
+    ``1w``, or Slurm's time-limit forms ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``."""
     s = text.strip().lower()
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", s)
     if m and m.group(2) in _UNITS:
         return float(m.group(1)) * _UNITS[m.group(2)]
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{2})(?::(\d{2}))?", s)
+    # Slurm's time-limit forms: M:S, H:M:S, D-H, D-H:M, D-H:M:S
+    m = re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?(?::(\d+))?", s)
     if m:
         d, hh, mm, ss = m.groups()
-        return int(d or 0) * 86400.0 + int(hh) * 3600 + int(mm) * 60 + int(ss or 0)
+        return int(d) * 86400.0 + int(hh) * 3600 + int(mm or 0) * 60 + int(ss or 0)
+    m = re.fullmatch(r"(\d+):(\d+)(?::(\d+))?", s)
+    if m:
+        a, b, c = m.groups()
+        if c is None:
+            return int(a) * 60.0 + int(b)
+        return int(a) * 3600.0 + int(b) * 60 + int(c)
     raise TimeFormatError(f"cannot parse duration {text!r}: use e.g. 24h, 90m, 2d, 3600s or [D-]HH:MM:SS")
 
 
