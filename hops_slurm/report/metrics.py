@@ -161,19 +161,25 @@ def gpu_utilisation(jobs: Iterable[JobRecord], total_gpus: int, start: float, en
 
 
 def gpus_in_use_steps(jobs: Iterable[JobRecord], until: float) -> list[tuple[float, int]]:
-    """Cluster GPU use as a step function: ``(time, GPUs in use from then on)``, in time order."""
+    """Cluster GPU use as a step function: ``(time, GPUs in use from then on)``, in time order.
+
+    Placements still open hold their GPUs through ``until``; the last step is at ``until`` (or at
+    the last change, if later) so the curve reaches the horizon without a false drop to zero.
+    """
     deltas: dict[float, int] = {}
     for job in jobs:
         for p in job.placements:
             g = sum(p.config.values())
-            end = until if p.end is None else p.end
-            if end <= p.start:
+            if p.start >= until or (p.end is not None and p.end <= p.start):
                 continue
             deltas[p.start] = deltas.get(p.start, 0) + g
-            deltas[end] = deltas.get(end, 0) - g
+            if p.end is not None and p.end <= until:
+                deltas[p.end] = deltas.get(p.end, 0) - g
     steps: list[tuple[float, int]] = []
     level = 0
     for t in sorted(deltas):
         level += deltas[t]
         steps.append((t, level))
+    if steps and steps[-1][0] < until:
+        steps.append((until, level))
     return steps

@@ -141,8 +141,8 @@ def summary_text(summary: Summary, instant: Callable[[float | None], str]) -> st
     a = summary.all
     util = "-" if summary.gpu_utilisation is None else f"{100 * summary.gpu_utilisation:.1f}%"
     lines = [
-        f"Window {instant(summary.window_end - summary.window)} .. {instant(summary.window_end)} "
-        f"({format_elapsed(summary.window)})",
+        f"Window {instant(summary.window_start)} .. {instant(summary.window_end)} "
+        f"({format_elapsed(summary.window_end - summary.window_start)} of the {format_elapsed(summary.window)} asked)",
         f"  RAQLR (eq. 7)        {_num(a.raqlr, '{:.3f}')}  over {a.finished} jobs ended in the window",
         f"  LR max / p95         {_num(a.max_lr, '{:.3f}')} / {_num(a.p95_lr, '{:.3f}')}",
         f"  Avg wait / Avg JCT   {_dur(a.avg_wait)} / {_dur(a.avg_jct)}",

@@ -108,4 +108,5 @@ def test_gpu_use_steps(sim: RecordSet) -> None:
     assert steps[2700] == 8
     assert steps[3000] == 6
     assert steps[4200] == 6  # job 1 ends, job 5 starts
-    assert steps[5400] == 0  # job 2 ends, job 5 cut at the horizon
+    assert steps[5400] == 4  # job 2 ends; job 5 still runs at the horizon
+    assert metrics.gpus_in_use_steps(sim.jobs, until=5000)[-1] == (5000, 6)  # jobs 2 and 5 running
