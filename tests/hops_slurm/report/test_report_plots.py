@@ -55,3 +55,18 @@ def test_cli_plot_option(capsys: pytest.CaptureFixture[str], data_dir: Path, tmp
     for name in ("lr_jct_cdf.png", "wait_vs_age.png", "gpu_use.png"):
         assert png_size(tmp_path / name) == plots.PIXELS
         assert f"wrote {tmp_path / name}" in err
+
+
+def test_markdown_example_page(sim: RecordSet, tmp_path: Path) -> None:
+    from hops_slurm.report.markdown import write_markdown
+
+    md = write_markdown(sim, tmp_path, now=5400, simulated=True, max_rows=4)
+    text = md.read_text()
+    assert "first 4 of 6 jobs" in text
+    assert "RAQLR (eq. 7)        0.722" in text
+    table = text.split("```text\n")[1].split("```")[0].splitlines()
+    assert len(table) == 2 + 4  # header, rule, four jobs
+    assert table[0].split()[:3] == ["JobID", "User", "Submit"]
+    for name in ("lr_jct_cdf.png", "wait_vs_age.png", "gpu_use.png"):
+        assert f"]({name})" in text
+        assert png_size(tmp_path / name) == plots.PIXELS
