@@ -16,7 +16,6 @@ from datetime import UTC
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
-from hops_slurm.report import plots
 from hops_slurm.report.accounting import JobFilter, build_rows, normalise_states, select_jobs
 from hops_slurm.report.sacct import apply_sacct, cross_check, run_sacct
 from hops_slurm.report.source import RecordSet, open_source
@@ -134,6 +133,8 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(render(rows, columns, style, header=not args.noheader))
 
     if args.plot is not None:
+        from hops_slurm.report import plots  # matplotlib: imported only when plotting (slow import)
+
         label = "simulated" if simulated else "cluster"
         written = plots.write_plots(args.plot, {label: (jobs, records.rounds)}, now)
         for path in written:
