@@ -9,6 +9,7 @@ accounting and flags where it disagrees with the engine.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -113,20 +114,20 @@ def _run(args: argparse.Namespace) -> int:
     jobs = select_jobs(records.jobs, flt)
     rows = build_rows(jobs, now, history=args.history)
 
+    disagreements = None
     if args.sacct:
-        accounting = run_sacct(
-            [j.job_id for j in jobs],
-            json_output=args.sacct == "json",
-        )
-        for d in cross_check(jobs, accounting):
+        accounting = run_sacct([j.job_id for j in jobs], json_output=args.sacct == "json")
+        found = cross_check(jobs, accounting)
+        for d in found:
             print(f"hops-slurm: warning: {d.message()}", file=sys.stderr)
+        disagreements = [dataclasses.asdict(d) for d in found]
         rows = apply_sacct(rows, accounting)
 
     if args.summary:
         summary = summarise(jobs, records.rounds, now, parse_duration(args.window), args.total_gpus)
         sys.stdout.write(summary_json(summary) if args.json else summary_text(summary, style.instant))
     elif args.json:
-        sys.stdout.write(render_json(rows, now, simulated))
+        sys.stdout.write(render_json(rows, now, simulated, disagreements))
     else:
         columns = parse_format(args.format)
         render = render_parsable2 if args.parsable2 else render_table

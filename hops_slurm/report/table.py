@@ -9,7 +9,7 @@ truncated) and ``--json`` (every field, raw numbers in seconds).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 
@@ -165,8 +165,11 @@ def row_dict(row: JobRow) -> dict[str, object]:
     }
 
 
-def render_json(rows: Sequence[JobRow], now: float, simulated: bool) -> str:
-    """``{"meta": {...}, "jobs": [...]}``; placement rows (``--history``) nest under their job."""
+def render_json(
+    rows: Sequence[JobRow], now: float, simulated: bool, disagreements: Sequence[Mapping[str, str]] | None = None
+) -> str:
+    """``{"meta": {...}, "jobs": [...]}``; placement rows (``--history``) nest under their job, and
+    ``sacct_disagreements`` is present when the report was cross-checked with accounting."""
     jobs: list[dict[str, object]] = []
     for row in rows:
         if row.step is None:
@@ -175,5 +178,10 @@ def render_json(rows: Sequence[JobRow], now: float, simulated: bool) -> str:
             history = jobs[-1]["history"]
             assert isinstance(history, list)
             history.append({**row_dict(row), "step": row.step})
-    doc = {"meta": {"generator": "hops-slurm report", "now": now, "clock": "simulated" if simulated else "epoch"}, "jobs": jobs}
+    doc: dict[str, object] = {
+        "meta": {"generator": "hops-slurm report", "now": now, "clock": "simulated" if simulated else "epoch"},
+        "jobs": jobs,
+    }
+    if disagreements is not None:
+        doc["sacct_disagreements"] = [dict(d) for d in disagreements]
     return json.dumps(doc, indent=2) + "\n"

@@ -175,3 +175,14 @@ def test_no_records_is_an_actionable_error(capsys, monkeypatch) -> None:
     rc = main(["report"])
     err = capsys.readouterr().err
     assert rc == 1 and "--records" in err
+
+
+def test_sqlite_records_give_the_same_report(capsys, data_dir: Path, tmp_path: Path) -> None:
+    from hops_slurm.report.source import open_source, write_sqlite
+
+    records = open_source(data_dir / "sim_records.jsonl").load()
+    db = write_sqlite(tmp_path / "engine.sqlite", records.jobs, records.rounds)
+    _, from_jsonl, _ = run(capsys, "--records", str(data_dir / "sim_records.jsonl"), "-P", "--history")
+    _, from_sqlite, _ = run(capsys, "--records", str(db), "-P", "--history")
+    assert from_sqlite == from_jsonl
+    assert len(from_sqlite.splitlines()) == 1 + 6 + 5  # header, jobs, placements

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.report import metrics
@@ -110,3 +112,28 @@ def test_gpu_use_steps(sim: RecordSet) -> None:
     assert steps[4200] == 6  # job 1 ends, job 5 starts
     assert steps[5400] == 4  # job 2 ends; job 5 still runs at the horizon
     assert metrics.gpus_in_use_steps(sim.jobs, until=5000)[-1] == (5000, 6)  # jobs 2 and 5 running
+
+
+@st.composite
+def finished_jobs(draw) -> JobRecord:
+    """A job queued and run in alternation: gaps and run stretches of whole seconds."""
+    submit = draw(st.integers(0, 10_000))
+    pieces = draw(st.lists(st.tuples(st.integers(0, 5000), st.integers(1, 5000)), min_size=1, max_size=5))
+    t = submit
+    placements = []
+    for i, (gap, run) in enumerate(pieces):
+        start = t + gap
+        t = start + run
+        placements.append(PlacementRecord(start=start, end=t, config={"n": 1}, preempted=i < len(pieces) - 1))
+    return JobRecord(job_id="h", submit=submit, end=t, state="COMPLETED", placements=placements)
+
+
+@settings(max_examples=60, deadline=None)
+@given(finished_jobs(), st.integers(0, 20_000))
+def test_wait_plus_run_is_the_jct(job: JobRecord, later: int) -> None:
+    assert job.end is not None
+    now = job.end + later
+    assert metrics.wait_time(job, now) + metrics.run_time(job, now) == metrics.jct(job)
+    # part-way through, wait + run is the time since submission
+    mid = (job.submit + job.end) / 2
+    assert metrics.wait_time(job, mid) + metrics.run_time(job, mid) == pytest.approx(mid - job.submit)

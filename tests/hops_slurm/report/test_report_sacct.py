@@ -145,3 +145,32 @@ def test_run_sacct_parses_what_sacct_prints(monkeypatch, tmp_path: Path, data_di
     jobs = run_sacct(["101", "102"], json_output=True)
     assert [j.job_id for j in jobs] == ["101", "102", "103"]
     assert log.read_text().split() == ["standard", "--allusers", "--allocations", "--json", "--jobs=101,102"]
+
+
+def _stand_in_sacct(tmp_path: Path, output: Path) -> None:
+    exe = tmp_path / "bin" / "sacct"
+    exe.parent.mkdir()
+    exe.write_text(f"#!/bin/sh\ncat {output}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+
+
+def test_cli_sacct_json_cross_check(monkeypatch, capsys, tmp_path: Path, data_dir: Path) -> None:
+    """``report --sacct json``: Start/End from accounting, disagreements warned and in the JSON."""
+    import json
+
+    from hops_slurm.cli import main
+
+    _stand_in_sacct(tmp_path, data_dir / "sacct_2205.json")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    rc = main(["report", "--records", str(data_dir / "live_records.jsonl"), "--sacct", "json", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert "warning: job 102: end differs" in err
+    assert "warning: job 104: not in Slurm accounting" in err
+    doc = json.loads(out)
+    assert [(d["job_id"], d["field"]) for d in doc["sacct_disagreements"]] == [
+        ("102", "end"), ("103", "nodes"), ("104", "missing"),
+    ]
+    jobs = {j["job_id"]: j for j in doc["jobs"]}
+    assert jobs["102"]["end"] == B + 2010
+    assert jobs["103"]["start"] == B + 301
