@@ -24,6 +24,7 @@ from hops_slurm.report.summary import summarise, summary_json, summary_text
 from hops_slurm.report.table import (
     DEFAULT_FORMAT,
     TimeStyle,
+    help_format,
     parse_format,
     render_json,
     render_parsable2,
@@ -53,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"engine SQLite database, or simulator JSONL file/folder (default: ${RECORDS_ENV})",
     )
     p.add_argument("-o", "--format", default=DEFAULT_FORMAT, help="columns: Name[%%[-]WIDTH],... (sacct style)")
+    p.add_argument("-e", "--helpformat", action="store_true", help="list the fields --format accepts")
     p.add_argument("-P", "--parsable2", action="store_true", help="'|'-separated fields, no trailing '|'")
     p.add_argument("-n", "--noheader", action="store_true", help="no header line")
     p.add_argument("--json", action="store_true", help="JSON output (all fields, times in seconds)")
@@ -93,6 +95,9 @@ def _load(args: argparse.Namespace) -> RecordSet:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.helpformat:
+        sys.stdout.write(help_format())
+        return 0
     records = _load(args)
     wall = time.time()
     last = records.last_time()

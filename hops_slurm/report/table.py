@@ -77,7 +77,13 @@ FIELDS: dict[str, Field] = {
     )
 }
 
-DEFAULT_FORMAT = "JobID,JobName,User,Partition,Submit,Start,End,Wait,Age,LR,FTF,GPUs,Config,Preemptions,State"
+DEFAULT_FORMAT = "JobID,JobName,User,Account,Partition,Submit,Start,End,Wait,Age,LR,FTF,GPUs,Config,Preemptions,State"
+
+
+def help_format() -> str:
+    """The field names, as ``sacct --helpformat`` lists them."""
+    names = [f.name for f in FIELDS.values()]
+    return "\n".join(" ".join(f"{n:<12}" for n in names[i : i + 6]).rstrip() for i in range(0, len(names), 6)) + "\n"
 
 
 @dataclass(frozen=True)

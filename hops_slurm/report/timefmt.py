@@ -59,8 +59,14 @@ def _local(now: float, tz: tzinfo | None) -> datetime:
     return datetime.fromtimestamp(now, tz) if tz is not None else datetime.fromtimestamp(now).astimezone()
 
 
-def _stamp(dt: datetime) -> float:
-    return dt.timestamp()
+def _wall(now: float, tz: tzinfo | None) -> datetime:
+    """The wall-clock reading (naive) at ``now`` in ``tz``; local when None."""
+    return datetime.fromtimestamp(now, tz).replace(tzinfo=None) if tz is not None else datetime.fromtimestamp(now)
+
+
+def _epoch(wall: datetime, tz: tzinfo | None) -> float:
+    """Seconds since the epoch of a wall-clock reading in ``tz`` (daylight saving applied per date)."""
+    return wall.replace(tzinfo=tz).timestamp() if tz is not None else wall.timestamp()
 
 
 def _year(yy: str | None, today: datetime) -> int:
@@ -84,7 +90,7 @@ def parse_time(text: str, now: float, tz: tzinfo | None = None) -> float:
             return float(s[1:])
         except ValueError:
             raise TimeFormatError(f"bad raw time {text!r}: expected @SECONDS, e.g. @3600") from None
-    base = _local(now, tz)
+    base = _wall(now, tz)
     m = re.fullmatch(r"now(?:\s*([+-])\s*(\d+)\s*([a-z]*))?", low)
     if m:
         if not m.group(1):
@@ -96,31 +102,31 @@ def parse_time(text: str, now: float, tz: tzinfo | None = None) -> float:
         return now + delta if m.group(1) == "+" else now - delta
     midnight = base.replace(hour=0, minute=0, second=0, microsecond=0)
     if low == "today":
-        return _stamp(midnight)
+        return _epoch(midnight, tz)
     if low == "tomorrow":
-        return _stamp(midnight + timedelta(days=1))
+        return _epoch(midnight + timedelta(days=1), tz)
     if low in _NAMED_HOURS:
-        return _stamp(midnight.replace(hour=_NAMED_HOURS[low]))
+        return _epoch(midnight.replace(hour=_NAMED_HOURS[low]), tz)
     try:
-        return _stamp(_parse_calendar(s, base))
+        return _epoch(_parse_calendar(s, base), tz)
     except ValueError as exc:  # out-of-range month/day/hour from datetime()
         raise TimeFormatError(f"bad time {text!r}: {exc}") from None
 
 
 def _parse_calendar(s: str, base: datetime) -> datetime:
-    tz = base.tzinfo
+    """A naive wall-clock datetime for ``s``; ``base`` is the naive wall clock at 'now'."""
     m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{1,2}):(\d{2})(?::(\d{2}))?)?", s)
     if m:
         y, mo, d, hh, mm, ss = m.groups()
-        return datetime(int(y), int(mo), int(d), int(hh or 0), int(mm or 0), int(ss or 0), tzinfo=tz)
+        return datetime(int(y), int(mo), int(d), int(hh or 0), int(mm or 0), int(ss or 0))
     m = re.fullmatch(r"(\d{1,2})([/.])(\d{1,2})(?:\2(\d{2}|\d{4}))?(?:-(\d{1,2}):(\d{2})(?::(\d{2}))?)?", s)
     if m:
         mo, _, d, yy, hh, mm, ss = m.groups()
-        return datetime(_year(yy, base), int(mo), int(d), int(hh or 0), int(mm or 0), int(ss or 0), tzinfo=tz)
+        return datetime(_year(yy, base), int(mo), int(d), int(hh or 0), int(mm or 0), int(ss or 0))
     m = re.fullmatch(r"(\d{2})(\d{2})(\d{2})?", s)
     if m:
         mo, d, yy = m.groups()
-        return datetime(_year(yy, base), int(mo), int(d), tzinfo=tz)
+        return datetime(_year(yy, base), int(mo), int(d))
     m = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?", s)
     if m:
         hh, mm, ss, ampm = m.groups()

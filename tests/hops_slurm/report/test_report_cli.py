@@ -186,3 +186,13 @@ def test_sqlite_records_give_the_same_report(capsys, data_dir: Path, tmp_path: P
     _, from_sqlite, _ = run(capsys, "--records", str(db), "-P", "--history")
     assert from_sqlite == from_jsonl
     assert len(from_sqlite.splitlines()) == 1 + 6 + 5  # header, jobs, placements
+
+
+def test_helpformat_lists_every_field_format_accepts(capsys) -> None:
+    rc, out, _ = run(capsys, "--helpformat")
+    assert rc == 0
+    names = out.split()
+    assert {"JobID", "LR", "FTF", "Config", "Preemptions", "Wait", "Age"} <= set(names)
+    from hops_slurm.report.table import parse_format
+
+    assert [c.field.name for c in parse_format(",".join(names))] == names
