@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
     rows = build_rows(jobs, now, history=args.history)
 
     disagreements = None
-    if args.sacct:
+    if args.sacct and jobs:
         accounting = run_sacct([j.job_id for j in jobs], json_output=args.sacct == "json")
         found = cross_check(jobs, accounting)
         for d in found:
