@@ -1,0 +1,150 @@
+"""``hops-slurm report``: sacct-style accounting of Hops jobs, summaries and plots.
+
+Reads records (engine SQLite or simulator JSONL, see :mod:`hops_slurm.report.source`), filters them
+like ``sacct`` (-S/-E/-u/-j/--state), and prints one row per job (``--history``: per placement),
+or ``--summary`` over a window; ``--plot DIR`` writes PNGs; ``--sacct`` takes Start/End from Slurm
+accounting and flags where it disagrees with the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from datetime import UTC
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+from hops_slurm.report.accounting import JobFilter, build_rows, normalise_states, select_jobs
+from hops_slurm.report.sacct import apply_sacct, cross_check, run_sacct
+from hops_slurm.report.source import RecordSet, open_source
+from hops_slurm.report.summary import summarise, summary_json, summary_text
+from hops_slurm.report.table import (
+    DEFAULT_FORMAT,
+    TimeStyle,
+    help_format,
+    parse_format,
+    render_json,
+    render_parsable2,
+    render_table,
+)
+from hops_slurm.report.timefmt import parse_duration, parse_time
+
+#: Clocks below this many seconds are simulated (they start at 0), not the epoch (2001-09-09).
+SIMULATED_CLOCK_LIMIT = 1e9
+RECORDS_ENV = "HOPS_SLURM_RECORDS"
+
+
+def _csv(text: str) -> frozenset[str]:
+    return frozenset(s.strip() for s in text.split(",") if s.strip())
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="sacct-style job accounting with latency ratios; --summary, --plot, --sacct cross-check",
+        description="One row per job like sacct, with Wait, Age (estimated), LR = wait/age and FTF rho.",
+    )
+    p.add_argument(
+        "--records",
+        type=Path,
+        default=os.environ.get(RECORDS_ENV),
+        help=f"engine SQLite database, or simulator JSONL file/folder (default: ${RECORDS_ENV})",
+    )
+    p.add_argument("-o", "--format", default=DEFAULT_FORMAT, help="columns: Name[%%[-]WIDTH],... (sacct style)")
+    p.add_argument("-e", "--helpformat", action="store_true", help="list the fields --format accepts")
+    p.add_argument("-P", "--parsable2", action="store_true", help="'|'-separated fields, no trailing '|'")
+    p.add_argument("-n", "--noheader", action="store_true", help="no header line")
+    p.add_argument("--json", action="store_true", help="JSON output (all fields, times in seconds)")
+    p.add_argument("-S", "--starttime", help="jobs not ended before this time (Slurm time formats)")
+    p.add_argument("-E", "--endtime", help="jobs submitted before this time (Slurm time formats)")
+    p.add_argument("-u", "--user", default="", help="comma-separated user names")
+    p.add_argument("-j", "--jobs", default="", help="comma-separated job ids")
+    p.add_argument("-s", "--state", default="", help="comma-separated states (COMPLETED or CD, ...)")
+    p.add_argument("-r", "--partition", default="", help="comma-separated partitions")
+    p.add_argument("-A", "--accounts", default="", help="comma-separated accounts")
+    p.add_argument("--history", action="store_true", help="also one row per placement (JOBID.N), like sacct steps")
+    p.add_argument("--summary", action="store_true", help="RAQLR, LR, wait, JCT, fragments, utilisation over --window")
+    p.add_argument("--window", default="24h", help="summary window: 24h, 90m, 7d, [D-]HH:MM:SS (default 24h)")
+    p.add_argument("--total-gpus", type=int, help="cluster size for utilisation (default: from the plan records)")
+    p.add_argument("--plot", type=Path, metavar="DIR", help="write lr_jct_cdf.png, wait_vs_age.png, gpu_use.png")
+    p.add_argument(
+        "--sacct",
+        nargs="?",
+        const="parsable2",
+        choices=("parsable2", "json"),
+        help="take Start/End from Slurm accounting (needs slurmdbd) and flag disagreements",
+    )
+    p.add_argument("--now", help="the report's 'now' (default: wall clock; end of the records if simulated)")
+    p.add_argument(
+        "--clock",
+        choices=("auto", "epoch", "sim"),
+        default="auto",
+        help="record times are epoch seconds or simulated seconds from 0 (default: guess)",
+    )
+    p.add_argument("--utc", action="store_true", help="print times in UTC instead of local time")
+    p.set_defaults(func=_run)
+
+
+def _load(args: argparse.Namespace) -> RecordSet:
+    if args.records is None:
+        raise HopsError(f"no records given: pass --records PATH (engine .sqlite or simulator .jsonl) or set ${RECORDS_ENV}")
+    return open_source(args.records).load()
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.helpformat:
+        sys.stdout.write(help_format())
+        return 0
+    records = _load(args)
+    wall = time.time()
+    last = records.last_time()
+    simulated = args.clock == "sim" or (args.clock == "auto" and last is not None and last < SIMULATED_CLOCK_LIMIT)
+    tz = UTC if args.utc or simulated else None
+    default_now = (last if last is not None else 0.0) if simulated else wall
+    now = parse_time(args.now, default_now, tz) if args.now else default_now
+    style = TimeStyle(simulated=simulated, tz=tz)
+
+    flt = JobFilter(
+        start=parse_time(args.starttime, now, tz) if args.starttime else None,
+        end=parse_time(args.endtime, now, tz) if args.endtime else None,
+        users=_csv(args.user),
+        jobs=_csv(args.jobs),
+        states=normalise_states(_csv(args.state)),
+        partitions=_csv(args.partition),
+        accounts=_csv(args.accounts),
+    )
+    jobs = select_jobs(records.jobs, flt)
+    rows = build_rows(jobs, now, history=args.history)
+
+    disagreements = None
+    if args.sacct and jobs:
+        accounting = run_sacct([j.job_id for j in jobs], json_output=args.sacct == "json")
+        found = cross_check(jobs, accounting)
+        for d in found:
+            print(f"hops-slurm: warning: {d.message()}", file=sys.stderr)
+        disagreements = [dataclasses.asdict(d) for d in found]
+        rows = apply_sacct(rows, accounting)
+
+    if args.summary:
+        summary = summarise(jobs, records.rounds, now, parse_duration(args.window), args.total_gpus)
+        sys.stdout.write(summary_json(summary) if args.json else summary_text(summary, style.instant))
+    elif args.json:
+        sys.stdout.write(render_json(rows, now, simulated, disagreements))
+    else:
+        columns = parse_format(args.format)
+        render = render_parsable2 if args.parsable2 else render_table
+        sys.stdout.write(render(rows, columns, style, header=not args.noheader))
+
+    if args.plot is not None:
+        from hops_slurm.report import plots  # matplotlib: imported only when plotting (slow import)
+
+        label = "simulated" if simulated else "cluster"
+        written = plots.write_plots(args.plot, {label: (jobs, records.rounds)}, now)
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
+    if not records.jobs:
+        print(f"hops-slurm: note: {args.records} holds no job records (as of {style.instant(now)})", file=sys.stderr)
+    return 0

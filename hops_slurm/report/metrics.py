@@ -1,0 +1,185 @@
+"""The fairness and efficiency metrics of Hops, as pure functions over records.
+
+Reports (live and simulated) and the simulator's tables call these; nothing here reads files, Slurm
+or the wall clock: every function that depends on time takes ``now`` explicitly.
+
+Definitions (Hops, SoCC '24, and DESIGN.md):
+- wait: time queued, not running, since submission, summed over preemptions.
+- LR (eq. 6, the priority of eq. 8): ``wait / age`` with ``age`` the eq. 9 estimate made before the
+  job first ran (``JobRecord.age_estimate``).
+- RAQLR (eq. 7): the mean LR of the jobs that died (ended) within the last ``h`` hours.
+- FTF rho (Themis, NSDI '20): ``T_shared / T_ideal``; ``T_shared`` is the job's time in the shared
+  cluster, submission to finish (its JCT), and ``T_ideal`` is ``JobRecord.ideal_time``.
+- Avg.frag: idle GPUs after a round while some job is still unassigned, averaged over rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
+
+
+def wait_time(job: JobRecord, now: float) -> float:
+    """Seconds ``job`` has spent queued (not running) up to ``now``, summed over preemptions.
+
+    Queued stretches: submission to the first placement, every gap between placements, and, when the
+    job is not running at ``now``, from its last placement's end (or submission) to ``now``, or to
+    its end when it ended while queued (e.g. cancelled after a preemption). Without placements, ``start`` (if any) stands for the first placement.
+    """
+    placements = sorted(job.placements, key=lambda p: p.start)
+    stop = now if job.end is None else min(now, job.end)
+    if not placements:
+        if job.start is not None:
+            return max(0.0, min(job.start, stop) - job.submit)
+        return max(0.0, stop - job.submit)
+    waited = 0.0
+    queued_since: float | None = job.submit
+    for p in placements:
+        if p.start >= stop:
+            break
+        if queued_since is not None:
+            waited += max(0.0, p.start - queued_since)
+        queued_since = None if p.end is None else p.end
+        if p.end is not None and p.end >= stop:
+            queued_since = None
+            break
+    if queued_since is not None:
+        waited += max(0.0, stop - queued_since)
+    return waited
+
+
+def run_time(job: JobRecord, now: float) -> float:
+    """Seconds ``job`` has held GPUs up to ``now`` (sum of its placements, clipped to ``now``)."""
+    total = 0.0
+    for p in job.placements:
+        end = now if p.end is None else min(p.end, now)
+        total += max(0.0, end - p.start)
+    return total
+
+
+def latency_ratio(wait: float, age: float | None) -> float | None:
+    """Hops eq. 6/8: ``wait / age``; None when the age estimate is missing or not positive."""
+    if age is None or not age > 0:
+        return None
+    return wait / age
+
+
+def job_latency_ratio(job: JobRecord, now: float) -> float | None:
+    """LR of ``job`` at ``now`` (its final LR once it has ended)."""
+    return latency_ratio(wait_time(job, now), job.age_estimate)
+
+
+def jct(job: JobRecord) -> float | None:
+    """Job completion time: submission to end, None while the job has not ended."""
+    if job.end is None:
+        return None
+    return job.end - job.submit
+
+
+def ftf_rho(t_shared: float | None, t_ideal: float | None) -> float | None:
+    """Themis finish-time fairness ``rho = T_shared / T_ideal``; None when either is unknown."""
+    if t_shared is None or t_ideal is None or not t_ideal > 0:
+        return None
+    return t_shared / t_ideal
+
+
+def job_ftf_rho(job: JobRecord) -> float | None:
+    return ftf_rho(jct(job), job.ideal_time)
+
+
+def raqlr(jobs: Iterable[JobRecord], now: float, window: float) -> float | None:
+    """Hops eq. 7: mean final LR of the jobs that ended in ``(now - window, now]``.
+
+    Jobs without an age estimate have no LR and are left out; None when no job qualifies.
+    """
+    ratios = [
+        lr
+        for job in jobs
+        if job.end is not None and now - window < job.end <= now
+        for lr in [job_latency_ratio(job, job.end)]
+        if lr is not None
+    ]
+    return mean(ratios)
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100) with linear interpolation between order statistics.
+
+    Same rule as numpy's default: position ``(n - 1) * q / 100`` in the sorted values.
+    """
+    if not values:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile {q} outside 0..100")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def rounds_of(plans: Iterable[RoundRecord]) -> list[list[RoundRecord]]:
+    """Group plan records into rounds: a ``plan_index == 0`` record opens a round, fragment plans follow."""
+    rounds: list[list[RoundRecord]] = []
+    for plan in sorted(plans, key=lambda r: (r.time, r.plan_index)):
+        if plan.plan_index == 0 or not rounds:
+            rounds.append([plan])
+        else:
+            rounds[-1].append(plan)
+    return rounds
+
+
+def fragments_per_round(plans: Iterable[RoundRecord]) -> float | None:
+    """Avg.frag: per round, the fragments left after its last plan; averaged over rounds."""
+    per_round = [r[-1].fragments for r in rounds_of(plans)]
+    return mean([float(f) for f in per_round])
+
+
+def gpu_seconds(placements: Iterable[PlacementRecord], start: float, end: float) -> float:
+    """GPU-seconds the placements held inside ``[start, end]`` (a running placement runs to ``end``)."""
+    total = 0.0
+    for p in placements:
+        lo = max(p.start, start)
+        hi = min(end if p.end is None else p.end, end)
+        if hi > lo:
+            total += (hi - lo) * sum(p.config.values())
+    return total
+
+
+def gpu_utilisation(jobs: Iterable[JobRecord], total_gpus: int, start: float, end: float) -> float | None:
+    """Share of the cluster's GPU-seconds in ``[start, end]`` that jobs held (0..1)."""
+    if total_gpus <= 0 or end <= start:
+        return None
+    used = sum(gpu_seconds(job.placements, start, end) for job in jobs)
+    return used / (total_gpus * (end - start))
+
+
+def gpus_in_use_steps(jobs: Iterable[JobRecord], until: float) -> list[tuple[float, int]]:
+    """Cluster GPU use as a step function: ``(time, GPUs in use from then on)``, in time order.
+
+    Placements still open hold their GPUs through ``until``; the last step is at ``until`` (or at
+    the last change, if later) so the curve reaches the horizon without a false drop to zero.
+    """
+    deltas: dict[float, int] = {}
+    for job in jobs:
+        for p in job.placements:
+            g = sum(p.config.values())
+            if p.start >= until or (p.end is not None and p.end <= p.start):
+                continue
+            deltas[p.start] = deltas.get(p.start, 0) + g
+            if p.end is not None and p.end <= until:
+                deltas[p.end] = deltas.get(p.end, 0) - g
+    steps: list[tuple[float, int]] = []
+    level = 0
+    for t in sorted(deltas):
+        level += deltas[t]
+        steps.append((t, level))
+    if steps and steps[-1][0] < until:
+        steps.append((until, level))
+    return steps

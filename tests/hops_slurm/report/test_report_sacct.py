@@ -1,0 +1,176 @@
+"""Cross-check against Slurm accounting, on sacct output recorded in Slurm 22.05's formats."""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.report.accounting import build_rows
+from hops_slurm.report.sacct import (
+    Disagreement,
+    SacctError,
+    apply_sacct,
+    cross_check,
+    expand_hostlist,
+    parse_sacct_json,
+    parse_sacct_parsable2,
+    run_sacct,
+    sacct_command,
+)
+from hops_slurm.report.source import RecordSet
+
+B = 1795326600.0  # 2026-11-22T05:50:00Z, the base time of data/live_records.jsonl
+
+
+@pytest.mark.parametrize(
+    ("text", "nodes"),
+    [
+        ("gpu[01-03,7]", ("gpu01", "gpu02", "gpu03", "gpu7")),
+        ("a1,b[2-3]", ("a1", "b2", "b3")),
+        ("r[1-2]-n[1-2]", ("r1-n1", "r1-n2", "r2-n1", "r2-n2")),
+        ("None assigned", ()),
+        ("", ()),
+    ],
+)
+def test_expand_hostlist(text: str, nodes: tuple[str, ...]) -> None:
+    assert expand_hostlist(text) == nodes
+
+
+def test_parse_json(data_dir: Path) -> None:
+    jobs = {j.job_id: j for j in parse_sacct_json((data_dir / "sacct_2205.json").read_text())}
+    assert set(jobs) == {"101", "102", "103"}
+    j = jobs["101"]
+    assert (j.state, j.submit, j.start, j.end) == ("COMPLETED", B, B + 60, B + 3660)
+    assert j.nodes == ("gpu01", "gpu02")
+    assert j.gpus == 8  # gres/gpu only, not again for gres/gpu:v100
+    assert jobs["102"].end == B + 2010
+
+
+def test_parse_parsable2_skips_steps_and_reads_unknown_times(data_dir: Path) -> None:
+    jobs = {j.job_id: j for j in parse_sacct_parsable2((data_dir / "sacct_2205.txt").read_text(), tz=UTC)}
+    assert set(jobs) == {"101", "102", "103", "106"}
+    assert (jobs["101"].start, jobs["101"].end, jobs["101"].gpus) == (B + 60, B + 3660, 8)
+    assert jobs["101"].nodes == ("gpu01", "gpu02")
+    assert jobs["106"].state == "CANCELLED"
+    assert jobs["106"].start is None and jobs["106"].nodes == ()
+
+
+def test_both_formats_agree(data_dir: Path) -> None:
+    from_json = {j.job_id: j for j in parse_sacct_json((data_dir / "sacct_2205.json").read_text())}
+    from_text = {j.job_id: j for j in parse_sacct_parsable2((data_dir / "sacct_2205.txt").read_text(), tz=UTC)}
+    for job_id, j in from_json.items():
+        t = from_text[job_id]
+        assert (j.start, j.end, j.nodes, j.state, j.gpus) == (t.start, t.end, t.nodes, t.state, t.gpus)
+
+
+@pytest.mark.parametrize(("text", "message"), [("{", "not JSON"), ('{"meta": {}}', "no 'jobs' list"), ('{"jobs": [{"name": "x"}]}', "unexpected job entry")])
+def test_bad_json(text: str, message: str) -> None:
+    with pytest.raises(SacctError, match=message):
+        parse_sacct_json(text)
+
+
+def test_bad_parsable2() -> None:
+    with pytest.raises(SacctError, match="lacks fields"):
+        parse_sacct_parsable2("JobID|State\n1|COMPLETED\n")
+    with pytest.raises(SacctError, match="line 2 has 2 fields"):
+        parse_sacct_parsable2("JobID|State|Start|End|NodeList\n1|COMPLETED\n")
+    with pytest.raises(SacctError, match="SLURM_TIME_FORMAT=standard"):
+        parse_sacct_parsable2("JobID|State|Start|End|NodeList\n1|COMPLETED|Nov 22 05:50|Unknown|n1\n")
+
+
+def test_cross_check_flags_each_disagreement(live: RecordSet, data_dir: Path) -> None:
+    accounting = parse_sacct_json((data_dir / "sacct_2205.json").read_text())
+    found = cross_check(live.jobs, accounting)
+    assert found == [
+        Disagreement("102", "end", f"{B + 1980:.0f}", f"{B + 2010:.0f}"),
+        Disagreement("103", "nodes", "gpu03", "gpu04"),  # start 1 s apart is within tolerance
+        Disagreement("104", "missing", f"started {B + 500:.0f}", ""),
+    ]  # 101 agrees; 105 never started so accounting need not know it
+    assert "job 102: end differs" in found[0].message()
+    assert cross_check(live.jobs, accounting, tolerance=0.5)[1] == Disagreement("103", "start", f"{B + 300:.0f}", f"{B + 301:.0f}")
+
+
+def test_apply_sacct_takes_start_and_end_from_accounting(live: RecordSet, data_dir: Path) -> None:
+    accounting = parse_sacct_json((data_dir / "sacct_2205.json").read_text())
+    rows = {r.job_id: r for r in apply_sacct(build_rows(live.jobs, now=B + 4000, history=True), accounting)}
+    assert rows["102"].end == B + 2010
+    assert rows["103"].start == B + 301
+    assert rows["104"].end == B + 700  # not in accounting: the engine's value stays
+    assert rows["102.0"].end == B + 1980  # placement rows are the engine's own
+
+
+def test_sacct_command_is_an_argument_list() -> None:
+    assert sacct_command(["1", "2"], starttime="2026-11-22") == [
+        "sacct", "--allusers", "--allocations", "--parsable2",
+        "--format=JobID,JobName,User,State,Submit,Start,End,NodeList,AllocTRES",
+        "--jobs=1,2", "--starttime=2026-11-22",
+    ]
+    assert "--json" in sacct_command(json_output=True)
+
+
+def test_run_sacct_reports_missing_binary(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SacctError, match="sacct not found on PATH"):
+        run_sacct(["1"])
+
+
+def test_run_sacct_reports_failure_of_the_real_sacct(monkeypatch, tmp_path: Path) -> None:
+    """This machine has Slurm's client but no slurmdbd: sacct fails, and the error says why."""
+    import shutil
+
+    if shutil.which("sacct") is None:
+        pytest.skip("Slurm client (sacct) not installed here")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=none\nSlurmctldHost=localhost\nAccountingStorageType=accounting_storage/none\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    with pytest.raises(SacctError, match="sacct failed: Slurm accounting storage is disabled"):
+        run_sacct(["1"], timeout=30)
+
+
+def test_run_sacct_parses_what_sacct_prints(monkeypatch, tmp_path: Path, data_dir: Path) -> None:
+    """A stand-in ``sacct`` on PATH prints the recorded 22.05 output and logs its arguments."""
+    log = tmp_path / "args"
+    exe = tmp_path / "sacct"
+    exe.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$SLURM_TIME_FORMAT" "$@" > {log}\n'
+        f"cat {data_dir / 'sacct_2205.json'}\n"
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    jobs = run_sacct(["101", "102"], json_output=True)
+    assert [j.job_id for j in jobs] == ["101", "102", "103"]
+    assert log.read_text().split() == ["standard", "--allusers", "--allocations", "--json", "--jobs=101,102"]
+
+
+def _stand_in_sacct(tmp_path: Path, output: Path) -> None:
+    exe = tmp_path / "bin" / "sacct"
+    exe.parent.mkdir()
+    exe.write_text(f"#!/bin/sh\ncat {output}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+
+
+def test_cli_sacct_json_cross_check(monkeypatch, capsys, tmp_path: Path, data_dir: Path) -> None:
+    """``report --sacct json``: Start/End from accounting, disagreements warned and in the JSON."""
+    import json
+
+    from hops_slurm.cli import main
+
+    _stand_in_sacct(tmp_path, data_dir / "sacct_2205.json")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    rc = main(["report", "--records", str(data_dir / "live_records.jsonl"), "--sacct", "json", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert "warning: job 102: end differs" in err
+    assert "warning: job 104: not in Slurm accounting" in err
+    doc = json.loads(out)
+    assert [(d["job_id"], d["field"]) for d in doc["sacct_disagreements"]] == [
+        ("102", "end"), ("103", "nodes"), ("104", "missing"),
+    ]
+    jobs = {j["job_id"]: j for j in doc["jobs"]}
+    assert jobs["102"]["end"] == B + 2010
+    assert jobs["103"]["start"] == B + 301
