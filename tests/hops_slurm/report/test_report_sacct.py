@@ -132,7 +132,7 @@ def test_run_sacct_reports_failure_of_the_real_sacct(monkeypatch, tmp_path: Path
 
 
 def test_run_sacct_parses_what_sacct_prints(monkeypatch, tmp_path: Path, data_dir: Path) -> None:
-    """A stand-in ``sacct`` on PATH prints the recorded 22.05 output and logs its arguments."""
+    """A FAKE ``sacct`` on PATH (a shell script standing in for slurmdbd-backed sacct) prints the recorded 22.05 output and logs its arguments."""
     log = tmp_path / "args"
     exe = tmp_path / "sacct"
     exe.write_text(
@@ -147,7 +147,7 @@ def test_run_sacct_parses_what_sacct_prints(monkeypatch, tmp_path: Path, data_di
     assert log.read_text().split() == ["standard", "--allusers", "--allocations", "--json", "--jobs=101,102"]
 
 
-def _stand_in_sacct(tmp_path: Path, output: Path) -> None:
+def _fake_sacct(tmp_path: Path, output: Path) -> None:
     exe = tmp_path / "bin" / "sacct"
     exe.parent.mkdir()
     exe.write_text(f"#!/bin/sh\ncat {output}\n")
@@ -160,7 +160,7 @@ def test_cli_sacct_json_cross_check(monkeypatch, capsys, tmp_path: Path, data_di
 
     from hops_slurm.cli import main
 
-    _stand_in_sacct(tmp_path, data_dir / "sacct_2205.json")
+    _fake_sacct(tmp_path, data_dir / "sacct_2205.json")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     rc = main(["report", "--records", str(data_dir / "live_records.jsonl"), "--sacct", "json", "--json"])
     out, err = capsys.readouterr()
