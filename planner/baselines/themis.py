@@ -155,7 +155,7 @@ class ThemisPolicy(Policy):
             return finish_time_fairness(t_sh, ideal[job.job_id], n_avg[job.job_id])
 
         bids = {j.job_id: self._bid_configs(cluster, j, pool) for j in eligible}
-        rho_bid = {jid: {c: rho(job, c) for c in bids[jid]} for jid, job in ((j.job_id, j) for j in eligible)}
+        rho_bid = {j.job_id: [rho(j, c) for c in bids[j.job_id]] for j in eligible}
         # ρ_old: the value of winning nothing now — wait one more lease, then the best offered placement.
         rho_old = {j.job_id: min((rho(j, c, self.lease) for c in bids[j.job_id]), default=math.inf) for j in eligible}
         # ρ now, for filtering: a running job's ρ in its current config, otherwise ρ_old.
@@ -166,18 +166,18 @@ class ThemisPolicy(Policy):
         bidders = [j.job_id for j in order[:k]]
 
         gains = {
-            jid: {c: math.log(rho_old[jid]) - math.log(r) for c, r in rho_bid[jid].items()
-                  if math.isfinite(r) and math.isfinite(rho_old[jid]) and r < rho_old[jid]}
+            jid: [(c, math.log(rho_old[jid]) - math.log(r)) for c, r in zip(bids[jid], rho_bid[jid])
+                  if math.isfinite(r) and math.isfinite(rho_old[jid]) and r < rho_old[jid]]
             for jid in bidders
         }
         pf, value = _proportional_fair(gains, pool)
         winners: dict[str, float] = {}
         paid = []
         left = dict(pool)
-        for jid, config in pf.items():
+        for jid, (config, gain) in pf.items():
             others = {o: g for o, g in gains.items() if o != jid}
             _, value_without = _proportional_fair(others, pool)
-            log_c = (value - gains[jid][config]) - value_without  # Σ_{j≠i} gain_j(G_pf) − V_{-i} ≤ 0
+            log_c = (value - gain) - value_without  # Σ_{j≠i} gain_j(G_pf) − V_{-i} ≤ 0
             c_i = math.exp(min(log_c, 0.0))
             winners[jid] = c_i
             if self._rng.random() < c_i:
@@ -270,9 +270,13 @@ def _fits(free: Mapping[str, int], config: Config) -> bool:
     return all(free.get(n, 0) >= g for n, g in config.items())
 
 
-def _proportional_fair(gains: Mapping[str, Mapping[Config, float]], pool: Mapping[str, int]) -> tuple[dict[str, Config], float]:
-    """argmax Π 1/ρ_i  ==  argmax Σ_i (log ρ_old_i − log ρ_i(G_i)) over disjoint bids (PA step 1)."""
-    items = [(jid, c, g) for jid, opts in gains.items() for c, g in opts.items() if g > 0]
+def _proportional_fair(
+    gains: Mapping[str, Sequence[tuple[Config, float]]], pool: Mapping[str, int]
+) -> tuple[dict[str, tuple[Config, float]], float]:
+    """argmax Π 1/ρ_i  ==  argmax Σ_i (log ρ_old_i − log ρ_i(G_i)) over disjoint bids (PA step 1).
+
+    Returns each winner's (config, gain) and the optimal value."""
+    items = [(jid, c, g) for jid, opts in gains.items() for c, g in opts if g > 0]
     if not items:
         return {}, 0.0
     model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
@@ -291,5 +295,5 @@ def _proportional_fair(gains: Mapping[str, Mapping[Config, float]], pool: Mappin
     if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
         log.warning("themis: proportional-fair ILP returned %s; no allocation this auction", status.name)
         return {}, 0.0
-    chosen = {j: c for v, (j, c, _) in zip(y, items) if (v.x or 0.0) > 0.5}
-    return chosen, sum(gains[j][c] for j, c in chosen.items())
+    chosen = {j: (c, g) for v, (j, c, g) in zip(y, items) if (v.x or 0.0) > 0.5}
+    return chosen, sum(g for _, g in chosen.values())
