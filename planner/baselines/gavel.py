@@ -1,17 +1,21 @@
 """Gavel (Narayanan et al., OSDI '20) as a baseline policy: max-min fairness LP plus round mechanism.
 
 Data flow: the simulator (or engine) calls :meth:`GavelPolicy.plan` once per round with every active
-job. The policy (1) turns each job into Gavel's rigid form — one GPU count, the *median* of the
-requirement set, as the Hops paper ran Gavel (§4 "Baseline Settings") — and looks up a throughput per
-GPU type on a representative config of that type (Gavel is type-level: it cannot see per-server
-differences); (2) on a reset event (the set of jobs changed) solves the heterogeneity-aware max-min
-fairness LP (Gavel §4.1, "LAS" with scale factors) for the time-share matrix X; (3) runs the round
-mechanism (Gavel §5, Algorithm 1): priority = X_mj / (fraction of type-j time received so far), greedy
-over (job, type) entries by priority, each job at most once per round, an entry only if its scale
-factor fits in the GPUs of that type left; (4) places the chosen jobs on nodes: jobs keep their
-previous nodes when possible (lease renewal, as Gavel's artifact does), the rest in decreasing order
-of GPU count, consolidated first (one server if one can hold the job, else fill servers with the most
-free GPUs first — Gavel §5 "tries to give jobs accelerators on the same physical server").
+job. The policy
+
+1. turns each job into Gavel's rigid form — one GPU count, the *median* of the requirement set, as the
+   Hops paper ran Gavel (§4 "Baseline Settings") — and looks up a throughput per GPU type on a
+   representative config of that type (Gavel is type-level: it cannot see per-server differences);
+2. on a reset event (the set of jobs or the GPUs per type changed) solves the heterogeneity-aware
+   max-min fairness LP (Gavel §4.1, "LAS" with scale factors) for the time-share matrix X;
+3. runs the round mechanism (Gavel §5, Algorithm 1): priority = X_mj / (fraction of type-j time
+   received so far); greedy over (job, type) entries by priority, each job at most once per round, an
+   entry only if its scale factor fits in the GPUs of that type left (entries with X = 0 come last,
+   so the pass is work-conserving);
+4. places the chosen jobs on nodes of the chosen type: jobs keep their previous nodes when possible
+   (lease renewal, as Gavel's artifact does), the rest in decreasing order of GPU count, consolidated
+   first (one server if one can hold the job, else fill servers with the most free GPUs first — Gavel
+   §5 "tries to give jobs accelerators on the same physical server").
 
 Variants (selectable by name in :mod:`planner.baselines`):
 - ``gavel``: weights w_m = 1 (plain heterogeneity-aware LAS).
@@ -171,7 +175,7 @@ class GavelPolicy(Policy):
         lr = {j.job_id: latency_ratio(j) for j in jobs}
         entries = sorted(
             ((p, self._alloc.get((jid, t), 0.0), lr[jid] if self.lr_weighted else 0.0, jid, t)
-             for (jid, t), p in priorities.items() if p > 0),
+             for (jid, t), p in priorities.items() if thr[jid, t] > 0),
             key=lambda e: (-e[0], -e[1], -e[2], e[3], types.index(e[4])),
         )
         left = dict(workers)
@@ -222,7 +226,10 @@ class GavelPolicy(Policy):
         log.debug("gavel: recomputed allocation for %d jobs, objective %.4f", len(ids), sol.objective)
 
     def _priorities(self, jobs, types, thr) -> dict[tuple[str, str], float]:
-        """priority_mj = X_mj / (t_mj / Σ_m' t_m'j); X·1e9 when never served; 0 if X = 0 or T = 0."""
+        """priority_mj = X_mj / (t_mj / Σ_m' t_m'j); X·1e9 when never served; 0 if X = 0 or T = 0.
+
+        Entries with priority 0 but a positive throughput still come last in the greedy pass (as in
+        Gavel's artifact, where only FIFO skips them), so GPUs the allocation leaves idle are used."""
         totals = {t: sum(self._time.get((j.job_id, t), 0.0) for j in jobs) for t in types}
         out: dict[tuple[str, str], float] = {}
         for job in jobs:

@@ -136,3 +136,24 @@ def test_round_loop_finishes_all_jobs() -> None:
             for i in range(8)]
     done = run_rounds(make_policy("gavel"), view, jobs, rounds=60)
     assert set(done) == {j.job_id for j in jobs}
+
+
+def test_round_plan_is_work_conserving_at_type_level() -> None:
+    # Whatever X says, no job is left out while its rigid count fits in the unused GPUs of a type it
+    # can run on (zero-allocation entries come last in the greedy pass).
+    view = cluster([("v0", "v100", 4), ("p0", "p100", 4), ("k0", "k80", 2)])
+    rates = [{"v100": 3.0, "p100": 2.0, "k80": 1.0}, {"v100": 1.0, "p100": 1.0, "k80": 0.0}]
+    jobs = tuple(job(f"j{i}", ((1,), (2,), (1, 2, 4))[i % 3], typed_throughput(view, rates[i % 2]),
+                     wait=100.0 * i, age=1000.0) for i in range(9))
+    for name in ("gavel", "gavel-lr"):
+        plan = make_policy(name).plan(view, jobs, 0.0)
+        check_plan(view, jobs, plan)
+        used = {t: 0 for t in view.gpu_types}
+        for c in plan.placed().values():
+            used[view.node(next(iter(c))).gpu_type] += sum(c.values())
+        for j in jobs:
+            if plan.assignments[j.job_id] is None:
+                sf = plan.diagnostics["scale_factor"][j.job_id]
+                for t in view.gpu_types:
+                    room = sum(n.total_gpus for n in view.nodes_of_type(t)) - used[t]
+                    assert room < sf or rates[int(j.job_id[1:]) % 2][t] == 0, (name, j.job_id, t)
