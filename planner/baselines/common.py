@@ -10,7 +10,6 @@ Everything here is pure: no clock, no globals.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
@@ -125,14 +124,5 @@ def take(free: dict[str, int], config: Config) -> None:
 
 
 def fits(free: Mapping[str, int], config: Config) -> bool:
+    """Whether ``config`` fits in the free GPUs ``free``."""
     return all(free.get(node, 0) >= g for node, g in config.items())
-
-
-def config_type(cluster: ClusterView, config: Config) -> str | None:
-    """The single GPU type of ``config``'s nodes, or ``None`` if it mixes types (or is empty)."""
-    types = {cluster.node(n).gpu_type for n in config}
-    return types.pop() if len(types) == 1 else None
-
-
-def safe_log(x: float) -> float:
-    return math.log(max(x, 1e-300))

@@ -148,12 +148,13 @@ class SlurmBackfillPolicy(Policy):
         future = dict(free)
         config = place_first_fit(future, cluster, want)
         when = now
+        total = {n.name: n.total_gpus for n in cluster.nodes}
         for _jid, (held, end) in sorted(running.items(), key=lambda kv: (kv[1][1], kv[0])):
             if config is not None:
                 break
             for n, g in held.items():
-                if n in future:
-                    future[n] += g
+                if n in future:  # capped: a remembered job may have ended already (fragment plans)
+                    future[n] = min(future[n] + g, total[n])
             when = max(end, now)
             config = place_first_fit(future, cluster, want)
         if config is None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import mip
 
-from planner.baselines.common import place_consolidated, representative_config, take
+from planner.baselines.common import fits, place_consolidated, representative_config, take
 from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class ThemisPolicy(Policy):
         for job in jobs:
             lease = self._leases.get(job.job_id)
             if (not fragment and job.current and lease is not None and lease.expiry > now
-                    and dict(lease.config) == dict(job.current) and _fits(pool, job.current)):
+                    and dict(lease.config) == dict(job.current) and fits(pool, job.current)):
                 take(pool, job.current)
                 assignments[job.job_id] = job.current
                 held.append(job.job_id)
@@ -264,10 +264,6 @@ class ThemisPolicy(Policy):
 
 def _finite(x: float, cap: float = 1e300) -> float:
     return x if math.isfinite(x) else cap
-
-
-def _fits(free: Mapping[str, int], config: Config) -> bool:
-    return all(free.get(n, 0) >= g for n, g in config.items())
 
 
 def _proportional_fair(
