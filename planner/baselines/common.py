@@ -40,6 +40,22 @@ def lr_weights(jobs: Sequence[JobView], exponent: float = 1.0) -> dict[str, floa
     return {jid: (p + bias) ** exponent for jid, p in priors.items()}
 
 
+def solver_weights(weights: Mapping[str, float], floor: float = 1e-4) -> dict[str, float]:
+    """Weights scaled so the largest is 1, with a floor of ``floor`` for the rest.
+
+    LR weights can span many orders of magnitude (a job that waited a microsecond among jobs that
+    waited hours); coefficients like 1/w then break the LP/ILP solvers (CBC aborts on 1e46). Scaling by
+    a common factor changes neither Gavel's nor Sia's optimum; the floor only touches weights already
+    10,000 times below the largest.
+    """
+    if not weights:
+        return {}
+    top = max(weights.values())
+    if top <= 0:
+        raise ValueError(f"weights must be positive, got {dict(weights)}")
+    return {k: max(w / top, floor) for k, w in weights.items()}
+
+
 def median_requirement(job: JobView) -> int:
     """The rigid GPU count the Hops paper gave Gavel: the median of the requirement set.
 

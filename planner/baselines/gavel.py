@@ -45,6 +45,7 @@ from planner.baselines.common import (
     median_requirement,
     place_consolidated,
     representative_config,
+    solver_weights,
     take,
 )
 from planner.views import ClusterView, Config, JobView, Plan, Policy
@@ -212,7 +213,7 @@ class GavelPolicy(Policy):
 
     def _recompute(self, jobs, types, workers, sf, thr) -> None:
         ids = [j.job_id for j in jobs]
-        weights = lr_weights(jobs, self.lr_exponent) if self.lr_weighted else {}
+        weights = solver_weights(lr_weights(jobs, self.lr_exponent)) if self.lr_weighted else {}
         sol = max_min_fairness_allocation(
             [[thr[jid, t] for t in types] for jid in ids],
             [workers[t] for t in types],

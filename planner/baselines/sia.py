@@ -44,6 +44,7 @@ from planner.baselines.common import (
     lr_weights,
     place_consolidated,
     representative_config,
+    solver_weights,
     take,
 )
 from planner.baselines.gavel import SolverError
@@ -130,7 +131,10 @@ class SiaPolicy(Policy):
     def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
         if fragment:
             return Plan({j.job_id: None for j in jobs}, {"fragment": "not supported by sia"})
-        weights = lr_weights(jobs, self.lr_exponent) if self.lr_weighted else {j.job_id: 1.0 for j in jobs}
+        if self.lr_weighted:
+            weights = solver_weights(lr_weights(jobs, self.lr_exponent))
+        else:
+            weights = {j.job_id: 1.0 for j in jobs}
         free_type = {t: sum(n.free_gpus for n in cluster.nodes_of_type(t)) for t in cluster.gpu_types}
         model = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC)
         model.verbose = 0
