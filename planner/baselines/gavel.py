@@ -26,7 +26,9 @@ Variants (selectable by name in :mod:`planner.baselines`):
 Details not in the paper follow the public artifact (stanford-futuredata/gavel, as summarised in the
 project's Gavel digest §9): X^equal_mj = workers_j / Σ workers (every row sums to 1); at each
 recomputation the per-(job, type) time counters restart at half a round; a (job, type) never run has
-priority X·1e9. The LP is solved with python-mip's CBC (continuous variables: a plain LP).
+priority X·1e9. The artifact's simulator also waits at least 1920 s between recomputations; here X
+is recomputed at every reset event. The LP is solved with python-mip's CBC (continuous variables: a
+plain LP); LR weights are scaled to at most 1 with a floor of 1e-4 so the LP stays well-conditioned.
 """
 
 from __future__ import annotations

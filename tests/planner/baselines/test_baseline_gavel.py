@@ -157,3 +157,17 @@ def test_round_plan_is_work_conserving_at_type_level() -> None:
                 for t in view.gpu_types:
                     room = sum(n.total_gpus for n in view.nodes_of_type(t)) - used[t]
                     assert room < sf or rates[int(j.job_id[1:]) % 2][t] == 0, (name, j.job_id, t)
+
+
+def test_lr_weights_spanning_many_magnitudes_stay_solvable() -> None:
+    # Regression: a job that waited 1e-103 s among jobs that waited hours gave 1/w ~ 1e106 and CBC aborted.
+    # Weights (LR): tiny ~ 6e-107, long 1, mid 0.0189 -> scaled 1e-4 (floor), 1, 0.0189. The max-min
+    # optimum is bound by long alone: all of the V100 (normalised throughput 2 / 1.5 = 4/3).
+    view = cluster([("v0", "v100", 1), ("k0", "k80", 1)])
+    thr = typed_throughput(view, {"v100": 2.0, "k80": 1.0})
+    jobs = (job("tiny", (1,), thr, wait=1e-103, age=1800.0), job("long", (1,), thr, wait=3000.0, age=3000.0),
+            job("mid", (1,), thr, wait=189.0, age=10000.0))
+    plan = make_policy("gavel-lr").plan(view, jobs, 0.0)
+    check_plan(view, jobs, plan)
+    assert plan.diagnostics["allocation"]["long"]["v100"] == pytest.approx(1.0, abs=1e-7)
+    assert plan.diagnostics["objective"] == pytest.approx(4 / 3, abs=1e-7)
