@@ -107,6 +107,8 @@ def max_min_fairness_allocation(
             usable = throughputs[m][j] > 0 and sf[m] <= num_workers[j]
             row.append(model.add_var(name=f"x_{m}_{j}", lb=0.0, ub=1.0) if usable else None)
         x.append(row)
+    if all(v is None for row in x for v in row):  # nobody can run anywhere: nothing to share (t unbounded)
+        return MaxMinSolution(x_zero, 0.0)
     for m in range(n_jobs):
         vars_m = [v for v in x[m] if v is not None]
         if not vars_m:

@@ -171,3 +171,12 @@ def test_lr_weights_spanning_many_magnitudes_stay_solvable() -> None:
     check_plan(view, jobs, plan)
     assert plan.diagnostics["allocation"]["long"]["v100"] == pytest.approx(1.0, abs=1e-7)
     assert plan.diagnostics["objective"] == pytest.approx(4 / 3, abs=1e-7)
+
+
+def test_no_job_fits_anywhere_gives_an_empty_allocation() -> None:
+    # found by the property test: a 3-GPU job on a 2-GPU cluster left the LP without a bound on t
+    sol = max_min_fairness_allocation([[5.0]], [2], scale_factors=[3])
+    assert sol.x == [[0.0]] and sol.objective == 0.0
+    view = cluster([("n0", "v100", 2)])
+    j = job("big", (3,), typed_throughput(view, {"v100": 1.0}))
+    assert make_policy("gavel").plan(view, (j,), 0.0).assignments == {"big": None}

@@ -3,6 +3,8 @@ with GPU counts the policy's rules allow (checked for every policy by name)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from baseline_helpers import check_plan, cluster, job, typed_throughput
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,3 +64,12 @@ def test_every_policy_places_validly(scenario) -> None:
                     assert gpus in j.requirements, (name, jid, config)
             if name == "slurm-backfill":  # never preempts
                 assert all(plan.assignments[j.job_id] == j.current for j in jobs if j.current)
+        if policy.supports_fragment_plans:  # a fragment plan: pending jobs only, idle GPUs only
+            held = {n.name: 0 for n in view.nodes}
+            for j in jobs:
+                for n, g in (j.current or {}).items():
+                    held[n] += g
+            idle = ClusterView(tuple(replace(n, free_gpus=n.free_gpus - held[n.name]) for n in view.nodes))
+            pending = tuple(j for j in jobs if not j.current)
+            plan = policy.plan(idle, pending, 400.0, fragment=True)
+            check_plan(idle, pending, plan)
