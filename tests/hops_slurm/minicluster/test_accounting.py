@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.cli import main
-from hops_slurm.minicluster import processes
+from hops_slurm.minicluster import conf, processes
+from hops_slurm.minicluster.accounting import Accounting
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.minicluster.spec import load_spec
 from hops_slurm.records import JobRecord, PlacementRecord
@@ -100,6 +101,20 @@ def _sacct_until_done(job_ids: list[str], json_output: bool, timeout: float = 20
         time.sleep(0.3)
 
 
+def _listening_addresses(port: int) -> list[str]:
+    """Local addresses (hex, as in /proc/net/tcp{,6}) with a socket listening on ``port``."""
+    found = []
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        if not table.exists():
+            continue
+        for line in table.read_text().splitlines()[1:]:
+            fields = line.split()
+            address, _, hex_port = fields[1].partition(":")
+            if int(hex_port, 16) == port and fields[3] == "0A":  # 0A = TCP_LISTEN
+                found.append(address)
+    return found
+
+
 def test_up_starts_accounting_before_slurmctld_and_twice_is_harmless(acct_cluster: Minicluster) -> None:
     roles = list(acct_cluster.registry.load())
     assert roles.index("mariadb") < roles.index("slurmdbd") < roles.index("slurmctld")
@@ -119,10 +134,7 @@ def test_up_starts_accounting_before_slurmctld_and_twice_is_harmless(acct_cluste
     # MariaDB is private: the database lives under the state directory and listens on 127.0.0.1 only.
     argv = " ".join(acct_cluster.registry.load()["mariadb"].argv)
     assert f"--datadir={acct_cluster.state}/" in argv and "--bind-address=127.0.0.1" in argv
-    listening = Path("/proc/net/tcp").read_text().split("\n")[1:]
-    port_hex = f":{acct_cluster.spec.ports.mariadb:04X}"
-    mine = [ln.split()[1] for ln in listening if ln.split() and ln.split()[1].endswith(port_hex) and ln.split()[3] == "0A"]
-    assert mine == [f"0100007F{port_hex}"]  # 127.0.0.1, in /proc/net/tcp's little-endian hex
+    assert _listening_addresses(acct_cluster.spec.ports.mariadb) == ["0100007F"]  # 127.0.0.1 only, no IPv6
 
 
 def test_report_start_end_match_sacct(slurm_env: Minicluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,3 +208,24 @@ def test_down_stops_accounting_and_leaves_nothing(acct_cluster: Minicluster) -> 
     ]
     assert ours == []
     assert acct_cluster.down() == []
+
+
+def test_accounting_config_points_slurm_and_slurmdbd_at_the_private_services() -> None:
+    """Pure: what ``up`` writes for accounting (no daemons needed)."""
+    spec = load_spec(DATA / "minicluster-accounting.toml")
+    s = spec.state_dir
+    slurm_conf = conf.render_slurm_conf(spec, "host1").splitlines()
+    for line in (
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStoragePort=7119",
+        f"AccountingStoragePass={s}/run/munge.socket",  # sacct/slurmctld -> slurmdbd use this munge socket
+        "AccountingStorageTRES=gres/gpu",
+    ):
+        assert line in slurm_conf
+    dbd = conf.render_slurmdbd_conf(spec, "host1", "slurm", "pw").splitlines()
+    for line in ("DbdPort=7119", "StorageHost=127.0.0.1", "StoragePort=13516", "StorageUser=slurm", "StoragePass=pw",
+                 "StorageLoc=slurm_acct_hopsacct", f"AuthInfo=socket={s}/run/munge.socket"):
+        assert line in dbd
+    argv = Accounting(spec).argv("mariadb")
+    assert argv[1] == "--no-defaults"  # never the host's /etc/mysql settings
+    assert {"--port=13516", f"--datadir={s}/mariadb/data", f"--socket={s}/mariadb/run/mariadb.sock"} <= set(argv)
