@@ -7,10 +7,12 @@ PID like every other daemon.
 
 MariaDB runs privately: its own data directory, socket and pid file under ``<state>/mariadb/``, its own
 port, bound to 127.0.0.1, no option files read (``--no-defaults``). slurmdbd logs in over TCP as user
-``slurm`` with a generated password kept in ``<state>/mariadb/slurm.password`` (root, mode 0600); root administers
-the server over the socket (unix_socket authentication, no password). Once slurmdbd answers, the
-cluster is registered with ``sacctmgr add cluster`` (only when it is not there yet), so ``up`` twice
-and ``down``/``up`` keep the accounting database.
+``slurm`` with a generated password kept in ``<state>/mariadb/slurm.password`` (root, mode 0600);
+root administers the server over the socket (unix_socket authentication, no password). Once slurmdbd
+answers, the cluster is registered with ``sacctmgr add cluster`` (only when it is not there yet), so
+``up`` twice and ``down``/``up`` keep the accounting database. Caveat: a fresh ``up`` starts slurmctld
+with clean state, which numbers jobs from 1 again; sacct then shows the newest job of each id (the
+older ones with ``sacct -D``). Remove the state directory for an empty database.
 """
 
 from __future__ import annotations
