@@ -124,7 +124,8 @@ class Minicluster:
         for role in missing:
             daemons[role] = self._start(role, fresh)
             self.registry.save(daemons)
-            self._wait_started(daemons[role])
+            # MariaDB's first start and slurmdbd creating its tables take longer than a Slurm daemon.
+            self._wait_started(daemons[role], timeout=90.0 if role in ("mariadb", "slurmdbd") else 20.0)
         return self.wait_ready(timeout)
 
     def _write_files(self) -> None:
@@ -201,7 +202,7 @@ class Minicluster:
             return (self.state / "run" / "munge.socket").exists()
         if role in ("mariadb", "slurmdbd"):
             assert self.accounting is not None
-            return self.accounting.ready(role)
+            return self.accounting.ready(role, self.env())
         port = self.spec.ports.slurmctld if role == "slurmctld" else self.spec.node_port(role.split(":", 1)[1])
         with socket.socket() as s:
             s.settimeout(0.2)
@@ -254,8 +255,10 @@ class Minicluster:
             self._cancel_all_jobs()
         sessions = {d.pid for d in daemons.values()}
         stopped = []
-        # slurmds first (they end their job steps), then slurmctld, slurmdbd, mariadb, munged last.
-        order = sorted(daemons, key=lambda r: ("slurmd:" not in r, r == "slurmctld", r == "slurmdbd", r == "mariadb", r == "munged"))
+        # slurmds first (they end their job steps), then slurmctld (it hands its last records to
+        # slurmdbd), slurmdbd, mariadb, munged last.
+        rank = {"slurmctld": 1, "slurmdbd": 2, "mariadb": 3, "munged": 4}
+        order = sorted(daemons, key=lambda r: rank.get(r, 0))
         for role in order:
             d = daemons[role]
             if processes.owns(d):

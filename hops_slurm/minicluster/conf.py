@@ -66,6 +66,8 @@ def render_slurm_conf(spec: MiniclusterSpec, hostname: str, job_submit_lua: bool
             "AccountingStorageType=accounting_storage/slurmdbd",
             "AccountingStorageHost=localhost",
             f"AccountingStoragePort={spec.ports.slurmdbd}",
+            # Connections to slurmdbd (slurmctld's and sacct's) use the munge socket named here, not AuthInfo.
+            f"AccountingStoragePass={s / 'run' / 'munge.socket'}",
             "AccountingStorageTRES=gres/gpu",
             "JobAcctGatherType=jobacct_gather/linux",
         ]
