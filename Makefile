@@ -23,7 +23,7 @@ install: $(STAMP)
 
 # Debian's Slurm packages (apt-get, root); a no-op when they are already there.
 slurm: $(STAMP)
-	$(HOPS) minicluster install
+	$(HOPS) minicluster install --spec tests/data/minicluster-accounting.toml
 
 demo: install slurm
 	$(HOPS) demo
