@@ -1,0 +1,32 @@
+"""The λ → ∞ limit of eq. 11: serve jobs in priority order, each its best feasible config.
+
+Used by :mod:`planner.hops` as the last fallback when the ILP returns nothing in time, and by tests
+and the benchmark as the reference for "large λ reproduces the greedy priority order".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from planner.ilp import Candidate
+from planner.views import Config
+
+
+def greedy_plan(order: Sequence[str], cands: Sequence[Candidate], capacity: Mapping[str, int]) -> dict[str, Config | None]:
+    """Jobs in ``order`` (highest priority first) each take the feasible candidate with the largest
+    gain G (ties: fewer GPUs, then fewer nodes, then candidate order) until nothing fits."""
+    left = dict(capacity)
+    by_job: dict[str, list[tuple[int, Candidate]]] = {}
+    for k, c in enumerate(cands):
+        by_job.setdefault(c.job_id, []).append((k, c))
+    out: dict[str, Config | None] = {}
+    for job_id in order:
+        feasible = [(k, c) for k, c in by_job.get(job_id, []) if all(left.get(n, 0) >= g for n, g in c.config.items())]
+        if not feasible:
+            out[job_id] = None
+            continue
+        _, pick = min(feasible, key=lambda kc: (-kc[1].gain, sum(kc[1].config.values()), len(kc[1].config), kc[0]))
+        for n, g in pick.config.items():
+            left[n] -= g
+        out[job_id] = pick.config
+    return out
