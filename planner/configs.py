@@ -25,8 +25,16 @@ from collections.abc import Sequence
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
 
 
-def aggregated_configs(nodes: Sequence[NodeView], requirement: int) -> list[Config]:
-    return [freeze_config({n.name: requirement}) for n in nodes if requirement <= n.free_gpus]
+def aggregated_configs(nodes: Sequence[NodeView], requirement: int, *, one_per_class: bool = False) -> list[Config]:
+    """``{t: R}`` on every node with room; with ``one_per_class`` only the first such node of each
+    server class (for the compact ILP, where nodes of a class are interchangeable)."""
+    out: list[Config] = []
+    seen: set[str] = set()
+    for n in nodes:
+        if requirement <= n.free_gpus and not (one_per_class and n.server_class in seen):
+            seen.add(n.server_class)
+            out.append(freeze_config({n.name: requirement}))
+    return out
 
 
 def distributed_configs(nodes: Sequence[NodeView], requirement: int) -> list[Config]:
@@ -56,8 +64,11 @@ def is_high_sensitivity(job: JobView, sigma: float) -> bool:
     return job.sensitivity > sigma
 
 
-def generate_configs(job: JobView, cluster: ClusterView, sigma: float) -> list[Config]:
-    """All candidate configs of ``job`` on ``cluster``'s free GPUs (see module docstring), no duplicates."""
+def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_per_class: bool = False) -> list[Config]:
+    """All candidate configs of ``job`` on ``cluster``'s free GPUs (see module docstring), no duplicates.
+
+    ``one_per_class``: aggregated configs only on the first fitting node of each server class (the
+    compact ILP stands one config for all interchangeable nodes of a class)."""
     seen: dict[tuple[tuple[str, int], ...], Config] = {}
 
     def add(cfg: Config) -> None:
@@ -68,7 +79,7 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float) -> list[C
         of_type = cluster.nodes_of_type(gpu_type)
         largest = max(n.total_gpus for n in of_type)
         for r in job.requirements:
-            for cfg in aggregated_configs(of_type, r):
+            for cfg in aggregated_configs(of_type, r, one_per_class=one_per_class):
                 add(cfg)
         if not high or job.requirements[0] > largest:
             for r in job.requirements:

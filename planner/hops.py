@@ -26,21 +26,32 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.greedy import greedy_plan
-from planner.ilp import Candidate, Solution, objective_of, solve_compact, solve_plain
+from planner.ilp import Candidate, Solution, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
-from planner.views import ClusterView, Config, JobView, Plan, Policy
+from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
 from planner.window import select
 
 log = logging.getLogger(__name__)
 
 
-def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float) -> list[Candidate]:
+def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
+                   compact: bool = False) -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
-    throughput; configs with zero throughput are dropped."""
+    throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
+    signature (what the compact ILP uses), so throughput is asked once per signature."""
     out: list[Candidate] = []
+    by_name = {n.name: n for n in cluster.nodes}
     for job in jobs:
-        rated = [(cfg, float(job.throughput(cfg))) for cfg in generate_configs(job, cluster, sigma)]
+        configs = generate_configs(job, cluster, sigma, one_per_class=compact)
+        if compact:
+            firsts: dict[object, Config] = {}
+            for cfg in configs:
+                firsts.setdefault(signature(cfg, by_name), cfg)
+            if job.current and freeze_config(job.current) in configs:  # the current config stands for its signature
+                firsts[signature(job.current, by_name)] = freeze_config(job.current)
+            configs = list(firsts.values())
+        rated = [(cfg, float(job.throughput(cfg))) for cfg in configs]
         rated = [(cfg, thr) for cfg, thr in rated if thr > 0.0]
         if not rated:
             continue
@@ -80,7 +91,7 @@ class HopsPolicy(Policy):
         prios = priorities(jobs, now, p.priority, cluster.total_gpus)
         queue = queue_order(jobs, prios)
         window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
-        cands = candidates_for(window.jobs, cluster, p.sigma)
+        cands = candidates_for(window.jobs, cluster, p.sigma, compact=p.formulation == "compact")
         w = weights({j.job_id: prios[j.job_id] for j in window.jobs}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in window.jobs if j.current}
