@@ -30,3 +30,19 @@ def greedy_plan(order: Sequence[str], cands: Sequence[Candidate], capacity: Mapp
             left[n] -= g
         out[job_id] = pick.config
     return out
+
+
+def fill_leftovers(assignments: Mapping[str, Config | None], order: Sequence[str], cands: Sequence[Candidate],
+                   capacity: Mapping[str, int]) -> dict[str, Config | None]:
+    """Give jobs the solver left out (in ``order``) their best candidate that still fits.
+
+    With large λ the lowest weights fall below the solvers' tolerances and such jobs can be left out
+    although GPUs remain; every weight is positive, so this only raises eq. 11."""
+    left = dict(capacity)
+    for cfg in assignments.values():
+        for n, g in (cfg or {}).items():
+            left[n] = left.get(n, 0) - g
+    rest = [j for j in order if not assignments.get(j)]
+    out = dict(assignments)
+    out.update({j: c for j, c in greedy_plan(rest, cands, left).items() if c})
+    return out

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
-from planner.greedy import greedy_plan
+from planner.greedy import fill_leftovers, greedy_plan
 from planner.ilp import Candidate, Solution, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
@@ -109,6 +109,12 @@ class HopsPolicy(Policy):
                 chosen, fallback = prev, "previous"
             else:
                 chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity), "greedy"
+        if fallback in (None, "incumbent"):
+            filled = fill_leftovers(chosen, [j.job_id for j in window.jobs], cands, capacity)
+            extra_gain = objective_of({j: c for j, c in filled.items() if not chosen.get(j)}, cands, w)
+            chosen = filled
+        else:
+            extra_gain = 0.0
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
             chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity), "greedy"
@@ -118,7 +124,8 @@ class HopsPolicy(Policy):
             self._previous = {j: c for j, c in assignments.items() if c}
         # the solver's value for its own solution (the compact model may realise a signature on other
         # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
-        objective = sol.objective if fallback in (None, "incumbent") else objective_of(chosen, cands, w)
+        objective = (sol.objective or 0.0) + extra_gain if fallback in (None, "incumbent") \
+            else objective_of(chosen, cands, w)
         diagnostics: dict[str, object] = {
             "queue": [j.job_id for j in queue],
             "priorities": prios,
