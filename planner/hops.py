@@ -95,6 +95,8 @@ class HopsPolicy(Policy):
         w = weights({j.job_id: prios[j.job_id] for j in window.jobs}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in window.jobs if j.current}
+        # compact candidates stand for every interchangeable placement: greedy and fill may move them
+        sig_nodes = cluster.nodes if p.formulation == "compact" else None
 
         sol = self._solve(cands, w, cluster, current)
         fallback: str | None = None
@@ -104,20 +106,20 @@ class HopsPolicy(Policy):
         elif sol.status == "feasible":
             chosen, fallback = dict(sol.assignments), "incumbent"
         else:
-            prev = self._previous_that_fits([j.job_id for j in window.jobs], cands, capacity)
+            prev = self._previous_that_fits([j.job_id for j in window.jobs], cands, capacity, cluster)
             if prev:
                 chosen, fallback = prev, "previous"
             else:
-                chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity), "greedy"
+                chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
         if fallback in (None, "incumbent"):
-            filled = fill_leftovers(chosen, [j.job_id for j in window.jobs], cands, capacity)
-            extra_gain = objective_of({j: c for j, c in filled.items() if not chosen.get(j)}, cands, w)
+            filled = fill_leftovers(chosen, [j.job_id for j in window.jobs], cands, capacity, sig_nodes)
+            extra_gain = objective_of({j: c for j, c in filled.items() if not chosen.get(j)}, cands, w, sig_nodes)
             chosen = filled
         else:
             extra_gain = 0.0
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
-            chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity), "greedy"
+            chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
 
         assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs}
         if not fragment:
@@ -125,7 +127,7 @@ class HopsPolicy(Policy):
         # the solver's value for its own solution (the compact model may realise a signature on other
         # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
         objective = (sol.objective or 0.0) + extra_gain if fallback in (None, "incumbent") \
-            else objective_of(chosen, cands, w)
+            else objective_of(chosen, cands, w, sig_nodes)
         diagnostics: dict[str, object] = {
             "queue": [j.job_id for j in queue],
             "priorities": prios,
@@ -165,14 +167,16 @@ class HopsPolicy(Policy):
             return Solution({}, None, None, None, "none", 0.0, 0, 0, 0, p.formulation, p.solver,
                             extra={"error": str(exc)})
 
-    def _previous_that_fits(self, order: list[str], cands: list[Candidate],
-                            capacity: dict[str, int]) -> dict[str, Config | None]:
-        known = {(c.job_id, tuple(c.config.items())) for c in cands}
+    def _previous_that_fits(self, order: list[str], cands: list[Candidate], capacity: dict[str, int],
+                            cluster: ClusterView) -> dict[str, Config | None]:
+        by_name = {n.name: n for n in cluster.nodes}
+        known = {(c.job_id, signature(c.config, by_name)) for c in cands}
         left = dict(capacity)
         out: dict[str, Config | None] = {}
         for job_id in order:
             cfg = self._previous.get(job_id)
-            if cfg and (job_id, tuple(cfg.items())) in known and all(left.get(n, 0) >= g for n, g in cfg.items()):
+            if cfg and all(left.get(n, 0) >= g for n, g in cfg.items()) \
+                    and all(n in by_name for n in cfg) and (job_id, signature(cfg, by_name)) in known:
                 for n, g in cfg.items():
                     left[n] -= g
                 out[job_id] = cfg

@@ -74,14 +74,19 @@ class Solution:
 
 
 def objective_of(assignments: Mapping[str, Config | None], cands: Sequence[Candidate],
-                 weights: Mapping[str, float]) -> float:
-    """Eq. 11 value of an assignment (each chosen config must be one of the candidates)."""
-    gain = {(c.job_id, tuple(c.config.items())): c.gain for c in cands}
-    total = 0.0
-    for job_id, cfg in assignments.items():
-        if cfg:
-            total += weights[job_id] * gain[(job_id, tuple(cfg.items()))]
-    return total
+                 weights: Mapping[str, float], nodes: Sequence[NodeView] | None = None) -> float:
+    """Eq. 11 value of an assignment. Each chosen config must be a candidate or, with ``nodes``, have
+    a candidate's signature (the compact model's interchangeable placements)."""
+    if nodes is not None:
+        by_name = {n.name: n for n in nodes}
+        key = lambda j, cfg: (j, signature(cfg, by_name))  # noqa: E731
+    else:
+        key = lambda j, cfg: (j, tuple(cfg.items()))  # noqa: E731
+    gain: dict[object, float] = {}
+    for c in cands:
+        k = key(c.job_id, c.config)
+        gain[k] = max(gain.get(k, 0.0), c.gain)
+    return sum(weights[j] * gain[key(j, cfg)] for j, cfg in assignments.items() if cfg)
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
@@ -219,11 +224,11 @@ def _extend_to_maximal(pieces: Sequence[int], capacity: int, sizes: Sequence[int
     return tuple(sorted(chosen, reverse=True))
 
 
-class _Packer:
+class Packer:
     """Concrete GPUs left per node; places a signature's pieces on real nodes (best fit)."""
 
-    def __init__(self, nodes: Sequence[NodeView]) -> None:
-        self.left = {n.name: n.free_gpus for n in nodes}
+    def __init__(self, nodes: Sequence[NodeView], left: Mapping[str, int] | None = None) -> None:
+        self.left = {n.name: n.free_gpus for n in nodes} if left is None else dict(left)
         self.by_key: dict[BinKey, list[str]] = defaultdict(list)
         for n in nodes:
             if n.free_gpus > 0:
@@ -399,7 +404,7 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     for order in (ones + fracs + by_gain, ones + by_weight):
-        packer = _Packer(nodes)
+        packer = Packer(nodes)
         out: dict[str, Config | None] = {}
         value = 0.0
         for k in order:
@@ -444,7 +449,7 @@ def _realise(chosen: Mapping[str, Signature], best: Mapping[tuple[str, Signature
     unchanged stay put, otherwise the candidate's own nodes where free), bigger jobs first; if that
     fails, the exact packing the pattern counts describe."""
     by_name = {n.name: n for n in nodes}
-    packer = _Packer(nodes)
+    packer = Packer(nodes)
     out: dict[str, Config | None] = {}
     order = sorted(chosen, key=lambda j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j))
     stay = [j for j in order if current.get(j) and all(n in by_name for n in current[j])
