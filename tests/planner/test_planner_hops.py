@@ -167,3 +167,11 @@ def test_hops_is_a_policy_and_params_are_checked() -> None:
         PlannerParams(solver="gurobi")
     with pytest.raises(ValueError, match="gap"):
         PlannerParams(gap=1.5)
+
+
+def test_empty_queue_and_full_cluster_give_empty_plans() -> None:
+    cluster = ClusterView((node("n0", 0), node("n1", 0)))
+    assert HopsPolicy().plan(cluster, (), now=0.0).assignments == {}
+    waiting = simple_job("w", (1,), 1.0, 5.0)
+    plan = HopsPolicy().plan(cluster, (waiting,), now=0.0)
+    assert plan.assignments == {"w": None} and plan.diagnostics["fallback"] is None
