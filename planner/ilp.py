@@ -352,6 +352,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
 
     incumbent: dict[str, Config | None] | None = None
     value = 0.0
+    lp_bound: float | None = None
     if lp_rounding:
         with _quiet_stdout(solver == "CBC"):
             status = m.optimize(relax=True, max_seconds=time_limit)
@@ -394,9 +395,14 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
             _warm_start(m, incumbent, by_name, xs, zs, patterns, sizes)
     status = m.optimize(max_seconds=time_left())
     state, obj, bound = _finish(m, status)
-    if state == "none" or (incumbent is not None and (obj is None or obj < value)):
-        if incumbent is not None:  # the rounded plan is valid and the bound still holds
-            return result(incumbent, "feasible", value, bound, "lp-rounding")
+    if incumbent is not None and (state == "none" or obj is None or obj <= value):
+        # the rounded plan is at least as good as what branch and bound returned; the tighter of the
+        # two proven bounds certifies it
+        proven = [b for b in (bound, lp_bound) if b is not None]
+        tight = min(proven) if proven else None
+        ok = state == "optimal" or (tight is not None and tight - value <= gap * abs(tight) + 1e-9)
+        return result(incumbent, "optimal" if ok else "feasible", value, tight, "lp-rounding")
+    if state == "none":
         return result({}, "none", None, bound, "mip")
     assign, obj = take_mip()
     return result(assign, state, obj, bound, "mip")

@@ -56,7 +56,8 @@ def check_plan(cluster: ClusterView, jobs: tuple[JobView, ...], plan, sigma: flo
         assert d["fillers"] == []
     # the window is the shortest queue prefix whose minimum requirements reach the free GPUs
     mins = [by_id[j].requirements[0] for j in queue]
-    assert size == len(queue) or (sum(mins[: size - 1]) < cluster.free_gpus <= sum(mins[:size]))
+    free = cluster.free_gpus
+    assert size == len(queue) or (free <= sum(mins[:size]) and (size == 1 or sum(mins[: size - 1]) < free))
     for job_id, cfg in plan.placed().items():
         job = by_id[job_id]
         assert job_id in window  # only window jobs (and fillers) are placed
