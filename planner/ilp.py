@@ -7,19 +7,25 @@ returns a :class:`Solution` (job -> config or None) with objective, best bound, 
 ``plain`` is eq. 11-13 as written: one binary per candidate, ≤ 1 per job (eq. 12), per-node GPU
 capacity (eq. 13). Its size grows with jobs × requirements × nodes.
 
-``compact`` uses the structure of the problem: nodes of one server class with the same free GPUs
-("bins") are interchangeable (a config's throughput depends on the server classes and GPU counts it
-uses, not on node names, which is how the views define heterogeneity). A config becomes a
-*signature*, the multiset of its pieces (bin, GPUs on one node); one binary per (job, signature).
-Node capacity is enforced exactly with per-bin packing patterns (Gilmore-Gomory): a pattern is a
-maximal multiset of piece sizes that fits one node of the bin; integer z[b, p] counts the bin's nodes
-packed with pattern p, Σ_p z[b, p] ≤ |bin|, and for every piece size s the pieces chosen in the bin
-are at most Σ_p z[b, p]·count_p(s). Any per-node packing is dominated by some maximal pattern, and any
-pattern solution is realised node by node, so the optimum equals that of the plain model over the
-candidate set closed under swapping interchangeable nodes (tests cross-check this). The size depends
-on bins and patterns, not on node counts, and its LP relaxation is tight, which is what makes
-2048-GPU rounds fast. The solution is mapped back to concrete nodes (:func:`_realise`), keeping a
-running job on its current nodes where its signature is unchanged.
+``compact`` uses the structure of the problem: nodes of one server class are interchangeable (a
+config's throughput depends on the server classes and GPU counts it uses, not on node names, which is
+how the views define heterogeneity). A config becomes a *signature*, the multiset of its pieces
+(GPUs on one node): a single-node config's piece is keyed by its server class (any node of the class
+with room will do); a multi-node config's pieces by (class, free GPUs of the node), because the
+paper's spanning configs fill each node but the last. One binary per (job, signature). Node
+capacity is enforced exactly with packing patterns (Gilmore-Gomory) per group of nodes with the
+same class and free GPUs: a pattern is a maximal multiset of piece sizes that fits one such node;
+integer z[g, p] counts the group's nodes packed with pattern p (Σ_p z[g, p] ≤ |g|); multi-node
+pieces of a size use at most the slots of that size their own group's patterns offer, and all pieces
+of a class and size at most the slots of that size in all the class's groups (single-node pieces
+take whatever slots of their class the multi-node ones leave). Any per-node packing is dominated by
+maximal patterns and any pattern solution is realised node by node, so the optimum equals that of
+the plain model over the candidate set closed under swapping interchangeable nodes (tests
+cross-check this on random instances). The size depends on classes, free-GPU values and patterns,
+not on node counts; its LP relaxation is tight, so the LP is solved first and rounded (a proof of the
+gap against the LP bound), then LP dives, and branch and bound only when those fall short. The
+solution is mapped back to concrete nodes, keeping a running job on its current nodes where its
+signature is unchanged.
 """
 
 from __future__ import annotations
@@ -29,9 +35,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import mip
@@ -440,7 +445,10 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
                  for k in sorted(by_job[j], key=lambda k: (-xval[k], -score(k)))]
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
-    for order in (ones + fracs + by_gain, ones + by_weight):
+    by_name_sig = {(j, signature(cfg, by_name)) for j, cfg in current.items()
+                   if cfg and all(n in by_name for n in cfg)}
+    stay = [k for k in keys if k in by_name_sig]  # warm start: the running jobs where they are
+    for order in (ones + fracs + by_gain, ones + by_weight, stay + ones + by_weight):
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
         value = 0.0
