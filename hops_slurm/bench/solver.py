@@ -1,0 +1,222 @@
+"""``hops-slurm bench solver``: how fast and how close to optimal the Hops placement ILP is.
+
+Draws round-plan instances like the paper's simulation (§4.3: five server classes over three GPU
+types, 8 GPUs per node, requirement sets between 1 and 16 GPUs, a long queue cut by the service
+window, partly occupied nodes), plans them with :class:`planner.hops.HopsPolicy` and reports solve time
+(model build + solve) p50/p95, achieved gap against the solver's best bound, and model sizes, per
+cluster size, formulation and solver. Writes ``solver.md`` under the output folder.
+
+``HOPS_BENCH_SOLVER_FULL=1`` runs more instances and larger plain-model comparisons; the default is
+small enough for ``make bench``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.hops import HopsPolicy
+from planner.params import PlannerParams
+from planner.views import ClusterView, Config, JobView, NodeView
+
+NAME = "solver"
+log = logging.getLogger(__name__)
+
+# The paper's 512-GPU cluster (§4.3): (gpu_type, server_class, share of the nodes, speed factor).
+# Speeds are relative per-GPU rates for this synthetic benchmark, not measured data.
+CLASSES: tuple[tuple[str, str, float, float], ...] = (
+    ("1080ti", "1080ti-w780g", 2 / 8, 1.0),
+    ("titanxp", "titanxp-w780g", 2 / 8, 1.15),
+    ("rtx3090", "rtx3090-w780g", 2 / 8, 2.1),
+    ("rtx3090", "rtx3090-yk8100-8g", 1 / 8, 2.2),
+    ("rtx3090", "rtx3090-yk8100-10g", 1 / 8, 2.35),
+)
+GPUS_PER_NODE = 8
+SCALES = (64, 512, 1024, 2048, 4096)
+
+
+def make_cluster(total_gpus: int, rng: random.Random) -> ClusterView:
+    """Nodes of the five classes in proportion; about a third of the nodes partly or fully held by
+    jobs outside this planning (the free-GPU pattern a round meets)."""
+    n_nodes = total_gpus // GPUS_PER_NODE
+    counts = [max(1, round(share * n_nodes)) for _, _, share, _ in CLASSES]
+    counts[0] += n_nodes - sum(counts)
+    nodes: list[NodeView] = []
+    for (gpu_type, cls, _, _), count in zip(CLASSES, counts, strict=True):
+        for k in range(count):
+            r = rng.random()
+            free = GPUS_PER_NODE if r < 0.65 else (0 if r < 0.75 else rng.randint(1, GPUS_PER_NODE - 1))
+            nodes.append(NodeView(f"{cls}-{k:03d}", gpu_type, cls, GPUS_PER_NODE, free))
+    return ClusterView(tuple(nodes))
+
+
+@dataclass(frozen=True)
+class _Model:
+    """A synthetic job's throughput: per-GPU speed per class, sublinear scaling, a cross-node penalty."""
+
+    base: float
+    speed: dict[str, float]
+    scaling: float
+    sensitivity: float
+    classes: dict[str, str]
+
+    def __call__(self, config: Config) -> float:
+        gpus = sum(config.values())
+        if gpus == 0:
+            return 0.0
+        rate = min(self.speed[self.classes[n]] for n in config)  # the slowest class sets the pace
+        thr = self.base * rate * gpus ** self.scaling
+        return thr / self.sensitivity if len(config) > 1 else thr
+
+
+def make_jobs(cluster: ClusterView, n_jobs: int, rng: random.Random) -> tuple[JobView, ...]:
+    classes = {n.name: n.server_class for n in cluster.nodes}
+    speeds = {cls: s for _, cls, _, s in CLASSES}
+    jobs: list[JobView] = []
+    for i in range(n_jobs):
+        r1 = rng.choice((1, 1, 1, 1, 2, 2, 2, 4, 4, 8, 16))
+        extra = rng.randint(0, 3)
+        reqs = sorted({r1, *(min(16, r1 * rng.choice((2, 3, 4))) for _ in range(extra))})
+        sens = rng.choice((1.05, 1.1, 1.2, 1.3, 1.5, 1.8, 2.2))
+        model = _Model(
+            base=rng.uniform(50, 500),
+            speed={c: s * rng.uniform(0.85, 1.15) for c, s in speeds.items()},
+            scaling=rng.uniform(0.8, 0.98),
+            sensitivity=sens,
+            classes=classes,
+        )
+        age = rng.uniform(0.2, 40) * 3600
+        jobs.append(JobView(
+            job_id=f"j{i:05d}", requirements=tuple(reqs), submit_time=-rng.uniform(0, 20000),
+            wait=rng.uniform(0, 20000), age=age, sensitivity=sens, throughput=model,
+        ))
+    return tuple(jobs)
+
+
+@dataclass
+class Row:
+    gpus: int
+    formulation: str
+    solver: str
+    times: list[float]
+    plan_times: list[float]
+    gaps: list[float]
+    n_vars: list[int]
+    n_cons: list[int]
+    window: list[int]
+    fallbacks: int
+    objectives: list[float]
+
+
+def _pct(xs: Sequence[float], q: float) -> float:
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys)) - 1))]
+
+
+def measure(gpus: int, formulation: str, solver: str, seeds: Sequence[int], time_limit: float) -> Row:
+    row = Row(gpus, formulation, solver, [], [], [], [], [], [], 0, [])
+    for seed in seeds:
+        rng = random.Random(seed * 7919 + gpus)
+        cluster = make_cluster(gpus, rng)
+        jobs = make_jobs(cluster, max(40, int(0.6 * gpus)), rng)
+        policy = HopsPolicy(PlannerParams(solver=solver, formulation=formulation, time_limit=time_limit))
+        t0 = time.perf_counter()
+        plan = policy.plan(cluster, jobs, now=0.0)
+        row.plan_times.append(time.perf_counter() - t0)
+        d = plan.diagnostics
+        row.times.append(float(d["solve_time"]))  # type: ignore[arg-type]
+        row.gaps.append(float(d["gap"]) if d["gap"] is not None else float("nan"))  # type: ignore[arg-type]
+        row.n_vars.append(int(d["n_vars"]))  # type: ignore[call-overload]
+        row.n_cons.append(int(d["n_constraints"]))  # type: ignore[call-overload]
+        row.window.append(len(d["window"]))  # type: ignore[arg-type]
+        row.objectives.append(float(d["objective"]))  # type: ignore[arg-type]
+        row.fallbacks += d["fallback"] not in (None,)
+    return row
+
+
+def run(out_dir: Path) -> Path:
+    full = os.environ.get("HOPS_BENCH_SOLVER_FULL") == "1"
+    n = 20 if full else 5
+    rows: list[Row] = []
+    for gpus in SCALES:
+        for solver in ("CBC", "HiGHS"):
+            rows.append(measure(gpus, "compact", solver, range(n), time_limit=30.0))
+            log.info("solver bench: %s", rows[-1])
+    # the plain eq. 11-13 model on the same instances (first seeds), for speed and objective comparison
+    for gpus, count, limit in ((64, n, 60.0), (512, 5 if full else 2, 60.0)):
+        for solver in ("CBC", "HiGHS"):
+            rows.append(measure(gpus, "plain", solver, range(count), time_limit=limit))
+            log.info("solver bench: %s", rows[-1])
+    path = out_dir / "solver.md"
+    path.write_text(_report(rows, n, full))
+    return path
+
+
+def _report(rows: list[Row], n: int, full: bool) -> str:
+    lines = [
+        "# Placement ILP: solve time and gap",
+        "",
+        f"Written by `hops-slurm bench solver` ({'full' if full else 'quick'} run: {n} instances per row"
+        "; `HOPS_BENCH_SOLVER_FULL=1` for 20 and plain-model rows at 512 GPUs).",
+        "",
+        "Instances: round plans like the paper's simulation (§4.3): five server classes over three GPU",
+        "types in the 512-GPU proportions, 8 GPUs per node, about 35% of nodes partly or fully held by jobs",
+        "outside the planning, a queue of 0.6 jobs per GPU (requirement sets of 1-4 sizes between 1 and 16",
+        "GPUs, sensitivities 1.05-2.2), LR priority, λ = 1, gap 0.01. Solve time = model build + solve",
+        "(+ mapping back to nodes), single-threaded; plan time adds priorities, window, configs and",
+        "throughput calls. Gap = (best bound - objective) / best bound, the bound proven by the solver",
+        "(branch and bound) or by the LP relaxation (LP rounding / dive). The first solve of a process",
+        "also loads the solver library, which shows in the 64-GPU p95. The plain rows (eq. 11-13 with one",
+        f"binary per concrete config, 60 s limit) use the first {'5' if full else '2'} instances at 512 GPUs",
+        "and the same configs as the paper's generation; their means are over those instances only.",
+        "",
+        "| GPUs | formulation | solver | window jobs | vars | constraints | solve p50 (s) | solve p95 (s) "
+        "| plan p95 (s) | gap max | fallbacks | objective mean |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        gaps = [g for g in r.gaps if g == g]
+        lines.append(
+            f"| {r.gpus} | {r.formulation} | {r.solver} | {statistics.median(r.window):.0f} "
+            f"| {statistics.median(r.n_vars):.0f} | {statistics.median(r.n_cons):.0f} "
+            f"| {statistics.median(r.times):.3f} | {_pct(r.times, 0.95):.3f} | {_pct(r.plan_times, 0.95):.3f} "
+            f"| {max(gaps) if gaps else float('nan'):.4f} | {r.fallbacks} | {statistics.mean(r.objectives):.3f} |"
+        )
+    by_key = {(r.gpus, r.formulation, r.solver): r for r in rows}
+    lines += ["", "## Target", ""]
+    for gpus, target in ((512, 1.0), (2048, 5.0)):
+        for solver in ("CBC", "HiGHS"):
+            r = by_key.get((gpus, "compact", solver))
+            if r is None:
+                continue
+            gaps = [g for g in r.gaps if g == g]
+            ok = _pct(r.times, 0.95) <= target and gaps and max(gaps) <= 0.01 and r.fallbacks == 0
+            lines.append(f"- {gpus} GPUs, {solver}: p95 {_pct(r.times, 0.95):.3f} s (target ≤ {target:g} s), "
+                         f"max gap {max(gaps) if gaps else float('nan'):.4f} (target ≤ 0.01): "
+                         f"{'met' if ok else 'NOT met'}")
+    lines += ["", "## Compact vs plain on the same instances", ""]
+    for r in rows:
+        if r.formulation != "plain":
+            continue
+        c = by_key.get((r.gpus, "compact", r.solver))
+        if c is None:
+            continue
+        pairs = list(zip(c.objectives, r.objectives))
+        worst = min(a / b for a, b in pairs if b > 0) if pairs else float("nan")
+        lines.append(f"- {r.gpus} GPUs, {r.solver}: compact / plain objective, worst instance {worst:.4f} "
+                     f"(≥ 0.99 expected: the compact model is exact over interchangeable nodes and both stop "
+                     f"within 1%; the plain model's time limit is 60 s, fallbacks {r.fallbacks})")
+    lines += [
+        "",
+        "Timings were taken on a 2-core machine shared with other jobs at the time: they are noisy and",
+        "indicative only; re-run on a quiet machine for numbers to quote.",
+        "",
+    ]
+    return "\n".join(lines)

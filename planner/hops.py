@@ -1,0 +1,183 @@
+"""The Hops policy: queue → window → configs → ILP → plan, once per round and again for fragments.
+
+This is what the engine and the simulator call (:class:`HopsPolicy`, a :class:`planner.views.Policy`).
+One planning: priorities and queue order (:mod:`planner.priorities`), the service window and, for
+fragment plans, the sensitivity adjustment (:mod:`planner.window`), candidate configs
+(:mod:`planner.configs`) with throughput gains G (throughput / the job's smallest candidate
+throughput, Sia's normalisation), weights (prior + bias)^λ, and the ILP (:mod:`planner.ilp`).
+
+Multiple plans per round: the call with ``fragment=False`` is the round's first plan (plan 0); each
+``fragment=True`` call is a further plan over the idle GPUs (plan 1, 2, ...), for pending jobs only;
+their placements end with the round (the engine's lease), as the paper requires.
+
+If the solver finds no integer solution in the time limit (or fails), the round still gets a plan: the
+best incumbent when there is one (``fallback="incumbent"``), else the previous plan's placements that
+still fit (``"previous"``), else the greedy λ → ∞ plan (``"greedy"``); diagnostics say which.
+
+Diagnostics keys: queue, priorities, window, window_size, fillers, lambda, objective, bound, gap,
+solve_time, status, fallback, formulation, solver, n_vars, n_int_vars, n_constraints, plan_of_round,
+fragment, candidates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from planner.configs import generate_configs
+from planner.greedy import fill_leftovers, greedy_plan
+from planner.ilp import Candidate, Solution, objective_of, signature, solve_compact, solve_plain
+from planner.params import PlannerParams
+from planner.priorities import default_lambda, priorities, queue_order, weights
+from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
+from planner.window import select
+
+log = logging.getLogger(__name__)
+
+
+def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
+                   compact: bool = False) -> list[Candidate]:
+    """Every window job's configs with their gains G = throughput / the job's smallest candidate
+    throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
+    signature (what the compact ILP uses), so throughput is asked once per signature."""
+    out: list[Candidate] = []
+    by_name = {n.name: n for n in cluster.nodes}
+    for job in jobs:
+        configs = generate_configs(job, cluster, sigma, one_per_class=compact)
+        if compact:
+            firsts: dict[object, Config] = {}
+            for cfg in configs:
+                firsts.setdefault(signature(cfg, by_name), cfg)
+            if job.current and freeze_config(job.current) in configs:  # the current config stands for its signature
+                firsts[signature(job.current, by_name)] = freeze_config(job.current)
+            configs = list(firsts.values())
+        rated = [(cfg, float(job.throughput(cfg))) for cfg in configs]
+        rated = [(cfg, thr) for cfg, thr in rated if thr > 0.0]
+        if not rated:
+            continue
+        low = min(thr for _, thr in rated)
+        out.extend(Candidate(job.job_id, cfg, thr / low) for cfg, thr in rated)
+    return out
+
+
+def fits(assignments: Mapping[str, Config | None], capacity: Mapping[str, int]) -> bool:
+    used: dict[str, int] = {}
+    for cfg in assignments.values():
+        for n, g in (cfg or {}).items():
+            used[n] = used.get(n, 0) + g
+    return all(n in capacity and g <= capacity[n] for n, g in used.items())
+
+
+class HopsPolicy(Policy):
+    """Hops (SoCC '24 §3.6) behind the shared :class:`~planner.views.Policy` interface."""
+
+    name = "hops"
+    supports_fragment_plans = True
+
+    def __init__(self, params: PlannerParams | None = None) -> None:
+        self.params = params or PlannerParams()
+        self._previous: dict[str, Config] = {}
+        self._plan_of_round = 0
+
+    @property
+    def lambda_(self) -> float:
+        p = self.params
+        return p.lambda_ if p.lambda_ is not None else default_lambda(p.priority)
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        p = self.params
+        self._plan_of_round = self._plan_of_round + 1 if fragment else 0
+        gpus = cluster.free_gpus
+        prios = priorities(jobs, now, p.priority, cluster.total_gpus)
+        queue = queue_order(jobs, prios)
+        window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
+        cands = candidates_for(window.jobs, cluster, p.sigma, compact=p.formulation == "compact")
+        w = weights({j.job_id: prios[j.job_id] for j in window.jobs}, self.lambda_)
+        capacity = {n.name: n.free_gpus for n in cluster.nodes}
+        current = {j.job_id: j.current for j in window.jobs if j.current}
+        # compact candidates stand for every interchangeable placement: greedy and fill may move them
+        sig_nodes = cluster.nodes if p.formulation == "compact" else None
+
+        sol = self._solve(cands, w, cluster, current)
+        fallback: str | None = None
+        chosen: dict[str, Config | None]
+        if sol.status == "optimal":
+            chosen = dict(sol.assignments)
+        elif sol.status == "feasible":
+            chosen, fallback = dict(sol.assignments), "incumbent"
+        else:
+            prev = self._previous_that_fits([j.job_id for j in window.jobs], cands, capacity, cluster)
+            if prev:
+                chosen, fallback = prev, "previous"
+            else:
+                chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
+        if fallback in (None, "incumbent"):
+            filled = fill_leftovers(chosen, [j.job_id for j in window.jobs], cands, capacity, sig_nodes)
+            extra_gain = objective_of({j: c for j, c in filled.items() if not chosen.get(j)}, cands, w, sig_nodes)
+            chosen = filled
+        else:
+            extra_gain = 0.0
+        if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
+            log.error("planner: solution over-allocates a node; using the greedy plan instead")
+            chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
+
+        assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs}
+        if not fragment:
+            self._previous = {j: c for j, c in assignments.items() if c}
+        # the solver's value for its own solution (the compact model may realise a signature on other
+        # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
+        objective = (sol.objective or 0.0) + extra_gain if fallback in (None, "incumbent") \
+            else objective_of(chosen, cands, w, sig_nodes)
+        diagnostics: dict[str, object] = {
+            "queue": [j.job_id for j in queue],
+            "priorities": prios,
+            "window": [j.job_id for j in window.jobs],
+            "window_size": window.size,
+            "fillers": list(window.fillers),
+            "lambda": self.lambda_,
+            "objective": objective,
+            "bound": sol.bound,
+            "gap": sol.gap if fallback in (None, "incumbent") else None,
+            "solve_time": sol.solve_time,
+            "status": sol.status,
+            "fallback": fallback,
+            "formulation": sol.formulation,
+            "solver": sol.solver,
+            "n_vars": sol.n_vars,
+            "n_int_vars": sol.n_int_vars,
+            "n_constraints": sol.n_constraints,
+            "plan_of_round": self._plan_of_round,
+            "fragment": fragment,
+            "candidates": len(cands),
+            "method": sol.extra.get("method"),
+        }
+        return Plan(assignments=assignments, diagnostics=diagnostics)
+
+    def _solve(self, cands: list[Candidate], w: dict[str, float], cluster: ClusterView,
+               current: dict[str, Config]) -> Solution:
+        p = self.params
+        try:
+            if p.formulation == "plain":
+                return solve_plain(cands, w, {n.name: n.free_gpus for n in cluster.nodes},
+                                   solver=p.solver, gap=p.gap, time_limit=p.time_limit)
+            return solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap,
+                                 time_limit=p.time_limit, current=current)
+        except Exception as exc:  # a solver crash must not cost the round its plan
+            log.warning("planner: %s solve failed (%s); falling back", p.solver, exc)
+            return Solution({}, None, None, None, "none", 0.0, 0, 0, 0, p.formulation, p.solver,
+                            extra={"error": str(exc)})
+
+    def _previous_that_fits(self, order: list[str], cands: list[Candidate], capacity: dict[str, int],
+                            cluster: ClusterView) -> dict[str, Config | None]:
+        by_name = {n.name: n for n in cluster.nodes}
+        known = {(c.job_id, signature(c.config, by_name)) for c in cands}
+        left = dict(capacity)
+        out: dict[str, Config | None] = {}
+        for job_id in order:
+            cfg = self._previous.get(job_id)
+            if cfg and all(left.get(n, 0) >= g for n, g in cfg.items()) \
+                    and all(n in by_name for n in cfg) and (job_id, signature(cfg, by_name)) in known:
+                for n, g in cfg.items():
+                    left[n] -= g
+                out[job_id] = cfg
+        return out

@@ -1,0 +1,52 @@
+"""Planner parameters: the knobs the site config (or a simulation run) hands to :mod:`planner.hops`.
+
+Sits at the edge of the planner: the engine/simulator build one :class:`PlannerParams` from the site
+configuration and pass it to :class:`planner.hops.HopsPolicy`; every other planner module reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SOLVERS = ("CBC", "HiGHS")
+FORMULATIONS = ("compact", "plain")
+WINDOW_RULES = ("min-requirements", "all")
+
+
+@dataclass(frozen=True)
+class PlannerParams:
+    """Parameters of one Hops planner.
+
+    ``lambda_`` is the fairness knob of eq. 11 (``None``: the priority's default, 1, or 2 for FTF as
+    DESIGN.md says); ``sigma`` the sensitivity threshold (eq. 10); ``window`` the service-window rule
+    (``"min-requirements"``: the paper's rule, ``"all"``: no window, for ablations); ``gap`` the relative
+    MIP gap; ``time_limit`` seconds per solve; ``solver`` ``"CBC"`` or ``"HiGHS"``; ``priority`` a name
+    from :mod:`planner.priorities`; ``formulation`` ``"compact"`` (node classes aggregated, exact, fast)
+    or ``"plain"`` (eq. 11-13 with one binary per concrete config, the reference).
+    """
+
+    lambda_: float | None = None
+    sigma: float = 1.4
+    window: str = "min-requirements"
+    gap: float = 0.01
+    time_limit: float = 10.0
+    solver: str = "CBC"
+    priority: str = "lr"
+    formulation: str = "compact"
+    sensitivity_adjustment: bool = True
+
+    def __post_init__(self) -> None:
+        if self.solver not in SOLVERS:
+            raise ValueError(f"planner solver {self.solver!r} unknown; choose one of {', '.join(SOLVERS)}")
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(f"planner formulation {self.formulation!r} unknown; choose one of {', '.join(FORMULATIONS)}")
+        if self.window not in WINDOW_RULES:
+            raise ValueError(f"planner window rule {self.window!r} unknown; choose one of {', '.join(WINDOW_RULES)}")
+        if not 0.0 <= self.gap < 1.0:
+            raise ValueError(f"planner gap {self.gap} must be in [0, 1), e.g. 0.01 for 1%")
+        if self.time_limit <= 0:
+            raise ValueError(f"planner time_limit {self.time_limit} must be positive seconds")
+        if self.sigma <= 0:
+            raise ValueError(f"planner sigma {self.sigma} must be positive (the paper uses 1.4)")
+        if self.lambda_ is not None and self.lambda_ < 0:
+            raise ValueError(f"planner lambda_ {self.lambda_} must be >= 0")

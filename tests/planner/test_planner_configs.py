@@ -1,0 +1,70 @@
+"""Configuration generation: aggregated, consecutive distributed, sensitivity rule, O(N_type)."""
+
+from __future__ import annotations
+
+from planner.configs import distributed_configs, generate_configs
+from planner.views import ClusterView, JobView, NodeView
+
+
+def node(name: str, free: int, total: int = 8, gpu_type: str = "v100", cls: str = "v100-a") -> NodeView:
+    return NodeView(name, gpu_type, cls, total, free)
+
+
+def job(reqs: tuple[int, ...], sens: float, current=None) -> JobView:
+    return JobView(job_id="j", requirements=reqs, submit_time=0.0, wait=0.0, age=1.0, sensitivity=sens,
+                   throughput=lambda c: 1.0, current=current)
+
+
+def as_set(configs) -> set[tuple[tuple[str, int], ...]]:
+    return {tuple(sorted(c.items())) for c in configs}
+
+
+def test_aggregated_uses_r_le_free() -> None:
+    cluster = ClusterView((node("n0", 2), node("n1", 4), node("n2", 1)))
+    got = as_set(generate_configs(job((2, 4), sens=2.0), cluster, sigma=1.4))
+    assert got == {(("n0", 2),), (("n1", 2),), (("n1", 4),)}
+
+
+def test_distributed_fills_consecutive_nodes_hand_example() -> None:
+    nodes = (node("n0", 3), node("n1", 0), node("n2", 2), node("n3", 4), node("n4", 1))
+    # R = 5 over the nodes with free GPUs n0(3) n2(2) n3(4) n4(1):
+    #   from n0: 3 + 2 -> {n0:3, n2:2}; from n2: 2 + 3 of 4 -> {n2:2, n3:3}; from n3: 4 + 1 -> {n3:4, n4:1};
+    #   from n4: 1 < 5, nothing more
+    got = as_set(distributed_configs(nodes, 5))
+    assert got == {(("n0", 3), ("n2", 2)), (("n2", 2), ("n3", 3)), (("n3", 4), ("n4", 1))}
+    # a start whose node alone holds R is the aggregated config, not a distributed one
+    assert as_set(distributed_configs(nodes, 4)) == {(("n0", 3), ("n2", 1)), (("n2", 2), ("n3", 2))}
+
+
+def test_low_sensitivity_gets_distributed_high_only_aggregated() -> None:
+    cluster = ClusterView((node("n0", 3), node("n1", 3)))
+    low = as_set(generate_configs(job((2, 4), sens=1.2), cluster, sigma=1.4))
+    high = as_set(generate_configs(job((2, 4), sens=1.8), cluster, sigma=1.4))
+    assert (("n0", 3), ("n1", 1)) in low
+    assert high == {(("n0", 2),), (("n1", 2),)}
+
+
+def test_high_sensitivity_spans_when_it_must() -> None:
+    cluster = ClusterView((node("n0", 8), node("n1", 8), node("n2", 8)))
+    high = as_set(generate_configs(job((16,), sens=3.0), cluster, sigma=1.4))
+    assert high == {(("n0", 8), ("n1", 8)), (("n1", 8), ("n2", 8))}
+
+
+def test_configs_stay_within_one_type() -> None:
+    cluster = ClusterView((node("a0", 4, gpu_type="k80", cls="k80"), node("b0", 4), node("b1", 4)))
+    got = as_set(generate_configs(job((6,), sens=1.0), cluster, sigma=1.4))
+    assert got == {(("b0", 4), ("b1", 2))}
+
+
+def test_distributed_count_is_linear_in_nodes() -> None:
+    nodes = tuple(node(f"n{i:03d}", 1 + i % 7) for i in range(200))
+    assert len(distributed_configs(nodes, 12)) <= len(nodes)
+
+
+def test_current_config_is_a_candidate_and_one_per_class_option() -> None:
+    cluster = ClusterView((node("n0", 4), node("n1", 4), node("n2", 4, cls="v100-b")))
+    cur = {"n0": 1, "n1": 1}  # not consecutive-filled, but where the job runs now
+    got = as_set(generate_configs(job((2,), sens=1.0, current=cur), cluster, sigma=1.4))
+    assert (("n0", 1), ("n1", 1)) in got
+    one = as_set(generate_configs(job((2,), sens=2.0), cluster, sigma=1.4, one_per_class=True))
+    assert one == {(("n0", 2),), (("n2", 2),)}
