@@ -30,8 +30,8 @@ _EPS = 1e-9
 
 
 def latency_ratio(job: JobView) -> float:
-    """Eq. 6/8: wait / age (age = expected run time without waiting, eq. 9)."""
-    return job.wait / max(job.age, _EPS)
+    """Eq. 6/8: wait / age (age = expected run time without waiting, eq. 9); 0 while no age is known."""
+    return job.wait / job.age if job.age > 0 else 0.0
 
 
 def lr_priority(job: JobView, now: float, ctx: PriorityContext) -> float:

@@ -8,17 +8,12 @@ from pathlib import Path
 
 from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.slurm.parse import parse_oneliner
 
 
 def job_fields(cluster: Minicluster, job_id: str) -> dict[str, str]:
     """``scontrol -o -d show job`` as a dict (the one-line record, split on spaces)."""
-    out = cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout
-    fields: dict[str, str] = {}
-    for token in out.split():
-        key, eq, value = token.partition("=")
-        if eq:
-            fields.setdefault(key, value)
-    return fields
+    return parse_oneliner(cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout)
 
 
 def wait_for_state(cluster: Minicluster, job_id: str, states: set[str], timeout: float = 30.0) -> dict[str, str]:

@@ -15,7 +15,6 @@ prints ``|``-separated fields with a header, times as ``YYYY-MM-DDTHH:MM:SS`` in
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from datetime import datetime, tzinfo
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord
 from hops_slurm.report.accounting import JobRow
+from hops_slurm.slurm.parse import expand_hostlist as parse_hostlist
 
 log = logging.getLogger(__name__)
 
@@ -72,48 +72,12 @@ class Disagreement:
 # --- hostlists ---------------------------------------------------------------------------------
 
 
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return [p for p in (s.strip() for s in parts) if p]
-
-
-def _expand_range(body: str) -> list[str]:
-    out: list[str] = []
-    for item in body.split(","):
-        lo, sep, hi = item.partition("-")
-        if not sep:
-            out.append(lo)
-            continue
-        if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
-            raise SacctError(f"bad hostlist range {item!r}")
-        width = len(lo)
-        out.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
-    return out
-
-
 def expand_hostlist(text: str) -> tuple[str, ...]:
-    """``gpu[01-03,7],cpu1`` -> ``('gpu01', 'gpu02', 'gpu03', 'gpu7', 'cpu1')``; Slurm's
-    ``None assigned`` (no nodes) -> ``()``."""
-    text = text.strip()
-    if not text or text.lower().startswith("none"):
-        return ()
-    names: list[str] = []
-    for part in _split_top(text):
-        pieces = re.split(r"\[([^\]]*)\]", part)  # literal, range, literal, range, ..., literal
-        choices = [[p] if i % 2 == 0 else _expand_range(p) for i, p in enumerate(pieces)]
-        names.extend("".join(combo) for combo in itertools.product(*choices))
-    return tuple(names)
+    """Slurm's compact node list as a tuple (see :func:`hops_slurm.slurm.parse.expand_hostlist`)."""
+    try:
+        return tuple(parse_hostlist(text))
+    except ValueError as exc:
+        raise SacctError(str(exc)) from None
 
 
 # --- parsing -----------------------------------------------------------------------------------

@@ -5,27 +5,35 @@ Pure functions; the CLI backend feeds them ``squeue/sinfo --json`` fields and ``
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
-_RANGE_GROUP = re.compile(r"^(?P<prefix>[^\[\],]*)\[(?P<ranges>[^\]]+)\](?P<suffix>[^\[\],]*)$")
-
-
 def expand_hostlist(text: str) -> list[str]:
-    """``a100-[1-2,4],v100-1`` -> ``['a100-1', 'a100-2', 'a100-4', 'v100-1']`` (zero padding kept)."""
-    if not text or text in ("(null)", "None"):
+    """``gpu[01-03,7],cpu1`` -> ``['gpu01', 'gpu02', 'gpu03', 'gpu7', 'cpu1']`` (zero padding kept,
+    several bracket groups in one name allowed); ``(null)``, ``None assigned`` or empty -> ``[]``.
+    Raises ValueError on a malformed range."""
+    text = text.strip()
+    if not text or text == "(null)" or text.lower().startswith("none"):
         return []
+    names: list[str] = []
+    for part in _split_top_level(text):
+        pieces = re.split(r"\[([^\]]*)\]", part)  # literal, range, literal, range, ..., literal
+        choices = [[p] if i % 2 == 0 else _expand_range(p) for i, p in enumerate(pieces)]
+        names.extend("".join(combo) for combo in itertools.product(*choices))
+    return names
+
+
+def _expand_range(body: str) -> list[str]:
     out: list[str] = []
-    for item in _split_top_level(text):
-        m = _RANGE_GROUP.match(item)
-        if not m:
-            out.append(item)
+    for item in body.split(","):
+        lo, sep, hi = item.partition("-")
+        if not sep:
+            out.append(lo)
             continue
-        for part in m["ranges"].split(","):
-            lo, _, hi = part.partition("-")
-            width = len(lo)
-            for i in range(int(lo), int(hi or lo) + 1):
-                out.append(f"{m['prefix']}{i:0{width}d}{m['suffix']}")
+        if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
+            raise ValueError(f"bad hostlist range {item!r}")
+        out.extend(str(i).zfill(len(lo)) for i in range(int(lo), int(hi) + 1))
     return out
 
 
@@ -41,9 +49,8 @@ def _split_top_level(text: str) -> list[str]:
             cur = ""
         else:
             cur += ch
-    if cur:
-        items.append(cur)
-    return items
+    items.append(cur)
+    return [i.strip() for i in items if i.strip()]
 
 
 def expand_indices(text: str) -> list[int]:

@@ -13,17 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
-
-
-def latency_ratio(job: JobView) -> float:
-    """The Hops latency-ratio priority, eq. 8 of the Hops paper: ``wait / age``.
-
-    Written here (not imported from the Hops planner) so the baselines do not depend on it; a job with
-    no age estimate yet (``age <= 0``) gets priority 0.
-    """
-    if job.age <= 0:
-        return 0.0
-    return job.wait / job.age
+from planner.priorities import latency_ratio  # noqa: F401  (re-exported for the baselines)
 
 
 def lr_weights(jobs: Sequence[JobView], exponent: float = 1.0) -> dict[str, float]:
