@@ -94,12 +94,14 @@ def greedy_split(total: int, nodes: list[str], free: Mapping[str, int]) -> dict[
 
 
 def realisable(config: Mapping[str, int], free: Mapping[str, int], node_order: list[str]) -> bool:
-    """True if Slurm will allocate exactly ``config`` given the free GPUs per node."""
+    """True if Slurm will allocate exactly ``config`` given the free GPUs per node. An even split is
+    exact whenever it starts (it waits for busy GPUs); an uneven one only if the greedy split of the
+    GPUs free now equals it."""
     cfg = ordered_config(config, node_order)
-    if any(k > free.get(n, 0) for n, k in cfg.items()):
-        return False
     if len(set(cfg.values())) <= 1:
         return True
+    if any(k > free.get(n, 0) for n, k in cfg.items()):
+        return False
     return greedy_split(sum(cfg.values()), list(cfg), free) == cfg
 
 

@@ -68,7 +68,8 @@ def test_realisable() -> None:
     assert not realisable({"a100-1": 1, "a100-2": 5}, IDLE, ORDER)  # Slurm would give 5+1
     assert realisable({"a100-1": 1, "a100-2": 5}, {"a100-1": 1, "a100-2": 8}, ORDER)  # forced by free GPUs
     assert realisable({"a100-1": 4, "a100-2": 4}, IDLE, ORDER)
-    assert not realisable({"v100-1": 4}, {"v100-1": 3}, ORDER)
+    assert realisable({"v100-1": 4}, {"v100-1": 3}, ORDER)  # even: exact when it starts, waits meanwhile
+    assert not realisable({"v100-1": 3, "v100-2": 1}, {"v100-1": 2, "v100-2": 4}, ORDER)  # uneven needs them free
 
 
 def test_reservation_names_round_trip() -> None:
