@@ -114,6 +114,12 @@ class Journal:
                                                   order_by="id desc", limit=1))
         return _action(rows[0]) if rows else None
 
+    def last_started(self, job_id: str, kind: str) -> float | None:
+        """When the latest ``kind`` action on the job was journaled (any outcome but failed), epoch seconds."""
+        rows = list(self.db["actions"].rows_where("job_id = ? and kind = ? and status != ?", [str(job_id), kind, FAILED],
+                                                  order_by="id desc", limit=1))
+        return float(rows[0]["created"]) if rows else None
+
     def allocations(self, job_id: str | None = None) -> list[dict[str, Any]]:
         rows = self.db["allocations"].rows_where("job_id = ?" if job_id else None, [str(job_id)] if job_id else [],
                                                  order_by="id")

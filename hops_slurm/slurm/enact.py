@@ -150,6 +150,22 @@ def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
     return out
 
 
+def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a Hops job gets for ``config``: ``HOPS_GPUS``, ``HOPS_LR`` (the learning rate the
+    job's ``#HOPS lr=`` gives at that GPU count, when it set one) and ``extra`` (e.g. runtime-recorder
+    settings). ``directives``: the canonical form stored by the submit hook (``SlurmJob.directives``)."""
+    from hops_slurm.directives import HopsDirectives, format_lr
+
+    gpus = sum(int(k) for k in config.values() if k > 0)
+    env = {"HOPS_GPUS": str(gpus)}
+    if directives:
+        lr = HopsDirectives.from_canonical(directives).lr_for(gpus)
+        if lr is not None:
+            env["HOPS_LR"] = format_lr(lr)
+    env.update(extra or {})
+    return env
+
+
 # ----- enactment ----------------------------------------------------------------------------------
 @dataclass
 class EnactResult:
@@ -172,11 +188,15 @@ class Enactor:
 
     ``managed_nodes``: the nodes Hops controls (the gate covers them; default: every node);
     ``env_dir``: where per-job environment files go; ``settle_timeout``: how long :meth:`apply` waits
-    for released jobs to start before leaving them placed-and-pending (a later :meth:`settle` finishes).
+    for released jobs to start before leaving them placed-and-pending (a later :meth:`settle` finishes);
+    ``requeue_grace``: seconds between requeuing a job and releasing it again. slurmd revokes the old
+    incarnation's credential with one-second resolution, and a restart inside that second is killed
+    ("Job credential revoked", job FAILED) -- observed on 22.05 when re-placing right after requeuehold.
     """
 
     def __init__(self, api: SlurmApi, journal: Journal, *, managed_nodes: list[str] | None = None,
-                 env_dir: Path = DEFAULT_ENV_DIR, settle_timeout: float = 10.0, poll: float = 0.2) -> None:
+                 env_dir: Path = DEFAULT_ENV_DIR, settle_timeout: float = 10.0, poll: float = 0.2,
+                 requeue_grace: float = 2.0) -> None:
         self.api = api
         self.journal = journal
         self.managed_nodes = managed_nodes
@@ -184,6 +204,7 @@ class Enactor:
         self.settle_timeout = settle_timeout
         self.poll = poll
         self.round_id = ""
+        self.requeue_grace = requeue_grace
 
     # ----- the gate and new jobs ------------------------------------------------------------------
     def gate_nodes(self) -> list[str]:
@@ -204,26 +225,35 @@ class Enactor:
                 self.api.delete_reservation(GATE)
 
     def hold_new(self, jobs: list[SlurmJob] | None = None) -> list[str]:
-        """Admin-hold every pending Hops job that is neither admin-held nor placed (e.g. fresh from the
-        submit hook with its user hold, or released by its owner)."""
+        """Admin-hold every pending Hops job that is neither admin-held nor validly placed: fresh from the
+        submit hook (user hold), released by its owner, or placed but edited by its owner since."""
         held = []
         for job in jobs if jobs is not None else self.api.jobs():
-            if job.is_hops and job.pending and not self._placed_pending(job) and job.reason != "JobHeldAdmin" \
-                    and not job.reason.startswith("job_requeued_in_held"):
-                with self.journal.action("hold", job.job_id, {"reason": job.reason}, self.round_id):
-                    self.api.hold(job.job_id)
-                held.append(job.job_id)
+            if not (job.is_hops and job.pending) or job.reason == "JobHeldAdmin" or job.reason.startswith("job_requeued_in_held"):
+                continue
+            if self._placed_pending(job):
+                continue
+            with self.journal.action("hold", job.job_id, {"reason": job.reason}, self.round_id):
+                self.api.hold(job.job_id)
+            held.append(job.job_id)
         return held
 
     def _placed_pending(self, job: SlurmJob) -> bool:
-        return job.pending and not job.held and job.reservation == job_reservation(job.job_id)
+        """Released into its own reservation with the journaled placement still in force (the owner may
+        edit a pending job's NodeList; an edited one is no longer placed)."""
+        if not (job.pending and not job.held and job.reservation == job_reservation(job.job_id)):
+            return False
+        planned = self.planned_config(job.job_id)
+        return planned is not None and set(job.required_nodes) == set(planned)
 
     # ----- applying a plan --------------------------------------------------------------------------
     def apply(self, assignments: Mapping[str, Mapping[str, int] | None], *,
               job_env: Mapping[str, Mapping[str, str]] | None = None, round_id: str = "",
               settle: bool = True) -> EnactResult:
         """Enact ``{job_id: config or None}`` for the jobs named (others are left alone): keep unchanged
-        running configs, requeue-hold changed or dropped ones, then place, gate and release the rest."""
+        running configs, requeue-hold changed or dropped ones, then place, gate and release the rest.
+        Each started job's env file gets :func:`hops_job_env` (HOPS_GPUS, HOPS_LR) plus ``job_env[job]``
+        (e.g. runtime-recorder settings)."""
         self.round_id = round_id
         result = EnactResult()
         self.ensure_gate()
@@ -312,7 +342,7 @@ class Enactor:
                 log.warning("job %s not placed: %s", job_id, exc)
                 continue
             try:
-                self.place(job, want, fields, env=job_env.get(job_id, {}))
+                self.place(job, want, fields, env=hops_job_env(job.directives, want, job_env.get(job_id)))
             except SlurmError as exc:
                 result.refused[job_id] = str(exc)
                 log.error("job %s: placement failed: %s", job_id, exc)
@@ -345,6 +375,9 @@ class Enactor:
                 self.api.create_reservation(name, list(cfg), [job.user or "root"], ["OVERLAP", "IGNORE_JOBS"])
         with self.journal.action("attach", job_id, {"reservation": name}, self.round_id):
             self.api.update_job(job_id, {"Reservation": name, "StartTime": "now"})
+        requeued = self.journal.last_started(job_id, "requeuehold")  # journaled, so it survives a restart
+        if requeued is not None:
+            time.sleep(max(0.0, min(self.requeue_grace, requeued + self.requeue_grace - time.time())))
         with self.journal.action("release", job_id, {"config": cfg}, self.round_id):
             self.api.release(job_id)
 

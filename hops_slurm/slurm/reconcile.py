@@ -59,7 +59,8 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
         placed = enactor.planned_config(job.job_id)
         complete = (
             not job.held and job.reservation == own and own in reservations and placed is not None
-            and set(reservations[own].nodes) == set(placed) and _released_after_last_change(journal, job.job_id)
+            and set(reservations[own].nodes) == set(placed) and set(job.required_nodes) == set(placed)
+            and _released_after_last_change(journal, job.job_id)
         )
         if complete:
             keep.add(own)

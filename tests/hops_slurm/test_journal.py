@@ -44,6 +44,8 @@ def test_crash_leaves_intent_open_and_restart_marks_it_interrupted(tmp_path: Pat
     assert restarted.open_actions() == [] and restarted.actions(status=INTERRUPTED)[0].job_id == "9"
     assert restarted.last_done("9", "place").args == {"config": {"a100-1": 2}}
     assert restarted.last_done("9", "release") is None
+    assert restarted.last_started("9", "release") == restarted.actions(status=INTERRUPTED)[0].created
+    assert restarted.last_started("9", "requeuehold") is None
 
 
 def test_allocations_are_kept(tmp_path: Path) -> None:

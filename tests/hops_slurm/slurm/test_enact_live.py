@@ -27,7 +27,7 @@ def hops_reservations(api: CliSlurm) -> set[str]:
 
 
 def test_jobs_land_on_exactly_the_planned_nodes_and_gpus(api: CliSlurm, enactor: Enactor, submit, workdir: Path) -> None:  # noqa: ANN001
-    body = 'echo "$HOPS_GPUS $HOPS_LR $HOPS_CONFIG" > hops-$SLURM_JOB_ID.out; sleep 300'
+    body = 'echo "$HOPS_GPUS $HOPS_LR $HOPS_CONFIG $HOPS_RECORDER" > hops-$SLURM_JOB_ID.out; sleep 300'
     body = f'. "{enactor.env_dir}/$SLURM_JOB_ID.env"; {body}'
     one, two_even, two_uneven = submit(body), submit(body), submit(body)
     plan = {
@@ -35,7 +35,7 @@ def test_jobs_land_on_exactly_the_planned_nodes_and_gpus(api: CliSlurm, enactor:
         two_even: {"a100-1": 2, "a100-2": 2},
         two_uneven: {"v100-1": 3, "v100-2": 1},
     }
-    result = enactor.apply(plan, job_env={j: {"HOPS_LR": "0.05"} for j in plan}, round_id="r1")
+    result = enactor.apply(plan, job_env={j: {"HOPS_RECORDER": "/tmp/rec.db"} for j in plan}, round_id="r1")
     assert sorted(result.started) == sorted(plan) and not result.refused and not result.mismatched
     assert sorted(result.verified) == sorted(plan)
     for job_id, config in plan.items():
@@ -55,8 +55,10 @@ def test_jobs_land_on_exactly_the_planned_nodes_and_gpus(api: CliSlurm, enactor:
     out = workdir / f"hops-{two_uneven}.out"
     while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert out.read_text().split() == ["4", "0.05", "v100-1:3,v100-2:1"]
-    assert read_job_env(enactor.env_dir, one)["HOPS_GPUS"] == "3"
+    # #HOPS lr=0.1@8, linear scaling: 4 GPUs -> 0.05, 3 GPUs -> 0.0375
+    assert out.read_text().split() == ["4", "0.05", "v100-1:3,v100-2:1", "/tmp/rec.db"]
+    env = read_job_env(enactor.env_dir, one)
+    assert (env["HOPS_GPUS"], env["HOPS_LR"]) == ("3", "0.0375")
 
 
 def test_unrealisable_uneven_split_is_refused_and_stays_held(api: CliSlurm, enactor: Enactor, submit) -> None:  # noqa: ANN001

@@ -10,6 +10,7 @@ from hops_slurm.slurm.api import SlurmNode
 from hops_slurm.slurm.enact import (
     PlacementError,
     greedy_split,
+    hops_job_env,
     job_reservation,
     placement_fields,
     read_job_env,
@@ -81,3 +82,11 @@ def test_job_env_file(tmp_path: Path) -> None:
     path = write_job_env(tmp_path / "env", "42", {"HOPS_GPUS": "6", "HOPS_LR": "0.1", "HOPS_NOTE": "a b'c"})
     assert path.stat().st_mode & 0o777 == 0o644
     assert read_job_env(tmp_path / "env", "42") == {"HOPS_GPUS": "6", "HOPS_LR": "0.1", "HOPS_NOTE": "a b'c"}
+
+
+def test_hops_job_env_scales_the_learning_rate() -> None:
+    linear = "gpus=1,2,4,8 samples=1000000 batch-size=32 model=resnet50 lr=0.1@8 lr-scale=linear"
+    assert hops_job_env(linear, {"a100-1": 2, "a100-2": 2}) == {"HOPS_GPUS": "4", "HOPS_LR": "0.05"}
+    sqrt = "gpus=1,2,4,8 samples=1000000 batch-size=32 model=resnet50 lr=0.1@8 lr-scale=sqrt"
+    assert hops_job_env(sqrt, {"v100-1": 2}, {"HOPS_RECORDER": "x"}) == {"HOPS_GPUS": "2", "HOPS_LR": "0.05", "HOPS_RECORDER": "x"}
+    assert hops_job_env("gpus=1,2 samples=10 batch-size=1 model=m", {"v100-1": 1}) == {"HOPS_GPUS": "1"}
