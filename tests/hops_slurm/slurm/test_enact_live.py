@@ -12,7 +12,7 @@ import pytest
 from hops_slurm.journal import Journal
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.slurm.cli import CliSlurm
-from hops_slurm.slurm.enact import GATE, Enactor, job_reservation, read_job_env
+from hops_slurm.slurm.enact import GATE, Enactor, job_reservation, placement_fields, read_job_env
 
 pytestmark = pytest.mark.slurm
 
@@ -107,3 +107,19 @@ def test_owner_release_does_not_start_a_job_outside_the_plan(api: CliSlurm, enac
     job = live.wait_job(api, job_id, lambda j: j.state == "RUNNING")
     assert job.gpu_config() == {"v100-1": 1}
     assert enactor.settle([job_id]).verified.keys() == {job_id}
+
+
+def test_a_split_slurm_realises_differently_is_caught_and_requeue_held(api: CliSlurm, enactor: Enactor, submit, live) -> None:  # noqa: ANN001
+    job_id = submit()
+    job = api.job(job_id)
+    assert job is not None
+    nodes = {n.name: n for n in api.nodes()}
+    plan = {"v100-1": 1, "v100-2": 3}  # on idle nodes Slurm splits 4 GPUs 3+1, not 1+3 (apply refuses this; force it)
+    enactor.place(job, plan, placement_fields(plan, nodes, list(nodes)))
+    result = enactor.settle([job_id])
+    assert result.mismatched == {job_id: {"v100-1": (0, 1, 2), "v100-2": (0,)}}
+    (rec,) = enactor.journal.allocations(job_id)
+    assert rec["planned"] == plan and not rec["matched"]
+    job = live.wait_job(api, job_id, lambda j: j.pending)
+    assert job.held and job.reservation == "" and job.restart_count == 1
+    assert hops_reservations(api) == set()  # no gate was asked for here; the job's own reservation is gone
