@@ -134,11 +134,11 @@ class Journal:
             self.finish(a.id, INTERRUPTED, "engine stopped before this action was confirmed")
         return open_
 
-    def reconcile(self, api: SlurmApi, *, gate_nodes: list[str] | None = None) -> ReconcileReport:
+    def reconcile(self, api: SlurmApi, *, gate_nodes: list[str] | None = None, timeout: float = 15.0) -> ReconcileReport:
         """Repair a half-enacted round against what Slurm says (see :mod:`hops_slurm.slurm.reconcile`)."""
         from hops_slurm.slurm.reconcile import reconcile
 
-        return reconcile(api, self, gate_nodes=gate_nodes)
+        return reconcile(api, self, gate_nodes=gate_nodes, timeout=timeout)
 
 
 def _action(r: dict[str, Any]) -> Action:

@@ -23,7 +23,7 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   an edited ``NodeList`` cannot leave the reservation's nodes). Once running, the job is detached and the
   reservation deleted (a running job keeps running; jobs attached when a reservation ends are killed).
   GPU-level reservations do not exist in 22.05, so the gate is node-level.
-* **Preemption** is ``requeuehold`` (admin hold); re-placement adds ``StartTime=now`` (requeue pushes the
+* **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement adds ``StartTime=now`` (requeue pushes the
   eligible time ~2 min ahead). A running job whose config is unchanged is kept, untouched.
 * **Job environment.** ``scontrol update`` cannot set a pending job's environment in 22.05, so the engine
   writes ``<env_dir>/<job_id>.env`` (``HOPS_GPUS``, ``HOPS_LR``, ``HOPS_CONFIG`` and any recorder
@@ -229,7 +229,7 @@ class Enactor:
         submit hook (user hold), released by its owner, or placed but edited by its owner since."""
         held = []
         for job in jobs if jobs is not None else self.api.jobs():
-            if not (job.is_hops and job.pending) or job.reason == "JobHeldAdmin" or job.reason.startswith("job_requeued_in_held"):
+            if not (job.is_hops and job.pending) or job.reason == "JobHeldAdmin":
                 continue
             if self._placed_pending(job):
                 continue
@@ -281,6 +281,7 @@ class Enactor:
                     result.unplaced.append(job.job_id)
             if want:
                 to_place[job.job_id] = want
+        self._hold_requeued(result.preempted)
         if to_place:
             self._place_all(to_place, result, job_env or {})
         if settle and result.started:
@@ -291,6 +292,18 @@ class Enactor:
         with self.journal.action("requeuehold", job.job_id, {"config": job.gpu_config()}, self.round_id):
             self.api.requeue_hold(job.job_id)
         self._drop_reservation(job.job_id)
+
+    def _hold_requeued(self, job_ids: list[str]) -> None:
+        """``requeuehold`` leaves a *user* hold (JobHeldUser: the owner could release it): once the jobs are
+        pending again, make it an admin hold."""
+        if not job_ids:
+            return
+        jobs = self._wait_pending(job_ids)
+        for job_id in job_ids:
+            job = jobs.get(job_id)
+            if job is not None and job.pending and job.reason != "JobHeldAdmin":
+                with self.journal.action("hold", job_id, {"reason": "after requeue"}, self.round_id):
+                    self.api.hold(job_id)
 
     def _unplace(self, job: SlurmJob) -> None:
         with self.journal.action("hold", job.job_id, {"reason": "withdrawn from plan"}, self.round_id):
@@ -356,7 +369,7 @@ class Enactor:
         """Hold, write the placement, the job's environment and its reservation, attach, release."""
         job_id, name = job.job_id, job_reservation(job.job_id)
         cfg = dict(config)
-        if not job.held or job.reason == "JobHeldUser":
+        if job.reason != "JobHeldAdmin":
             with self.journal.action("hold", job_id, {"reason": "before placement"}, self.round_id):
                 self.api.hold(job_id)
         with self.journal.action("place", job_id, {"config": cfg, "fields": dict(fields)}, self.round_id):
@@ -431,3 +444,4 @@ class Enactor:
             log.error("job %s started on %s, plan was %s: requeue-holding it", job.job_id, actual, planned)
             result.mismatched[job.job_id] = dict(job.gpu_alloc)
             self._preempt(job)
+            self._hold_requeued([job.job_id])

@@ -17,6 +17,7 @@ deleted; the gate is re-created if missing. Nothing is cancelled: no job is lost
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from hops_slurm.journal import Action, Journal
@@ -37,13 +38,14 @@ class ReconcileReport:
     gate_created: bool = False
 
 
-def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None = None) -> ReconcileReport:
+def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None = None, timeout: float = 15.0) -> ReconcileReport:
     report = ReconcileReport(interrupted=journal.mark_interrupted())
     for a in report.interrupted:
         log.warning("interrupted action #%d %s job=%s %s", a.id, a.kind, a.job_id, a.args)
     enactor = Enactor(api, journal, managed_nodes=gate_nodes)
     enactor.round_id = "reconcile"
     report.gate_created = enactor.ensure_gate()
+    _wait_until_settled(api, timeout)
     reservations = {r.name: r for r in api.reservations()}
     keep: set[str] = set()
     for job in api.jobs():
@@ -66,7 +68,7 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
             keep.add(own)
             report.kept_placed.append(job.job_id)
             continue
-        if not job.held or job.reason == "JobHeldUser":
+        if job.reason != "JobHeldAdmin":  # released, user-held, or requeued (which is a user hold)
             with journal.action("hold", job.job_id, {"reason": "reconcile"}, "reconcile"):
                 api.hold(job.job_id)
             report.held.append(job.job_id)
@@ -80,6 +82,14 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
                 api.delete_reservation(name.name)
             report.deleted_reservations.append(name.name)
     return report
+
+
+def _wait_until_settled(api: SlurmApi, timeout: float, poll: float = 0.2) -> None:
+    """A job requeued just before the crash passes through COMPLETING before it is pending (user-held):
+    wait (up to ``timeout``) until no Hops job is completing, so it is repaired as the pending job it becomes."""
+    deadline = time.monotonic() + timeout
+    while any(j.is_hops and j.state == "COMPLETING" for j in api.jobs()) and time.monotonic() < deadline:
+        time.sleep(poll)
 
 
 def _released_after_last_change(journal: Journal, job_id: str) -> bool:

@@ -123,3 +123,26 @@ def test_a_split_slurm_realises_differently_is_caught_and_requeue_held(api: CliS
     job = live.wait_job(api, job_id, lambda j: j.pending)
     assert job.held and job.reservation == "" and job.restart_count == 1
     assert hops_reservations(api) == set()  # no gate was asked for here; the job's own reservation is gone
+
+
+def test_preemption_then_resume_on_a_new_config_and_unchanged_configs_keep_running(
+        api: CliSlurm, enactor: Enactor, submit, live) -> None:  # noqa: ANN001
+    moved, stays_put = submit(), submit()
+    first = enactor.apply({moved: {"a100-1": 4}, stays_put: {"v100-2": 2}}, round_id="r1")
+    assert sorted(first.verified) == sorted([moved, stays_put])
+    started_at = api.job(stays_put).start_time  # type: ignore[union-attr]
+
+    second = enactor.apply({moved: {"a100-1": 2, "a100-2": 2}, stays_put: {"v100-2": 2}}, round_id="r2")
+    assert second.preempted == [moved] and second.kept == [stays_put] and second.started == [moved]
+    job = api.job(moved)
+    assert job is not None and job.state == "RUNNING" and job.restart_count == 1
+    assert job.gpu_config() == {"a100-1": 2, "a100-2": 2}
+    kept = api.job(stays_put)
+    assert kept is not None and kept.state == "RUNNING" and kept.start_time == started_at and kept.restart_count == 0
+    assert [a.kind for a in enactor.journal.actions(job_id=stays_put) if a.round_id == "r2"] == []
+
+    third = enactor.apply({moved: None}, round_id="r3")  # dropped from the plan: preempted, held, not lost
+    assert third.preempted == [moved]
+    job = live.wait_job(api, moved, lambda j: j.pending)
+    assert job.held and job.reason == "JobHeldAdmin" and job.reservation == ""  # requeuehold alone leaves a user hold
+    assert hops_reservations(api) == {GATE}
