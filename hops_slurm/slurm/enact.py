@@ -43,7 +43,7 @@ from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
-from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 
 log = logging.getLogger(__name__)
 
@@ -310,9 +310,13 @@ class Enactor:
             self.api.hold(job.job_id)
         self._drop_reservation(job.job_id)
 
-    def _drop_reservation(self, job_id: str) -> None:
+    def _drop_reservation(self, job_id: str, attached: bool | None = None) -> None:
+        """Detach the job from its reservation and delete it (``attached``: known from a fresh read,
+        None: look the reservation up)."""
         name = job_reservation(job_id)
-        if not any(r.name == name for r in self.api.reservations()):
+        if attached is None:
+            attached = any(r.name == name for r in self.api.reservations())
+        if not attached:
             return
         with self.journal.action("detach", job_id, {"reservation": name}, self.round_id):
             self.api.update_job(job_id, {"Reservation": ""})
@@ -332,6 +336,7 @@ class Enactor:
                    job_env: Mapping[str, Mapping[str, str]]) -> None:
         jobs = self._wait_pending(list(to_place))
         nodes = {n.name: n for n in self.api.nodes()}
+        reservations = self.api.reservations()
         order = list(nodes)
         # free GPUs once the preempted jobs are gone: total minus what jobs that stay running hold
         free = {n: nodes[n].gpus_total for n in nodes}
@@ -355,7 +360,8 @@ class Enactor:
                 log.warning("job %s not placed: %s", job_id, exc)
                 continue
             try:
-                self.place(job, want, fields, env=hops_job_env(job.directives, want, job_env.get(job_id)))
+                self.place(job, want, fields, env=hops_job_env(job.directives, want, job_env.get(job_id)),
+                           reservations=[r for r in reservations if r.name == job_reservation(job_id)])
             except SlurmError as exc:
                 result.refused[job_id] = str(exc)
                 log.error("job %s: placement failed: %s", job_id, exc)
@@ -365,8 +371,9 @@ class Enactor:
             result.started.append(job_id)
 
     def place(self, job: SlurmJob, config: Mapping[str, int], fields: Mapping[str, str],
-              env: Mapping[str, str] | None = None) -> None:
-        """Hold, write the placement, the job's environment and its reservation, attach, release."""
+              env: Mapping[str, str] | None = None, reservations: list[SlurmReservation] | None = None) -> None:
+        """Hold, write the placement, the job's environment and its reservation, attach, release.
+        ``reservations``: a fresh read of Slurm's reservations (else it is read here)."""
         job_id, name = job.job_id, job_reservation(job.job_id)
         cfg = dict(config)
         if job.reason != "JobHeldAdmin":
@@ -378,7 +385,7 @@ class Enactor:
                   **dict(env or {})}
         with self.journal.action("env", job_id, {"values": values}, self.round_id):
             write_job_env(self.env_dir, job_id, values)
-        existing = [r for r in self.api.reservations() if r.name == name]
+        existing = [r for r in (reservations if reservations is not None else self.api.reservations()) if r.name == name]
         if existing and (set(existing[0].nodes) != set(cfg) or job.reservation != name):
             self._drop_reservation(job_id)
             existing = []
@@ -409,14 +416,17 @@ class Enactor:
         waiting = set(job_ids if job_ids is not None else
                       [j.job_id for j in self.api.jobs() if j.reservation == job_reservation(j.job_id)])
         while waiting:
+            listing = {j.job_id: j for j in self.api.jobs()}  # one squeue per pass; scontrol detail per started job
             for job_id in sorted(waiting):
-                job = self.api.job(job_id)
-                if job is None or not (job.pending or job.active):
+                seen = listing.get(job_id)
+                if seen is None or not (seen.pending or seen.active):
                     self._drop_reservation_if_any(job_id)
                     waiting.discard(job_id)
-                elif job.active and job.gpu_alloc:
-                    self._verify(job, result)
-                    waiting.discard(job_id)
+                elif seen.active and seen.gpu_alloc:
+                    job = self.api.job(job_id)
+                    if job is not None and job.gpu_alloc:
+                        self._verify(job, result)
+                        waiting.discard(job_id)
             if not waiting or time.monotonic() > deadline:
                 break
             time.sleep(self.poll)
@@ -439,7 +449,7 @@ class Enactor:
         self.journal.record_allocation(job.job_id, planned, job.gpu_alloc, matched, self.round_id)
         if matched:
             result.verified[job.job_id] = dict(job.gpu_alloc)
-            self._drop_reservation(job.job_id)
+            self._drop_reservation(job.job_id, attached=job.reservation == job_reservation(job.job_id) or None)
         else:
             log.error("job %s started on %s, plan was %s: requeue-holding it", job.job_id, actual, planned)
             result.mismatched[job.job_id] = dict(job.gpu_alloc)
