@@ -424,7 +424,8 @@ class Enactor:
                     waiting.discard(job_id)
                 elif seen.active and seen.gpu_alloc:
                     job = self.api.job(job_id)
-                    if job is not None and job.gpu_alloc:
+                    # right after start the detail record may not list GRES for every node yet
+                    if job is not None and job.gpu_alloc and all(job.gpu_alloc.values()):
                         self._verify(job, result)
                         waiting.discard(job_id)
             if not waiting or time.monotonic() > deadline:

@@ -74,9 +74,17 @@ def submit(minicluster: Minicluster, api: CliSlurm, workdir: Path) -> Iterator[S
     deadline = time.monotonic() + 30
     while any(j.job_id in submitted and (j.pending or j.active) for j in api.jobs()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    for r in api.reservations():
-        if r.name.startswith("hops-"):
-            api.delete_reservation(r.name)
+    # delete the gate and per-job reservations even if a test failed half-way (a reservation still
+    # attached to a job cannot be deleted: detach every job first), so later tests find free nodes
+    names = [r.name for r in api.reservations() if r.name.startswith("hops-")]
+    for job in api.jobs():
+        if job.reservation in names and (job.pending or job.active):
+            minicluster.run(["scontrol", "update", f"JobId={job.job_id}", "Reservation="], check=False)
+    failed = []
+    for name in names:
+        if minicluster.run(["scontrol", "delete", f"ReservationName={name}"], check=False).returncode != 0:
+            failed.append(name)
+    assert not failed, f"reservations left behind: {failed}"
 
 
 def wait_job(api: CliSlurm, job_id: str, pred: Callable[[SlurmJob], bool], timeout: float = 20.0) -> SlurmJob:
