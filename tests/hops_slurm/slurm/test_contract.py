@@ -63,7 +63,7 @@ def test_job_lifecycle_through_the_api(backend: SlurmApi, submit, live) -> None:
     assert resv.nodes == ("v100-2",) and resv.users == ("root",) and "OVERLAP" in resv.flags
     backend.update_job(job_id, {"Reservation": "hops-contract"})
     backend.release(job_id)
-    job = live.wait_job(backend, job_id, lambda j: j.state == "RUNNING")
+    job = live.wait_job(backend, job_id, lambda j: j.state == "RUNNING" and bool(j.gpu_alloc) and all(j.gpu_alloc.values()))
     assert job.gpu_alloc == {"v100-2": (0, 1)} and job.gpu_config() == {"v100-2": 2}
     assert {n.name: n.gpus_used for n in backend.nodes()}["v100-2"] == (0, 1)
 

@@ -104,7 +104,7 @@ def test_owner_release_does_not_start_a_job_outside_the_plan(api: CliSlurm, enac
     assert enactor.apply({job_id: {"v100-1": 1}}, settle=False).started == [job_id]
     live.stays(api, job_id, lambda j: j.pending, seconds=1.5)
     api.cancel(blocker)
-    job = live.wait_job(api, job_id, lambda j: j.state == "RUNNING")
+    job = live.wait_job(api, job_id, lambda j: j.state == "RUNNING" and bool(j.gpu_alloc) and all(j.gpu_alloc.values()))
     assert job.gpu_config() == {"v100-1": 1}
     assert enactor.settle([job_id]).verified.keys() == {job_id}
 
