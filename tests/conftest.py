@@ -1,5 +1,6 @@
 """Shared fixtures. ``minicluster``: one real fake-GPU Slurm cluster for the whole test session,
-started from tests/data/minicluster-test.toml with the submit hook hooks/job_submit.lua, and torn down (by PID) at the end, checking that no
+started from tests/data/minicluster-test.toml (or the spec named by $HOPS_TEST_SPEC, so parallel
+sessions can use their own ports and state directory) with the submit hook hooks/job_submit.lua, and torn down (by PID) at the end, checking that no
 process of it is left behind."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ HOOK = Path(__file__).resolve().parents[1] / "hooks" / "job_submit.lua"
 def minicluster() -> Iterator[Minicluster]:
     if os.geteuid() != 0:
         pytest.fail("the Slurm integration tests run real slurmctld/slurmd daemons and need root (CI runs as root)")
-    cluster = Minicluster(load_spec(DATA / "minicluster-test.toml"), job_submit_lua=HOOK)
+    spec_path = Path(os.environ["HOPS_TEST_SPEC"]) if os.environ.get("HOPS_TEST_SPEC") else DATA / "minicluster-test.toml"
+    cluster = Minicluster(load_spec(spec_path), job_submit_lua=HOOK)
     cluster.down()  # a previous run that was killed may have left it up
     cluster.up()
     yield cluster

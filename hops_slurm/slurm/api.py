@@ -1,0 +1,156 @@
+"""What the engine reads from Slurm and the operations it performs on it: one interface, several backends.
+
+Data flow: a backend (:class:`hops_slurm.slurm.cli.CliSlurm` over ``squeue/sinfo --json`` and
+``scontrol``; :class:`hops_slurm.slurm.pyslurm_backend.PyslurmSlurm` over pyslurm 25.11) turns
+slurmctld's state into the pydantic models below; :mod:`hops_slurm.slurm.enact` drives the operations
+(hold, place, reservation, release, requeuehold) through :class:`SlurmApi`, journaled by
+:mod:`hops_slurm.journal`. Nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hops_slurm.directives import COMMENT_PREFIX
+from hops_slurm.errors import HopsError
+
+#: Job states in which a job holds (or is about to hold) its allocation.
+ACTIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"})
+#: States from which the job can still be (re)placed.
+PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD"})
+
+
+class SlurmError(HopsError):
+    """Slurm could not be read or refused an operation."""
+
+
+class SlurmCommandError(SlurmError):
+    """A Slurm client command failed; carries the argv and Slurm's own message."""
+
+    def __init__(self, argv: list[str], returncode: int, message: str) -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.slurm_message = message.strip()
+        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {self.slurm_message or 'no message'}")
+
+
+class SlurmJob(BaseModel):
+    """One job as slurmctld reports it (only what the engine uses)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    name: str = ""
+    user: str = ""
+    state: str  # PENDING, RUNNING, COMPLETED, ... (Slurm's base state, upper case)
+    reason: str = ""  # state_reason: JobHeldUser, JobHeldAdmin, Reservation, Resources, ...
+    priority: int = 0  # 0 = held
+    partition: str = ""
+    comment: str = ""
+    admin_comment: str = ""
+    submit_time: float = 0.0
+    start_time: float = 0.0
+    nodes: tuple[str, ...] = ()  # allocated nodes (running) in Slurm's order
+    required_nodes: tuple[str, ...] = ()
+    node_count: int = 0
+    tres_per_node: str = ""
+    tres_per_job: str = ""
+    gpu_alloc: dict[str, tuple[int, ...]] = Field(default_factory=dict)  # node -> GPU indices (running)
+    reservation: str = ""
+    restart_count: int = 0
+
+    @property
+    def held(self) -> bool:
+        return self.state in PENDING_STATES and self.priority == 0
+
+    @property
+    def is_hops(self) -> bool:
+        """True for jobs the submit hook accepted (canonical directives in admin_comment)."""
+        return self.admin_comment.startswith(COMMENT_PREFIX)
+
+    @property
+    def directives(self) -> str | None:
+        return self.admin_comment[len(COMMENT_PREFIX):] if self.is_hops else None
+
+    @property
+    def pending(self) -> bool:
+        return self.state in PENDING_STATES
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def gpu_config(self) -> dict[str, int]:
+        """The GPUs it holds per node (empty unless running)."""
+        return {node: len(idx) for node, idx in self.gpu_alloc.items() if idx}
+
+
+class SlurmNode(BaseModel):
+    """One node: its GPU type, how many GPUs, which indices are in use."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    state: str  # idle, mixed, allocated, down, ... (lower case, first state word)
+    flags: tuple[str, ...] = ()  # DRAIN, ...
+    gpu_type: str = ""
+    gpus_total: int = 0
+    gpus_used: tuple[int, ...] = ()
+    partitions: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    cpus: int = 0
+    alloc_cpus: int = 0
+
+    @property
+    def gpus_free(self) -> int:
+        return self.gpus_total - len(self.gpus_used)
+
+    @property
+    def usable(self) -> bool:
+        return self.state not in ("down", "drained", "fail", "future", "unknown") and not (
+            {"DRAIN", "DRAINING", "DRAINED", "FAIL", "MAINTENANCE"} & set(self.flags)
+        )
+
+
+class SlurmReservation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    nodes: tuple[str, ...]
+    users: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class SlurmApi(Protocol):
+    """Everything the engine needs from Slurm. Every mutating call raises :class:`SlurmError` on failure."""
+
+    def jobs(self) -> list[SlurmJob]:
+        """Every job slurmctld remembers (finished ones too, for MinJobAge)."""
+
+    def job(self, job_id: str) -> SlurmJob | None:
+        """One job with its per-node GPU indices; None if slurmctld no longer knows it."""
+
+    def nodes(self) -> list[SlurmNode]: ...
+
+    def reservations(self) -> list[SlurmReservation]: ...
+
+    def hold(self, job_id: str) -> None:
+        """Admin hold (the owner cannot release it)."""
+
+    def release(self, job_id: str) -> None: ...
+
+    def requeue_hold(self, job_id: str) -> None:
+        """Stop a running job and put it back in the queue, admin-held."""
+
+    def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        """``scontrol update JobId=.. K=V ..`` (empty value clears the field); order of ``fields`` is kept."""
+
+    def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
+        """A reservation starting now without end (``Duration=UNLIMITED``)."""
+
+    def delete_reservation(self, name: str) -> None: ...
+
+    def cancel(self, job_id: str) -> None: ...

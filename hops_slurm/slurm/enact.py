@@ -1,0 +1,458 @@
+"""Enactment: turn the planner's desired assignments into Slurm state, one journaled step at a time.
+
+Where it sits: the live engine's ``apply(plan)`` calls :meth:`Enactor.apply` with ``{job_id: Config |
+None}``; it reads jobs and nodes through a :class:`~hops_slurm.slurm.api.SlurmApi` and writes every step
+to the :class:`~hops_slurm.journal.Journal` before taking it.
+
+How a plan becomes exact placement on Slurm 22.05 (see docs in the module functions):
+
+* **Gate.** A reservation ``hops-gate`` over every managed node, for root only (``IGNORE_JOBS``), keeps
+  any job without a reservation of its own pending, so a Hops job released by its owner (the submit
+  hook's hold is a user hold) cannot start outside a plan. New Hops jobs also get an admin hold at once
+  (:meth:`Enactor.hold_new`), which their owner cannot release.
+* **Placement** of ``{node: k}``: ``NumNodes`` + ``NodeList`` (required nodes) + a typed GPU request:
+  ``TresPerNode=gres:gpu:TYPE:k`` when every node gets the same ``k``; ``TresPerJob=gres:gpu:TYPE:N`` when
+  the split is uneven. Slurm splits a per-job request greedily in node order (first nodes take as many
+  as they can, leaving one per remaining node), so an uneven config is enacted only when that greedy
+  split of the free GPUs equals the plan (:func:`realisable`); otherwise it is refused and reported.
+  After start the allocation is read back (``scontrol -o -d show job``: GPU indices per node), recorded,
+  and compared with the plan; a mismatch is requeue-held and reported.
+* **Per-job reservation** ``hops-j<id>`` on exactly the planned nodes for the job's owner (``OVERLAP``
+  with the gate, ``IGNORE_JOBS``): the job is attached to it and released right after the placement is
+  written (owners can edit pending jobs, so the placement is applied immediately before release; even
+  an edited ``NodeList`` cannot leave the reservation's nodes). Once running, the job is detached and the
+  reservation deleted (a running job keeps running; jobs attached when a reservation ends are killed).
+  GPU-level reservations do not exist in 22.05, so the gate is node-level.
+* **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement adds ``StartTime=now`` (requeue pushes the
+  eligible time ~2 min ahead). A running job whose config is unchanged is kept, untouched.
+* **Job environment.** ``scontrol update`` cannot set a pending job's environment in 22.05, so the engine
+  writes ``<env_dir>/<job_id>.env`` (``HOPS_GPUS``, ``HOPS_LR``, ``HOPS_CONFIG`` and any recorder
+  settings; shell ``KEY=value`` lines, world-readable) before releasing the job; the job script sources
+  it (``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"``) or reads it with :func:`read_job_env`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+from hops_slurm.journal import Journal
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+
+log = logging.getLogger(__name__)
+
+GATE = "hops-gate"
+JOB_RESERVATION_PREFIX = "hops-j"
+DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
+
+
+class PlacementError(HopsError):
+    """A config cannot be enacted exactly on Slurm (unknown node, too many GPUs, unrealisable split)."""
+
+
+def job_reservation(job_id: str) -> str:
+    return f"{JOB_RESERVATION_PREFIX}{job_id}"
+
+
+def reservation_job(name: str) -> str | None:
+    """The job id a per-job reservation belongs to, None for other reservations."""
+    rest = name[len(JOB_RESERVATION_PREFIX):] if name.startswith(JOB_RESERVATION_PREFIX) else ""
+    return rest if rest.isdigit() else None
+
+
+# ----- placement arithmetic (pure) ----------------------------------------------------------------
+def ordered_config(config: Mapping[str, int], node_order: list[str]) -> dict[str, int]:
+    """``config`` without zero entries, in Slurm's node order."""
+    rank = {n: i for i, n in enumerate(node_order)}
+    unknown = sorted(n for n in config if n not in rank)
+    if unknown:
+        raise PlacementError(f"config names nodes Slurm does not know: {', '.join(unknown)}")
+    return {n: int(config[n]) for n in sorted(config, key=rank.__getitem__) if config[n] > 0}
+
+
+def greedy_split(total: int, nodes: list[str], free: Mapping[str, int]) -> dict[str, int] | None:
+    """How Slurm 22.05 splits ``--gpus=total`` over required ``nodes`` (in node order) given their free
+    GPUs: each node takes as many as it can while leaving one for every node after it. None if the
+    free GPUs cannot hold it. (Observed: 6 GPUs on two idle 8-GPU nodes -> 5+1; 4 on two idle 4-GPU
+    nodes -> 3+1.)"""
+    out: dict[str, int] = {}
+    left = total
+    for i, node in enumerate(nodes):
+        after = len(nodes) - i - 1
+        take = min(free.get(node, 0), left - after)
+        if take < 1:
+            return None
+        out[node] = take
+        left -= take
+    return out if left == 0 else None
+
+
+def realisable(config: Mapping[str, int], free: Mapping[str, int], node_order: list[str]) -> bool:
+    """True if Slurm will allocate exactly ``config`` given the free GPUs per node. An even split is
+    exact whenever it starts (it waits for busy GPUs); an uneven one only if the greedy split of the
+    GPUs free now equals it."""
+    cfg = ordered_config(config, node_order)
+    if len(set(cfg.values())) <= 1:
+        return True
+    if any(k > free.get(n, 0) for n, k in cfg.items()):
+        return False
+    return greedy_split(sum(cfg.values()), list(cfg), free) == cfg
+
+
+def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], node_order: list[str]) -> dict[str, str]:
+    """The ``scontrol update`` fields that make a pending job ask for exactly ``config``."""
+    cfg = ordered_config(config, node_order)
+    if not cfg:
+        raise PlacementError("empty config: nothing to place")
+    for n, k in cfg.items():
+        if k > nodes[n].gpus_total:
+            raise PlacementError(f"node {n} has {nodes[n].gpus_total} GPUs, the plan gives it {k}")
+    types = {nodes[n].gpu_type for n in cfg}
+    gpu = f"gres:gpu:{types.pop()}" if len(types) == 1 and "" not in types else "gres:gpu"
+    counts = set(cfg.values())
+    fields = {"TresPerJob": "", "TresPerNode": ""}  # clear first: untyped -> typed needs it
+    if len(counts) == 1:
+        fields["TresPerNode"] = f"{gpu}:{counts.pop()}"
+    else:
+        fields["TresPerJob"] = f"{gpu}:{sum(cfg.values())}"
+    fields["NumNodes"] = str(len(cfg))
+    fields["NodeList"] = ",".join(cfg)
+    return fields
+
+
+# ----- job environment ----------------------------------------------------------------------------
+def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
+    """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source."""
+    env_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(env_dir, 0o755)
+    path = env_dir / f"{job_id}.env"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{k}={shlex.quote(str(v))}\n" for k, v in values.items()))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
+    path = env_dir / f"{job_id}.env"
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key:
+            parts = shlex.split(value)
+            out[key] = parts[0] if parts else ""
+    return out
+
+
+def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a Hops job gets for ``config``: ``HOPS_GPUS``, ``HOPS_LR`` (the learning rate the
+    job's ``#HOPS lr=`` gives at that GPU count, when it set one) and ``extra`` (e.g. runtime-recorder
+    settings). ``directives``: the canonical form stored by the submit hook (``SlurmJob.directives``)."""
+    from hops_slurm.directives import HopsDirectives, format_lr
+
+    gpus = sum(int(k) for k in config.values() if k > 0)
+    env = {"HOPS_GPUS": str(gpus)}
+    if directives:
+        lr = HopsDirectives.from_canonical(directives).lr_for(gpus)
+        if lr is not None:
+            env["HOPS_LR"] = format_lr(lr)
+    env.update(extra or {})
+    return env
+
+
+# ----- enactment ----------------------------------------------------------------------------------
+@dataclass
+class EnactResult:
+    """What :meth:`Enactor.apply` did. ``started``: released onto their planned nodes (restarts too);
+    ``preempted``: requeue-held; ``kept``: unchanged running configs; ``unplaced``: pending placements
+    withdrawn; ``refused``: job -> why its config was not enacted (it stays held); ``mismatched``: job ->
+    the allocation Slurm gave instead of the plan (requeue-held)."""
+
+    started: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    unplaced: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    mismatched: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    verified: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+
+
+class Enactor:
+    """Applies assignments to Slurm through ``api``, journaling each step in ``journal``.
+
+    ``managed_nodes``: the nodes Hops controls (the gate covers them; default: every node);
+    ``env_dir``: where per-job environment files go; ``settle_timeout``: how long :meth:`apply` waits
+    for released jobs to start before leaving them placed-and-pending (a later :meth:`settle` finishes);
+    ``requeue_grace``: seconds between requeuing a job and releasing it again. slurmd revokes the old
+    incarnation's credential with one-second resolution, and a restart inside that second is killed
+    ("Job credential revoked", job FAILED) -- observed on 22.05 when re-placing right after requeuehold.
+    """
+
+    def __init__(self, api: SlurmApi, journal: Journal, *, managed_nodes: list[str] | None = None,
+                 env_dir: Path = DEFAULT_ENV_DIR, settle_timeout: float = 10.0, poll: float = 0.2,
+                 requeue_grace: float = 2.0) -> None:
+        self.api = api
+        self.journal = journal
+        self.managed_nodes = managed_nodes
+        self.env_dir = env_dir
+        self.settle_timeout = settle_timeout
+        self.poll = poll
+        self.round_id = ""
+        self.requeue_grace = requeue_grace
+
+    # ----- the gate and new jobs ------------------------------------------------------------------
+    def gate_nodes(self) -> list[str]:
+        return list(self.managed_nodes) if self.managed_nodes else [n.name for n in self.api.nodes()]
+
+    def ensure_gate(self) -> bool:
+        """Create the gate reservation if it is missing; True if it was created."""
+        if any(r.name == GATE for r in self.api.reservations()):
+            return False
+        nodes = self.gate_nodes()
+        with self.journal.action("gate", "", {"nodes": nodes}, self.round_id):
+            self.api.create_reservation(GATE, nodes, ["root"], ["IGNORE_JOBS"])
+        return True
+
+    def remove_gate(self) -> None:
+        if any(r.name == GATE for r in self.api.reservations()):
+            with self.journal.action("ungate", "", {}, self.round_id):
+                self.api.delete_reservation(GATE)
+
+    def hold_new(self, jobs: list[SlurmJob] | None = None) -> list[str]:
+        """Admin-hold every pending Hops job that is neither admin-held nor validly placed: fresh from the
+        submit hook (user hold), released by its owner, or placed but edited by its owner since."""
+        held = []
+        for job in jobs if jobs is not None else self.api.jobs():
+            if not (job.is_hops and job.pending) or job.reason == "JobHeldAdmin":
+                continue
+            if self._placed_pending(job):
+                continue
+            with self.journal.action("hold", job.job_id, {"reason": job.reason}, self.round_id):
+                self.api.hold(job.job_id)
+            held.append(job.job_id)
+        return held
+
+    def _placed_pending(self, job: SlurmJob) -> bool:
+        """Released into its own reservation with the journaled placement still in force (the owner may
+        edit a pending job's NodeList; an edited one is no longer placed)."""
+        if not (job.pending and not job.held and job.reservation == job_reservation(job.job_id)):
+            return False
+        planned = self.planned_config(job.job_id)
+        return planned is not None and set(job.required_nodes) == set(planned)
+
+    # ----- applying a plan --------------------------------------------------------------------------
+    def apply(self, assignments: Mapping[str, Mapping[str, int] | None], *,
+              job_env: Mapping[str, Mapping[str, str]] | None = None, round_id: str = "",
+              settle: bool = True) -> EnactResult:
+        """Enact ``{job_id: config or None}`` for the jobs named (others are left alone): keep unchanged
+        running configs, requeue-hold changed or dropped ones, then place, gate and release the rest.
+        Each started job's env file gets :func:`hops_job_env` (HOPS_GPUS, HOPS_LR) plus ``job_env[job]``
+        (e.g. runtime-recorder settings)."""
+        self.round_id = round_id
+        result = EnactResult()
+        self.ensure_gate()
+        jobs = {j.job_id: j for j in self.api.jobs()}
+        self.hold_new([j for j in jobs.values() if j.job_id in assignments])
+        to_place: dict[str, dict[str, int]] = {}
+        for job_id, config in assignments.items():
+            job = jobs.get(str(job_id))
+            if job is None or not (job.pending or job.active):
+                result.refused[str(job_id)] = "job is no longer pending or running"
+                continue
+            want = {n: int(k) for n, k in (config or {}).items() if k > 0}
+            if job.active:
+                if want and job.gpu_config() == want:
+                    result.kept.append(job.job_id)
+                    continue
+                self._preempt(job)
+                result.preempted.append(job.job_id)
+            elif self._placed_pending(job):
+                if want and self.planned_config(job.job_id) == want:
+                    result.kept.append(job.job_id)  # placed last time and still waiting for its GPUs
+                    continue
+                if not want:
+                    self._unplace(job)
+                    result.unplaced.append(job.job_id)
+            if want:
+                to_place[job.job_id] = want
+        self._hold_requeued(result.preempted)
+        if to_place:
+            self._place_all(to_place, result, job_env or {})
+        if settle and result.started:
+            self.settle(result.started, result)
+        return result
+
+    def _preempt(self, job: SlurmJob) -> None:
+        with self.journal.action("requeuehold", job.job_id, {"config": job.gpu_config()}, self.round_id):
+            self.api.requeue_hold(job.job_id)
+        self._drop_reservation(job.job_id)
+
+    def _hold_requeued(self, job_ids: list[str]) -> None:
+        """``requeuehold`` leaves a *user* hold (JobHeldUser: the owner could release it): once the jobs are
+        pending again, make it an admin hold."""
+        if not job_ids:
+            return
+        jobs = self._wait_pending(job_ids)
+        for job_id in job_ids:
+            job = jobs.get(job_id)
+            if job is not None and job.pending and job.reason != "JobHeldAdmin":
+                with self.journal.action("hold", job_id, {"reason": "after requeue"}, self.round_id):
+                    self.api.hold(job_id)
+
+    def _unplace(self, job: SlurmJob) -> None:
+        with self.journal.action("hold", job.job_id, {"reason": "withdrawn from plan"}, self.round_id):
+            self.api.hold(job.job_id)
+        self._drop_reservation(job.job_id)
+
+    def _drop_reservation(self, job_id: str, attached: bool | None = None) -> None:
+        """Detach the job from its reservation and delete it (``attached``: known from a fresh read,
+        None: look the reservation up)."""
+        name = job_reservation(job_id)
+        if attached is None:
+            attached = any(r.name == name for r in self.api.reservations())
+        if not attached:
+            return
+        with self.journal.action("detach", job_id, {"reservation": name}, self.round_id):
+            self.api.update_job(job_id, {"Reservation": ""})
+        with self.journal.action("unreserve", job_id, {"reservation": name}, self.round_id):
+            self.api.delete_reservation(name)
+
+    def _wait_pending(self, job_ids: list[str]) -> dict[str, SlurmJob]:
+        """Requeued jobs pass through COMPLETING; wait until every named job is pending again."""
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            jobs = {j.job_id: j for j in self.api.jobs()}
+            if all(jobs.get(j) is None or jobs[j].pending for j in job_ids) or time.monotonic() > deadline:
+                return jobs
+            time.sleep(self.poll)
+
+    def _place_all(self, to_place: dict[str, dict[str, int]], result: EnactResult,
+                   job_env: Mapping[str, Mapping[str, str]]) -> None:
+        jobs = self._wait_pending(list(to_place))
+        nodes = {n.name: n for n in self.api.nodes()}
+        reservations = self.api.reservations()
+        order = list(nodes)
+        # free GPUs once the preempted jobs are gone: total minus what jobs that stay running hold
+        free = {n: nodes[n].gpus_total for n in nodes}
+        for job in jobs.values():
+            if job.active:
+                for n, idx in job.gpu_alloc.items():
+                    if n in free:
+                        free[n] -= len(idx)
+        for job_id, want in to_place.items():
+            job = jobs.get(job_id)
+            if job is None or not job.pending:
+                result.refused[job_id] = f"job is {job.state if job else 'gone'}, not pending"
+                continue
+            try:
+                fields = placement_fields(want, nodes, order)
+                if not realisable(want, free, order):
+                    raise PlacementError(f"Slurm would not split {want} exactly with free GPUs "
+                                         f"{ {n: free[n] for n in want} } (greedy split in node order)")
+            except PlacementError as exc:
+                result.refused[job_id] = str(exc)
+                log.warning("job %s not placed: %s", job_id, exc)
+                continue
+            try:
+                self.place(job, want, fields, env=hops_job_env(job.directives, want, job_env.get(job_id)),
+                           reservations=[r for r in reservations if r.name == job_reservation(job_id)])
+            except SlurmError as exc:
+                result.refused[job_id] = str(exc)
+                log.error("job %s: placement failed: %s", job_id, exc)
+                continue
+            for n, k in want.items():
+                free[n] -= k
+            result.started.append(job_id)
+
+    def place(self, job: SlurmJob, config: Mapping[str, int], fields: Mapping[str, str],
+              env: Mapping[str, str] | None = None, reservations: list[SlurmReservation] | None = None) -> None:
+        """Hold, write the placement, the job's environment and its reservation, attach, release.
+        ``reservations``: a fresh read of Slurm's reservations (else it is read here)."""
+        job_id, name = job.job_id, job_reservation(job.job_id)
+        cfg = dict(config)
+        if job.reason != "JobHeldAdmin":
+            with self.journal.action("hold", job_id, {"reason": "before placement"}, self.round_id):
+                self.api.hold(job_id)
+        with self.journal.action("place", job_id, {"config": cfg, "fields": dict(fields)}, self.round_id):
+            self.api.update_job(job_id, dict(fields))
+        values = {"HOPS_GPUS": str(sum(cfg.values())), "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in cfg.items()),
+                  **dict(env or {})}
+        with self.journal.action("env", job_id, {"values": values}, self.round_id):
+            write_job_env(self.env_dir, job_id, values)
+        existing = [r for r in (reservations if reservations is not None else self.api.reservations()) if r.name == name]
+        if existing and (set(existing[0].nodes) != set(cfg) or job.reservation != name):
+            self._drop_reservation(job_id)
+            existing = []
+        if not existing:
+            with self.journal.action("reserve", job_id, {"reservation": name, "nodes": list(cfg), "user": job.user},
+                                     self.round_id):
+                self.api.create_reservation(name, list(cfg), [job.user or "root"], ["OVERLAP", "IGNORE_JOBS"])
+        with self.journal.action("attach", job_id, {"reservation": name}, self.round_id):
+            self.api.update_job(job_id, {"Reservation": name, "StartTime": "now"})
+        requeued = self.journal.last_started(job_id, "requeuehold")  # journaled, so it survives a restart
+        if requeued is not None:
+            time.sleep(max(0.0, min(self.requeue_grace, requeued + self.requeue_grace - time.time())))
+        with self.journal.action("release", job_id, {"config": cfg}, self.round_id):
+            self.api.release(job_id)
+
+    # ----- after release ----------------------------------------------------------------------------
+    def planned_config(self, job_id: str) -> dict[str, int] | None:
+        last = self.journal.last_done(job_id, "release")
+        return {n: int(k) for n, k in last.args["config"].items()} if last else None
+
+    def settle(self, job_ids: list[str] | None = None, result: EnactResult | None = None,
+               timeout: float | None = None) -> EnactResult:
+        """Wait (up to ``timeout``) for released jobs to start; read back and record each allocation;
+        detach and delete its reservation when it matches the plan, requeue-hold it when it does not.
+        Jobs still pending when time runs out stay placed (gated by their reservation)."""
+        result = result if result is not None else EnactResult()
+        deadline = time.monotonic() + (self.settle_timeout if timeout is None else timeout)
+        waiting = set(job_ids if job_ids is not None else
+                      [j.job_id for j in self.api.jobs() if j.reservation == job_reservation(j.job_id)])
+        while waiting:
+            listing = {j.job_id: j for j in self.api.jobs()}  # one squeue per pass; scontrol detail per started job
+            for job_id in sorted(waiting):
+                seen = listing.get(job_id)
+                if seen is None or not (seen.pending or seen.active):
+                    self._drop_reservation_if_any(job_id)
+                    waiting.discard(job_id)
+                elif seen.active and seen.gpu_alloc:
+                    job = self.api.job(job_id)
+                    # right after start the detail record may not list GRES for every node yet
+                    if job is not None and job.gpu_alloc and all(job.gpu_alloc.values()):
+                        self._verify(job, result)
+                        waiting.discard(job_id)
+            if not waiting or time.monotonic() > deadline:
+                break
+            time.sleep(self.poll)
+        return result
+
+    def _drop_reservation_if_any(self, job_id: str) -> None:
+        try:
+            self._drop_reservation(job_id)
+        except SlurmError as exc:  # the job is gone: a detach may fail, the reservation must still go
+            log.info("job %s: %s", job_id, exc)
+            name = job_reservation(job_id)
+            if any(r.name == name for r in self.api.reservations()):
+                with self.journal.action("unreserve", job_id, {"reservation": name}, self.round_id):
+                    self.api.delete_reservation(name)
+
+    def _verify(self, job: SlurmJob, result: EnactResult) -> None:
+        planned = self.planned_config(job.job_id) or {}
+        actual = job.gpu_config()
+        matched = actual == planned
+        self.journal.record_allocation(job.job_id, planned, job.gpu_alloc, matched, self.round_id)
+        if matched:
+            result.verified[job.job_id] = dict(job.gpu_alloc)
+            self._drop_reservation(job.job_id, attached=job.reservation == job_reservation(job.job_id) or None)
+        else:
+            log.error("job %s started on %s, plan was %s: requeue-holding it", job.job_id, actual, planned)
+            result.mismatched[job.job_id] = dict(job.gpu_alloc)
+            self._preempt(job)
+            self._hold_requeued([job.job_id])

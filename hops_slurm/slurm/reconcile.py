@@ -1,0 +1,98 @@
+"""Crash recovery: bring Slurm back to a state the engine can plan from, guided by the journal.
+
+Where it sits: called once when the engine starts (:meth:`hops_slurm.journal.Journal.reconcile`),
+before the first round, after a crash at any step of :mod:`hops_slurm.slurm.enact`. Slurm is the truth;
+the journal says which actions were in flight. Afterwards every Hops job is in one of three states:
+
+* running, with no reservation attached (its per-job reservation deleted);
+* pending and admin-held, with no reservation (the next round plans it);
+* pending, released, attached to its own complete reservation, with a journaled ``release`` (a
+  placement that finished before the crash; it starts on its planned nodes).
+
+A half-written placement (held, maybe with new NodeList and a reservation) is rolled back to "held"; a
+job its owner released outside any plan is held; reservations ``hops-j<id>`` no longer needed are
+deleted; the gate is re-created if missing. Nothing is cancelled: no job is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from hops_slurm.journal import Action, Journal
+from hops_slurm.slurm.api import SlurmApi
+from hops_slurm.slurm.enact import Enactor, job_reservation, reservation_job
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileReport:
+    interrupted: list[Action] = field(default_factory=list)  # actions in flight at the crash
+    held: list[str] = field(default_factory=list)  # jobs put (back) on admin hold
+    rolled_back: list[str] = field(default_factory=list)  # half-placed jobs returned to held
+    kept_placed: list[str] = field(default_factory=list)  # complete placements left to start
+    detached: list[str] = field(default_factory=list)  # running jobs detached from their reservation
+    deleted_reservations: list[str] = field(default_factory=list)
+    gate_created: bool = False
+
+
+def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None = None, timeout: float = 15.0) -> ReconcileReport:
+    report = ReconcileReport(interrupted=journal.mark_interrupted())
+    for a in report.interrupted:
+        log.warning("interrupted action #%d %s job=%s %s", a.id, a.kind, a.job_id, a.args)
+    enactor = Enactor(api, journal, managed_nodes=gate_nodes)
+    enactor.round_id = "reconcile"
+    report.gate_created = enactor.ensure_gate()
+    _wait_until_settled(api, timeout)
+    reservations = {r.name: r for r in api.reservations()}
+    keep: set[str] = set()
+    for job in api.jobs():
+        if not job.is_hops or not (job.pending or job.active):
+            continue
+        own = job_reservation(job.job_id)
+        if job.active:
+            if job.reservation == own:
+                with journal.action("detach", job.job_id, {"reservation": own}, "reconcile"):
+                    api.update_job(job.job_id, {"Reservation": ""})
+                report.detached.append(job.job_id)
+            continue
+        placed = enactor.planned_config(job.job_id)
+        complete = (
+            not job.held and job.reservation == own and own in reservations and placed is not None
+            and set(reservations[own].nodes) == set(placed) and set(job.required_nodes) == set(placed)
+            and _released_after_last_change(journal, job.job_id)
+        )
+        if complete:
+            keep.add(own)
+            report.kept_placed.append(job.job_id)
+            continue
+        if job.reason != "JobHeldAdmin":  # released, user-held, or requeued (which is a user hold)
+            with journal.action("hold", job.job_id, {"reason": "reconcile"}, "reconcile"):
+                api.hold(job.job_id)
+            report.held.append(job.job_id)
+        if job.reservation:
+            with journal.action("detach", job.job_id, {"reservation": job.reservation}, "reconcile"):
+                api.update_job(job.job_id, {"Reservation": ""})
+            report.rolled_back.append(job.job_id)
+    for name in api.reservations():
+        if reservation_job(name.name) is not None and name.name not in keep:
+            with journal.action("unreserve", reservation_job(name.name) or "", {"reservation": name.name}, "reconcile"):
+                api.delete_reservation(name.name)
+            report.deleted_reservations.append(name.name)
+    return report
+
+
+def _wait_until_settled(api: SlurmApi, timeout: float, poll: float = 0.2) -> None:
+    """A job requeued just before the crash passes through COMPLETING before it is pending (user-held):
+    wait (up to ``timeout``) until no Hops job is completing, so it is repaired as the pending job it becomes."""
+    deadline = time.monotonic() + timeout
+    while any(j.is_hops and j.state == "COMPLETING" for j in api.jobs()) and time.monotonic() < deadline:
+        time.sleep(poll)
+
+
+def _released_after_last_change(journal: Journal, job_id: str) -> bool:
+    """The job's last placement step in the journal is a confirmed release (no later place/hold/preempt)."""
+    steps = [a for a in journal.actions(job_id=job_id) if a.kind in ("place", "reserve", "attach", "release", "hold", "requeuehold")]
+    return bool(steps) and steps[-1].kind == "release" and steps[-1].status == "done"

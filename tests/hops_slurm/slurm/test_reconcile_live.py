@@ -1,0 +1,125 @@
+"""Crash in the middle of enacting a round, then reconcile on restart (live minicluster).
+
+The crash is simulated by a backend that performs real Slurm operations and then "dies" (raises a
+BaseException, as a SIGKILL would stop the engine) at a chosen call, either before or after Slurm has
+carried it out, so the journal is left with an intent whose outcome it does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.journal import Journal
+from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.slurm.cli import CliSlurm
+from hops_slurm.slurm.enact import GATE, Enactor, job_reservation, reservation_job
+
+pytestmark = pytest.mark.slurm
+
+
+class Killed(BaseException):
+    """The engine process died."""
+
+
+class DyingSlurm(CliSlurm):
+    """The CLI backend, killed at the ``nth`` call of ``method`` (``after``: once Slurm has carried it out)."""
+
+    def __init__(self, env: Mapping[str, str], method: str, nth: int, after: bool) -> None:
+        super().__init__(env)
+        self.method, self.nth, self.after, self.seen = method, nth, after, 0
+
+    def _mutate(self, fn, *args) -> None:  # noqa: ANN001
+        if fn.__name__ == self.method:
+            self.seen += 1
+        dies = fn.__name__ == self.method and self.seen == self.nth
+        if dies and not self.after:
+            raise Killed()
+        fn(*args)
+        if dies:
+            raise Killed()
+
+    def hold(self, job_id: str) -> None:
+        self._mutate(super().hold, job_id)
+
+    def release(self, job_id: str) -> None:
+        self._mutate(super().release, job_id)
+
+    def requeue_hold(self, job_id: str) -> None:
+        self._mutate(super().requeue_hold, job_id)
+
+    def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        self._mutate(super().update_job, job_id, fields)
+
+    def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
+        self._mutate(super().create_reservation, name, nodes, users, flags)
+
+    def delete_reservation(self, name: str) -> None:
+        self._mutate(super().delete_reservation, name)
+
+
+def check_consistent(api: CliSlurm, journal: Journal, job_ids: list[str]) -> None:
+    """Every job running or pending exactly once; running jobs detached (or started from a placement
+    completed before the crash, on exactly that placement); pending ones held, or released
+    into their own complete reservation; no other per-job reservation; the gate in place; no open intent."""
+    listed = [j for j in api.jobs() if j.job_id in job_ids]
+    assert sorted(j.job_id for j in listed) == sorted(job_ids)  # exactly once each
+    resv = {r.name: r for r in api.reservations()}
+    needed = set()
+    for job in listed:
+        assert job.state in ("RUNNING", "PENDING"), job
+        own = job_reservation(job.job_id)
+        if job.state == "RUNNING":
+            if job.reservation:  # released before the crash and started since: settled by the next round
+                planned = journal.last_done(job.job_id, "release")
+                assert job.reservation == own and planned is not None and job.gpu_config() == planned.args["config"], job
+                needed.add(own)
+        elif job.held:
+            assert job.reservation == "" and job.reason == "JobHeldAdmin", job
+        else:
+            assert job.reservation == own and own in resv, job
+            planned = journal.last_done(job.job_id, "release")
+            assert planned is not None and set(resv[own].nodes) == set(planned.args["config"])
+            needed.add(own)
+    assert {n for n in resv if reservation_job(n)} == needed
+    assert GATE in resv
+    assert journal.open_actions() == []
+
+
+# Round r2: hold the new jobs c, d; requeuehold a; then per job (a, c, d) place, reserve, attach,
+# release; then settle each started job (detach, unreserve).
+@pytest.mark.parametrize(("method", "nth", "after", "step"), [
+    ("requeue_hold", 1, True, "requeuehold"),  # a stopped, nothing placed yet
+    ("create_reservation", 1, True, "reserve"),  # a's placement written, its reservation made, not attached
+    ("release", 2, True, "release"),  # c released (it may start), the journal does not know
+    ("delete_reservation", 1, False, "unreserve"),  # all released; the first settled job detached, its reservation left
+])
+def test_killed_mid_round_then_reconciled(method: str, nth: int, after: bool, step: str, minicluster: Minicluster,
+                                          api: CliSlurm, submit, tmp_path: Path) -> None:  # noqa: ANN001
+    db = tmp_path / "journal.db"
+    journal = Journal(db)
+    setup = Enactor(api, journal, env_dir=tmp_path / "env", settle_timeout=15.0)
+    a, b, c, d = submit(), submit(), submit(), submit()
+    first = setup.apply({a: {"a100-1": 4}, b: {"v100-1": 2}}, round_id="r1")
+    assert sorted(first.verified) == sorted([a, b]), (first, api.job(b))
+
+    plan = {a: {"a100-1": 2, "a100-2": 2}, b: {"v100-1": 2}, c: {"v100-2": 4}, d: {"a100-2": 6}}
+    dying = Enactor(DyingSlurm(minicluster.env(), method, nth, after), journal, env_dir=tmp_path / "env", settle_timeout=15.0)
+    with pytest.raises(Killed):
+        dying.apply(plan, round_id="r2")
+
+    restarted = Journal(db)
+    report = restarted.reconcile(api)
+    assert [x.id for x in report.interrupted] == [x.id for x in journal.actions(status="interrupted")]
+    assert [x.kind for x in report.interrupted] == [step]
+    check_consistent(api, restarted, [a, b, c, d])
+
+    # the restarted engine enacts the round again: everything ends where the plan says
+    again = Enactor(api, restarted, env_dir=tmp_path / "env", settle_timeout=15.0).apply(plan, round_id="r2-again")
+    assert not again.refused and not again.mismatched
+    for job_id, config in plan.items():
+        job = api.job(job_id)
+        assert job is not None and job.state == "RUNNING" and job.gpu_config() == config, job
+    check_consistent(api, restarted, [a, b, c, d])
