@@ -2,7 +2,8 @@
 
 Data flow: ``--policies a,b`` -> :func:`make_policy` per name -> a fresh :class:`planner.views.Policy`
 per run. Names: ``hops`` (planner.hops.HopsPolicy), any name ``planner.baselines.make_policy`` knows
-(gavel, sia, themis, slurm-backfill, ablations), and ``fifo-greedy`` (below). The planner packages
+(gavel, sia, themis, slurm-backfill, ablations), and ``fifo-greedy`` (below), and ``hops-<priority>`` (the Hops architecture with another queue priority
+from planner.priorities: hops-las, hops-sjf, hops-srtf, hops-fifo, hops-ftf; the §4.5 ablation). The planner packages
 are imported lazily, so the simulator works while they are still being written.
 
 ``fifo-greedy``: first come, first served, never preempts. Running jobs keep their config; pending
@@ -80,12 +81,21 @@ def make_policy(name: str) -> Policy:
     """A fresh policy by name (see module docstring); unknown names list what is available."""
     if name in LOCAL:
         return LOCAL[name]()
-    if name == "hops":
+    if name == "hops" or name.startswith("hops-"):
         try:
             module = importlib.import_module("planner.hops")
         except ImportError as exc:
-            raise HopsError(f"policy 'hops' is not available in this installation ({exc})") from exc
-        return module.HopsPolicy()
+            raise HopsError(f"policy {name!r} is not available in this installation ({exc})") from exc
+        if name == "hops":
+            return module.HopsPolicy()
+        # priority ablations: hops-las, hops-sjf, hops-srtf, hops-fifo, hops-ftf (planner.priorities names)
+        params_module = importlib.import_module("planner.params")
+        try:
+            policy = module.HopsPolicy(params_module.PlannerParams(priority=name.removeprefix("hops-")))
+        except ValueError as exc:
+            raise HopsError(f"policy {name!r}: {exc}") from exc
+        policy.name = name
+        return policy
     factory = _baselines_factory()
     if factory is not None:
         try:
