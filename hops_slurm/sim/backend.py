@@ -62,6 +62,9 @@ class _Job:
 class SimSettings:
     restart_seconds: float = 60.0
     max_seconds: float = 90 * 86400.0  # safety stop: a simulation running past this is a bug
+    #: the whole cluster idle this long with ready jobs, no arrivals or probes left: the policy cannot
+    #: place them (e.g. a rigid request outside its config space); they are CANCELLED and reported
+    stall_seconds: float = 24 * 3600.0
 
 
 @dataclass
@@ -90,6 +93,8 @@ class SimBackend:
         self.active: dict[str, _Job] = {}
         self.finished: dict[str, _Job] = {}
         self._active_integral = 0.0
+        self._idle_since: float | None = None
+        self.cancelled: dict[str, _Job] = {}
         #: (time, GPUs in use, normalised throughput) after every change
         self.series: list[tuple[float, int, float]] = []
         for spec in self.jobs:
@@ -196,9 +201,13 @@ class SimBackend:
 
     def wait_until(self, t: float) -> None:
         if t > self.settings.max_seconds:
+            stuck = ", ".join(
+                f"{j.spec.job_id} (requirements {list(j.spec.requirements)}, {j.spec.model})"
+                for j in list(self.active.values())[:5]
+            )
             raise HopsError(
                 f"simulation passed {self.settings.max_seconds / 86400:.0f} days of virtual time with "
-                f"{len(self.active)} jobs still active: a policy leaves jobs unplaced forever"
+                f"{len(self.active)} job(s) still active, e.g. {stuck}: the policy leaves them unplaced"
             )
         while self.t < t - EPS:
             nxt = t
@@ -215,6 +224,27 @@ class SimBackend:
         self._progress(max(self.t, t))
         self._arrive()
         self._complete()
+        self._check_stall()
+
+    def _check_stall(self) -> None:
+        stalled = (
+            self.active
+            and self._next_arrival >= len(self._pending_arrivals)
+            and all(j.config is None and j.ready_at <= self.t for j in self.active.values())
+        )
+        if not stalled:
+            self._idle_since = None
+            return
+        if self._idle_since is None:
+            self._idle_since = self.t
+        elif self.t - self._idle_since >= self.settings.stall_seconds:
+            ids = sorted(self.active)
+            log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
+                        len(ids), self.settings.stall_seconds / 3600, ", ".join(ids))
+            for job_id in ids:
+                job = self.active.pop(job_id)
+                job.record.state = "CANCELLED"
+                self.cancelled[job_id] = job
 
     # --- internals -------------------------------------------------------------------------------------
     def _completion_times(self) -> list[float]:
@@ -337,7 +367,7 @@ class SimBackend:
             self.series.append((self.t, used, norm))
 
     def job_records(self) -> list[JobRecord]:
-        out = [j.record for j in self.finished.values()] + [j.record for j in self.active.values()]
+        out = [j.record for j in (*self.finished.values(), *self.cancelled.values(), *self.active.values())]
         return sorted(out, key=lambda r: (r.submit, r.job_id))
 
 

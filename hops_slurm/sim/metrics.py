@@ -5,12 +5,14 @@ Data flow: JobRecord / RoundRecord (from the simulator, or the live engine's jou
 
 Definitions (hours in tables, seconds here):
 
+* Only completed jobs enter the averages; ``unfinished`` counts jobs the simulator had to cancel
+  because the policy never placed them (see SimSettings.stall_seconds).
 * makespan: last completion minus first submission.
 * JCT: end - submit; wait: JCT minus time holding GPUs (profiling time counts as waiting).
 * latency ratio (eq. 6): wait / age, age = the eq. 9 estimate made before the job first ran
   (``JobRecord.age_estimate``).
 * FTF rho (Themis): JCT / ideal_time (``JobRecord.ideal_time``, T_id on 1/N of the cluster).
-* Avg.frag: mean over round plans (plan_index 0) of idle GPUs after the plan while a job is unassigned.
+* Avg.frag: mean over round plans (plan_index 0) up to the last completion of idle GPUs after the plan while a job is unassigned.
 * planner time per round: solve seconds of a round's plans summed (round plan + its fragment plans).
 """
 
@@ -28,6 +30,7 @@ from hops_slurm.records import JobRecord, RoundRecord
 @dataclass
 class RunMetrics:
     jobs: int
+    unfinished: int
     makespan: float
     avg_jct: float
     avg_wait: float
@@ -53,14 +56,13 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
     done = [j for j in jobs if j.end is not None]
     if not done:
         raise HopsError("no job completed: nothing to summarise")
-    if len(done) != len(jobs):
-        missing = sorted(j.job_id for j in jobs if j.end is None)
-        raise HopsError(f"{len(missing)} job(s) never completed ({', '.join(missing[:5])}...): the run is incomplete")
+    unfinished = len(jobs) - len(done)
     jct = [j.end - j.submit for j in done]  # type: ignore[operator]
     waits = [max(c - _busy(j), 0.0) for c, j in zip(jct, done)]
     lr = [w / j.age_estimate if j.age_estimate else math.inf for w, j in zip(waits, done)]
     rho = [c / j.ideal_time if j.ideal_time else math.inf for c, j in zip(jct, done)]
-    main = [r for r in rounds if r.plan_index == 0]
+    last_end = max(j.end for j in done)  # type: ignore[type-var]
+    main = [r for r in rounds if r.plan_index == 0 and r.time <= last_end]
     per_round: dict[float, float] = defaultdict(float)
     current = None
     for r in rounds:
@@ -70,6 +72,7 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
     times = list(per_round.values()) or [0.0]
     return RunMetrics(
         jobs=len(done),
+        unfinished=unfinished,
         makespan=max(j.end for j in done) - min(j.submit for j in done),  # type: ignore[type-var]
         avg_jct=sum(jct) / len(jct),
         avg_wait=sum(waits) / len(waits),

@@ -25,6 +25,7 @@ COLUMNS = (
     ("max_rho", "Max.ρ (FTF)", 1.0),
     ("preemptions", "Preemptions", 1.0),
     ("planner_mean_seconds", "Planner s/round", 1.0),
+    ("unfinished", "Unfinished", 1.0),
 )
 
 

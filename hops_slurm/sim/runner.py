@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.cluster import ClusterSpec
@@ -59,7 +60,10 @@ def simulate(
         if on_round:
             on_round(now, len(backend.finished))
 
-    rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds), on_round=tick)
+    try:
+        rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds), on_round=tick)
+    except HopsError as exc:
+        raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
     records = backend.job_records()
     return RunResult(policy_name, seed, records, rounds, backend.series, summarize(records, rounds),
                      time.perf_counter() - start)

@@ -124,3 +124,22 @@ def test_same_inputs_same_records(tmp_path):
     run_rounds(two, FifoGreedy())
     assert [r.model_dump() for r in one.job_records()] == [r.model_dump() for r in two.job_records()]
     assert all(r.state == "COMPLETED" for r in one.job_records())
+
+
+class Never(Policy):
+    name = "never"
+
+    def plan(self, cluster, jobs, now, *, fragment=False):
+        return Plan({j.job_id: None for j in jobs})
+
+
+def test_jobs_a_policy_never_places_are_cancelled_and_counted(tmp_path):
+    settings = SimSettings(stall_seconds=3600.0)
+    backend = SimBackend(cluster(tmp_path), (job("a", 10.0), job("b", 10.0, arrival=100.0)), settings)
+    rounds = run_rounds(backend, Never())
+    records = backend.job_records()
+    assert [r.state for r in records] == ["CANCELLED", "CANCELLED"]
+    assert backend.done()
+    # idle from the last probe (t = 160) until the first round end after 160 + 3600
+    assert backend.now() >= 3760.0 and backend.now() < 3760.0 + 360.0
+    assert all(r.unassigned_jobs == r.active_jobs for r in rounds)
