@@ -13,7 +13,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
-from hops_slurm.sim.policies import available_policies
+from hops_slurm.sim.policies import available_policies, make_policy
 from hops_slurm.sim.runner import Options, compare
 
 
@@ -48,6 +48,8 @@ def _run(args: argparse.Namespace) -> int:
         raise HopsError("no seeds given")
     if min(args.round_seconds, args.refresh_seconds) <= 0 or args.restart_seconds < 0:
         raise HopsError("--round-seconds and --refresh-seconds must be > 0, --restart-seconds >= 0")
+    for name in policies:
+        make_policy(name)  # fail on a bad name before any run starts
     cluster = load_cluster(args.cluster)
     options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
     results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=not args.no_progress)

@@ -96,6 +96,8 @@ def make_policy(name: str) -> Policy:
             raise HopsError(f"policy {name!r}: {exc}") from exc
         policy.name = name
         return policy
+    if name not in available_policies() and _baseline_names() is not None:
+        raise HopsError(f"unknown policy {name!r}; available: {', '.join(available_policies())}")
     factory = _baselines_factory()
     if factory is not None:
         try:
@@ -103,6 +105,15 @@ def make_policy(name: str) -> Policy:
         except (KeyError, ValueError) as exc:
             raise HopsError(f"unknown policy {name!r}: {exc}; available: {', '.join(available_policies())}") from exc
     raise HopsError(f"unknown policy {name!r}; available: {', '.join(available_policies())}")
+
+
+def _baseline_names() -> tuple[str, ...] | None:
+    try:
+        module = importlib.import_module("planner.baselines")
+    except ImportError:
+        return ()
+    names = getattr(module, "POLICY_NAMES", None)
+    return tuple(names) if names is not None else None
 
 
 def available_policies() -> list[str]:
@@ -113,9 +124,5 @@ def available_policies() -> list[str]:
         names.insert(0, "hops")
     except ImportError:
         pass
-    try:
-        module = importlib.import_module("planner.baselines")
-        names += [n for n in getattr(module, "POLICY_NAMES", ()) if n not in names]
-    except ImportError:
-        pass
+    names += [n for n in (_baseline_names() or ()) if n not in names]
     return names
