@@ -84,7 +84,11 @@ def run(out_dir: Path) -> Path:
         "Written by `hops-slurm bench paper-tables` (`make bench`). Ground truth: Gavel's measured throughputs "
         "(k80/p100/v100) with entity speed factors per server kind; clusters `etc/clusters/paper-64.toml` and "
         "`paper-512.toml`; workloads and rules in docs/simulator.md. Times in hours; Max.LR = max wait/age (eq. 6); "
-        "Avg.frag = idle GPUs after a round plan while a job is unassigned, mean over rounds; ρ = JCT / T_id (Themis).",
+        "Avg.frag = idle GPUs after a round plan while a job is unassigned, mean over rounds; ρ = JCT / T_id (Themis). "
+        "Unfinished > 0 means the policy never placed those jobs (e.g. plain `sia` when no count in a job's "
+        "requirement set is in Sia's config space); its averages then cover completed jobs only and are not "
+        "comparable. `gavel-lr` / `sia-lr` are the baselines as the Hops paper ran them (LR-priority weights; "
+        "Sia with one config per requirement).",
         "",
         _section("Table 3: 64 GPUs", "paper-64", "paper", MAIN, seeds, data, "table3", PAPER_TABLE_3),
     ]

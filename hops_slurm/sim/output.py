@@ -97,6 +97,8 @@ def write_plots(results: Sequence[RunResult], out: Path, prefix: str = "") -> li
             values = [v / scale for r in results if r.policy == p for v in getattr(r.metrics, key)]
             xs, ys = cdf(values)
             ax.step(xs, ys, where="post", label=p)
+        if key != "jct":
+            ax.set_xscale("symlog", linthresh=0.1)  # ratios span 0 .. 100+
         ax.set_xlabel(label)
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
