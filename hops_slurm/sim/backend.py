@@ -69,6 +69,12 @@ class SimSettings:
 
 @dataclass
 class SimBackend:
+    """The simulated cluster behind :class:`hops_slurm.backend.Backend` (see the module docstring).
+
+    After a run: :meth:`job_records` (one JobRecord per job), ``series`` (time, GPUs in use,
+    normalised throughput) and ``obs`` (what the scheduler learned).
+    """
+
     cluster: ClusterSpec
     jobs: tuple[JobSpec, ...]
     settings: SimSettings = field(default_factory=SimSettings)
@@ -79,7 +85,6 @@ class SimBackend:
             self.truth.check_model(spec.model)
         self.speeds = self.cluster.node_speeds()
         self.capacity = {name: kind.gpus for name, kind in self.cluster.nodes()}
-        self.node_order = list(self.capacity)
         self.obs = Observations(
             {n: k.gpu_type for n, k in self.cluster.nodes()}, {n: k.name for n, k in self.cluster.nodes()}
         )
@@ -97,6 +102,9 @@ class SimBackend:
         self.cancelled: dict[str, _Job] = {}
         #: (time, GPUs in use, normalised throughput) after every change
         self.series: list[tuple[float, int, float]] = []
+        ids = [spec.job_id for spec in self.jobs]
+        if len(set(ids)) != len(ids):
+            raise HopsError("workload has duplicate job ids; every job needs its own id")
         for spec in self.jobs:
             if spec.requirements[0] > sum(self.capacity.values()):
                 raise HopsError(f"job {spec.job_id} needs at least {spec.requirements[0]} GPUs; the cluster has {sum(self.capacity.values())}")
