@@ -36,9 +36,9 @@ PAPER_TABLE_4 = """| Policy | Makespan | Avg.JCT | Avg.WT | Max.LR | Avg.frag |
 """
 MAIN = ["hops", "sia-lr", "gavel-lr", "sia", "gavel", "themis", "slurm-backfill"]
 ABLATION = ["hops", "hops-las", "hops-sjf", "hops-srtf", "hops-fifo"]
-FTF = ["hops-ftf", "sia", "gavel", "themis"]
+FTF = ["hops-ftf", "sia-lr", "gavel-lr", "themis"]
 RATES = [30, 60, 120, 300, 600, 1200]
-SWEEP = ["hops", "sia", "gavel"]
+SWEEP = ["hops", "sia-lr", "gavel-lr"]
 
 
 def _usable(names: list[str]) -> tuple[list[str], list[str]]:
