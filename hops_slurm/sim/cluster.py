@@ -31,8 +31,14 @@ from hops_slurm.errors import ConfigError
 from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
 from planner.views import ClusterView, NodeView
 
-#: where the cluster files live in a source checkout (etc/clusters at the repository root)
+#: where the cluster files live in a source checkout (etc/clusters at the repository root); an
+#: installed wheel looks in hops_slurm/etc/clusters (package data) instead
 CLUSTER_DIR = Path(__file__).resolve().parents[2] / "etc" / "clusters"
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "etc" / "clusters"
+
+
+def _cluster_dirs() -> list[Path]:
+    return [d for d in (CLUSTER_DIR, PACKAGED_DIR) if d.is_dir()]
 
 
 class ServerKind(BaseModel):
@@ -90,14 +96,14 @@ class ClusterSpec(BaseModel):
 
 
 def known_clusters() -> list[str]:
-    return sorted(p.stem for p in CLUSTER_DIR.glob("*.toml")) if CLUSTER_DIR.is_dir() else []
+    return sorted({p.stem for d in _cluster_dirs() for p in d.glob("*.toml")})
 
 
 def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     """A cluster by name (``paper-64``) from etc/clusters, or from a TOML file path; validated."""
     path = Path(name_or_path)
     if not path.is_file():
-        path = CLUSTER_DIR / f"{name_or_path}.toml"
+        path = next((d / f"{name_or_path}.toml" for d in _cluster_dirs() if (d / f"{name_or_path}.toml").is_file()), path)
     if not path.is_file():
         raise ConfigError(
             f"cluster {str(name_or_path)!r}: no such file and no etc/clusters/{name_or_path}.toml; "
