@@ -1,0 +1,7 @@
+#!/bin/bash
+#SBATCH -J resnet50-a
+#HOPS gpus=1,2,4,8 samples=28K batch-size=32 model=resnet50
+#HOPS lr=0.1@8
+# A `make demo` job: read the allocation Hops chose, then train (etc/demo/train.py).
+[ -r "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env" ] && . "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"
+exec "$HOPS_DEMO_PYTHON" "$HOPS_DEMO_ROOT/etc/demo/train.py" "$0"

@@ -1,0 +1,355 @@
+"""``make demo`` / ``hops-slurm demo``: a real workload scheduled by the Hops daemon on the minicluster.
+
+Data flow: minicluster up (real slurmctld/slurmd, fake GPUs, submit hook) -> ``sbatch`` the scripts of
+etc/demo/jobs at the times etc/demo/workload.toml gives (the hook rejects the malformed one and holds
+the rest) -> ``hops-slurm daemon`` (a PID-tracked subprocess with etc/demo/hops.toml) profiles, plans
+and places them round by round -> the jobs (etc/demo/train.py: real CPU PyTorch, emulated GPU speed)
+train, checkpoint, resume after preemption, end -> the daemon's records -> ``hops-slurm report`` table
+and ``--summary`` on stdout, ``report.md`` and PNG plots into docs/demo -> daemon and cluster stopped,
+also on error or Ctrl-C. Running it twice is safe: the demo's own state is wiped at the start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from hops_slurm.config import load_config
+from hops_slurm.errors import ConfigError, HopsError
+from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_DIR = ROOT / "etc" / "demo"
+JOBS_DIR = DEMO_DIR / "jobs"
+WORKLOAD = DEMO_DIR / "workload.toml"
+SITE_CONFIG = DEMO_DIR / "hops.toml"
+REPORT_DIR = ROOT / "docs" / "demo"
+HOOK = ROOT / "hooks" / "job_submit.lua"
+#: ``hops-slurm`` run by this interpreter (``python -m`` cannot run the ``hops_slurm.cli`` package).
+HOPS_SLURM = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+MARKER = ".hops-demo"  # marks a folder the demo created and may wipe
+
+
+class DemoError(HopsError):
+    """The demo could not finish: the daemon died, a job failed, or the workload did not end in time."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    script: Path
+    at: float  # seconds after the first submission
+
+
+def load_workload(jobs_dir: Path = JOBS_DIR, workload: Path | None = WORKLOAD) -> list[Submission]:
+    """The job scripts of ``jobs_dir`` with their arrival times from ``workload`` ([arrivals] table)."""
+    arrivals: dict[str, float] = {}
+    if workload is not None:
+        try:
+            data = tomllib.loads(workload.read_text())
+        except (FileNotFoundError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{workload}: {exc}") from None
+        arrivals = {str(k): float(v) for k, v in data.get("arrivals", {}).items()}
+    scripts = sorted(jobs_dir.glob("*.sh"))
+    unknown = sorted(set(arrivals) - {s.name for s in scripts})
+    if unknown:
+        raise ConfigError(f"{workload}: [arrivals] names scripts not in {jobs_dir}: {', '.join(unknown)}")
+    if not scripts:
+        raise ConfigError(f"{jobs_dir}: no *.sh job scripts")
+    return sorted((Submission(s, arrivals.get(s.name, 0.0)) for s in scripts), key=lambda s: (s.at, s.script.name))
+
+
+@dataclass(frozen=True)
+class DemoDirs:
+    """Where one demo run keeps its state: inside the minicluster's state directory."""
+
+    root: Path
+
+    @property
+    def engine(self) -> Path:
+        return self.root / "engine"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "hops.toml"
+
+    @property
+    def records(self) -> Path:
+        return self.engine / "records.sqlite"
+
+    @property
+    def env_dir(self) -> Path:
+        return self.engine / "jobs"
+
+    def reset(self) -> None:
+        """Wipe what an earlier demo left here (only a folder the demo itself created)."""
+        if self.root.exists():
+            if not (self.root / MARKER).exists():
+                raise DemoError(f"{self.root} exists but was not made by the demo; move it away")
+            shutil.rmtree(self.root)
+        for d in (self.root, self.engine, self.logs):
+            d.mkdir(parents=True, exist_ok=True)
+        (self.root / MARKER).write_text("made by hops-slurm demo; wiped at its next start\n")
+        os.chmod(self.root, 0o755)
+
+
+def write_site_config(source: Path, state_dir: Path, dest: Path) -> Path:
+    """Copy ``source`` to ``dest`` with ``paths.state_dir`` replaced, after checking both parse."""
+    load_config(source)
+    lines = source.read_text().splitlines()
+    out, section, replaced = [], "", False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            if section == "paths" and not replaced:
+                out.append(f'state_dir = "{state_dir}"')
+                replaced = True
+            section = stripped.strip("[]").strip()
+        elif section == "paths" and stripped.split("=")[0].strip() == "state_dir":
+            line, replaced = f'state_dir = "{state_dir}"', True
+        out.append(line)
+    if not replaced:
+        out += ([] if section == "paths" else ["", "[paths]"]) + [f'state_dir = "{state_dir}"']
+    dest.write_text("\n".join(out) + "\n")
+    if load_config(dest).paths.state_dir != state_dir:
+        raise ConfigError(f"{dest}: could not set paths.state_dir to {state_dir}")
+    return dest
+
+
+class Daemon:
+    """``hops-slurm daemon --foreground`` as a child process in its own session, stopped by PID."""
+
+    def __init__(self, config: Path, env: dict[str, str], log_path: Path) -> None:
+        self.argv = [*HOPS_SLURM, "-v", "daemon", "--config", str(config), "--foreground"]
+        self.env, self.log_path = env, log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> int:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        return self.proc.pid
+
+    def check_alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise DemoError(f"the daemon exited with status {self.proc.returncode}; its log ({self.log_path}):\n{self.tail()}")
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM (the daemon finishes its current step), then SIGKILL its whole session after ``timeout``."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+@dataclass
+class Progress:
+    """What the demo knows about its jobs: Slurm states as last seen."""
+
+    names: dict[str, str]  # job id -> script name
+    states: dict[str, str] = field(default_factory=dict)
+    gpus: dict[str, int] = field(default_factory=dict)
+
+    def ended(self) -> bool:
+        return all(self.states.get(j) in ENDED for j in self.names)
+
+    def line(self, elapsed: float, waiting: int) -> str:
+        running = [j for j in self.names if self.states.get(j) == "RUNNING"]
+        done = sum(1 for j in self.names if self.states.get(j) == "COMPLETED")
+        failed = sum(1 for j in self.names if self.states.get(j) in ENDED - {"COMPLETED"})
+        pending = len(self.names) - len(running) - done - failed
+        used = sum(self.gpus.get(j, 0) for j in running)
+        text = f"   [{elapsed:4.0f} s] {len(running)} running on {used} GPUs, {pending} pending, {done} completed"
+        text += f", {failed} failed" if failed else ""
+        return text + (f", {waiting} still to submit" if waiting else "")
+
+
+def _gres_gpus(tres: str) -> int:
+    for item in tres.split(","):
+        key, _, value = item.partition("=")
+        if key == "gres/gpu" and value.isdigit():
+            return int(value)
+    return 0
+
+
+def poll_jobs(cluster: Minicluster, progress: Progress) -> None:
+    """Update ``progress`` from ``squeue -t all --json`` (a job gone from it keeps its last state)."""
+    import json
+
+    result = cluster.run(["squeue", "-t", "all", "--json"], check=False, timeout=20)
+    if result.returncode != 0:
+        return  # slurmctld busy; the next poll retries
+    for job in json.loads(result.stdout).get("jobs", []):
+        job_id = str(job["job_id"])
+        if job_id in progress.names:
+            state = job.get("job_state")
+            progress.states[job_id] = state[0] if isinstance(state, list) else str(state)
+            progress.gpus[job_id] = _gres_gpus(job.get("tres_alloc_str") or "")
+
+
+@contextmanager
+def _interrupts_as_errors() -> Iterator[None]:
+    """SIGTERM to the demo behaves like Ctrl-C, so the ``finally`` clauses tear everything down."""
+
+    def _raise(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_demo(
+    out: TextIO,
+    spec: MiniclusterSpec | None = None,
+    *,
+    jobs_dir: Path = JOBS_DIR,
+    workload: Path | None = WORKLOAD,
+    site_config: Path = SITE_CONFIG,
+    report_dir: Path | None = REPORT_DIR,
+    timeout: float = 900.0,
+    poll: float = 5.0,
+    keep: bool = False,
+) -> int:
+    """Run the whole demo; 0 when every accepted job completed. ``report_dir=None``: no Markdown/PNGs."""
+    spec = spec or load_spec()
+    submissions = load_workload(jobs_dir, workload)
+    dirs = DemoDirs(spec.state_dir / "demo")
+    cluster = Minicluster(spec, job_submit_lua=HOOK)
+    daemon: Daemon | None = None
+    try:
+        with _interrupts_as_errors():
+            print("== bringing up the minicluster (real slurmctld + one slurmd per node, fake GPUs)", file=out)
+            status = cluster.up()
+            print(f"   SLURM_CONF={status.conf}", file=out)
+            print(cluster.run(["sinfo", "-N", "-o", "%N %P %G %T"]).stdout.rstrip(), file=out)
+            dirs.reset()
+            config = write_site_config(site_config, dirs.engine, dirs.config)
+            env = dict(cluster.env(), HOPS_JOB_ENV_DIR=str(dirs.env_dir), HOPS_DEMO_PYTHON=sys.executable,
+                       HOPS_DEMO_ROOT=str(ROOT), HOPS_DEMO_STATE=str(dirs.root), PYTHONUNBUFFERED="1")
+            daemon = Daemon(config, env, dirs.logs / "daemon.log")
+            pid = daemon.start()
+            print(f"== started the Hops daemon (pid {pid}, config {config}, log {daemon.log_path})", file=out)
+            progress = _run_workload(cluster, daemon, submissions, dirs, env, out, timeout, poll)
+            print("== stopping the daemon", file=out)
+            daemon.stop()
+            _show_jobs(progress, dirs, out)
+            _report(dirs, report_dir, out)
+            failed = [f"{progress.names[j]} ({progress.states.get(j)})" for j in progress.names
+                      if progress.states.get(j) != "COMPLETED"]
+            if failed:
+                raise DemoError(f"jobs did not complete: {', '.join(failed)}; logs in {dirs.logs}")
+    finally:
+        if daemon is not None and daemon.stop() not in (None, 0):
+            print(f"   the daemon exited with status {daemon.proc.returncode if daemon.proc else '?'}", file=out)
+        if keep:
+            print(f"== leaving the cluster up (export SLURM_CONF={cluster.conf_path}; hops-slurm minicluster down)", file=out)
+        else:
+            print("== tearing down", file=out)
+            stopped = cluster.down()
+            print(f"   stopped {len(stopped)} daemons", file=out)
+    return 0
+
+
+def _run_workload(cluster: Minicluster, daemon: Daemon, submissions: list[Submission], dirs: DemoDirs,
+                  env: dict[str, str], out: TextIO, timeout: float, poll: float) -> Progress:
+    print(f"== submitting {len(submissions)} job scripts from {submissions[0].script.parent} with sbatch"
+          " (the submit hook validates #HOPS lines and holds each job for Hops)", file=out)
+    progress = Progress(names={})
+    queue = list(submissions)
+    start = time.monotonic()
+    last_line = ""
+    while True:
+        elapsed = time.monotonic() - start
+        while queue and queue[0].at <= elapsed:
+            sub = queue.pop(0)
+            job_id = _submit(cluster, sub.script, dirs, env, out, elapsed)
+            if job_id is not None:
+                progress.names[job_id] = sub.script.stem
+        daemon.check_alive()
+        poll_jobs(cluster, progress)
+        if not queue and progress.ended():
+            print(progress.line(elapsed, 0), file=out)
+            return progress
+        line = progress.line(elapsed, len(queue))
+        if line.split("]", 1)[1] != last_line:
+            print(line, file=out, flush=True)
+            last_line = line.split("]", 1)[1]
+        if elapsed > timeout:
+            raise DemoError(f"the workload did not finish within {timeout:.0f} s; daemon log {daemon.log_path}:\n{daemon.tail()}")
+        time.sleep(poll)
+
+
+def _submit(cluster: Minicluster, script: Path, dirs: DemoDirs, env: dict[str, str], out: TextIO, elapsed: float) -> str | None:
+    argv = ["sbatch", "--parsable", f"--output={dirs.logs}/%x-%j.out", str(script)]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
+    if result.returncode != 0:
+        reason = next((l for l in result.stderr.splitlines() if "#HOPS" in l), result.stderr.strip())
+        print(f"   [{elapsed:4.0f} s] {script.name:<15} rejected by sbatch: {reason.removeprefix('sbatch: error: ')}", file=out)
+        return None
+    job_id = result.stdout.strip().split(";")[0]
+    print(f"   [{elapsed:4.0f} s] {script.name:<15} job {job_id}", file=out, flush=True)
+    return job_id
+
+
+def _show_jobs(progress: Progress, dirs: DemoDirs, out: TextIO) -> None:
+    """Each job's final state and how often it ran (a run after the first resumed from its checkpoint)."""
+    import json
+
+    print("== the jobs (runs > 1: preempted by a round and resumed from the checkpoint)", file=out)
+    for job_id, name in progress.names.items():
+        done = dirs.root / "ckpt" / job_id / "done.json"
+        info = json.loads(done.read_text()) if done.exists() else None
+        runs = " -> ".join(",".join(f"{n}:{k}" for n, k in r["config"].items()) for r in info["runs"]) if info else "-"
+        samples = info["samples"] if info else 0
+        print(f"   {job_id:>5} {name:<13} {progress.states.get(job_id, '?'):<10} {samples:>7} samples  runs: {runs}", file=out)
+
+
+def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO) -> None:
+    """``hops-slurm report`` and ``--summary`` on the daemon's records; Markdown and plots."""
+    if not dirs.records.exists():
+        raise DemoError(f"the daemon wrote no records ({dirs.records} is missing); see {dirs.logs / 'daemon.log'}")
+    base = [*HOPS_SLURM, "report", "--records", str(dirs.records), "--utc"]
+    for extra, title in (([], "hops-slurm report"), (["--summary"], "hops-slurm report --summary")):
+        result = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, check=False)
+        if result.returncode != 0:
+            raise DemoError(f"{title} failed: {result.stderr.strip()}")
+        print(f"== {title}", file=out)
+        print(result.stdout.rstrip(), file=out)
+    if report_dir is not None:
+        from hops_slurm.report.markdown import write_markdown
+        from hops_slurm.report.source import open_source
+
+        records = open_source(dirs.records).load()
+        now = records.last_time() or time.time()
+        path = write_markdown(records, report_dir, now, simulated=False, title="Example: `make demo`", max_rows=20)
+        print(f"== wrote {path} and its plots", file=out)
