@@ -128,7 +128,7 @@ def main(argv: list[str]) -> int:
             job.optimizer.step()
             job.optimizer.zero_grad(set_to_none=True)
             time.sleep(max(0.0, step_s - (time.monotonic() - start)))  # EMULATION: the rest of the GPU step
-        loss = float(loss_t)
+        loss = float(loss_t.detach())
         done += gpus * directives.batch_size
         steps += 1
         now = time.monotonic()

@@ -20,7 +20,7 @@ from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "etc" / "demo" / "emulation.toml"
-_NODE_INDEX = re.compile(r"-?[0-9]+$")
+_NODE_INDEX = re.compile(r"-[0-9]+$")
 
 
 class Scaling(BaseModel):
@@ -76,7 +76,8 @@ class Emulation(BaseModel):
 
 
 def gpu_type_of(node: str) -> str:
-    """The GPU type of a minicluster node: its name without the trailing index (``a100-2`` -> ``a100``)."""
+    """The GPU type of a minicluster node: its name without the trailing ``-INDEX`` (``a100-2`` -> ``a100``; the
+    demo spec names nodes PREFIX-INDEX with the GPU type as prefix)."""
     return _NODE_INDEX.sub("", node) or node
 
 

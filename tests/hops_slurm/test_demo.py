@@ -1,28 +1,186 @@
-"""``make demo`` end to end, on its own cluster (the default spec moved to other ports and state)."""
+"""``make demo``: the emulation arithmetic, the shipped workload, the training job's checkpoint/resume,
+and a reduced demo end to end on its own minicluster (own ports and state) under the real daemon."""
 
 from __future__ import annotations
 
 import io
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from hops_slurm.demo import run_demo
+from hops_slurm.config import load_config
+from hops_slurm.demo.emulation import Emulation, gpu_type_of, load_emulation, parse_config
+from hops_slurm.demo.run import JOBS_DIR, ROOT, SITE_CONFIG, WORKLOAD, load_workload, run_demo, write_site_config
+from hops_slurm.directives import parse_script
+from hops_slurm.errors import ConfigError, DirectiveError
 from hops_slurm.minicluster.spec import Ports, load_spec
 from slurm_helpers import leftover_processes
 
-pytestmark = pytest.mark.slurm
+TRAIN = ROOT / "etc" / "demo" / "train.py"
 
 
-def test_demo_runs_and_cleans_up() -> None:
+def _emulation() -> Emulation:
+    return Emulation.model_validate({
+        "step_seconds": {"resnet18": 0.1, "gpt2": 0.2},
+        "speed": {"a100": {"default": 1.0}, "v100": {"default": 0.5, "gpt2": 0.25}},
+        "scaling": {"sync_overhead": 0.1, "cross_node": 1.5},
+    })
+
+
+# ----- emulation ------------------------------------------------------------------------------------
+def test_step_time_by_hand() -> None:
+    e = _emulation()
+    assert e.step_time("resnet18", {"a100-1": 1}) == pytest.approx(0.1)
+    # 0.1 / 0.5 * (1 + 0.1 * log2 4) = 0.24
+    assert e.step_time("resnet18", {"v100-2": 4}) == pytest.approx(0.24)
+    # slowest type sets the pace, cross-node: 0.2 / 0.25 * (1 + 0.1 * 3) * 1.5 = 1.56
+    assert e.step_time("gpt2", {"a100-1": 4, "v100-1": 4}) == pytest.approx(1.56)
+    # 8 GPUs x 16 samples per 0.2 * 1.3 s step
+    assert e.throughput("gpt2", 16, {"a100-1": 8}) == pytest.approx(128 / 0.26)
+    assert e.job_seconds("gpt2", 16, 12800, {"a100-1": 8}) == pytest.approx(26.0)
+
+
+def test_emulation_errors_name_the_missing_entry() -> None:
+    e = _emulation()
+    with pytest.raises(ConfigError, match=r"\[speed.h100\]"):
+        e.step_time("resnet18", {"h100-1": 1})
+    with pytest.raises(ConfigError, match="vit"):
+        e.step_time("vit", {"a100-1": 1})
+
+
+def test_node_names_and_hops_config() -> None:
+    assert gpu_type_of("a100-12") == "a100"
+    assert gpu_type_of("v100") == "v100"
+    assert parse_config("a100-1:4,a100-2:2") == {"a100-1": 4, "a100-2": 2}
+    with pytest.raises(ValueError, match="NODE:GPUS"):
+        parse_config("a100-1")
+
+
+def test_shipped_emulation_covers_every_demo_model_and_node_type() -> None:
+    e = load_emulation()
+    spec = load_spec()
+    for sub in load_workload():
+        try:
+            d = parse_script(sub.script.read_text())
+        except DirectiveError:
+            continue
+        assert d is not None
+        for group in spec.nodes:
+            assert e.speed_of(group.gpu_type, d.model) > 0
+        assert e.step_seconds_of(d.model) > 0
+
+
+# ----- the shipped workload -------------------------------------------------------------------------
+def test_workload_is_12_to_20_jobs_of_30_to_90_seconds_plus_one_malformed() -> None:
+    e = load_emulation()
+    subs = load_workload(JOBS_DIR, WORKLOAD)
+    parsed, rejected = {}, []
+    for sub in subs:
+        try:
+            parsed[sub.script.name] = parse_script(sub.script.read_text())
+        except DirectiveError as exc:
+            rejected.append((sub.script.name, str(exc)))
+    assert rejected == [("broken.sh", "#HOPS gpus: duplicate count 2")]
+    assert 12 <= len(parsed) <= 20
+    assert len({d.model for d in parsed.values()}) >= 5
+    assert any(len(d.gpus) >= 3 for d in parsed.values()) and any(d.lr is not None for d in parsed.values())
+    assert {s.at for s in subs} == {0.0, 30.0, 60.0}
+    for name, d in parsed.items():
+        k = d.gpus[len(d.gpus) // 2] if len(d.gpus) > 1 else d.gpus[0]  # a middle count, A100 nodes of 8
+        config = {"a100-1": min(k, 8), **({"a100-2": k - 8} if k > 8 else {})}
+        seconds = e.job_seconds(d.model, d.batch_size, d.samples, config)
+        assert 30 <= seconds <= 90, f"{name}: {seconds:.0f} s of work at {k} A100s"
+
+
+def test_workload_rejects_arrivals_for_missing_scripts(tmp_path: Path) -> None:
+    (tmp_path / "a.sh").write_text("#!/bin/bash\n")
+    (tmp_path / "w.toml").write_text('[arrivals]\n"b.sh" = 5\n')
+    with pytest.raises(ConfigError, match="b.sh"):
+        load_workload(tmp_path, tmp_path / "w.toml")
+
+
+def test_site_config_copy_moves_only_the_state_dir(tmp_path: Path) -> None:
+    dest = write_site_config(SITE_CONFIG, tmp_path / "engine", tmp_path / "hops.toml")
+    original, copy = load_config(SITE_CONFIG), load_config(dest)
+    assert copy.paths.state_dir == tmp_path / "engine"
+    assert copy.model_copy(update={"paths": original.paths}) == original
+    assert original.scheduler.round_length <= 30 and original.scheduler.queue_refresh <= 5
+
+
+# ----- the training job -----------------------------------------------------------------------------
+def _job_env(tmp_path: Path, job_id: str, **extra: str) -> dict[str, str]:
+    return dict(os.environ, SLURM_JOB_ID=job_id, HOPS_DEMO_STATE=str(tmp_path / "state"),
+                HOPS_METRICS_FILE=str(tmp_path / "metrics.jsonl"), PYTHONUNBUFFERED="1", **extra)
+
+
+def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#HOPS gpus=1,4 samples=4000 batch-size=32 model=resnet18\n")
+    ckpt = tmp_path / "state" / "ckpt" / "91"
+    first = subprocess.Popen([sys.executable, str(TRAIN), str(script)], text=True, stdout=subprocess.PIPE,
+                             env=_job_env(tmp_path, "91", SLURMD_NODENAME="v100-1", HOPS_GPUS="1"))
+    deadline = time.monotonic() + 60
+    while not (ckpt / "state.pt").exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    first.send_signal(signal.SIGTERM)  # what Slurm sends a job it requeues
+    out1, _ = first.communicate(timeout=30)
+    assert first.returncode == 143, out1
+    assert "EMULATED v100 speed: 0.200 s per step of 32 samples" in out1
+    assert "checkpoint saved" in out1 and not (ckpt / "done.json").exists()
+
+    second = subprocess.run([sys.executable, str(TRAIN), str(script)], text=True, capture_output=True, timeout=90,
+                            env=_job_env(tmp_path, "91", HOPS_CONFIG="a100-1:2,a100-2:2", HOPS_LR="0.04"))
+    assert second.returncode == 0, second.stderr
+    assert "resumed from checkpoint at" in second.stdout
+    done = json.loads((ckpt / "done.json").read_text())
+    assert [r["config"] for r in done["runs"]] == [{"v100-1": 1}, {"a100-1": 2, "a100-2": 2}]
+    saved = done["runs"][0]["samples_at_save"]
+    assert 32 <= saved < 4000 and saved % 32 == 0
+    # the second run adds 4 GPUs x 32 samples per step until 4000 are reached
+    assert done["samples"] == saved + 128 * math.ceil((4000 - saved) / 128)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert {r["gpus"] for r in records} == {1, 4} and all(r["kind"] == "runtime" for r in records)
+
+
+# ----- end to end -----------------------------------------------------------------------------------
+TINY_JOBS = {
+    "a.sh": "gpus=1,2 samples=1200 batch-size=32 model=resnet18",
+    "b.sh": "gpus=2,4 samples=800 batch-size=8 model=gpt2",
+    "c.sh": "gpus=1 samples=600 batch-size=16 model=mobilenetv2",
+    "z-broken.sh": "gpus=1,2,2 samples=1K batch-size=64 model=resnet18",
+}
+
+
+@pytest.mark.slurm
+def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
+    for name, hops in TINY_JOBS.items():
+        body = (JOBS_DIR / "resnet18-a.sh").read_text().splitlines()[4:]  # the shipped env + train lines
+        (tmp_path / name).write_text("\n".join(["#!/bin/bash", f"#SBATCH -J {name[:-3]}", f"#HOPS {hops}", *body]) + "\n")
     spec = load_spec().model_copy(
         update={"state_dir": Path("/var/tmp/hops-minicluster-demo-test"), "cluster_name": "hopsdemo",
                 "ports": Ports(slurmctld=6947, slurmd_base=17401, slurmdbd=6949, mariadb=13346)}
     )
     out = io.StringIO()
-    assert run_demo(out, spec) == 0
+    try:
+        rc = run_demo(out, spec, jobs_dir=tmp_path, workload=None, report_dir=tmp_path / "report", timeout=240, poll=2)
+    finally:
+        print(out.getvalue())
     text = out.getvalue()
-    assert "broken.sh      rejected by sbatch: #HOPS gpus: duplicate count 2" in text
-    assert text.count("JobHeldUser") == 3
-    assert "RUNNING on v100-1, gpu:v100:4(IDX:0-3)" in text
+    assert rc == 0
+    assert "z-broken.sh     rejected by sbatch: #HOPS gpus: duplicate count 2" in text
+    assert "3 running" in text or "2 running" in text or "1 running" in text
+    assert "0 pending, 3 completed" in text
+    for name in ("a", "b", "c"):
+        assert f" {name:<13} COMPLETED " in text
+    assert "== hops-slurm report --summary" in text
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert report.count(" CD ") + report.count("COMPLETED") >= 3
+    assert list((tmp_path / "report").glob("*.png"))
     assert leftover_processes(spec.state_dir) == []
