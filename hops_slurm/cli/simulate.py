@@ -1,0 +1,62 @@
+"""``hops-slurm simulate``: compare scheduling policies on a simulated cluster (JSON, Markdown, plots).
+
+Data flow: --cluster (etc/clusters name or TOML file) + --workload (generator spec or CSV/JSONL
+file) -> hops_slurm.sim.runner.compare for every policy x seed -> --out: per-run JobRecord /
+RoundRecord JSONL, summary.json, results.md and PNG plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.output import markdown_table, write_plots, write_summary
+from hops_slurm.sim.policies import available_policies, make_policy
+from hops_slurm.sim.runner import Options, compare
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from exc
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="run policies on a simulated cluster and compare them")
+    p.add_argument("--cluster", default="paper-64", help="cluster name in etc/clusters or a TOML file (default paper-64)")
+    p.add_argument("--workload", default="paper",
+                   help="paper[:jobs=N,rate=R,mix=S/M/L/XL], sweep:rate=R, gavel[:jobs=N,rate=R], "
+                        "philly[:trace=ID,jobs=N], or a .csv/.jsonl trace file (default paper)")
+    p.add_argument("--policies", default=None, help="comma-separated policy names (default: all available)")
+    p.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default 0)")
+    p.add_argument("--out", type=Path, default=Path("sim-out"), help="output folder (default sim-out)")
+    p.add_argument("--round-seconds", type=float, default=360.0, help="round length (default 360)")
+    p.add_argument("--refresh-seconds", type=float, default=30.0, help="queue refresh / fragment plans (default 30)")
+    p.add_argument("--restart-seconds", type=float, default=60.0, help="restart cost after preemption (default 60)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    policies = [x.strip() for x in args.policies.split(",") if x.strip()] if args.policies else available_policies()
+    if not policies:
+        raise HopsError("no policies given")
+    if not args.seeds:
+        raise HopsError("no seeds given")
+    if min(args.round_seconds, args.refresh_seconds) <= 0 or args.restart_seconds < 0:
+        raise HopsError("--round-seconds and --refresh-seconds must be > 0, --restart-seconds >= 0")
+    for name in policies:
+        make_policy(name)  # fail on a bad name before any run starts
+    cluster = load_cluster(args.cluster)
+    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
+    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=not args.no_progress)
+    header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
+              f"seeds {','.join(map(str, args.seeds))}")
+    write_summary(results, args.out, header)
+    write_plots(results, args.out)
+    print(markdown_table(results), end="")
+    print(f"wrote {args.out}/summary.json, results.md, plots and per-run records")
+    return 0

@@ -1,0 +1,382 @@
+"""The simulated cluster: a discrete-event :class:`hops_slurm.backend.Backend` on a virtual clock.
+
+Data flow: job specs (hops_slurm.sim.workload) arrive at their times -> the profiler queue (probe runs
+of ``probe_seconds`` on ``gpus_per_type`` dedicated GPUs of every type, in parallel across types,
+FIFO per type) -> ready jobs are offered to the policy by the round loop -> :meth:`SimBackend.apply`
+starts, keeps or preempts them -> each running job progresses at the ground-truth throughput of its
+actual placement (hops_slurm.sim.groundtruth), after a restart cost when it (re)starts from a
+checkpoint -> completion releases its GPUs at once and closes its JobRecord.
+
+Restart cost: ``restart_seconds`` (default 60 s) of holding the GPUs without progress whenever a job
+resumes after a preemption or moves to another config. Gavel and Themis measure 5-10 s checkpoint
+save/load alone; Sia's measured restart penalties, which include re-launching the framework, are
+120-250 s; 60 s sits between. A job's first start costs nothing (it was launched by the probe path).
+
+Policies see only :mod:`hops_slurm.sim.observed` numbers, never ground truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+from hops_slurm.backend import Enactment
+from hops_slurm.errors import HopsError
+from hops_slurm.records import JobRecord, PlacementRecord
+from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
+from hops_slurm.sim.observed import Observations, ProbeResult, age_eq9, sensitivity_eq10
+from hops_slurm.sim.workload import JobSpec
+from planner.views import ClusterView, Config, JobView, Plan, freeze_config
+
+log = logging.getLogger(__name__)
+EPS = 1e-9
+#: reference for "normalised cluster throughput": 1 GPU of this type on one server
+REFERENCE_TYPE = "p100"
+
+
+class PolicyPlanError(HopsError):
+    """A policy returned a plan the cluster cannot enact (names the job and the reason)."""
+
+
+@dataclass
+class _Job:
+    spec: JobSpec
+    ready_at: float
+    record: JobRecord
+    config: Config | None = None
+    rate: float = 0.0  # ground-truth samples/s in config
+    resume_at: float = 0.0  # restart cost ends
+    done: float = 0.0
+    run_time: float = 0.0
+    gpu_seconds: float = 0.0
+    active_integral_at_submit: float = 0.0
+    finished: bool = False
+    ever_ran: bool = False
+    age: float = math.inf
+    sensitivity: float = math.inf
+
+
+@dataclass
+class SimSettings:
+    restart_seconds: float = 60.0
+    max_seconds: float = 90 * 86400.0  # safety stop: a simulation running past this is a bug
+    #: the whole cluster idle this long with ready jobs, no arrivals or probes left: the policy cannot
+    #: place them (e.g. a rigid request outside its config space); they are CANCELLED and reported
+    stall_seconds: float = 24 * 3600.0
+
+
+@dataclass
+class SimBackend:
+    """The simulated cluster behind :class:`hops_slurm.backend.Backend` (see the module docstring).
+
+    After a run: :meth:`job_records` (one JobRecord per job), ``series`` (time, GPUs in use,
+    normalised throughput) and ``obs`` (what the scheduler learned).
+    """
+
+    cluster: ClusterSpec
+    jobs: tuple[JobSpec, ...]
+    settings: SimSettings = field(default_factory=SimSettings)
+
+    def __post_init__(self) -> None:
+        self.truth = GroundTruth()
+        for spec in self.jobs:
+            self.truth.check_model(spec.model)
+        self.speeds = self.cluster.node_speeds()
+        self.capacity = {name: kind.gpus for name, kind in self.cluster.nodes()}
+        self.obs = Observations(
+            {n: k.gpu_type for n, k in self.cluster.nodes()}, {n: k.name for n, k in self.cluster.nodes()}
+        )
+        self.gpus_per_type: dict[str, int] = {}
+        for kind in self.cluster.server_kind:
+            self.gpus_per_type[kind.gpu_type] = self.gpus_per_type.get(kind.gpu_type, 0) + kind.gpus * kind.count
+        self.t = 0.0
+        self._pending_arrivals = sorted(self.jobs, key=lambda j: (j.arrival, j.job_id))
+        self._next_arrival = 0
+        self._profiler_free = {t: [0.0] * self.cluster.profiler.gpus_per_type for t in self.cluster.gpu_types}
+        self.active: dict[str, _Job] = {}
+        self.finished: dict[str, _Job] = {}
+        self._active_integral = 0.0
+        self._idle_since: float | None = None
+        self.cancelled: dict[str, _Job] = {}
+        #: (time, GPUs in use, normalised throughput) after every change
+        self.series: list[tuple[float, int, float]] = []
+        ids = [spec.job_id for spec in self.jobs]
+        if len(set(ids)) != len(ids):
+            raise HopsError("workload has duplicate job ids; every job needs its own id")
+        for spec in self.jobs:
+            if spec.requirements[0] > sum(self.capacity.values()):
+                raise HopsError(f"job {spec.job_id} needs at least {spec.requirements[0]} GPUs; the cluster has {sum(self.capacity.values())}")
+
+    # --- Backend -----------------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.t
+
+    def done(self) -> bool:
+        return not self.active and self._next_arrival >= len(self._pending_arrivals)
+
+    def next_activity(self) -> float | None:
+        times = [j.ready_at for j in self.active.values() if j.ready_at > self.t]
+        if self._next_arrival < len(self._pending_arrivals):
+            times.append(self._pending_arrivals[self._next_arrival].arrival)
+        times += self._completion_times()
+        return min(times) if times else None
+
+    def _used(self) -> dict[str, int]:
+        used = dict.fromkeys(self.capacity, 0)
+        for job in self.active.values():
+            for node, g in (job.config or {}).items():
+                used[node] += g
+        return used
+
+    def cluster_view(self, *, fragment: bool) -> ClusterView:
+        if not fragment:
+            return self.cluster.view()
+        used = self._used()
+        return self.cluster.view({n: self.capacity[n] - used[n] for n in self.capacity})
+
+    def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
+        out = []
+        for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id)):
+            if job.ready_at > self.t + EPS or (fragment and job.config is not None):
+                continue
+            out.append(
+                JobView(
+                    job_id=job.spec.job_id,
+                    requirements=job.spec.requirements,
+                    submit_time=job.spec.arrival,
+                    wait=max(self.t - job.spec.arrival - job.run_time, 0.0),
+                    age=job.age,
+                    sensitivity=job.sensitivity,
+                    throughput=self.obs.throughput_fn(job.spec.job_id),
+                    total_samples=job.spec.total_samples,
+                    done_samples=job.done,
+                    attained_gpu_seconds=job.gpu_seconds,
+                    run_time=job.run_time,
+                    current=job.config,
+                    user=job.spec.user,
+                )
+            )
+        return tuple(out)
+
+    def _check(self, plan: Plan, fragment: bool) -> dict[str, Config]:
+        offered = {j.job_id for j in self.job_views(fragment=fragment)}
+        placed: dict[str, Config] = {}
+        for job_id, config in plan.placed().items():
+            if job_id not in offered:
+                raise PolicyPlanError(f"plan places job {job_id!r}, which was not offered to this planning")
+            config = freeze_config(config)
+            for node in config:
+                if node not in self.capacity:
+                    raise PolicyPlanError(f"plan puts job {job_id} on unknown node {node!r}")
+            n = sum(config.values())
+            if n not in self.active[job_id].spec.requirements:
+                raise PolicyPlanError(
+                    f"plan gives job {job_id} {n} GPUs; its requirement set is {self.active[job_id].spec.requirements}"
+                )
+            placed[job_id] = config
+        used = self._used() if fragment else dict.fromkeys(self.capacity, 0)
+        for config in placed.values():
+            for node, g in config.items():
+                used[node] += g
+        for node, g in used.items():
+            if g > self.capacity[node]:
+                raise PolicyPlanError(f"plan uses {g} GPUs on {node}, which has {self.capacity[node]}")
+        return placed
+
+    def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
+        placed = self._check(plan, fragment)
+        result = Enactment()
+        if not fragment:
+            for job in self.active.values():
+                if job.config is None:
+                    continue
+                new = placed.get(job.spec.job_id)
+                if new is not None and dict(new) == dict(job.config):
+                    result.kept.append(job.spec.job_id)
+                else:
+                    self._stop(job, preempted=True)
+                    result.preempted.append(job.spec.job_id)
+        for job_id, config in placed.items():
+            job = self.active[job_id]
+            if job.config is not None:
+                continue  # kept
+            self._start(job, config)
+            result.started.append(job_id)
+        self._sample()
+        return result
+
+    def wait_until(self, t: float) -> None:
+        if t > self.settings.max_seconds:
+            stuck = ", ".join(
+                f"{j.spec.job_id} (requirements {list(j.spec.requirements)}, {j.spec.model})"
+                for j in list(self.active.values())[:5]
+            )
+            raise HopsError(
+                f"simulation passed {self.settings.max_seconds / 86400:.0f} days of virtual time with "
+                f"{len(self.active)} job(s) still active, e.g. {stuck}: the policy leaves them unplaced"
+            )
+        while self.t < t - EPS:
+            nxt = t
+            if self._next_arrival < len(self._pending_arrivals):
+                nxt = min(nxt, self._pending_arrivals[self._next_arrival].arrival)
+            for c in self._completion_times():
+                nxt = min(nxt, c)
+            for job in self.active.values():
+                if job.config is not None and job.resume_at > self.t:
+                    nxt = min(nxt, job.resume_at)
+            self._progress(max(nxt, self.t))
+            self._arrive()
+            self._complete()
+        self._progress(max(self.t, t))
+        self._arrive()
+        self._complete()
+        self._check_stall()
+
+    def _check_stall(self) -> None:
+        stalled = (
+            self.active
+            and self._next_arrival >= len(self._pending_arrivals)
+            and all(j.config is None and j.ready_at <= self.t for j in self.active.values())
+        )
+        if not stalled:
+            self._idle_since = None
+            return
+        if self._idle_since is None:
+            self._idle_since = self.t
+        elif self.t - self._idle_since >= self.settings.stall_seconds:
+            ids = sorted(self.active)
+            log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
+                        len(ids), self.settings.stall_seconds / 3600, ", ".join(ids))
+            for job_id in ids:
+                job = self.active.pop(job_id)
+                job.record.state = "CANCELLED"
+                self.cancelled[job_id] = job
+
+    # --- internals -------------------------------------------------------------------------------------
+    def _completion_times(self) -> list[float]:
+        out = []
+        for job in self.active.values():
+            if job.config is not None and job.rate > 0:
+                out.append(max(self.t, job.resume_at) + (job.spec.total_samples - job.done) / job.rate)
+        return out
+
+    def _progress(self, until: float) -> None:
+        dt = until - self.t
+        if dt <= 0:
+            return
+        self._active_integral += len(self.active) * dt
+        for job in self.active.values():
+            if job.config is None:
+                continue
+            useful = max(0.0, until - max(self.t, job.resume_at))
+            job.done = min(job.spec.total_samples, job.done + job.rate * useful)
+            job.run_time += dt
+            job.gpu_seconds += dt * sum(job.config.values())
+        self.t = until
+
+    def _arrive(self) -> None:
+        while self._next_arrival < len(self._pending_arrivals) and self._pending_arrivals[self._next_arrival].arrival <= self.t + EPS:
+            spec = self._pending_arrivals[self._next_arrival]
+            self._next_arrival += 1
+            ready = spec.arrival
+            for gpu_type, slots in self._profiler_free.items():
+                i = min(range(len(slots)), key=lambda k: slots[k])
+                start = max(spec.arrival, slots[i])
+                slots[i] = start + self.cluster.profiler.probe_seconds
+                ready = max(ready, slots[i])
+                best = {"a": NodeSpeed(gpu_type), "b": NodeSpeed(gpu_type)}
+                self.obs.record_probe(
+                    spec.job_id,
+                    gpu_type,
+                    ProbeResult(
+                        self.truth.throughput(spec.model, {"a": 1}, best),
+                        self.truth.throughput(spec.model, {"a": 2}, best),
+                        self.truth.throughput(spec.model, {"a": 1, "b": 1}, best),
+                    ),
+                )
+            record = JobRecord(
+                job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
+                requirements=list(spec.requirements), total_samples=spec.total_samples,
+            )
+            job = _Job(spec, ready, record, active_integral_at_submit=self._active_integral)
+            job.age = age_eq9(self.obs, spec.job_id, spec.total_samples, spec.requirements, self.gpus_per_type)
+            main_type = max(self.gpus_per_type, key=lambda t: self.gpus_per_type[t])
+            job.sensitivity = sensitivity_eq10(self.obs, spec.job_id, main_type)
+            record.age_estimate = job.age if math.isfinite(job.age) else None
+            self.active[spec.job_id] = job
+
+    def _complete(self) -> None:
+        for job in list(self.active.values()):
+            remaining = job.spec.total_samples - job.done
+            if job.config is not None and job.rate > 0 and self.t >= job.resume_at - EPS and remaining <= max(1e-9 * job.spec.total_samples, job.rate * 1e-6):
+                self._stop(job, preempted=False)
+                job.finished = True
+                job.record.end = self.t
+                job.record.state = "COMPLETED"
+                job.record.ideal_time = self._ideal_time(job)
+                self.finished[job.spec.job_id] = self.active.pop(job.spec.job_id)
+                self._sample()
+
+    def _start(self, job: _Job, config: Config) -> None:
+        job.config = config
+        job.rate = self.truth.throughput(job.spec.model, config, self.speeds)
+        job.resume_at = self.t + (self.settings.restart_seconds if job.ever_ran else 0.0)
+        if not job.ever_ran:
+            job.record.start = self.t
+            job.record.state = "RUNNING"
+        job.ever_ran = True
+        types = {self.speeds[n].gpu_type for n in config}
+        job.record.placements.append(
+            PlacementRecord(start=self.t, config=dict(config), gpu_type=types.pop() if len(types) == 1 else "mixed")
+        )
+        self.obs.record_run(job.spec.job_id, config, job.rate)
+
+    def _stop(self, job: _Job, *, preempted: bool) -> None:
+        job.config = None
+        job.rate = 0.0
+        last = job.record.placements[-1]
+        last.end = self.t
+        last.preempted = preempted
+
+    def _ideal_time(self, job: _Job) -> float:
+        """Themis T_id: run time alone on 1/N of the cluster, N = time-averaged active jobs over its life.
+
+        The job's share (GPUs) is capped by its largest requirement; throughput at the share is the
+        ground truth at the largest requirement <= share (scaled linearly for a fractional rest), averaged
+        over GPU types weighted by their GPU counts, on the best servers (speed 1.0).
+        """
+        life = self.t - job.spec.arrival
+        n_avg = max((self._active_integral - job.active_integral_at_submit) / life, 1.0) if life > 0 else 1.0
+        total = sum(self.gpus_per_type.values())
+        share = min(total / n_avg, float(job.spec.requirements[-1]))
+        fitting = [r for r in job.spec.requirements if r <= share] or [job.spec.requirements[0]]
+        r = fitting[-1]
+        thr = 0.0
+        for gpu_type, g in self.gpus_per_type.items():
+            thr += g / total * self.truth.samples_per_second(job.spec.model, gpu_type, r, r > 8)
+        thr *= share / r
+        return job.spec.total_samples / thr if thr > 0 else math.inf
+
+    def _sample(self) -> None:
+        used = 0
+        norm = 0.0
+        for job in self.active.values():
+            if job.config is None:
+                continue
+            used += sum(job.config.values())
+            ref = self.truth.samples_per_second(job.spec.model, REFERENCE_TYPE, 1, False)
+            if ref > 0:
+                norm += job.rate / ref
+        if self.series and abs(self.series[-1][0] - self.t) < EPS:
+            self.series[-1] = (self.t, used, norm)
+        else:
+            self.series.append((self.t, used, norm))
+
+    def job_records(self) -> list[JobRecord]:
+        out = [j.record for j in (*self.finished.values(), *self.cancelled.values(), *self.active.values())]
+        return sorted(out, key=lambda r: (r.submit, r.job_id))
+
+
+__all__ = ["SimBackend", "SimSettings", "PolicyPlanError"]

@@ -1,0 +1,131 @@
+"""Simulated cluster specifications: ``etc/clusters/<name>.toml`` -> :class:`ClusterSpec`.
+
+Data flow: a cluster file names server kinds (GPU type, GPUs per server, entity speed factor, count)
+and the profiler partition; the simulator expands it into nodes (``<kind>-<i>``, in file order = the
+adjacency order planners use for configs) and builds :class:`planner.views.NodeView` from it.
+
+File format (TOML)::
+
+    name = "paper-64"
+    description = "..."
+    [profiler]
+    gpus_per_type = 1          # dedicated probe GPUs per GPU type (the profiler partition)
+    probe_seconds = 60.0       # one probe run (1 GPU and a 2-server pair) on one type
+    [[server_kind]]
+    name = "v100-tigerway"     # server_class seen by Hops
+    gpu_type = "v100"          # must have measured data (k80, p100, v100)
+    gpus = 4
+    count = 2
+    speed = 1.0                # entity speed factor (1.0 = best server of this type)
+    paper_hardware = "TIGERWAY YK8100-8G RTX3090"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hops_slurm.errors import ConfigError
+from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
+from planner.views import ClusterView, NodeView
+
+#: where the cluster files live in a source checkout (etc/clusters at the repository root); an
+#: installed wheel looks in hops_slurm/etc/clusters (package data) instead
+CLUSTER_DIR = Path(__file__).resolve().parents[2] / "etc" / "clusters"
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "etc" / "clusters"
+
+
+def _cluster_dirs() -> list[Path]:
+    return [d for d in (CLUSTER_DIR, PACKAGED_DIR) if d.is_dir()]
+
+
+class ServerKind(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    gpu_type: str
+    gpus: int = Field(gt=0, le=64)
+    count: int = Field(gt=0)
+    speed: float = Field(default=1.0, gt=0.0, le=1.0)
+    paper_hardware: str = ""
+
+
+class ProfilerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gpus_per_type: int = Field(default=1, ge=1)
+    probe_seconds: float = Field(default=60.0, ge=0.0)
+
+
+class ClusterSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    profiler: ProfilerSpec = ProfilerSpec()
+    server_kind: list[ServerKind] = Field(min_length=1)
+
+    def nodes(self) -> list[tuple[str, ServerKind]]:
+        """(node name, its server kind) in adjacency order."""
+        out: list[tuple[str, ServerKind]] = []
+        for kind in self.server_kind:
+            out.extend((f"{kind.name}-{i:02d}", kind) for i in range(kind.count))
+        return out
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(k.gpus * k.count for k in self.server_kind)
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k.gpu_type for k in self.server_kind))
+
+    def node_speeds(self) -> dict[str, NodeSpeed]:
+        return {name: NodeSpeed(kind.gpu_type, kind.speed) for name, kind in self.nodes()}
+
+    def view(self, free: dict[str, int] | None = None) -> ClusterView:
+        """The policy's view: every node, ``free`` GPUs per node (all free when omitted)."""
+        return ClusterView(
+            tuple(
+                NodeView(name, kind.gpu_type, kind.name, kind.gpus, kind.gpus if free is None else free[name])
+                for name, kind in self.nodes()
+            )
+        )
+
+
+def known_clusters() -> list[str]:
+    return sorted({p.stem for d in _cluster_dirs() for p in d.glob("*.toml")})
+
+
+def load_cluster(name_or_path: str | Path) -> ClusterSpec:
+    """A cluster by name (``paper-64``) from etc/clusters, or from a TOML file path; validated."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        path = next((d / f"{name_or_path}.toml" for d in _cluster_dirs() if (d / f"{name_or_path}.toml").is_file()), path)
+    if not path.is_file():
+        raise ConfigError(
+            f"cluster {str(name_or_path)!r}: no such file and no etc/clusters/{name_or_path}.toml; "
+            f"known clusters: {', '.join(known_clusters()) or 'none'}"
+        )
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{path}: {problems}") from exc
+    truth = GroundTruth()
+    for kind in spec.server_kind:
+        if kind.gpu_type not in truth.gpu_types:
+            raise ConfigError(
+                f"{path}: server_kind {kind.name!r}: gpu_type {kind.gpu_type!r} has no measured data; "
+                f"use one of {', '.join(truth.gpu_types)}"
+            )
+    names = [k.name for k in spec.server_kind]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{path}: server_kind names must be distinct, got {names}")
+    return spec

@@ -1,0 +1,124 @@
+"""Comparison output: RunResults -> summary.json, results.md (mean ± spread over seeds) and PNG plots.
+
+Data flow: hops_slurm.sim.runner.compare -> :func:`aggregate` -> :func:`markdown_table`,
+:func:`write_summary`, :func:`write_plots` (CDFs of JCT, latency ratio and FTF rho like the paper's
+Figs. 9/12; normalised cluster throughput over time like Fig. 11). Matplotlib with the Agg backend.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from hops_slurm.sim.metrics import cdf
+from hops_slurm.sim.runner import RunResult
+
+COLUMNS = (
+    ("makespan", "Makespan (h)", 3600.0),
+    ("avg_jct", "Avg.JCT (h)", 3600.0),
+    ("avg_wait", "Avg.WT (h)", 3600.0),
+    ("max_lr", "Max.LR", 1.0),
+    ("avg_frag", "Avg.frag", 1.0),
+    ("max_rho", "Max.ρ (FTF)", 1.0),
+    ("preemptions", "Preemptions", 1.0),
+    ("planner_mean_seconds", "Planner s/round", 1.0),
+    ("unfinished", "Unfinished", 1.0),
+)
+
+
+def aggregate(results: Sequence[RunResult]) -> dict[str, dict[str, tuple[float, float]]]:
+    """policy -> metric -> (mean, sample standard deviation over seeds; 0 for one seed)."""
+    by_policy: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_policy.setdefault(r.policy, []).append(r)
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for policy, runs in by_policy.items():
+        row = {}
+        for key, _label, _scale in COLUMNS:
+            values = [float(getattr(r.metrics, key)) for r in runs]
+            mean = statistics.fmean(values)
+            row[key] = (mean, statistics.stdev(values) if len(values) > 1 else 0.0)
+        out[policy] = row
+    return out
+
+
+def _fmt(mean: float, spread: float, scale: float) -> str:
+    if not math.isfinite(mean):
+        return "∞"
+    digits = 3 if scale == 1.0 and abs(mean) < 10 else 2
+    text = f"{mean / scale:.{digits}f}"
+    return text + (f" ± {spread / scale:.{digits}f}" if spread > 0 else "")
+
+
+def markdown_table(results: Sequence[RunResult]) -> str:
+    agg = aggregate(results)
+    head = "| Policy | " + " | ".join(label for _k, label, _s in COLUMNS) + " |"
+    sep = "|" + "---|" * (len(COLUMNS) + 1)
+    rows = [f"| {p} | " + " | ".join(_fmt(*row[k], s) for k, _l, s in COLUMNS) + " |" for p, row in agg.items()]
+    return "\n".join([head, sep, *rows]) + "\n"
+
+
+def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "runs": [
+            {"policy": r.policy, "seed": r.seed, "wall_seconds": r.wall_seconds, **r.metrics.table_row()}
+            for r in results
+        ],
+        "aggregate": {p: {k: {"mean": m, "std": s} for k, (m, s) in row.items()} for p, row in aggregate(results).items()},
+    }
+    js = out / "summary.json"
+    js.write_text(json.dumps(summary, indent=2, default=lambda v: None if not math.isfinite(v) else v) + "\n")
+    md = out / "results.md"
+    md.write_text((header + "\n\n" if header else "") + markdown_table(results))
+    return js, md
+
+
+def write_plots(results: Sequence[RunResult], out: Path, prefix: str = "") -> list[Path]:
+    """CDF of JCT, CDF of latency ratio, CDF of FTF rho (all seeds pooled) and throughput over time (first seed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    policies = list(dict.fromkeys(r.policy for r in results))
+    paths = []
+    for key, label, scale, fname in (
+        ("jct", "JCT (h)", 3600.0, "cdf_jct.png"),
+        ("lr", "latency ratio", 1.0, "cdf_lr.png"),
+        ("rho", "FTF ρ", 1.0, "cdf_rho.png"),
+    ):
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for p in policies:
+            values = [v / scale for r in results if r.policy == p for v in getattr(r.metrics, key)]
+            xs, ys = cdf(values)
+            ax.step(xs, ys, where="post", label=p)
+        if key != "jct":
+            ax.set_xscale("symlog", linthresh=0.1)  # ratios span 0 .. 100+
+        ax.set_xlabel(label)
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out / f"{prefix}{fname}"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for p in policies:
+        first = next(r for r in results if r.policy == p)
+        ax.step([t / 3600 for t, _u, _n in first.series], [n for _t, _u, n in first.series], where="post", label=p)
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("cluster throughput (p100-GPU equivalents)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = out / f"{prefix}throughput.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(path)
+    return paths

@@ -1,0 +1,142 @@
+"""One simulation and a comparison grid: (cluster, workload, policy, seed) -> records + metrics.
+
+Data flow: :func:`simulate` builds the SimBackend for a workload, drives a fresh policy through the
+round loop, and returns a :class:`RunResult`; :func:`compare` runs every (policy, seed) pair, writes
+each run's JobRecord / RoundRecord JSONL under ``out/<policy>/seed<k>/`` and shows a progress line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from hops_slurm.errors import HopsError
+from hops_slurm.records import JobRecord, RoundRecord
+from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.loop import LoopSettings, run_rounds
+from hops_slurm.sim.metrics import RunMetrics, summarize
+from hops_slurm.sim.policies import make_policy
+from hops_slurm.sim.workload import JobSpec, load_workload
+
+
+@dataclass
+class RunResult:
+    policy: str
+    seed: int
+    jobs: list[JobRecord]
+    rounds: list[RoundRecord]
+    series: list[tuple[float, int, float]]
+    metrics: RunMetrics
+    wall_seconds: float = 0.0
+
+
+@dataclass
+class Options:
+    round_seconds: float = 360.0
+    refresh_seconds: float = 30.0
+    restart_seconds: float = 60.0
+
+
+def simulate(
+    cluster: ClusterSpec,
+    jobs: tuple[JobSpec, ...],
+    policy_name: str,
+    seed: int = 0,
+    options: Options = Options(),
+    on_round: Callable[[float, int], None] | None = None,
+) -> RunResult:
+    """Run ``policy_name`` on ``cluster`` with ``jobs`` to completion; deterministic for the inputs."""
+    start = time.perf_counter()
+    backend = SimBackend(cluster, jobs, SimSettings(restart_seconds=options.restart_seconds))
+    policy = make_policy(policy_name)
+
+    def tick(now: float) -> None:
+        if on_round:
+            on_round(now, len(backend.finished))
+
+    try:
+        rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds), on_round=tick)
+    except HopsError as exc:
+        raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
+    records = backend.job_records()
+    return RunResult(policy_name, seed, records, rounds, backend.series, summarize(records, rounds),
+                     time.perf_counter() - start)
+
+
+def write_run(result: RunResult, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "jobs.jsonl").open("w") as fh:
+        for rec in result.jobs:
+            fh.write(rec.model_dump_json() + "\n")
+    with (folder / "rounds.jsonl").open("w") as fh:
+        for rec in result.rounds:
+            fh.write(rec.model_dump_json() + "\n")
+    with (folder / "throughput.csv").open("w") as fh:
+        fh.write("time_s,gpus_in_use,normalised_throughput\n")
+        for t, used, norm in result.series:
+            fh.write(f"{t:.3f},{used},{norm:.6f}\n")
+    (folder / "metrics.json").write_text(json.dumps(result.metrics.table_row(), indent=2) + "\n")
+
+
+@dataclass
+class Progress:
+    """A one-line stderr progress bar: runs done, the current run's jobs done and virtual hours."""
+
+    total_runs: int
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    done_runs: int = 0
+    enabled: bool = True
+    _last: float = 0.0
+
+    def show(self, label: str, jobs_done: int, jobs_total: int, now: float, *, force: bool = False) -> None:
+        """Redraw at most twice a second on a terminal; elsewhere (logs, CI) one line per finished run."""
+        if not self.enabled:
+            return
+        tty = self.stream.isatty()
+        if not force and (not tty or time.monotonic() - self._last < 0.5):
+            return
+        self._last = time.monotonic()
+        width = 24
+        frac = min(1.0, (self.done_runs + (jobs_done / max(jobs_total, 1) if not force else 0.0)) / self.total_runs)
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        line = f"[{bar}] {self.done_runs}/{self.total_runs} runs; {label}: {jobs_done}/{jobs_total} jobs, t={now / 3600:.1f} h"
+        self.stream.write(("\r" + line + " ") if tty else (line + "\n"))
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.enabled and self.stream.isatty():
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def compare(
+    cluster: ClusterSpec,
+    workload: str,
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    out: Path | None,
+    options: Options = Options(),
+    progress: bool = True,
+) -> list[RunResult]:
+    """Every policy on the same seeded workload; writes per-run records under ``out`` when given."""
+    results = []
+    bar = Progress(len(policies) * len(seeds), enabled=progress)
+    for seed in seeds:
+        jobs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
+        for name in policies:
+            label = f"{name} seed {seed}"
+            result = simulate(cluster, jobs, name, seed, options,
+                              on_round=lambda now, n, label=label: bar.show(label, n, len(jobs), now))
+            bar.done_runs += 1
+            bar.show(label, len(jobs), len(jobs), max(j.end or 0.0 for j in result.jobs), force=True)
+            if out is not None:
+                write_run(result, out / name / f"seed{seed}")
+            results.append(result)
+    bar.finish()
+    return results

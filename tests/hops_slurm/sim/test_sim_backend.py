@@ -1,0 +1,145 @@
+"""The simulated cluster against hand-computed timelines (probes, rounds, fragments, restarts)."""
+
+import pytest
+
+from hops_slurm.sim.backend import PolicyPlanError, SimBackend, SimSettings
+from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.groundtruth import GroundTruth
+from hops_slurm.sim.loop import LoopSettings, run_rounds
+from hops_slurm.sim.metrics import summarize
+from hops_slurm.sim.policies import FifoGreedy
+from hops_slurm.sim.workload import JobSpec
+from planner.views import Plan, Policy
+
+R50 = "ResNet-50 (batch size 64)"
+THR4 = GroundTruth().samples_per_second(R50, "v100", 4, False)
+
+
+def cluster(tmp_path, nodes=1, speed=1.0):
+    path = tmp_path / "tiny.toml"
+    path.write_text(
+        'name = "tiny"\n[profiler]\ngpus_per_type = 1\nprobe_seconds = 60.0\n'
+        f'[[server_kind]]\nname = "v"\ngpu_type = "v100"\ngpus = 4\ncount = {nodes}\nspeed = {speed}\n'
+    )
+    return load_cluster(path)
+
+
+def job(jid, seconds_at_4, arrival=0.0):
+    return JobSpec(jid, arrival, R50, (4,), THR4 * seconds_at_4)
+
+
+class NoFragments(FifoGreedy):
+    supports_fragment_plans = False
+
+
+def test_single_job_waits_for_its_probe_then_runs_at_ground_truth(tmp_path):
+    backend = SimBackend(cluster(tmp_path), (job("a", 3600.0),))
+    rounds = run_rounds(backend, FifoGreedy())
+    (rec,) = backend.job_records()
+    assert rec.start == pytest.approx(60.0)
+    assert rec.end == pytest.approx(3660.0)
+    assert rec.placements[0].config == {"v-00": 4} and rec.placements[0].gpu_type == "v100"
+    assert rounds[0].time == pytest.approx(60.0) and rounds[0].gpus_in_use == 4
+
+
+def test_slow_server_runs_at_its_speed_factor(tmp_path):
+    backend = SimBackend(cluster(tmp_path, speed=0.5), (job("a", 1000.0),))
+    run_rounds(backend, FifoGreedy())
+    assert backend.job_records()[0].end == pytest.approx(60.0 + 2000.0)
+
+
+def test_completion_frees_gpus_for_the_next_fragment_plan(tmp_path):
+    jobs = (job("a", 1000.0), job("b", 1000.0))
+    backend = SimBackend(cluster(tmp_path), jobs)
+    run_rounds(backend, FifoGreedy())
+    a, b = backend.job_records()
+    assert a.end == pytest.approx(1060.0)
+    # b was probed 60..120 (one profiler GPU); a's GPUs free at 1060; next 30 s refresh of the round that
+    # began at 60 is 1080
+    assert b.start == pytest.approx(1080.0) and b.end == pytest.approx(2080.0)
+
+    backend = SimBackend(cluster(tmp_path), jobs)
+    run_rounds(backend, NoFragments())
+    a, b = backend.job_records()
+    assert b.start == pytest.approx(60.0 + 3 * 360.0)  # waits for the round boundary
+
+
+class MoveOnce(Policy):
+    """Round 1 on the first node, every later round on the second: one preemption."""
+
+    name = "move-once"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def plan(self, cluster, jobs, now, *, fragment=False):
+        self.calls += 1
+        node = cluster.nodes[0 if self.calls == 1 else 1].name
+        return Plan({j.job_id: {node: 4} for j in jobs})
+
+
+def test_preemption_pays_the_restart_cost(tmp_path):
+    backend = SimBackend(cluster(tmp_path, nodes=2), (job("a", 1000.0),), SimSettings(restart_seconds=60.0))
+    rounds = run_rounds(backend, MoveOnce(), LoopSettings(360.0, 30.0))
+    (rec,) = backend.job_records()
+    # ran 60..420 on node 0 (360 s of work), moved at 420, 60 s restart, 640 s left -> 1120
+    assert rec.end == pytest.approx(1120.0)
+    assert [p.preempted for p in rec.placements] == [True, False]
+    assert rec.placements[0].end == pytest.approx(420.0)
+    assert rec.preemptions == 1
+    m = summarize(backend.job_records(), rounds)
+    assert m.avg_wait == pytest.approx(60.0)  # only the probe; restart time holds GPUs
+    assert m.makespan == pytest.approx(1120.0)
+
+
+class Greedy(Policy):
+    name = "bad"
+
+    def __init__(self, config):
+        self.config = config
+
+    def plan(self, cluster, jobs, now, *, fragment=False):
+        return Plan({j.job_id: self.config for j in jobs})
+
+
+def test_unenactable_plans_are_rejected_with_the_reason(tmp_path):
+    spec = cluster(tmp_path, nodes=2)
+    with pytest.raises(PolicyPlanError, match="requirement set"):
+        run_rounds(SimBackend(spec, (job("a", 10.0),)), Greedy({"v-00": 2}))
+    two = (job("a", 10.0), job("b", 10.0, arrival=0.0))
+    backend = SimBackend(spec, two)
+    backend.wait_until(200.0)
+    with pytest.raises(PolicyPlanError, match="uses 8 GPUs on v-00"):
+        backend.apply(Plan({"a": {"v-00": 4}, "b": {"v-00": 4}}), fragment=False)
+
+
+def test_same_inputs_same_records(tmp_path):
+    from hops_slurm.sim.workload import load_workload
+
+    spec = load_cluster("paper-64")
+    jobs = load_workload("paper:jobs=10", 5, cluster_gpus=64)
+    one = SimBackend(spec, jobs)
+    run_rounds(one, FifoGreedy())
+    two = SimBackend(spec, jobs)
+    run_rounds(two, FifoGreedy())
+    assert [r.model_dump() for r in one.job_records()] == [r.model_dump() for r in two.job_records()]
+    assert all(r.state == "COMPLETED" for r in one.job_records())
+
+
+class Never(Policy):
+    name = "never"
+
+    def plan(self, cluster, jobs, now, *, fragment=False):
+        return Plan({j.job_id: None for j in jobs})
+
+
+def test_jobs_a_policy_never_places_are_cancelled_and_counted(tmp_path):
+    settings = SimSettings(stall_seconds=3600.0)
+    backend = SimBackend(cluster(tmp_path), (job("a", 10.0), job("b", 10.0, arrival=100.0)), settings)
+    rounds = run_rounds(backend, Never())
+    records = backend.job_records()
+    assert [r.state for r in records] == ["CANCELLED", "CANCELLED"]
+    assert backend.done()
+    # idle from the last probe (t = 160) until the first round end after 160 + 3600
+    assert backend.now() >= 3760.0 and backend.now() < 3760.0 + 360.0
+    assert all(r.unassigned_jobs == r.active_jobs for r in rounds)
