@@ -160,7 +160,7 @@ class Engine:
 
     def close(self) -> None:
         for thing in (self.store, self.journal, self.state):
-            if thing is not None:
+            if thing is not None and hasattr(thing, "close"):
                 try:
                     thing.close()
                 except Exception as exc:  # noqa: BLE001 - closing must go on
