@@ -55,12 +55,31 @@ class PathsConfig(_Section):
     state_dir: Path = Path("/var/lib/hops-slurm")
     store: Path = Path("store.sqlite")  # relative paths are inside state_dir
     journal: Path = Path("journal.sqlite")
+    engine_db: Path = Path("engine.sqlite")  # the engine's job accounting (wait, age, profiles)
+    records: Path = Path("records.sqlite")  # JobRecord/RoundRecord for `hops-slurm report --records`
 
     def resolve(self, p: Path) -> Path:
         return p if p.is_absolute() else self.state_dir / p
 
 
+class EngineConfig(_Section):
+    """Settings of the live engine daemon (``hops-slurm daemon`` / ``plan --once``)."""
+
+    monitor_interval: float = Field(5.0, gt=0, description="seconds between checks for ended jobs (frees GPUs -> fragment plan)")
+    settle_timeout: float = Field(10.0, gt=0, description="seconds a round waits for released jobs to start")
+    env_dir: Path = Path("jobs")  # per-job HOPS_* environment files (relative: inside state_dir)
+    probe_dir: Path = Path("probes")  # probe scripts and results (relative: inside state_dir)
+    probe_python: str = Field("", description="python that runs `-m profiler.probe` in probe jobs ('' = the engine's own)")
+    probe_size: Literal["tiny", "default", "full"] = "default"
+    probe_iterations: int = Field(15, ge=1, le=1000)
+    probe_time_limit: float = Field(300.0, gt=0, description="seconds a probe may run before it counts as failed")
+    probe_device: str = Field("auto", min_length=1, description="--device of the probe: auto, cpu, cuda")
+    default_b_link: float = Field(1.0e10, gt=0, description="params/s within a node until `hops-slurm calibrate` measures it")
+    default_b_net: float = Field(1.0e9, gt=0, description="params/s across nodes until calibrated")
+
+
 class SiteConfig(_Section):
+    engine: EngineConfig = Field(default_factory=EngineConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     solver: SolverConfig = Field(default_factory=SolverConfig)
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)

@@ -1,0 +1,77 @@
+"""``hops-slurm daemon [--config FILE] [--foreground]``: run the Hops engine (see hops_slurm.engine.daemon).
+
+The config file defaults to ``$HOPS_CONFIG``, else /etc/hops-slurm/hops.toml when it exists, else the
+packaged etc/hops.toml. Without ``--foreground`` the daemon detaches (double fork, log to
+``<state_dir>/engine.log``); systemd runs it with ``--foreground``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from hops_slurm.config import SiteConfig, default_config_path, load_config
+
+SYSTEM_CONFIG = Path("/etc/hops-slurm/hops.toml")
+
+
+def config_path(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    if os.environ.get("HOPS_CONFIG"):
+        return Path(os.environ["HOPS_CONFIG"])
+    return SYSTEM_CONFIG if SYSTEM_CONFIG.exists() else default_config_path()
+
+
+def add_config_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, default=None,
+                   help=f"site configuration (default $HOPS_CONFIG, else {SYSTEM_CONFIG} if present, else etc/hops.toml)")
+
+
+def site_config(args: argparse.Namespace) -> SiteConfig:
+    return load_config(config_path(args.config))
+
+
+def info_logging(log_file: Path | None = None) -> None:
+    root = logging.getLogger()
+    if log_file is not None:
+        handler = logging.FileHandler(log_file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.handlers = [handler]
+    if root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("daemon", help="run the Hops engine: queue refresh, rounds, monitor, profiling")
+    add_config_arg(p)
+    p.add_argument("--foreground", action="store_true", help="stay attached and log to stderr (systemd, tests)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hops_slurm.engine.daemon import run_daemon
+    from hops_slurm.engine.engine import Engine
+
+    cfg = site_config(args)
+    engine = Engine(cfg)
+    if not args.foreground:
+        cfg.paths.state_dir.mkdir(parents=True, exist_ok=True)
+        engine.lock.acquire()  # fail here, in the terminal, if another engine runs
+        engine.lock.release()
+        if os.fork():
+            return 0
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        info_logging(cfg.paths.state_dir / "engine.log")
+    else:
+        info_logging()
+    sys.stdout.flush()
+    return run_daemon(engine)

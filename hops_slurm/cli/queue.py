@@ -1,0 +1,41 @@
+"""``hops-slurm queue``: the Hops LR queue like ``sprio``/``squeue`` (JobID, Name, User, ST, Priority, LR,
+Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only."""
+
+from __future__ import annotations
+
+import argparse
+
+from hops_slurm.cli.daemon import add_config_arg, site_config
+from hops_slurm.engine.queue import FIELDS, parse_format, queue_rows, render
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("queue", help="show the Hops latency-ratio queue (priority, LR, wait, age, window, plan)")
+    add_config_arg(p)
+    p.add_argument("--format", "-o", default=None, help=f"comma-separated fields (default {','.join(FIELDS)})")
+    p.add_argument("--parsable2", action="store_true", help="'|' between fields, no padding (like sacct)")
+    p.add_argument("--noheader", action="store_true", help="no header line")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hops_slurm.engine.state import EngineState
+    from hops_slurm.slurm.cli import CliSlurm
+
+    cfg = site_config(args)
+    fields = parse_format(args.format)
+    path = cfg.paths.resolve(cfg.paths.engine_db)
+    if not path.exists():
+        from hops_slurm.errors import HopsError
+
+        raise HopsError(f"{path} does not exist: the engine has not run yet (hops-slurm daemon)")
+    state = EngineState(path)
+    try:
+        rows = queue_rows(state, CliSlurm().jobs())
+    finally:
+        state.close()
+    out = render(rows, fields, parsable=args.parsable2, header=not args.noheader, as_json=args.json)
+    if out:
+        print(out)
+    return 0

@@ -1,0 +1,1 @@
+"""The live Hops engine on Slurm: daemon, rounds, profiling flow, bookkeeping (see engine.py)."""

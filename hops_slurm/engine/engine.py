@@ -1,0 +1,380 @@
+"""The live engine: Slurm read -> bookkeeping -> profiling -> plan -> enact, one step at a time.
+
+Where it sits: ``hops-slurm daemon`` (:mod:`hops_slurm.engine.daemon`) schedules :meth:`Engine.refresh`
+(every ``queue_refresh`` s), :meth:`Engine.round` (every ``round_length`` s) and :meth:`Engine.monitor`
+(every ``monitor_interval`` s); ``hops-slurm plan --once`` runs one refresh and one round. On
+:meth:`Engine.open` the engine takes the single-instance lock, opens the throughput store (it is the
+only writer), the journal and its own state, and reconciles the journal with Slurm
+(:func:`hops_slurm.slurm.reconcile.reconcile`) before anything else, so a crash at any step loses no
+job and leaves no stray hold or reservation.
+
+Refresh: admin-hold new Hops jobs (the submit hook's hold is a user hold), settle released jobs
+(read back and record their allocation), track wait / run time / GPU-seconds, close ended jobs (their
+JobRecord goes to ``records.sqlite``), advance profiling (:mod:`hops_slurm.engine.profiling`), ingest
+runtime metrics files, and run a fragment plan when GPUs are idle and profiled jobs wait.
+
+Crash testing: with ``HOPS_ENGINE_CRASH_AFTER=k`` in the environment the process exits (``os._exit``,
+as abrupt as SIGKILL) right after the k-th journaled action of a round has been carried out, before the
+journal marks it done.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hops_slurm.config import SiteConfig
+from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.lock import InstanceLock
+from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
+from hops_slurm.engine.rounds import Planning, plan_once
+from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState, account
+from hops_slurm.journal import Journal
+from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
+from hops_slurm.slurm.api import SlurmApi, SlurmJob
+from hops_slurm.slurm.enact import Enactor
+
+log = logging.getLogger(__name__)
+
+CRASH_ENV = "HOPS_ENGINE_CRASH_AFTER"
+PRIORITY_NAMES = {"latency-ratio": "lr"}
+
+
+class CrashingJournal(Journal):
+    """A journal that ends the process after ``after`` round actions were carried out (test crash point)."""
+
+    def __init__(self, path: Path | str, after: int) -> None:
+        super().__init__(path)
+        self.after = after
+        self.count = 0
+        self._round_actions: set[int] = set()
+
+    def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
+        action_id = super().intend(kind, job_id, args, round_id)
+        if round_id.startswith("round"):
+            self._round_actions.add(action_id)
+        return action_id
+
+    def finish(self, action_id: int, status: str = "done", error: str = "") -> None:
+        if action_id in self._round_actions:
+            self.count += 1
+            if self.count >= self.after:
+                log.error("crash point reached after %d round actions: exiting without cleanup", self.count)
+                logging.shutdown()
+                os._exit(99)
+        super().finish(action_id, status, error)
+
+
+def make_policy(config: SiteConfig) -> Any:
+    from planner.hops import HopsPolicy
+    from planner.params import PlannerParams
+
+    s = config.scheduler
+    return HopsPolicy(PlannerParams(
+        lambda_=s.lambda_, sigma=s.sigma, gap=config.solver.mip_gap, time_limit=config.solver.time_limit,
+        solver=config.solver.name, priority=PRIORITY_NAMES.get(s.priority, s.priority)))
+
+
+class Engine:
+    """See the module docstring. ``api``: the Slurm backend (default: the CLI backend with this process's
+    environment); ``dry_run``: read and plan only (no lock, no Slurm change, no store or state writes)."""
+
+    def __init__(self, config: SiteConfig, *, api: SlurmApi | None = None, env: Mapping[str, str] | None = None,
+                 dry_run: bool = False) -> None:
+        self.config = config
+        self.env = dict(env) if env is not None else None
+        if api is None:
+            from hops_slurm.slurm.cli import CliSlurm
+
+            api = CliSlurm(self.env)
+        self.api = api
+        self.dry_run = dry_run
+        paths = config.paths
+        self.state_dir = paths.state_dir
+        self.lock = InstanceLock(self.state_dir / "engine.lock")
+        self.env_dir = paths.resolve(config.engine.env_dir)
+        self.probe_dir = paths.resolve(config.engine.probe_dir)
+        self.metrics_dir = self.state_dir / "metrics"
+        self.records_path = paths.resolve(paths.records)
+        self.store: Any = None
+        self.journal: Journal | None = None
+        self.state: EngineState | None = None
+        self.enactor: Enactor | None = None
+        self.backend: SlurmBackend | None = None
+        self.profiler: ProfilerFlow | None = None
+        self.policy = make_policy(config)
+        self.tracked: dict[str, JobState] = {}
+        self.last_planning: Planning | None = None
+        self._round_no = 0
+        self._opened = False
+
+    # ----- lifecycle --------------------------------------------------------------------------------
+    def open(self) -> Engine:
+        from estimator.store import ThroughputStore
+
+        if not self.dry_run:
+            self.lock.acquire()
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            store_path = self.config.paths.resolve(self.config.paths.store)
+            if self.dry_run:
+                self.store = ThroughputStore(store_path, read_only=True) if store_path.exists() else None
+                jpath = self.config.paths.resolve(self.config.paths.journal)
+                self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
+            else:
+                self.store = ThroughputStore(store_path)
+                crash = os.environ.get(CRASH_ENV)
+                jpath = self.config.paths.resolve(self.config.paths.journal)
+                self.journal = CrashingJournal(jpath, int(crash)) if crash else Journal(jpath)
+            self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
+            self.tracked = self.state.jobs()
+            self._round_no = int(self.state.meta("rounds", "0"))
+            managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
+            self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
+                                   settle_timeout=self.config.engine.settle_timeout)
+            self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
+                                        estimator_for=self._estimator_for, job_env=self._job_env)
+            if self.store is not None and not self.dry_run:
+                e = self.config.engine
+                self.profiler = ProfilerFlow(
+                    ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
+                                  e.probe_iterations, e.probe_time_limit, e.probe_device), self.state, self.store, self.env)
+            if not self.dry_run:
+                report = self.journal.reconcile(self.api, gate_nodes=managed)
+                if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
+                    log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
+                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
+                                report.deleted_reservations)
+            self._opened = True
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        for thing in (self.store, self.journal, self.state):
+            if thing is not None and hasattr(thing, "close"):
+                try:
+                    thing.close()
+                except Exception as exc:  # noqa: BLE001 - closing must go on
+                    log.warning("closing %s: %s", type(thing).__name__, exc)
+        self.store = self.journal = self.state = None
+        self.lock.release()
+        self._opened = False
+
+    def __enter__(self) -> Engine:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----- estimator and job environment -------------------------------------------------------------
+    def _estimator_for(self, cluster: Any) -> Any:
+        from estimator.estimate import Estimator
+
+        if self.store is None:
+            return None
+        return Estimator.for_cluster(self.store, cluster)
+
+    def _job_env(self, job_id: str, config: Mapping[str, int]) -> dict[str, str]:
+        js = self.tracked.get(job_id)
+        types = {n.gpu_type for n in (self.backend.nodes if self.backend else []) if n.name in config}
+        env = {"HOPS_METRICS_FILE": str(self.metrics_dir / f"{job_id}.jsonl"),
+               "HOPS_GPU_TYPE": types.pop() if len(types) == 1 else "mixed"}
+        if js is not None and js.signature:
+            env["HOPS_JOB_SIGNATURE"] = js.signature
+        return env
+
+    def _ensure_calibrations(self, gpu_types: set[str]) -> None:
+        """Eq. 2 needs B_link and B_net per GPU type: until ``hops-slurm calibrate`` has measured a type,
+        the configured defaults are stored (method says so), else every multi-GPU estimate would fail."""
+        if self.store is None or self.dry_run:
+            return
+        for t in sorted(gpu_types - set(self.store.calibrations())):
+            e = self.config.engine
+            self.store.put_calibration(t, b_link=e.default_b_link, b_net=e.default_b_net,
+                                       method="default from hops.toml (not measured)", measured_at=time.time())
+            log.warning("GPU type %s has no calibration: using the defaults from hops.toml until "
+                        "`hops-slurm calibrate` measures it", t)
+
+    # ----- steps ----------------------------------------------------------------------------------------
+    def refresh(self) -> dict[str, Any]:
+        """Read Slurm, hold new jobs, settle released ones, account, profile. Returns what changed."""
+        assert self.backend is not None and self.enactor is not None and self.state is not None
+        b = self.backend
+        b.read()
+        out: dict[str, Any] = {"held": [], "ended": [], "profiled": []}
+        if not self.dry_run:
+            self.enactor.round_id = "refresh"
+            self.enactor.ensure_gate()
+            out["held"] = self.enactor.hold_new(b.jobs)
+            settled = self.enactor.settle(timeout=0.0)
+            out["mismatched"] = dict(settled.mismatched)
+            if out["held"] or settled.verified or settled.mismatched:
+                b.read()
+        gpu_types = sorted({n.gpu_type for n in b.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
+        self._ensure_calibrations(set(gpu_types))
+        now = time.time()
+        listing = {j.job_id: j for j in b.jobs}
+        for job in b.jobs:
+            if job.is_hops and job.partition == self.config.slurm.partition and job.job_id not in self.tracked \
+                    and (job.pending or job.active):
+                self.tracked[job.job_id] = self._new_state(job, now)
+        changed: list[JobState] = []
+        for js in list(self.tracked.values()):
+            seen = listing.get(js.job_id)
+            if seen is None or not (seen.pending or seen.active):
+                account(js, now, "ENDED", {})
+                js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
+                if not self.dry_run:
+                    cancel_probes(js, self.env)
+                del self.tracked[js.job_id]
+                out["ended"].append(js.job_id)
+                changed.append(js)
+                continue
+            account(js, now, "RUNNING" if seen.active else "PENDING", seen.gpu_config() if seen.active else {})
+            if self.profiler is not None and self.profiler.advance(js, gpu_types, listing):
+                if js.profile == PROFILE_DONE:
+                    out["profiled"].append(js.job_id)
+            changed.append(js)
+        if not self.dry_run:
+            self._ingest_metrics()
+            self._refresh_ages()
+            for js in changed:
+                self.state.save(js)
+            from hops_slurm.report.source import write_sqlite
+
+            write_sqlite(self.records_path, [self._job_record(js) for js in changed])
+        return out
+
+    def _new_state(self, job: SlurmJob, now: float) -> JobState:
+        return JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
+                        submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
+                        last_state="PENDING")
+
+    def _refresh_ages(self) -> None:
+        """Eq. 9 age once a job is profiled (kept in the state for the queue view and JobRecord)."""
+        if self.store is None or self.backend is None:
+            return
+        for js in self.tracked.values():
+            if js.profile == PROFILE_DONE and js.age is None and js.signature:
+                from hops_slurm.engine.jobs import estimate
+                from hops_slurm.slurm.views import cluster_view
+
+                cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False,
+                                       partition=self.config.slurm.partition)
+                _fn, js.age, js.sensitivity = estimate(js, self._estimator_for(cluster))
+
+    def _ingest_metrics(self) -> None:
+        """Append new lines of running jobs' metrics files to the store (offsets kept in the state)."""
+        if self.store is None or self.state is None or not self.metrics_dir.is_dir():
+            return
+        from profiler.ingest import ingest_runtime
+        from profiler.records import RuntimeRecord, parse_record
+
+        for path in sorted(self.metrics_dir.glob("*.jsonl")):
+            key = f"metrics:{path.name}"
+            offset = int(self.state.meta(key, "0"))
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                data = fh.read()
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].decode(errors="replace").splitlines():
+                try:
+                    rec = parse_record(line)
+                    if isinstance(rec, RuntimeRecord):
+                        ingest_runtime(self.store, rec)
+                except Exception as exc:  # noqa: BLE001 - one bad line must not stop the engine
+                    log.warning("%s: skipping a metrics line: %s", path, exc)
+            if end:
+                self.state.set_meta(key, str(offset + end))
+
+    def _job_record(self, js: JobState) -> JobRecord:
+        d = HopsDirectives.from_canonical(js.directives) if js.directives else None
+        types = {n.name: n.gpu_type for n in (self.backend.nodes if self.backend else [])}
+        placements = []
+        for p in js.placements:
+            ts = {types.get(n, "") for n in p["config"]}
+            placements.append(PlacementRecord(start=p["start"], end=p.get("end"), config=p["config"],
+                                              gpu_type=ts.pop() if len(ts) == 1 else "mixed",
+                                              preempted=bool(p.get("preempted"))))
+        state = js.end_state or js.last_state
+        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
+                         submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
+                         requirements=list(d.gpus) if d else [], age_estimate=js.age,
+                         total_samples=float(d.samples) if d else None, placements=placements)
+
+    def round(self, *, fragment: bool = False) -> Planning | None:
+        """One planning (a round plan, or a fragment plan on idle GPUs) on the last read of Slurm."""
+        assert self.backend is not None and self.state is not None
+        if not fragment:
+            self._round_no += 1
+        tag = f"round{self._round_no}" + ("-fragment" if fragment else "")
+        self.backend.round_id = tag
+        planning = plan_once(self.backend, self.policy, 1 if fragment else 0, fragment=fragment, dry_run=self.dry_run)
+        if planning is None:
+            return None
+        self.last_planning = planning
+        if not self.dry_run:
+            self.state.set_meta("rounds", str(self._round_no))
+            self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
+            from hops_slurm.report.source import write_sqlite
+
+            write_sqlite(self.records_path, [], [planning.record])
+            res = self.backend.last_result
+            log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",
+                     tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
+                     res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
+                     planning.plan_seconds, planning.enact_seconds)
+        return planning
+
+    def monitor(self) -> bool:
+        """Notice ended or failed jobs (their GPUs are free now): refresh and run a fragment plan. True if
+        something ended."""
+        assert self.backend is not None
+        listing = {j.job_id: j for j in self.api.jobs()}
+        ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
+        if not ended:
+            return False
+        log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
+        self.refresh()
+        self.round(fragment=True)
+        return True
+
+    def full_round(self) -> Planning | None:
+        """A round as the daemon runs it: read Slurm (refresh), then plan every active job and enact."""
+        self.refresh()
+        return self.round()
+
+    def refresh_and_fill(self) -> None:
+        """The periodic refresh: then a fragment plan if profiled jobs wait and GPUs are idle."""
+        self.refresh()
+        self.round(fragment=True)
+
+
+def plan_summary(p: Planning) -> dict[str, Any]:
+    """What ``hops-slurm queue`` shows of the last planning (stored in the engine state)."""
+    d = p.plan.diagnostics
+    return {
+        "time": p.record.time,
+        "plan_index": p.record.plan_index,
+        "priorities": {k: float(v) for k, v in dict(d.get("priorities") or {}).items()},  # type: ignore[call-overload]
+        "window": list(d.get("window") or []),  # type: ignore[call-overload]
+        "queue": list(d.get("queue") or []),  # type: ignore[call-overload]
+        "assignments": {j: (dict(c) if c else None) for j, c in p.plan.assignments.items()},
+        "read_seconds": p.read_seconds, "plan_seconds": p.plan_seconds, "enact_seconds": p.enact_seconds,
+    }
+
+
+def stderr_logging(level: int = logging.INFO) -> None:
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+__all__ = ["Engine", "CrashingJournal", "plan_summary", "RoundRecord"]

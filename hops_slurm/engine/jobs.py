@@ -1,0 +1,69 @@
+"""Job views for the planner from the engine's bookkeeping and the estimator (live side of JobView).
+
+Where it sits: :class:`hops_slurm.engine.backend.SlurmBackend.job_views` calls :func:`job_view` for each
+profiled Hops job. Throughput, eq. 9 age and eq. 10 sensitivity come from
+:class:`estimator.estimate.Estimator` over the throughput store; wait, run time and GPU-seconds from
+:class:`hops_slurm.engine.state.JobState`.
+
+Fallback (a job whose probes all failed, or whose estimate is unavailable): throughput = number of GPUs
+(one sample/s per GPU, the same on every type: the planner then only weighs GPU counts), sensitivity 1.0
+(not placement sensitive), and as age the mean age of the profiled jobs (3600 s if there are none), so
+the job's latency ratio grows with its wait like everyone else's and it is never stranded.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from estimator.errors import EstimateUnavailable
+from estimator.estimate import Estimator
+from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine.state import PROFILE_DONE, JobState
+from planner.views import Config, JobView, freeze_config
+
+log = logging.getLogger(__name__)
+
+FALLBACK_AGE = 3600.0
+
+
+def fallback_throughput(config: Config) -> float:
+    return float(sum(config.values()))
+
+
+def estimate(job: JobState, estimator: Estimator | None) -> tuple[object, float | None, float | None]:
+    """(throughput fn, age, sensitivity) for a profiled job; (None, None, None) when unavailable."""
+    if estimator is None or job.profile != PROFILE_DONE or not job.signature:
+        return None, None, None
+    d = HopsDirectives.from_canonical(job.directives)
+    try:
+        fn = estimator.throughput_fn(job.signature)
+        age = estimator.expected_age(job.signature, float(d.samples), d.gpus)
+        try:
+            sens = estimator.sensitivity(job.signature)
+        except EstimateUnavailable:
+            sens = 1.0
+        return fn, age, sens if math.isfinite(sens) else 1.0
+    except EstimateUnavailable as exc:
+        log.warning("job %s: no estimate (%s); using the fallback", job.job_id, exc)
+        return None, None, None
+
+
+def job_view(job: JobState, now: float, *, throughput: object | None, age: float | None,
+             sensitivity: float | None, fallback_age: float, current: Config | None) -> JobView:
+    d = HopsDirectives.from_canonical(job.directives)
+    wait = job.wait + (max(0.0, now - job.last_seen) if job.last_state == "PENDING" else 0.0)
+    return JobView(
+        job_id=job.job_id,
+        requirements=tuple(d.gpus),
+        submit_time=job.submit_time,
+        wait=wait,
+        age=age if age and age > 0 else fallback_age,
+        sensitivity=sensitivity if sensitivity is not None else 1.0,
+        throughput=throughput if throughput is not None else fallback_throughput,  # type: ignore[arg-type]
+        total_samples=float(d.samples),
+        attained_gpu_seconds=job.gpu_seconds,
+        run_time=job.run_time,
+        current=freeze_config(current) if current else None,
+        user=job.user,
+    )

@@ -1,0 +1,52 @@
+"""Single-instance lock: one engine per state directory (``<state_dir>/engine.lock``, ``flock``).
+
+Where it sits: taken first by ``hops-slurm daemon`` and ``hops-slurm plan --once`` (a cron run while
+the daemon is up is refused), released on exit; the kernel drops it if the process dies, so a crashed
+engine never leaves a stale lock behind. The file holds the owner's PID for the error message.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+
+
+class EngineLocked(HopsError):
+    """Another engine holds the lock of this state directory."""
+
+
+class InstanceLock:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def acquire(self) -> InstanceLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise EngineLocked(
+                f"another hops-slurm engine (pid {owner}) holds {self.path}; stop it first "
+                "(systemctl stop hops-slurm) or use another paths.state_dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> InstanceLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

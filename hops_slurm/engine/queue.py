@@ -1,0 +1,118 @@
+"""``hops-slurm queue``: the latency-ratio queue as the engine sees it, formatted like ``sprio``/``squeue``.
+
+Where it sits: read-only. Joins Slurm's job list (state) with the engine's bookkeeping
+(``engine.sqlite``: wait, age, profiling) and its last planning (priority, service window, plan). Works
+while the daemon runs (no lock taken, nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, EngineState
+from hops_slurm.slurm.api import SlurmJob
+
+FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "age", "window", "plan")
+HEADERS = {"jobid": "JOBID", "name": "NAME", "user": "USER", "state": "ST", "priority": "PRIORITY", "lr": "LR",
+           "wait": "WAIT", "age": "AGE", "window": "WINDOW", "plan": "PLAN"}
+_STATE = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "CONFIGURING": "CF", "REQUEUED": "RQ", "SUSPENDED": "S"}
+
+
+@dataclass
+class QueueRow:
+    jobid: str
+    name: str
+    user: str
+    state: str
+    priority: float | None  # the planner's priority in the last round (latency ratio by default)
+    lr: float  # latency ratio now: wait / age (eq. 6)
+    wait: float  # seconds pending, summed over preemptions
+    age: float | None  # eq. 9 expected run time without waiting (None until profiled)
+    window: bool  # in the last round's service window
+    plan: str  # node:gpus of the last plan, or why there is none
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None = None) -> list[QueueRow]:
+    now = time.time() if now is None else now
+    listing = {j.job_id: j for j in jobs}
+    plan = json.loads(state.meta("last_plan", "{}") or "{}")
+    frag = json.loads(state.meta("last_fragment", "{}") or "{}")
+    prios = plan.get("priorities", {})
+    window = set(plan.get("window", []))
+    assign = dict(plan.get("assignments", {}))
+    if frag.get("time", 0) > plan.get("time", 0):
+        assign.update({j: c for j, c in frag.get("assignments", {}).items() if c})
+    rows = []
+    for js in state.jobs().values():
+        seen = listing.get(js.job_id)
+        if seen is None or not (seen.pending or seen.active):
+            continue
+        wait = js.wait + (max(0.0, now - js.last_seen) if js.last_state == "PENDING" and seen.pending else 0.0)
+        if js.profile not in (PROFILE_DONE, PROFILE_FAILED):
+            where = f"profiling ({js.profile})"
+        elif seen.active and seen.gpu_config():
+            where = ",".join(f"{n}:{k}" for n, k in seen.gpu_config().items())
+        elif assign.get(js.job_id):
+            where = ",".join(f"{n}:{k}" for n, k in assign[js.job_id].items())
+        else:
+            where = "-"
+        if js.profile == PROFILE_FAILED:
+            where += " (fallback estimate)"
+        rows.append(QueueRow(js.job_id, js.name, js.user, _STATE.get(seen.state, seen.state), prios.get(js.job_id),
+                             wait / js.age if js.age else 0.0, wait, js.age, js.job_id in window, where))
+    rows.sort(key=lambda r: (-(r.priority if r.priority is not None else -1.0), -r.lr, r.jobid))
+    return rows
+
+
+def _cell(row: QueueRow, f: str) -> str:
+    v = getattr(row, f)
+    if f in ("wait", "age"):
+        return fmt_duration(v)
+    if f == "priority":
+        return "-" if v is None else f"{v:.3f}"
+    if f == "lr":
+        return f"{v:.3f}"
+    if f == "window":
+        return "yes" if v else "no"
+    return str(v)
+
+
+def render(rows: Sequence[QueueRow], fields: Sequence[str] = FIELDS, *, parsable: bool = False,
+           header: bool = True, as_json: bool = False) -> str:
+    if as_json:
+        return json.dumps({"jobs": [{f: asdict(r)[f] for f in fields} for r in rows]}, indent=1)
+    table = [[_cell(r, f) for f in fields] for r in rows]
+    head = [HEADERS[f] for f in fields]
+    if parsable:
+        lines = (["|".join(head)] if header else []) + ["|".join(t) for t in table]
+        return "\n".join(lines)
+    widths = [max([len(h)] + [len(t[i]) for t in table]) for i, h in enumerate(head)]
+    out = [head] if header else []
+    out += table
+    return "\n".join(" ".join(c.rjust(w) if i < len(widths) - 1 else c for i, (c, w) in enumerate(zip(t, widths))).rstrip()
+                     for t in out)
+
+
+def parse_format(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return FIELDS
+    fields = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    bad = [f for f in fields if f not in HEADERS]
+    if bad:
+        from hops_slurm.errors import HopsError
+
+        raise HopsError(f"--format: unknown field(s) {', '.join(bad)}; known: {', '.join(FIELDS)}")
+    return fields
