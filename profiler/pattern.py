@@ -16,6 +16,11 @@ Detection (single process, so T_c = T_w = 0): the probe measures T_d of the load
 T_f, T_b, T_u with every phase synchronised, then runs the loop free-running and measures its real
 iteration time T_obs. Eq. 1 predicts P1 = max(T_d, T_b + T_u) + T_f and P2 = T_d + T_b + T_u + T_f;
 the loop follows the pattern whose prediction T_obs is closer to (T_obs < (P1 + P2) / 2 -> 1).
+On a GPU, T_f, T_b, T_u come from CUDA events. On the CPU the main process cannot overlap its own
+computation with anything, so the probe takes the computation from the same free-running iterations
+(their time outside the wait for data) and only the split into T_f / T_b / T_u from the synchronised
+phase; then the test reads "was at least half of the overlappable data time hidden", and it is immune
+to a busy machine changing speed between phases.
 When the two predictions differ by less than ``min_margin`` of P2 (T_d negligible next to the
 computation), measurement cannot tell them apart; both give the same T_iter then, and we report
 pattern 1 marked as not determined.

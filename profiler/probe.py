@@ -10,7 +10,7 @@ Three measured phases after ``warmup`` iterations, ``iterations`` each:
    ``after_backward`` hook), T_u (optimizer step + zero_grad) timed with CUDA events on a GPU or the
    wall clock on the CPU;
 2. *free-running loop*: the loop as the job would run it, no extra synchronisation; its wall time
-   per iteration T_obs;
+   per iteration T_obs and, within it, the wait for the next batch;
 3. *loader alone*: batches pulled back to back (with the copy to the device); the median is the
    intrinsic data time T_d.
 
@@ -192,13 +192,26 @@ def _measure(
         deadline.check(f"measured iteration {i + 1}")
 
     # Phase 2: the free-running loop.
+    # Per-iteration wall time between loop heads (exact on the CPU, the steady-state period on a GPU),
+    # split into the wait for the next batch and the rest of the iteration.
     synchronize(dev)
-    t0 = time.perf_counter()
+    periods: list[float] = []
+    waits: list[float] = []
+    head = time.perf_counter()
     for i in range(n):
-        step(_to_device(next(batches), dev), None)
+        batch = _to_device(next(batches), dev)
+        got = time.perf_counter()
+        step(batch, None)
+        if i == n - 1:
+            synchronize(dev)
+        now = time.perf_counter()
+        periods.append(now - head)
+        waits.append(got - head)
+        head = now
         deadline.check(f"free-running iteration {i + 1}")
-    synchronize(dev)
-    t_obs = (time.perf_counter() - t0) / n
+    t_obs = statistics.median(periods)
+    t_wait = statistics.median(waits)
+    rest = statistics.median(p - w for p, w in zip(periods, waits))
 
     # Phase 3: the loader alone.
     data: list[float] = []
@@ -210,8 +223,16 @@ def _measure(
         deadline.check(f"loader pull {i + 1}")
     t_data = statistics.median(data)
 
-    t_f, t_b, t_u = statistics.fmean(fwd), statistics.fmean(bwd), statistics.fmean(upd)
-    verdict = detect_pattern(t_data, t_f, t_b, t_u, t_obs)
+    t_f, t_b, t_u = statistics.median(fwd), statistics.median(bwd), statistics.median(upd)
+    if dev.type == "cuda":
+        # The GPU runs behind the host; its compute comes from the CUDA-event phase times.
+        verdict = detect_pattern(t_data, t_f, t_b, t_u, t_obs)
+    else:
+        # On the CPU the main process's compute cannot overlap anything of its own, so the rest of
+        # each free-running iteration *is* its compute, measured under the same load as the loop;
+        # the phase split comes from the synchronised phase.
+        scale = rest / (t_f + t_b + t_u) if t_f + t_b + t_u > 0 else 1.0
+        verdict = detect_pattern(t_data, t_f * scale, t_b * scale, t_u * scale, t_obs)
     if dev.type == "cuda":
         peak, mem_source = int(torch.cuda.max_memory_allocated(dev)), "cuda_max_allocated"
     else:
@@ -222,7 +243,7 @@ def _measure(
         signature=job_signature(job.name, params, job.batch_size, job.input_shape),
         gpu_type=gpu, device=str(dev), node=socket.gethostname(), batch_size=job.batch_size,
         input_shape=job.input_shape, params=params, iterations=n, warmup=warmup,
-        t_data=t_data, t_forward=t_f, t_backward=t_b, t_update=t_u, t_iter_observed=t_obs,
+        t_data=t_data, t_forward=t_f, t_backward=t_b, t_update=t_u, t_iter_observed=t_obs, t_wait_observed=t_wait,
         data_samples=data, forward_samples=fwd, backward_samples=bwd, update_samples=upd,
         pattern=verdict.pattern, pattern_determined=verdict.determined, pattern_margin=verdict.margin,  # type: ignore[arg-type]
         peak_memory_bytes=peak, memory_source=mem_source,  # type: ignore[arg-type]

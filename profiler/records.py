@@ -46,12 +46,13 @@ class ProbeResult(_Record):
     params: int = Field(ge=0)
     iterations: int = Field(gt=0)
     warmup: int = Field(ge=0)
-    # Means over the measured iterations (phase "components": every phase synchronised).
+    # Medians over the measured iterations (phase "components": every phase synchronised).
     t_data: float = Field(ge=0)  # intrinsic data time per batch (loader alone, incl. copy to device)
     t_forward: float = Field(ge=0)  # forward pass + loss
     t_backward: float = Field(ge=0)
     t_update: float = Field(ge=0)  # optimizer step + zero_grad
-    t_iter_observed: float = Field(gt=0)  # free-running loop, wall clock per iteration
+    t_iter_observed: float = Field(gt=0)  # free-running loop, median wall clock per iteration
+    t_wait_observed: float = Field(ge=0)  # free-running loop, median wait for the next batch
     data_samples: list[float]  # per-batch data times (loader alone)
     forward_samples: list[float]
     backward_samples: list[float]
