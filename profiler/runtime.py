@@ -71,7 +71,8 @@ class Recorder:
         self.node = node or socket.gethostname()
         self.nodes, self.flush_every, self.sync_every = nodes, flush_every, sync_every
         self._distributed, self.rank, self.world_size = _dist_info()
-        self.path: Path | None = None
+        self._configured = path is not None  # the same on every rank: all of them measure (barriers are collective)
+        self.path: Path | None = None  # where this rank writes; None on ranks other than 0 by default
         if path is not None:
             text = str(path)
             if "{rank}" in text:
@@ -98,7 +99,8 @@ class Recorder:
 
     @property
     def enabled(self) -> bool:
-        return self.path is not None
+        """Whether this recorder measures (a metrics path was given); every rank measures alike."""
+        return self._configured
 
     def _reset_window(self) -> None:
         self._data: list[float] = []
@@ -151,7 +153,10 @@ class Recorder:
         return time.perf_counter() - start
 
     def flush(self) -> RuntimeRecord | None:
-        """Append the current window as one record (returns it; None when there is nothing to write)."""
+        """Close the current window as one record and append it to this rank's file, if it has one.
+
+        Returns the record (None when there is nothing to record).
+        """
         if not self.enabled or not self._steps or self._window_start is None:
             return None
         window = max(time.perf_counter() - self._window_start, 1e-9)
@@ -162,12 +167,12 @@ class Recorder:
             window_seconds=window, throughput=steps * self.batch_size * self.world_size / window,
             data_times=self._data[:steps], sync_waits=self._sync, step_times=self._steps,
         )
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(record.model_dump_json() + "\n")
-        self.records_written += 1
         self._reset_window()
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(record.model_dump_json() + "\n")
+            self.records_written += 1
         return record
 
     def close(self) -> None:

@@ -281,20 +281,26 @@ def zoo_names() -> tuple[str, ...]:
     return tuple(ZOO)
 
 
+def zoo_model(name: str, size: str = "default") -> nn.Module:
+    """Only the model of zoo entry ``name`` at ``size`` (build it under ``torch.device("meta")`` to
+    count parameters without allocating them)."""
+    if name not in ZOO:
+        raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(ZOO)}")
+    if size not in SIZES:
+        raise KeyError(f"unknown size {size!r}; known: {', '.join(SIZES)}")
+    return ZOO[name].build(ZOO[name].sizes[size])
+
+
 def build_zoo_job(name: str, size: str = "default", *, batch_size: int | None = None, seed: int = 0) -> ProbeJob:
     """Build zoo model ``name`` at ``size`` (``tiny`` | ``default`` | ``full``) as a probe job.
 
     ``batch_size`` overrides the size setting's per-GPU batch size.
     """
-    if name not in ZOO:
-        raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(ZOO)}")
-    if size not in SIZES:
-        raise KeyError(f"unknown size {size!r}; known: {', '.join(SIZES)}")
+    torch.manual_seed(seed)
+    model = zoo_model(name, size)
     spec = ZOO[name]
     kw = spec.sizes[size]
     batch = int(batch_size or kw["batch"])
-    torch.manual_seed(seed)
-    model = spec.build(kw)
     if spec.kind == "image":
         image, classes = kw["image"], kw["classes"]
         input_shape: tuple[int, ...] = (3, image, image)
