@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from profiler.job import ProbeJob
 
-LOAD_SECONDS_PER_BATCH = 0.08
+LOAD_SECONDS_PER_BATCH = 0.05
 BATCH = 32
 FEATURES = 512
 
@@ -49,7 +49,7 @@ class SlowStorageDataset(Dataset[tuple[Tensor, Tensor]]):
 def _mlp() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
-        nn.Linear(FEATURES, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10),
+        nn.Linear(FEATURES, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10),
     )
 
 

@@ -250,7 +250,7 @@ ZOO: dict[str, _Spec] = {
     "vgg11": _Spec("image", lambda k: VGG(k["cfg"], k["hidden"], k["pool"], k["classes"]), {
         "tiny": _img(cfg=[8, "M", 16, "M", 32, 32, "M"], hidden=64, pool=1, classes=10, image=32, batch=4),
         "default": _img(cfg=[64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"], hidden=4096, pool=2,
-                        classes=_CLASSES_FULL, image=64, batch=8),
+                        classes=_CLASSES_FULL, image=64, batch=4),
         "full": _img(cfg=[64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"], hidden=4096, pool=7,
                      classes=_CLASSES_FULL, image=224, batch=32),
     }),
@@ -266,12 +266,12 @@ ZOO: dict[str, _Spec] = {
     }),
     "bert": _Spec("text", lambda k: TextTransformer(k["vocab"], k["seq"], k["dim"], k["depth"], k["heads"], causal=False), {
         "tiny": dict(vocab=500, seq=32, dim=32, depth=2, heads=2, batch=4),
-        "default": dict(vocab=8000, seq=128, dim=256, depth=4, heads=4, batch=8),  # BERT-mini-like
+        "default": dict(vocab=8000, seq=128, dim=256, depth=4, heads=4, batch=4),  # BERT-mini-like
         "full": dict(vocab=30522, seq=128, dim=768, depth=12, heads=12, batch=32),  # BERT-base
     }),
     "gpt2": _Spec("text", lambda k: TextTransformer(k["vocab"], k["seq"], k["dim"], k["depth"], k["heads"], causal=True), {
         "tiny": dict(vocab=500, seq=32, dim=32, depth=2, heads=2, batch=4),
-        "default": dict(vocab=8000, seq=128, dim=384, depth=6, heads=6, batch=8),
+        "default": dict(vocab=8000, seq=128, dim=320, depth=4, heads=4, batch=4),
         "full": dict(vocab=50257, seq=1024, dim=768, depth=12, heads=12, batch=8),  # GPT-2 small
     }),
 }

@@ -34,9 +34,9 @@ def test_real_loops_are_told_apart(entrypoint: str, pattern: int) -> None:
     result = run_probe(load_entrypoint(entrypoint), source="entrypoint", iterations=10, warmup=2, device="cpu")
     assert result.pattern_determined, result
     assert result.pattern == pattern, (result.t_data, result.t_iter_observed, result.t_wait_observed)
-    # The loader alone needs ~80 ms a batch; the overlapping loop hides up to its computation time of
+    # The loader alone needs ~50 ms a batch; the overlapping loop hides up to its computation time of
     # it behind the computation, the Trainer-style loop waits for all of it.
-    assert result.t_data > 0.07
+    assert result.t_data > 0.045
     if pattern == 1:
         hidden = result.t_data - result.t_wait_observed
         assert hidden > 0.5 * min(result.t_data, result.t_iter_observed - result.t_wait_observed)
