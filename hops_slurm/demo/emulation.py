@@ -61,10 +61,15 @@ class Emulation(BaseModel):
         if gpus < 1:
             raise ValueError(f"empty allocation {config!r}")
         speed = min(self.speed_of(gpu_type_of(node), model) for node, k in config.items() if k > 0)
-        t = self.step_seconds_of(model) / speed * (1.0 + self.scaling.sync_overhead * math.log2(gpus))
+        t = self.one_gpu_step(model, speed) * (1.0 + self.scaling.sync_overhead * math.log2(gpus))
         if sum(1 for k in config.values() if k > 0) > 1:
             t *= self.scaling.cross_node
         return t
+
+    def one_gpu_step(self, model: str, speed_or_type: float | str) -> float:
+        """Seconds of one emulated step of ``model`` on one GPU of a type (or of a relative speed)."""
+        speed = self.speed_of(speed_or_type, model) if isinstance(speed_or_type, str) else speed_or_type
+        return self.step_seconds_of(model) / speed
 
     def throughput(self, model: str, batch_size: int, config: dict[str, int]) -> float:
         """Emulated samples per second: every step counts GPUs x per-GPU batch samples."""

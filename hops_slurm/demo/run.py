@@ -36,6 +36,7 @@ WORKLOAD = DEMO_DIR / "workload.toml"
 SITE_CONFIG = DEMO_DIR / "hops.toml"
 REPORT_DIR = ROOT / "docs" / "demo"
 HOOK = ROOT / "hooks" / "job_submit.lua"
+PROBE_PYTHON = DEMO_DIR / "probe-python"
 #: ``hops-slurm`` run by this interpreter (``python -m`` cannot run the ``hops_slurm.cli`` package).
 HOPS_SLURM = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
@@ -108,26 +109,32 @@ class DemoDirs:
         os.chmod(self.root, 0o755)
 
 
-def write_site_config(source: Path, state_dir: Path, dest: Path) -> Path:
-    """Copy ``source`` to ``dest`` with ``paths.state_dir`` replaced, after checking both parse."""
+def write_site_config(source: Path, dest: Path, overrides: dict[str, dict[str, str]]) -> Path:
+    """Copy ``source`` to ``dest`` with ``overrides`` ({section: {key: string value}}) set, keeping its
+    comments; both files are checked with :func:`load_config`."""
     load_config(source)
-    lines = source.read_text().splitlines()
-    out, section, replaced = [], "", False
-    for line in lines:
+    todo = {sec: dict(keys) for sec, keys in overrides.items()}
+    out: list[str] = []
+    section = ""
+
+    def close_section() -> None:
+        out.extend(f'{k} = "{v}"' for k, v in todo.pop(section, {}).items())
+
+    for line in source.read_text().splitlines():
         stripped = line.strip()
         if stripped.startswith("[") and stripped.endswith("]"):
-            if section == "paths" and not replaced:
-                out.append(f'state_dir = "{state_dir}"')
-                replaced = True
+            close_section()
             section = stripped.strip("[]").strip()
-        elif section == "paths" and stripped.split("=")[0].strip() == "state_dir":
-            line, replaced = f'state_dir = "{state_dir}"', True
+        else:
+            key = stripped.split("=", 1)[0].strip() if "=" in stripped and not stripped.startswith("#") else ""
+            if key and key in todo.get(section, {}):
+                line = f'{key} = "{todo[section].pop(key)}"'
         out.append(line)
-    if not replaced:
-        out += ([] if section == "paths" else ["", "[paths]"]) + [f'state_dir = "{state_dir}"']
+    close_section()
+    for sec, keys in todo.items():
+        out += ["", f"[{sec}]", *(f'{k} = "{v}"' for k, v in keys.items())]
     dest.write_text("\n".join(out) + "\n")
-    if load_config(dest).paths.state_dir != state_dir:
-        raise ConfigError(f"{dest}: could not set paths.state_dir to {state_dir}")
+    load_config(dest)
     return dest
 
 
@@ -135,7 +142,7 @@ class Daemon:
     """``hops-slurm daemon --foreground`` as a child process in its own session, stopped by PID."""
 
     def __init__(self, config: Path, env: dict[str, str], log_path: Path) -> None:
-        self.argv = [*HOPS_SLURM, "-v", "daemon", "--config", str(config), "--foreground"]
+        self.argv = [*HOPS_SLURM, "daemon", "--config", str(config), "--foreground"]
         self.env, self.log_path = env, log_path
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -191,17 +198,12 @@ class Progress:
         return text + (f", {waiting} still to submit" if waiting else "")
 
 
-def _gres_gpus(tres: str) -> int:
-    for item in tres.split(","):
-        key, _, value = item.partition("=")
-        if key == "gres/gpu" and value.isdigit():
-            return int(value)
-    return 0
-
-
-def poll_jobs(cluster: Minicluster, progress: Progress) -> None:
-    """Update ``progress`` from ``squeue -t all --json`` (a job gone from it keeps its last state)."""
+def poll_jobs(cluster: Minicluster, progress: Progress, env_dir: Path) -> None:
+    """Update ``progress`` from ``squeue -t all --json`` (a job gone from it keeps its last state); a
+    running job's GPU count is the HOPS_GPUS the engine wrote into its env file."""
     import json
+
+    from hops_slurm.slurm.enact import read_job_env
 
     result = cluster.run(["squeue", "-t", "all", "--json"], check=False, timeout=20)
     if result.returncode != 0:
@@ -211,7 +213,11 @@ def poll_jobs(cluster: Minicluster, progress: Progress) -> None:
         if job_id in progress.names:
             state = job.get("job_state")
             progress.states[job_id] = state[0] if isinstance(state, list) else str(state)
-            progress.gpus[job_id] = _gres_gpus(job.get("tres_alloc_str") or "")
+            if progress.states[job_id] == "RUNNING":
+                try:
+                    progress.gpus[job_id] = int(read_job_env(env_dir, job_id).get("HOPS_GPUS", "0"))
+                except (OSError, ValueError):
+                    progress.gpus[job_id] = 0
 
 
 @contextmanager
@@ -253,13 +259,17 @@ def run_demo(
             print(f"   SLURM_CONF={status.conf}", file=out)
             print(cluster.run(["sinfo", "-N", "-o", "%N %P %G %T"]).stdout.rstrip(), file=out)
             dirs.reset()
-            config = write_site_config(site_config, dirs.engine, dirs.config)
+            config = write_site_config(site_config, dirs.config, {
+                "paths": {"state_dir": str(dirs.engine)},
+                "engine": {"probe_python": str(PROBE_PYTHON)},  # EMULATION: probes scaled to emulated GPU speed
+            })
             env = dict(cluster.env(), HOPS_JOB_ENV_DIR=str(dirs.env_dir), HOPS_DEMO_PYTHON=sys.executable,
                        HOPS_DEMO_ROOT=str(ROOT), HOPS_DEMO_STATE=str(dirs.root), PYTHONUNBUFFERED="1")
             daemon = Daemon(config, env, dirs.logs / "daemon.log")
             pid = daemon.start()
             print(f"== started the Hops daemon (pid {pid}, config {config}, log {daemon.log_path})", file=out)
             progress = _run_workload(cluster, daemon, submissions, dirs, env, out, timeout, poll)
+            _wait_recorded(daemon, dirs, list(progress.names), out)
             print("== stopping the daemon", file=out)
             daemon.stop()
             _show_jobs(progress, dirs, out)
@@ -296,7 +306,7 @@ def _run_workload(cluster: Minicluster, daemon: Daemon, submissions: list[Submis
             if job_id is not None:
                 progress.names[job_id] = sub.script.stem
         daemon.check_alive()
-        poll_jobs(cluster, progress)
+        poll_jobs(cluster, progress, dirs.env_dir)
         if not queue and progress.ended():
             print(progress.line(elapsed, 0), file=out)
             return progress
@@ -307,6 +317,27 @@ def _run_workload(cluster: Minicluster, daemon: Daemon, submissions: list[Submis
         if elapsed > timeout:
             raise DemoError(f"the workload did not finish within {timeout:.0f} s; daemon log {daemon.log_path}:\n{daemon.tail()}")
         time.sleep(poll)
+
+
+def _wait_recorded(daemon: Daemon, dirs: DemoDirs, job_ids: list[str], out: TextIO, timeout: float = 90.0) -> None:
+    """Wait until the daemon's records show every job ended (it notices at its next monitor/refresh)."""
+    from hops_slurm.report.source import RecordsError, open_source
+
+    deadline = time.monotonic() + timeout
+    while True:
+        daemon.check_alive()
+        try:
+            ended = {j.job_id for j in open_source(dirs.records).load().jobs if j.end is not None}
+        except RecordsError:
+            ended = set()
+        missing = [j for j in job_ids if j not in ended]
+        if not missing:
+            print("   the daemon has recorded every job's end", file=out)
+            return
+        if time.monotonic() > deadline:
+            raise DemoError(f"the daemon did not record the end of jobs {', '.join(missing)} within {timeout:.0f} s;"
+                            f" see {daemon.log_path}")
+        time.sleep(1.0)
 
 
 def _submit(cluster: Minicluster, script: Path, dirs: DemoDirs, env: dict[str, str], out: TextIO, elapsed: float) -> str | None:
