@@ -90,6 +90,10 @@ class DemoDirs:
         return self.root / "hops.toml"
 
     @property
+    def pid_file(self) -> Path:
+        return self.root / "daemon.pid"
+
+    @property
     def records(self) -> Path:
         return self.engine / "records.sqlite"
 
@@ -146,10 +150,11 @@ class Daemon:
         self.env, self.log_path = env, log_path
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> int:
+    def start(self, pid_file: Path) -> int:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
+        pid_file.write_text(f"{self.proc.pid}\n")
         return self.proc.pid
 
     def check_alive(self) -> None:
@@ -174,6 +179,21 @@ class Daemon:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
         return self.proc.returncode
+
+
+def stop_stale_daemon(pid_file: Path, config: Path) -> int | None:
+    """Stop a daemon an earlier, killed demo left running (its PID file names it and its command line
+    carries this demo's config path); returns its PID, None when there was none."""
+    from hops_slurm.minicluster import processes
+
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    if not processes.is_alive(pid) or str(config) not in processes.cmdline(pid):
+        return None
+    processes.stop_pid(pid, timeout=30.0)
+    return pid
 
 
 @dataclass
@@ -258,6 +278,9 @@ def run_demo(
             status = cluster.up()
             print(f"   SLURM_CONF={status.conf}", file=out)
             print(cluster.run(["sinfo", "-N", "-o", "%N %P %G %T"]).stdout.rstrip(), file=out)
+            stale = stop_stale_daemon(dirs.pid_file, dirs.config)
+            if stale is not None:
+                print(f"   stopped the daemon an earlier demo left running (pid {stale})", file=out)
             dirs.reset()
             config = write_site_config(site_config, dirs.config, {
                 "paths": {"state_dir": str(dirs.engine)},
@@ -266,7 +289,7 @@ def run_demo(
             env = dict(cluster.env(), HOPS_JOB_ENV_DIR=str(dirs.env_dir), HOPS_DEMO_PYTHON=sys.executable,
                        HOPS_DEMO_ROOT=str(ROOT), HOPS_DEMO_STATE=str(dirs.root), PYTHONUNBUFFERED="1")
             daemon = Daemon(config, env, dirs.logs / "daemon.log")
-            pid = daemon.start()
+            pid = daemon.start(dirs.pid_file)
             print(f"== started the Hops daemon (pid {pid}, config {config}, log {daemon.log_path})", file=out)
             progress = _run_workload(cluster, daemon, submissions, dirs, env, out, timeout, poll)
             _wait_recorded(daemon, dirs, list(progress.names), out)

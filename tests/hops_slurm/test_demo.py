@@ -17,9 +17,19 @@ import pytest
 
 from hops_slurm.config import load_config
 from hops_slurm.demo.emulation import Emulation, gpu_type_of, load_emulation, parse_config
-from hops_slurm.demo.run import JOBS_DIR, ROOT, SITE_CONFIG, WORKLOAD, load_workload, run_demo, write_site_config
+from hops_slurm.demo.run import (
+    JOBS_DIR,
+    ROOT,
+    SITE_CONFIG,
+    WORKLOAD,
+    load_workload,
+    run_demo,
+    stop_stale_daemon,
+    write_site_config,
+)
 from hops_slurm.directives import parse_script
 from hops_slurm.errors import ConfigError, DirectiveError
+from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.spec import Ports, load_spec
 from slurm_helpers import leftover_processes
 
@@ -137,6 +147,23 @@ def test_site_config_copy_changes_only_the_overrides(tmp_path: Path) -> None:
     assert copy.model_copy(update={"paths": original.paths, "engine": original.engine, "solver": original.solver}) == original
     assert copy.engine.model_copy(update={"probe_python": original.engine.probe_python}) == original.engine
     assert original.scheduler.round_length <= 30 and original.scheduler.queue_refresh <= 5
+
+
+def test_a_daemon_left_by_a_killed_demo_is_stopped_and_nothing_else(tmp_path: Path) -> None:
+    config, pid_file = tmp_path / "hops.toml", tmp_path / "daemon.pid"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "unrelated"])
+    stale = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(config)])
+    try:
+        assert stop_stale_daemon(pid_file, config) is None  # no PID file
+        pid_file.write_text(f"{other.pid}\n")
+        assert stop_stale_daemon(pid_file, config) is None and other.poll() is None  # not ours: left alone
+        pid_file.write_text(f"{stale.pid}\n")
+        assert stop_stale_daemon(pid_file, config) == stale.pid
+        assert not processes.is_alive(stale.pid) and processes.is_alive(other.pid)
+    finally:
+        for p in (other, stale):
+            p.kill()
+            p.wait()
 
 
 # ----- the training job -----------------------------------------------------------------------------
