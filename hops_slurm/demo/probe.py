@@ -3,7 +3,7 @@
 Where it sits: the demo's site config sets ``engine.probe_python`` to etc/demo/probe-python, so the
 daemon's probe jobs run ``probe-python -m profiler.probe ARGS``, which lands here. The real
 :mod:`profiler.probe` runs first (the tiny zoo model on CPU); then the forward, backward and update
-times of its result are scaled by one factor so that their sum equals the emulated one-GPU step of
+times of its result (and the free-running iteration time) are scaled by one factor so that their sum equals the emulated one-GPU step of
 etc/demo/emulation.toml for the probe's GPU type -- the same speed the demo jobs themselves emulate,
 so the estimates the planner uses agree with what the jobs do. Data times are left as measured.
 """
@@ -24,7 +24,6 @@ def scale_probe(record: object, emulation: Emulation) -> object:
         return record
     target = emulation.one_gpu_step(record.model, record.gpu_type)
     factor = target / record.t_compute
-    extra = target - record.t_compute  # the free-running iteration grows by the same amount
     return record.model_copy(update={
         "t_forward": record.t_forward * factor,
         "t_backward": record.t_backward * factor,
@@ -32,7 +31,7 @@ def scale_probe(record: object, emulation: Emulation) -> object:
         "forward_samples": [t * factor for t in record.forward_samples],
         "backward_samples": [t * factor for t in record.backward_samples],
         "update_samples": [t * factor for t in record.update_samples],
-        "t_iter_observed": record.t_iter_observed + extra,
+        "t_iter_observed": record.t_iter_observed * factor,  # the free-running loop, scaled alike
     })
 
 
