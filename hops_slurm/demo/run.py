@@ -364,7 +364,7 @@ def _wait_recorded(daemon: Daemon, dirs: DemoDirs, job_ids: list[str], out: Text
 
 
 def _submit(cluster: Minicluster, script: Path, dirs: DemoDirs, env: dict[str, str], out: TextIO, elapsed: float) -> str | None:
-    argv = ["sbatch", "--parsable", f"--output={dirs.logs}/%x-%j.out", str(script)]
+    argv = ["sbatch", "--parsable", "--open-mode=append", f"--output={dirs.logs}/%x-%j.out", str(script)]
     result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
     if result.returncode != 0:
         reason = next((l for l in result.stderr.splitlines() if "#HOPS" in l), result.stderr.strip())
