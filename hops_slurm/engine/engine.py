@@ -130,6 +130,8 @@ class Engine:
                 self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
             else:
                 self.store = ThroughputStore(store_path)
+                self.metrics_dir.mkdir(parents=True, exist_ok=True)
+                self.metrics_dir.chmod(0o1777)  # jobs of every user append their runtime records here
                 crash = os.environ.get(CRASH_ENV)
                 jpath = self.config.paths.resolve(self.config.paths.journal)
                 self.journal = CrashingJournal(jpath, int(crash)) if crash else Journal(jpath)
