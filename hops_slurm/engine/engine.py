@@ -237,6 +237,8 @@ class Engine:
                 js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
                 if not self.dry_run:
                     cancel_probes(js, self.env)
+                if self.profiler is not None:
+                    self.profiler.forget(js.job_id)
                 del self.tracked[js.job_id]
                 out["ended"].append(js.job_id)
                 changed.append(js)
