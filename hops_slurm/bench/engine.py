@@ -101,7 +101,8 @@ def run(out_dir: Path) -> Path:
                 res = engine.backend.last_result  # type: ignore[union-attr]
                 assert planning is not None and res is not None
                 rows.append({"round": r + 1, "read": t1 - t0, "views": planning.read_seconds, "plan": planning.plan_seconds,
-                             "enact": planning.enact_seconds, "total": t2 - t0, "started": len(res.started),
+                             "enact": planning.enact_seconds, "total": t2 - t0, "placed": len(planning.plan.placed()),
+                             "gpus": f"{planning.record.gpus_in_use}/{planning.record.total_gpus}", "started": len(res.started),
                              "preempted": len(res.preempted), "kept": len(res.kept), "refused": len(res.refused),
                              "mismatched": len(res.mismatched)})
                 time.sleep(2.0)
@@ -116,12 +117,12 @@ def run(out_dir: Path) -> Path:
         f"daemon does. Profiling before the first round (real probes, tiny zoo size, not timed): {profiling:.1f} s.",
         "Produced by `hops-slurm bench engine` (hops_slurm/bench/engine.py). Seconds per round:",
         "",
-        "| round | read (refresh) | job views | plan (ILP) | enact | total | started | preempted | kept | refused | mismatched |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| round | read (refresh) | job views | plan (ILP) | enact | total | jobs placed | GPUs in use | started | preempted | kept | refused | mismatched |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(f"| {row['round']} | {row['read']:.2f} | {row['views']:.2f} | {row['plan']:.2f} | {row['enact']:.2f} | "
-                     f"{row['total']:.2f} | {row['started']} | {row['preempted']} | {row['kept']} | {row['refused']} | "
+                     f"{row['total']:.2f} | {row['placed']} | {row['gpus']} | {row['started']} | {row['preempted']} | {row['kept']} | {row['refused']} | "
                      f"{row['mismatched']} |")
     lines += ["", f"Median total: {statistics.median(float(r['total']) for r in rows):.2f} s per round. "
               "read = squeue/sinfo + admin holds of new jobs + settle + bookkeeping; job views = estimator "

@@ -51,6 +51,7 @@ class EngineEnv:
     workdir: Path
     submitted: list[str] = field(default_factory=list)
     daemons: list[subprocess.Popen[str]] = field(default_factory=list)
+    logs: dict[int, Path] = field(default_factory=dict)
 
     @property
     def env(self) -> dict[str, str]:
@@ -95,11 +96,18 @@ class EngineEnv:
             time.sleep(1.0)
 
     def daemon(self, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([*CLI, "daemon", "--foreground", "--config", str(self.config)],
-                                env={**self.env, **(extra_env or {})}, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, cwd=self.workdir)
+        """A ``hops-slurm daemon --foreground`` process; its output goes to a file (:meth:`output`)."""
+        log = self.workdir / f"daemon{len(self.daemons)}.log"
+        with log.open("w") as fh:
+            proc = subprocess.Popen([*CLI, "daemon", "--foreground", "--config", str(self.config)],
+                                    env={**self.env, **(extra_env or {})}, stdout=fh, stderr=subprocess.STDOUT,
+                                    text=True, cwd=self.workdir)
         self.daemons.append(proc)
+        self.logs[proc.pid] = log
         return proc
+
+    def output(self, proc: subprocess.Popen[str]) -> str:
+        return self.logs[proc.pid].read_text()
 
     def jobs(self) -> dict[str, SlurmJob]:
         return {j.job_id: j for j in self.api.jobs() if j.job_id in self.submitted}
@@ -172,4 +180,4 @@ def eng(minicluster: Minicluster, engine_state: Path) -> Iterator[EngineEnv]:
             minicluster.run(["scontrol", "update", f"JobId={job.job_id}", "Reservation="], check=False)
     for name in names:
         minicluster.run(["scontrol", "delete", f"ReservationName={name}"], check=False)
-    shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(workdir, ignore_errors=True) if not os.environ.get("KEEPLOGS") else None
