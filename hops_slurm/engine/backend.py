@@ -6,6 +6,11 @@ round logic (:func:`hops_slurm.engine.rounds.plan_once`) asks it for the cluster
 and hands the plan to :meth:`SlurmBackend.apply`, which enacts it through
 :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve / release / requeuehold).
 
+A job that has run is kept on the GPU type(s) it first ran on (its throughput elsewhere is offered as
+0, "cannot run there"): Slurm 22.05 does not start a requeued job whose typed GPU request was changed to
+another type (observed: ``never runnable in partition``, reason BadConstraints, priority 0, even after
+clearing the request first), so such a move would strand it.
+
 Fragment plans see only idle GPUs: GPUs promised to jobs released into their reservation but not yet
 started are taken out, and those jobs are not offered again until the next round.
 """
@@ -18,12 +23,12 @@ from dataclasses import dataclass, field
 
 from estimator.estimate import Estimator
 from hops_slurm.backend import Enactment
-from hops_slurm.engine.jobs import FALLBACK_AGE, estimate, job_view
+from hops_slurm.engine.jobs import FALLBACK_AGE, estimate, fallback_throughput, job_view
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmNode
 from hops_slurm.slurm.enact import EnactResult, Enactor, job_reservation
 from hops_slurm.slurm.views import cluster_view
-from planner.views import ClusterView, JobView, NodeView, Plan
+from planner.views import ClusterView, Config, JobView, NodeView, Plan
 
 
 @dataclass
@@ -102,9 +107,25 @@ class SlurmBackend:
             if fragment and (seen.active or js.job_id in placed):
                 continue
             fn, age, sens = est[js.job_id]
+            fn = self._pinned(js, fn)
             views.append(job_view(js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
                                   current=seen.gpu_config() if seen.active else None))
         return tuple(views)
+
+    def _pinned(self, js: JobState, fn: object) -> object:
+        """Throughput fn limited to the GPU types of the job's first placement (see the module docstring)."""
+        if not js.placements:
+            return fn
+        types = {n.name: n.gpu_type for n in self.nodes}
+        allowed = {types.get(n, "") for n in js.placements[0]["config"]}
+        base = fn if fn is not None else fallback_throughput
+
+        def pinned(config: Config) -> float:
+            if any(types.get(n) not in allowed for n, k in config.items() if k > 0):
+                return 0.0
+            return base(config)  # type: ignore[operator]
+
+        return pinned
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         if fragment:

@@ -130,6 +130,8 @@ class Engine:
                 self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
             else:
                 self.store = ThroughputStore(store_path)
+                self.metrics_dir.mkdir(parents=True, exist_ok=True)
+                self.metrics_dir.chmod(0o1777)  # jobs of every user append their runtime records here
                 crash = os.environ.get(CRASH_ENV)
                 jpath = self.config.paths.resolve(self.config.paths.journal)
                 self.journal = CrashingJournal(jpath, int(crash)) if crash else Journal(jpath)
@@ -235,6 +237,8 @@ class Engine:
                 js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
                 if not self.dry_run:
                     cancel_probes(js, self.env)
+                if self.profiler is not None:
+                    self.profiler.forget(js.job_id)
                 del self.tracked[js.job_id]
                 out["ended"].append(js.job_id)
                 changed.append(js)

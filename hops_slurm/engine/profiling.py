@@ -10,7 +10,8 @@ a reservation off the managed nodes. When a probe job has left the queue its rec
 a :class:`profiler.records.ProbeResult` is ingested (:func:`profiler.ingest.ingest_probe`; the engine is
 the store's only writer), a failure or a missing record marks that type failed.
 
-Until every probe of a job has finished, the job is not planned. A job none of whose probes succeeded
+Jobs of a model whose probes are running wait for them (one probe per model and GPU type, however many
+jobs share it). Until every probe of a job has finished, the job is not planned. A job none of whose probes succeeded
 is marked ``failed`` and still scheduled with the fallback estimate of :mod:`hops_slurm.engine.jobs`
 (never stranded). Entrypoint probes run with the job's working directory unknown to the engine: they
 must be importable from the probe's python (documented in docs/admin-guide.md).
@@ -66,6 +67,8 @@ class ProfilerFlow:
         self.state = state
         self.store = store
         self.env = dict(env) if env is not None else None
+        self.probing: dict[str, str] = {}  # model key -> the job whose probes run for it
+        self.failed_models: dict[str, str] = {}  # model key -> why its probes failed (this run of the engine)
 
     def advance(self, job: JobState, gpu_types: list[str], listing: Mapping[str, SlurmJob]) -> bool:
         """Move ``job``'s profiling one step; True if its profile state changed (the caller saves it)."""
@@ -79,10 +82,17 @@ class ProfilerFlow:
                 job.signature, job.profile = known[0], PROFILE_DONE
                 log.info("job %s: model %s already profiled (%s)", job.job_id, d.model, known[0])
                 return True
+            if key in self.failed_models:
+                job.profile, job.profile_error = PROFILE_FAILED, self.failed_models[key]
+                return True
+            if self.probing.get(key, job.job_id) != job.job_id:
+                return False  # the same model is being probed for another job: wait for its result
+            self.probing[key] = job.job_id
             for gpu_type in gpu_types:
                 job.probes[gpu_type] = self._submit(job.job_id, d, gpu_type)
             job.profile = PROFILE_PROBING
             return True
+        self.probing.setdefault(key, job.job_id)
         changed = False
         for gpu_type, probe in job.probes.items():
             if probe.get("status") != "running":
@@ -94,16 +104,24 @@ class ProfilerFlow:
             changed = True
         if all(p.get("status") != "running" for p in job.probes.values()):
             ok = [t for t, p in job.probes.items() if p.get("status") == "done"]
+            self.forget(job.job_id)
             if ok:
                 job.profile = PROFILE_DONE
                 self.state.remember_model(key, job.signature, ok)
             else:
                 job.profile = PROFILE_FAILED
                 job.profile_error = "; ".join(f"{t}: {p.get('error', '?')}" for t, p in job.probes.items())
+                self.failed_models[key] = job.profile_error
                 log.warning("job %s: every probe failed (%s); scheduling it with the fallback estimate",
                             job.job_id, job.profile_error)
             changed = True
         return changed
+
+    def forget(self, job_id: str) -> None:
+        """``job_id`` no longer probes for its model (done, failed, or the job ended): the next job of the
+        model may use the result or probe itself."""
+        for key in [k for k, j in self.probing.items() if j == job_id]:
+            del self.probing[key]
 
     # ----- probe jobs -------------------------------------------------------------------------------
     def _submit(self, job_id: str, d: HopsDirectives, gpu_type: str) -> dict[str, object]:

@@ -1,0 +1,183 @@
+"""Fixtures for the engine tests on the live minicluster: a site config (own state directory, tiny probes,
+short rounds), job submission as root or a non-root user, running ``hops-slurm`` commands and daemons as
+real processes, and cleanup of every job and ``hops-`` reservation afterwards.
+
+Run with ``HOPS_TEST_SPEC=tests/data/minicluster-engine.toml`` so the cluster does not collide with
+other test sessions on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.slurm.cli import CliSlurm
+
+TEST_USER = "hopsuser"
+SCRIPT = """#!/bin/bash
+#HOPS gpus={gpus} samples=1M batch-size=8 model=resnet18 lr=0.1@{top}
+sleep 600
+"""
+CLI = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
+
+
+def ensure_test_user() -> str:
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", TEST_USER], check=True)
+    return TEST_USER
+
+
+@dataclass
+class EngineEnv:
+    cluster: Minicluster
+    api: CliSlurm
+    state_dir: Path
+    config: Path
+    workdir: Path
+    submitted: list[str] = field(default_factory=list)
+    daemons: list[subprocess.Popen[str]] = field(default_factory=list)
+    logs: dict[int, Path] = field(default_factory=dict)
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, **self.cluster.env()}
+        env.pop("HOPS_ENGINE_CRASH_AFTER", None)
+        return env
+
+    def submit(self, gpus: str = "1,2,4", user: str | None = None) -> str:
+        top = gpus.split(",")[-1].split("-")[-1]
+        script = self.workdir / f"job{len(self.submitted)}.sh"
+        script.write_text(SCRIPT.format(gpus=gpus, top=top))
+        script.chmod(0o755)
+        argv = ["sbatch", "--parsable", "-o", "/dev/null", "-D", str(self.workdir), str(script)]
+        if user:
+            argv = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.cluster.conf_path}", *argv]
+        out = subprocess.run(argv, env=self.env, capture_output=True, text=True, check=True, timeout=30)
+        job_id = out.stdout.strip().split(";")[0]
+        self.submitted.append(job_id)
+        return job_id
+
+    def ensure_user(self) -> str:
+        return ensure_test_user()
+
+    def hops(self, *args: str, extra_env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*CLI, *args], env={**self.env, **(extra_env or {})}, capture_output=True, text=True,
+                              timeout=timeout, check=False, cwd=self.workdir)
+
+    def plan_once(self, *extra: str, extra_env: dict[str, str] | None = None) -> dict[str, object]:
+        proc = self.hops("plan", "--once", "--json", "--config", str(self.config), *extra, extra_env=extra_env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout)
+
+    def until_planned(self, job_ids: list[str], timeout: float = 90.0) -> dict[str, object]:
+        """Run ``plan --once`` (as cron would) until every job has been profiled and planned."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.plan_once()
+            assign = out.get("assignments", {})
+            if all(j in assign for j in job_ids):  # type: ignore[operator]
+                return out
+            assert time.monotonic() < deadline, f"jobs {job_ids} not planned after {timeout} s: {out}"
+            time.sleep(1.0)
+
+    def daemon(self, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """A ``hops-slurm daemon --foreground`` process; its output goes to a file (:meth:`output`)."""
+        log = self.workdir / f"daemon{len(self.daemons)}.log"
+        with log.open("w") as fh:
+            proc = subprocess.Popen([*CLI, "daemon", "--foreground", "--config", str(self.config)],
+                                    env={**self.env, **(extra_env or {})}, stdout=fh, stderr=subprocess.STDOUT,
+                                    text=True, cwd=self.workdir)
+        self.daemons.append(proc)
+        self.logs[proc.pid] = log
+        return proc
+
+    def output(self, proc: subprocess.Popen[str]) -> str:
+        return self.logs[proc.pid].read_text()
+
+    def jobs(self) -> dict[str, SlurmJob]:
+        return {j.job_id: j for j in self.api.jobs() if j.job_id in self.submitted}
+
+    def detail(self, job_id: str) -> SlurmJob:
+        job = self.api.job(job_id)
+        assert job is not None, job_id
+        return job
+
+    def wait(self, pred: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while not pred():
+            assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
+            time.sleep(0.3)
+
+
+def write_config(path: Path, state_dir: Path) -> None:
+    path.write_text(f"""
+[scheduler]
+round_length = 8
+queue_refresh = 4
+[solver]
+time_limit = 5
+[engine]
+probe_size = "tiny"
+probe_iterations = 3
+probe_time_limit = 60
+probe_device = "cpu"
+monitor_interval = 2
+settle_timeout = 10
+[paths]
+state_dir = "{state_dir}"
+""")
+
+
+@pytest.fixture(scope="session")
+def engine_state() -> Iterator[Path]:
+    """One engine state directory for the session: the probes of the test model run once, later jobs of
+    the same model reuse the profile (as on a real site)."""
+    d = Path(tempfile.mkdtemp(prefix="hops-engine-state-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def eng(minicluster: Minicluster, engine_state: Path) -> Iterator[EngineEnv]:
+    workdir = Path(tempfile.mkdtemp(prefix="hops-engine-jobs-"))
+    workdir.chmod(0o777)
+    config = engine_state / "hops.toml"
+    write_config(config, engine_state)
+    e = EngineEnv(minicluster, CliSlurm(minicluster.env()), engine_state, config, workdir)
+    yield e
+    for proc in e.daemons:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    probes = [j.job_id for j in e.api.jobs() if j.name.startswith("hops-probe-") and (j.pending or j.active)]
+    if e.submitted or probes:
+        minicluster.run(["scancel", *e.submitted, *probes], check=False)
+    deadline = time.monotonic() + 30
+    while any((j.pending or j.active) for j in e.jobs().values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    names = [r.name for r in e.api.reservations() if r.name.startswith("hops-")]
+    for job in e.api.jobs():
+        if job.reservation in names and (job.pending or job.active):
+            minicluster.run(["scontrol", "update", f"JobId={job.job_id}", "Reservation="], check=False)
+    for name in names:
+        minicluster.run(["scontrol", "delete", f"ReservationName={name}"], check=False)
+    shutil.rmtree(workdir, ignore_errors=True) if not os.environ.get("KEEPLOGS") else None

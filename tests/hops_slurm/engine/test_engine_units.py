@@ -1,0 +1,111 @@
+"""Engine pieces without Slurm: wait/run accounting, the state database across reopen, the lock, the
+fallback job view and the queue output. Expected values are computed by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.engine.jobs import FALLBACK_AGE, fallback_throughput, job_view
+from hops_slurm.engine.lock import EngineLocked, InstanceLock
+from hops_slurm.engine.queue import fmt_duration, parse_format, queue_rows, render
+from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState, account
+from hops_slurm.errors import HopsError
+from hops_slurm.slurm.api import SlurmJob
+
+DIRECTIVES = "gpus=1,2,4 samples=1000000 batch-size=8 model=resnet18 lr=0.1@4"
+
+
+def _job(job_id: str = "7", t: float = 1000.0) -> JobState:
+    return JobState(job_id=job_id, name="train", user="alice", directives=DIRECTIVES, submit_time=t,
+                    first_seen=t, last_seen=t, last_state="PENDING")
+
+
+def test_wait_sums_pending_time_over_a_preemption() -> None:
+    js = _job()
+    account(js, 1010.0, "PENDING", {})  # pending 1000..1010: wait 10
+    account(js, 1030.0, "RUNNING", {"a": 2})  # still pending until seen running at 1030: wait 30
+    account(js, 1050.0, "RUNNING", {"a": 2})  # ran 20 s on 2 GPUs: run 20, 40 GPU-s
+    account(js, 1060.0, "PENDING", {})  # preempted (seen at 1060): run 30, 60 GPU-s
+    account(js, 1075.0, "RUNNING", {"b": 1})  # pending 1060..1075: wait 30 + 15 = 45
+    account(js, 1080.0, "RUNNING", {"b": 1})  # run 35, GPU-s 65
+    assert (js.wait, js.run_time, js.gpu_seconds) == (45.0, 35.0, 65.0)
+    assert js.first_start == 1030.0
+    assert [(p["start"], p["end"], p["config"], p.get("preempted")) for p in js.placements] == [
+        (1030.0, 1060.0, {"a": 2}, True), (1075.0, None, {"b": 1}, None)]
+
+
+def test_state_survives_reopen(tmp_path: Path) -> None:
+    db = EngineState(tmp_path / "engine.sqlite")
+    js = _job()
+    account(js, 1012.5, "PENDING", {})
+    js.profile, js.signature, js.age = PROFILE_DONE, "abc", 321.0
+    js.probes = {"v100": {"status": "done", "slurm_id": "9"}}
+    db.save(js)
+    db.remember_model("resnet18|b8|tiny", "abc", ["v100", "a100"])
+    db.close()
+    again = EngineState(tmp_path / "engine.sqlite")
+    back = again.get("7")
+    assert back == js
+    assert again.known_model("resnet18|b8|tiny") == ("abc", ["a100", "v100"])
+    js.ended = 2000.0
+    again.save(js)
+    assert again.jobs() == {} and list(again.jobs(active_only=False)) == ["7"]
+
+
+def test_second_lock_is_refused_with_the_owner_named(tmp_path: Path) -> None:
+    first = InstanceLock(tmp_path / "engine.lock").acquire()
+    with pytest.raises(EngineLocked, match=r"another hops-slurm engine \(pid \d+\)"):
+        InstanceLock(tmp_path / "engine.lock").acquire()
+    first.release()
+    InstanceLock(tmp_path / "engine.lock").acquire().release()  # free again
+
+
+def test_fallback_view_is_linear_in_gpus_and_uses_the_given_age() -> None:
+    js = _job()
+    view = job_view(js, 1100.0, throughput=None, age=None, sensitivity=None, fallback_age=FALLBACK_AGE, current=None)
+    assert view.throughput({"a": 2, "b": 1}) == 3.0 == fallback_throughput({"a": 2, "b": 1})
+    assert view.age == FALLBACK_AGE and view.sensitivity == 1.0
+    assert view.wait == 100.0  # pending since it was last seen at 1000
+    assert view.requirements == (1, 2, 4) and view.total_samples == 1_000_000
+
+
+def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
+    db = EngineState(tmp_path / "engine.sqlite")
+    a, b = _job("7"), _job("8")
+    for js, age in ((a, 100.0), (b, 400.0)):
+        js.profile, js.age = PROFILE_DONE, age
+        db.save(js)
+    db.set_meta("last_plan", json.dumps({"time": 1.0, "priorities": {"7": 0.5, "8": 2.0}, "window": ["8"],
+                                         "assignments": {"7": None, "8": {"a100-1": 4}}}))
+    jobs = [SlurmJob(job_id="7", state="PENDING", priority=0), SlurmJob(job_id="8", state="PENDING", priority=0)]
+    rows = queue_rows(db, jobs, now=1200.0)
+    # wait = 200 s for both (last seen 1000); LR = wait / age: 200/100 = 2.0 and 200/400 = 0.5
+    assert [(r.jobid, r.priority, r.lr, r.window, r.plan) for r in rows] == [
+        ("8", 2.0, 0.5, True, "a100-1:4"), ("7", 0.5, 2.0, False, "-")]
+    text = render(rows, parse_format("jobid,lr,wait,plan"), parsable=True)
+    assert text.splitlines() == ["JOBID|LR|WAIT|PLAN", "8|0.500|00:03:20|a100-1:4", "7|2.000|00:03:20|-"]
+    assert render(rows, ("jobid",), parsable=True, header=False) == "8\n7"
+    assert json.loads(render(rows, ("jobid", "age"), as_json=True)) == {"jobs": [{"jobid": "8", "age": 400.0},
+                                                                                  {"jobid": "7", "age": 100.0}]}
+    with pytest.raises(HopsError, match="unknown field"):
+        parse_format("jobid,bogus")
+    assert fmt_duration(90061) == "1-01:01:01"
+
+
+def test_a_job_that_ran_is_offered_only_its_first_gpu_type() -> None:
+    from hops_slurm.engine.backend import SlurmBackend
+    from hops_slurm.slurm.api import SlurmNode
+
+    b = SlurmBackend(api=None, enactor=None, tracked={})  # type: ignore[arg-type]
+    b.nodes = [SlurmNode(name="a1", state="idle", gpu_type="a100", gpus_total=8),
+               SlurmNode(name="v1", state="idle", gpu_type="v100", gpus_total=4)]
+    fresh = _job("1")
+    assert b._pinned(fresh, None) is None  # never ran: every type stays open
+    ran = _job("2")
+    ran.placements = [{"start": 1.0, "end": 2.0, "config": {"a1": 2}, "preempted": True}]
+    fn = b._pinned(ran, None)
+    assert fn({"a1": 4}) == 4.0  # fallback throughput (GPU count) on its own type
+    assert fn({"v1": 4}) == 0.0 and fn({"a1": 2, "v1": 2}) == 0.0
