@@ -98,7 +98,8 @@ class SlurmBackend:
         now = self.now()
         cluster = cluster_view(self.nodes, self.jobs, fragment=False, partition=self.partition)
         estimator = self.estimator_for(cluster) if cluster.nodes else None
-        est = {js.job_id: estimate(js, estimator) for js in self.schedulable()}
+        memo: dict[tuple[object, ...], object] = {}
+        est = {js.job_id: estimate(js, estimator, memo) for js in self.schedulable()}
         ages = [a for _f, a, _s in est.values() if a]
         fallback_age = sum(ages) / len(ages) if ages else FALLBACK_AGE
         views = []
