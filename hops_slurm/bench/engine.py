@@ -127,6 +127,7 @@ def run(out_dir: Path) -> Path:
     lines += ["", f"Median total: {statistics.median(float(r['total']) for r in rows):.2f} s per round. "
               "read = squeue/sinfo + admin holds of new jobs + settle + bookkeeping; job views = estimator "
               "snapshots per job; enact = journaled scontrol steps and the wait (at most settle_timeout) "
-              "for released jobs to start and be read back.", ""]
+              "for released jobs to start and be read back (a re-placed job also waits the 2 s requeue grace). "
+              "Machine: 2-core VM shared with other builds, so the numbers are noisy.", ""]
     out.write_text("\n".join(lines))
     return out
