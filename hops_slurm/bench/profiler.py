@@ -17,6 +17,7 @@ probe that predicts it); the machine is shared, so absolute times are noisy.
 from __future__ import annotations
 
 import logging
+import os
 import platform
 import statistics
 import tempfile
@@ -112,7 +113,8 @@ def _run(out_dir: Path) -> Path:
     lines += [
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch thread per process, torch {torch.__version__}, "
         f"CUDA available: {torch.cuda.is_available()}. Command: `hops-slurm bench profiler`.",
-        "The machine's 2 cores were shared with other work while this ran; times are noisy.",
+        f"Load average at the start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work shares them; "
+        "times are noisy).",
         "",
     ]
 
@@ -223,6 +225,7 @@ def _run(out_dir: Path) -> Path:
         + (" (no GPU was visible when this ran, so they are not exercised here)." if not torch.cuda.is_available() else "."),
         "",
     ]
+    lines.insert(4, f"Load average at the end: {os.getloadavg()[0]:.1f}.")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "profiler.md"
     path.write_text("\n".join(lines), encoding="utf-8")
