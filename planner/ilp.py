@@ -405,6 +405,8 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                method: str) -> Solution:
         for j in jobs:
             assign.setdefault(j, None)
+        if current:
+            assign = keep_equivalent(assign, nodes, current)
         extra["method"] = method
         return Solution(assign, obj, bound, relative_gap(obj, bound), state, time.perf_counter() - t0,
                         n_vars, n_int, n_rows, "compact", solver, extra=extra)
@@ -473,6 +475,38 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
         return result({}, "none", None, bound, "mip")
     assign, obj = take_mip()
     return result(assign, state, obj, bound, "mip")
+
+
+def keep_equivalent(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
+                    current: Mapping[str, Config]) -> dict[str, Config | None]:
+    """Put back on its current nodes every running job that ``assignments`` moves to other nodes with
+    the same signature (an equivalent config: same server classes and GPU counts, hence the same
+    throughput), whenever its current nodes have room in the rest of the plan; repeated until no job
+    moves back. Afterwards no running job is moved to an equivalent config that it could keep."""
+    by_name = {n.name: n for n in nodes}
+    out = dict(assignments)
+    left = {n.name: n.free_gpus for n in nodes}
+    for cfg in out.values():
+        for n, g in (cfg or {}).items():
+            left[n] -= g
+    changed = True
+    while changed:
+        changed = False
+        for j in sorted(current):
+            cur, cfg = current[j], out.get(j)
+            if not cfg or not cur or dict(cfg) == dict(cur) or not all(n in by_name for n in cur):
+                continue
+            if signature(cfg, by_name) != signature(cur, by_name):
+                continue
+            for n, g in cfg.items():
+                left[n] += g
+            keep = all(left[n] >= g for n, g in cur.items())
+            for n, g in (cur if keep else cfg).items():
+                left[n] -= g
+            if keep:
+                out[j] = freeze_config(cur)
+                changed = True
+    return out
 
 
 def _scopes(pk: GroupKey) -> list[GroupKey]:
