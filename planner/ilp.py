@@ -291,23 +291,52 @@ def moved(assignments: Mapping[str, Config | None], current: Mapping[str, Config
 
 def keep_running(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
                  current: Mapping[str, Config]) -> dict[str, Config | None] | None:
-    """The same signatures on concrete nodes, with every running job whose signature is unchanged on
-    its current nodes: those are placed first (their current configs are disjoint, so they all fit),
-    the others on their own nodes where still free, else best fit, biggest first. ``None`` when the
-    others no longer fit that way (the caller keeps its own mapping)."""
+    """The same signatures on concrete nodes, with running jobs whose signature is unchanged on their
+    current nodes where possible: those go first (their current configs are disjoint, so they all
+    fit), then every other job whose nodes in ``assignments`` still have room, then the ones displaced
+    (best fit, biggest first). When a displaced job finds no room, the running jobs that took its
+    nodes give them back (they keep the node-equivalent config ``assignments`` gave them) and the
+    mapping is tried again. ``None`` when no job keeps its nodes this way."""
     by_name = {n.name: n for n in nodes}
     chosen = {j: signature(cfg, by_name) for j, cfg in assignments.items() if cfg}
-    stay = sorted(j for j in chosen if _stays(j, chosen[j], current, by_name))
-    rest = sorted((j for j in chosen if j not in stay),
-                  key=lambda j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j))
-    packer = Packer(nodes)
-    out: dict[str, Config | None] = {j: None for j, cfg in assignments.items() if not cfg}
-    for j in stay + rest:
-        cfg = packer.place(chosen[j], freeze_config(current[j]) if j in stay else assignments[j])
-        if cfg is None:
+    stays = {j for j in chosen if _stays(j, chosen[j], current, by_name)}
+    if all(dict(assignments[j] or {}) == dict(current[j]) for j in stays):
+        return dict(assignments)
+    size = {j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j) for j in chosen}
+    rest_order = sorted(chosen, key=size.__getitem__)
+
+    def attempt(stays: set[str], originals_first: bool) -> tuple[dict[str, Config | None], str | None]:
+        packer = Packer(nodes)
+        out: dict[str, Config | None] = {j: None for j, cfg in assignments.items() if not cfg}
+        for j in sorted(stays):
+            out[j] = packer.place(chosen[j], freeze_config(current[j]))
+        later = []
+        for j in (j for j in rest_order if j not in stays):
+            cfg = assignments[j]
+            if not originals_first or (cfg and all(packer.left[n] >= g for n, g in cfg.items())):
+                out[j] = packer.place(chosen[j], cfg)
+                if out[j] is None:
+                    return out, j
+            else:
+                later.append(j)
+        for j in later:
+            out[j] = packer.place(chosen[j])
+            if out[j] is None:
+                return out, j
+        return out, None
+
+    while stays:
+        taken: set[str] = set()
+        for originals_first in (True, False):
+            out, failed = attempt(stays, originals_first)
+            if failed is None:
+                return out
+            taken |= set(assignments[failed] or {})
+        blockers = {s for s in stays if taken & set(current[s])}
+        if not blockers:
             return None
-        out[j] = cfg
-    return out
+        stays -= blockers
+    return None
 
 
 def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], nodes: Sequence[NodeView], *,
@@ -626,9 +655,19 @@ def _realise(chosen: Mapping[str, Signature], best: Mapping[tuple[str, Signature
     """Concrete nodes for the chosen signatures: first best fit (running jobs whose signature is
     unchanged stay put, otherwise the candidate's own nodes where free), bigger jobs first; if that
     fails, the exact packing the pattern counts describe."""
-    first = keep_running({j: best[(j, sig)].config for j, sig in chosen.items()}, nodes, current)
-    if first is not None:
-        return first
+    by_name = {n.name: n for n in nodes}
+    stay = sorted(j for j in chosen if _stays(j, chosen[j], current, by_name))
+    rest = sorted((j for j in chosen if j not in stay),
+                  key=lambda j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j))
+    packer = Packer(nodes)
+    out: dict[str, Config | None] = {}
+    for j in stay + rest:
+        cfg = packer.place(chosen[j], freeze_config(current[j]) if j in stay else best[(j, chosen[j])].config)
+        if cfg is None:
+            break
+        out[j] = cfg
+    else:
+        return out
     return _realise_patterns({j: pieces[(j, sig)] for j, sig in chosen.items()}, groups, pattern_use, eligible)
 
 
