@@ -10,6 +10,12 @@ Multiple plans per round: the call with ``fragment=False`` is the round's first 
 ``fragment=True`` call is a further plan over the idle GPUs (plan 1, 2, ...), for pending jobs only;
 their placements end with the round (the engine's lease), as the paper requires.
 
+In a round plan, running jobs that the plan gives an equivalent config (same server classes and GPU
+counts) keep their current nodes wherever the rest of the plan can be packed around them
+(:func:`planner.ilp.keep_running`, :func:`planner.ilp.keep_equivalent`): a changed config is a
+preemption with a restart cost, an unchanged one is not. ``PlannerParams.restart_penalty`` (optional,
+default 0 = the paper's objective) further discounts a running job's other configs.
+
 If the solver finds no integer solution in the time limit (or fails), the round still gets a plan: the
 best incumbent when there is one (``fallback="incumbent"``), else the previous plan's placements that
 still fit (``"previous"``), else the greedy λ → ∞ plan (``"greedy"``); diagnostics say which.

@@ -23,9 +23,21 @@ maximal patterns and any pattern solution is realised node by node, so the optim
 the plain model over the candidate set closed under swapping interchangeable nodes (tests
 cross-check this on random instances). The size depends on classes, free-GPU values and patterns,
 not on node counts; its LP relaxation is tight, so the LP is solved first and rounded (a proof of the
-gap against the LP bound), then LP dives, and branch and bound only when those fall short. The
-solution is mapped back to concrete nodes, keeping a running job on its current nodes where its
-signature is unchanged.
+gap against the LP bound), then LP dives, and branch and bound only when those fall short.
+
+A running job's current config can have two partial pieces on nodes of one kind that would fit one
+node together (placed by a fragment plan on idle GPUs, read by the round plan on wholly free nodes);
+pattern counts alone would let them share a node, which no placement realises. Such a signature is
+pinned to its own config's nodes: each of those nodes is a group of its own, and pieces are placed in
+laminar eligible sets (pinned node ⊂ family of (type, class, free) ⊂ class), one constraint per set
+and size, which keeps the model exact (:func:`shares_a_node`).
+
+The solution is mapped back to concrete nodes so that running jobs keep their nodes: a job whose
+signature is unchanged (an equivalent config: same classes and GPU counts) stays where it runs
+whenever the others can be packed around it (:func:`keep_running`, :func:`keep_equivalent`); of
+equally good roundings the one moving the fewest running jobs is kept. Moving a job to an
+equivalent config would cost a restart for nothing (DESIGN.md: "a job whose config is unchanged
+keeps running").
 """
 
 from __future__ import annotations
