@@ -12,7 +12,7 @@ their placements end with the round (the engine's lease), as the paper requires.
 
 In a round plan, running jobs that the plan gives an equivalent config (same server classes and GPU
 counts) keep their current nodes wherever the rest of the plan can be packed around them
-(:func:`planner.ilp.keep_running`, :func:`planner.ilp.keep_equivalent`): a changed config is a
+(:func:`planner.ilp.keep_running_jobs`): a changed config is a
 preemption with a restart cost, an unchanged one is not. ``PlannerParams.restart_penalty`` (optional,
 default 0 = the paper's objective) further discounts a running job's other configs.
 
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.greedy import fill_leftovers, greedy_plan
-from planner.ilp import Candidate, Solution, keep_equivalent, keep_running, objective_of, signature, solve_compact, solve_plain
+from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
@@ -138,9 +138,8 @@ class HopsPolicy(Policy):
         if current:
             # a running job moved to an equivalent config (same classes and GPU counts: the same
             # throughput) would pay a restart for nothing: re-map the same signatures so running jobs
-            # keep their nodes, then put back any single one whose nodes are still free
-            chosen = keep_running(chosen, cluster.nodes, current) or chosen
-            chosen = keep_equivalent(chosen, cluster.nodes, current)
+            # keep their nodes
+            chosen = keep_running_jobs(chosen, cluster.nodes, current)
 
         assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs}
         if not fragment:

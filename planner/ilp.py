@@ -447,7 +447,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
         for j in jobs:
             assign.setdefault(j, None)
         if current:
-            assign = keep_equivalent(assign, nodes, current)
+            assign = keep_running_jobs(assign, nodes, current)
         extra["method"] = method
         return Solution(assign, obj, bound, relative_gap(obj, bound), state, time.perf_counter() - t0,
                         n_vars, n_int, n_rows, "compact", solver, extra=extra)
@@ -548,6 +548,84 @@ def keep_equivalent(assignments: Mapping[str, Config | None], nodes: Sequence[No
                 out[j] = freeze_config(cur)
                 changed = True
     return out
+
+
+def relabel_nodes(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
+                  current: Mapping[str, Config]) -> dict[str, Config | None]:
+    """The same plan with whole node contents exchanged between interchangeable nodes (same type,
+    class and free GPUs: every config keeps its signature and every node its load) so that as many
+    running jobs as possible end on their current nodes.
+
+    A bipartite matching per group of nodes: plan node b to node n is worth, for each running job
+    with an unchanged signature and b's share equal to its current share of n, 1 / its node count
+    (a whole job for a single-node job). The matching polytope is integral, so the LP is exact."""
+    by_name = {n.name: n for n in nodes}
+    contents: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for j, cfg in assignments.items():
+        for n, g in (cfg or {}).items():
+            contents[n].append((j, g))
+    worth: dict[tuple[str, str], float] = defaultdict(float)
+    for j, cfg in assignments.items():
+        cur = current.get(j)
+        if not cfg or not cur or not all(n in by_name for n in cur) or \
+                signature(cfg, by_name) != signature(cur, by_name):
+            continue
+        for b, g in cfg.items():
+            for n, h in cur.items():
+                if g == h and piece_key(by_name[b], True) == piece_key(by_name[n], True):
+                    worth[(b, n)] += 1.0 / len(cur)
+    # a node's contents staying put is free; only pairs that gain over that need the matching
+    if not any(b != n and w > worth.get((b, b), 0.0) for (b, n), w in worth.items()):
+        return dict(assignments)
+    m = mip.Model(sense=mip.MAXIMIZE, solver_name="CBC")
+    m.verbose = 0
+    pairs = list(worth)
+    # every node keeps its own contents unless the matching moves them: identity pairs as fallbacks
+    for n in {p for pair in pairs for p in pair}:
+        if (n, n) not in worth:
+            pairs.append((n, n))
+    x = {pair: m.add_var(var_type=mip.BINARY) for pair in pairs}
+    m.objective = mip.xsum((worth.get(pair, 0.0) + 1e-6 * (pair[0] == pair[1])) * x[pair] for pair in pairs)
+    for side in (0, 1):
+        groups: dict[str, list[mip.Var]] = defaultdict(list)
+        for pair in pairs:
+            groups[pair[side]].append(x[pair])
+        for vs in groups.values():
+            m += mip.xsum(vs) <= 1
+    with _quiet_stdout(True):
+        status = m.optimize(max_seconds=5.0)
+    if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
+        return dict(assignments)
+    target: dict[str, str] = {b: n for (b, n), v in x.items() if v.x is not None and v.x >= 0.5}
+    # nodes whose contents moved away and that received none: complete the permutation per group
+    free_targets: dict[BinKey, list[str]] = defaultdict(list)
+    taken = set(target.values())
+    for n in by_name:
+        if n not in taken:
+            free_targets[piece_key(by_name[n], True)].append(n)
+    for b in sorted(contents):
+        if b not in target:
+            pool = free_targets[piece_key(by_name[b], True)]
+            target[b] = b if b in pool else pool[0]
+            pool.remove(target[b])
+    return {j: (freeze_config({target.get(n, n): g for n, g in cfg.items()}) if cfg else cfg)
+            for j, cfg in assignments.items()}
+
+
+def keep_running_jobs(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
+                      current: Mapping[str, Config]) -> dict[str, Config | None]:
+    """What the planner does to a finished plan so running jobs keep their nodes: the better (fewer
+    moved running jobs) of the plan and of :func:`keep_running`'s re-packing, each after
+    :func:`relabel_nodes`; then :func:`keep_equivalent`. Signatures, hence throughput and the
+    objective, are unchanged."""
+    if not current:
+        return dict(assignments)
+    options = [relabel_nodes(assignments, nodes, current)]
+    repacked = keep_running(assignments, nodes, current)
+    if repacked is not None:
+        options.append(relabel_nodes(repacked, nodes, current))
+    best = min(options, key=lambda a: moved(a, current))
+    return keep_equivalent(best, nodes, current)
 
 
 def _scopes(pk: GroupKey) -> list[GroupKey]:
