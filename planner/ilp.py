@@ -665,9 +665,9 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
            xval: Mapping[tuple[str, Signature], float], weights: Mapping[str, float],
            nodes: Sequence[NodeView], current: Mapping[str, Config]) -> tuple[dict[str, Config | None], float]:
     """Round an LP solution: (job, signature) pairs by LP value (then weighted gain) placed on real
-    nodes while they fit; then every job still out tries its signatures by weighted gain. Each
-    rounding is re-mapped so that running jobs with an unchanged signature keep their nodes
-    (:func:`keep_running`); of equally good roundings the one moving the fewest running jobs wins."""
+    nodes while they fit; then every job still out tries its signatures by weighted gain. Of equally
+    good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
+    end, :func:`keep_running_jobs`)."""
     by_name = {n.name: n for n in nodes}
 
     def prefer(j: str, sig: Signature) -> Config | None:
@@ -707,7 +707,6 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
             if cfg is not None:
                 out[k[0]] = cfg
                 value += score(k)
-        out = keep_running(out, nodes, current) or out
         n_moved = moved(out, current)
         tie = abs(value - best_value) <= 1e-9 * max(1.0, abs(value))
         if (value > best_value and not tie) or (tie and n_moved < best_moved):
