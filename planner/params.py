@@ -55,6 +55,7 @@ class PlannerParams:
         if self.sigma <= 0:
             raise ValueError(f"planner sigma {self.sigma} must be positive (the paper uses 1.4)")
         if not 0.0 <= self.restart_penalty < 1.0:
-            raise ValueError(f"planner restart_penalty {self.restart_penalty} must be in [0, 1); 0 is the paper's objective")
+            raise ValueError(
+                f"planner restart_penalty {self.restart_penalty} must be in [0, 1); 0 is the paper's objective")
         if self.lambda_ is not None and self.lambda_ < 0:
             raise ValueError(f"planner lambda_ {self.lambda_} must be >= 0")
