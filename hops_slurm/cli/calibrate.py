@@ -1,0 +1,60 @@
+"""``hops-slurm calibrate``: measure all-reduce bandwidth (B_link within a node, B_net across nodes)
+for one GPU type and write a calibration record that the engine ingests into the estimator's store.
+
+Within a node: ``hops-slurm calibrate --gpu-type v100 --procs 4``. Across nodes, one task per node:
+``srun -N2 --ntasks-per-node=1 hops-slurm calibrate --gpu-type v100 --launch env`` (MASTER_ADDR and
+MASTER_PORT set by the batch script).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from profiler.records import write_record
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure all-reduce bandwidth (B_link / B_net) for a GPU type")
+    p.add_argument("--gpu-type", default=None, help="GPU type the measurement is stored under (default: cpu, or the local GPU)")
+    p.add_argument("--launch", choices=("local", "env"), default="local",
+                   help="local: spawn --procs processes here; env: join the group srun/torchrun describe")
+    p.add_argument("--procs", type=int, default=None, help="processes for --launch local (default: GPUs here, or 2)")
+    p.add_argument("--backend", default="auto", help="auto (nccl on GPUs, else gloo), gloo or nccl")
+    p.add_argument("--min-params", type=int, default=1 << 16, help="smallest message, float32 values")
+    p.add_argument("--max-params", type=int, default=1 << 22, help="largest message, float32 values")
+    p.add_argument("--steps", type=int, default=5, help="number of message sizes")
+    p.add_argument("--reps", type=int, default=5, help="repetitions per size")
+    p.add_argument("--out", type=Path, default=None, help="record file (default calibration-<type>-<scope>.json)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import torch
+
+    from profiler.calibrate import calibrate_env, calibrate_local, default_sizes
+
+    sizes = default_sizes(args.min_params, args.max_params, args.steps)
+    gpu_type = args.gpu_type or (_local_type() if torch.cuda.is_available() and args.backend != "gloo" else "cpu")
+    if args.launch == "local":
+        procs = args.procs or (torch.cuda.device_count() if torch.cuda.is_available() and args.backend != "gloo" else 2)
+        record = calibrate_local(max(procs, 2), backend=args.backend, sizes=sizes, reps=args.reps, gpu_type=gpu_type)
+    else:
+        maybe = calibrate_env(backend=args.backend, sizes=sizes, reps=args.reps, gpu_type=gpu_type)
+        if maybe is None:
+            return 0  # not rank 0
+        record = maybe
+    out = args.out or Path(f"calibration-{record.gpu_type}-{record.scope}.json")
+    write_record(record, out)
+    name = "B_link" if record.scope == "link" else "B_net"
+    print(f"{record.gpu_type}: {name} = {record.bandwidth:.4g} params/s ({record.bandwidth * 4 / 1e9:.3g} GB/s of float32), "
+          f"latency {record.latency * 1e3:.3f} ms, {record.backend} x{record.world_size} on {record.nodes} node(s) -> {out}")
+    return 0
+
+
+def _local_type() -> str:
+    import torch
+
+    from profiler.probe import _cuda_type_name
+
+    return _cuda_type_name(torch.device("cuda", 0))

@@ -1,0 +1,119 @@
+"""Ingestion: turn profiler records (probe results, runtime records, calibration records) into rows of
+the estimator's throughput store. Called by the engine, the store's only writer.
+
+Written against :class:`estimator.store.ThroughputStore` (``put_theory``, ``add_runtime_samples``,
+``put_calibration``, ``calibration``); anything with those methods works (:class:`StoreWriter`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from hops_slurm.errors import HopsError
+from profiler.records import CalibrationRecord, ProbeFailure, ProbeResult, RuntimeRecord, read_records
+
+log = logging.getLogger(__name__)
+
+
+class IngestError(HopsError):
+    """A record cannot be turned into store rows."""
+
+
+class StoreWriter(Protocol):
+    def put_theory(
+        self, signature: str, gpu_type: str, *, t_f: float, t_b: float, t_u: float, pattern: int, params: float,
+        batch_size: int, data_samples: Sequence[float] = (), sync_samples: Sequence[float] = (),
+    ) -> None: ...
+
+    def add_runtime_samples(
+        self, signature: str, gpu_type: str, node: str, *, data_times: Sequence[float] = (),
+        sync_waits: Sequence[float] = (), gpus: int, nodes: int, throughput: float | None = None,
+    ) -> None: ...
+
+    def put_calibration(
+        self, gpu_type: str, *, b_link: float, b_net: float, method: str, measured_at: float | str | datetime
+    ) -> None: ...
+
+
+@dataclass
+class IngestSummary:
+    probes: int = 0
+    runtime: int = 0
+    calibrations: int = 0
+    failures: list[ProbeFailure] = field(default_factory=list)
+
+
+def ingest_probe(store: StoreWriter, result: ProbeResult) -> None:
+    """Theoretical layer: T_f, T_b, T_u, pattern, params, batch size and the probe's data-time samples
+    (a single-process probe has no sync wait, so no sync samples)."""
+    store.put_theory(
+        result.signature, result.gpu_type, t_f=result.t_forward, t_b=result.t_backward, t_u=result.t_update,
+        pattern=result.pattern, params=result.params, batch_size=result.batch_size,
+        data_samples=list(result.data_samples), sync_samples=[],
+    )
+
+
+def ingest_runtime(store: StoreWriter, record: RuntimeRecord) -> None:
+    """Entity/type layers (throughput) and the data-time / sync-wait samples of one window."""
+    store.add_runtime_samples(
+        record.signature, record.gpu_type, record.node, data_times=list(record.data_times),
+        sync_waits=list(record.sync_waits), gpus=record.gpus, nodes=record.nodes, throughput=record.throughput,
+    )
+
+
+def ingest_calibration(store: StoreWriter, records: Iterable[CalibrationRecord]) -> list[str]:
+    """Store B_link and B_net per GPU type; returns the GPU types written.
+
+    The newest record of each scope wins. A GPU type with only one scope measured takes the other from
+    what the store already holds (``store.calibration(gpu_type)``); with neither, it is an error.
+    """
+    latest: dict[tuple[str, str], CalibrationRecord] = {}
+    for rec in records:
+        key = (rec.gpu_type, rec.scope)
+        if key not in latest or rec.measured_at > latest[key].measured_at:
+            latest[key] = rec
+    written: list[str] = []
+    for gpu_type in sorted({g for g, _ in latest}):
+        link, net = latest.get((gpu_type, "link")), latest.get((gpu_type, "net"))
+        known: Any = getattr(store, "calibration", lambda _g: None)(gpu_type)
+        b_link = link.bandwidth if link else getattr(known, "b_link", None)
+        b_net = net.bandwidth if net else getattr(known, "b_net", None)
+        if b_link is None or b_net is None:
+            missing = "B_net (run `hops-slurm calibrate --launch env` across two nodes)" if b_net is None else \
+                "B_link (run `hops-slurm calibrate` on one node)"
+            raise IngestError(f"calibration of {gpu_type}: {missing} is not measured and the store has none")
+        parts = [r.method for r in (link, net) if r]
+        when = max(r.measured_at for r in (link, net) if r)
+        store.put_calibration(gpu_type, b_link=b_link, b_net=b_net, method="; ".join(parts), measured_at=when)
+        written.append(gpu_type)
+    return written
+
+
+def ingest_files(store: StoreWriter, paths: Iterable[Path]) -> IngestSummary:
+    """Ingest every record in ``paths`` (probe results, metrics files of JSON lines, calibration files).
+
+    Probe failures are not stored; they come back in the summary for the engine to report.
+    """
+    summary = IngestSummary()
+    calibrations: list[CalibrationRecord] = []
+    for path in paths:
+        for rec in read_records(Path(path)):
+            if isinstance(rec, ProbeResult):
+                ingest_probe(store, rec)
+                summary.probes += 1
+            elif isinstance(rec, RuntimeRecord):
+                ingest_runtime(store, rec)
+                summary.runtime += 1
+            elif isinstance(rec, CalibrationRecord):
+                calibrations.append(rec)
+            else:
+                log.warning("probe of %s on %s failed (%s): %s", rec.model, rec.gpu_type, rec.error, rec.reason)
+                summary.failures.append(rec)
+    if calibrations:
+        summary.calibrations = len(ingest_calibration(store, calibrations))
+    return summary
