@@ -10,6 +10,12 @@ Multiple plans per round: the call with ``fragment=False`` is the round's first 
 ``fragment=True`` call is a further plan over the idle GPUs (plan 1, 2, ...), for pending jobs only;
 their placements end with the round (the engine's lease), as the paper requires.
 
+In a round plan, running jobs that the plan gives an equivalent config (same server classes and GPU
+counts) keep their current nodes wherever the rest of the plan can be packed around them
+(:func:`planner.ilp.keep_running_jobs`): a changed config is a
+preemption with a restart cost, an unchanged one is not. ``PlannerParams.restart_penalty`` (optional,
+default 0 = the paper's objective) further discounts a running job's other configs.
+
 If the solver finds no integer solution in the time limit (or fails), the round still gets a plan: the
 best incumbent when there is one (``fallback="incumbent"``), else the previous plan's placements that
 still fit (``"previous"``), else the greedy λ → ∞ plan (``"greedy"``); diagnostics say which.
@@ -26,7 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.greedy import fill_leftovers, greedy_plan
-from planner.ilp import Candidate, Solution, objective_of, signature, solve_compact, solve_plain
+from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
@@ -36,10 +42,12 @@ log = logging.getLogger(__name__)
 
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
-                   compact: bool = False) -> list[Candidate]:
+                   compact: bool = False, restart_penalty: float = 0.0) -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
     throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
-    signature (what the compact ILP uses), so throughput is asked once per signature."""
+    signature (what the compact ILP uses), so throughput is asked once per signature.
+    ``restart_penalty`` (optional, 0 = the paper): a running job's candidates other than its current
+    config (compact: its current signature) keep only (1 - penalty) of their gain."""
     out: list[Candidate] = []
     by_name = {n.name: n for n in cluster.nodes}
     for job in jobs:
@@ -56,7 +64,13 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
         if not rated:
             continue
         low = min(thr for _, thr in rated)
-        out.extend(Candidate(job.job_id, cfg, thr / low) for cfg, thr in rated)
+        if job.current and restart_penalty > 0.0 and all(n in by_name for n in job.current):
+            same = (lambda cfg, cur=freeze_config(job.current): signature(cfg, by_name) == signature(cur, by_name)) \
+                if compact else (lambda cfg, cur=dict(job.current): dict(cfg) == cur)
+            out.extend(Candidate(job.job_id, cfg, thr / low * (1.0 if same(cfg) else 1.0 - restart_penalty))
+                       for cfg, thr in rated)
+        else:
+            out.extend(Candidate(job.job_id, cfg, thr / low) for cfg, thr in rated)
     return out
 
 
@@ -91,7 +105,8 @@ class HopsPolicy(Policy):
         prios = priorities(jobs, now, p.priority, cluster.total_gpus)
         queue = queue_order(jobs, prios)
         window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
-        cands = candidates_for(window.jobs, cluster, p.sigma, compact=p.formulation == "compact")
+        cands = candidates_for(window.jobs, cluster, p.sigma, compact=p.formulation == "compact",
+                               restart_penalty=0.0 if fragment else p.restart_penalty)
         w = weights({j.job_id: prios[j.job_id] for j in window.jobs}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in window.jobs if j.current}
@@ -120,6 +135,11 @@ class HopsPolicy(Policy):
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
             chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
+        if current:
+            # a running job moved to an equivalent config (same classes and GPU counts: the same
+            # throughput) would pay a restart for nothing: re-map the same signatures so running jobs
+            # keep their nodes
+            chosen = keep_running_jobs(chosen, cluster.nodes, current)
 
         assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs}
         if not fragment:

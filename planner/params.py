@@ -23,6 +23,11 @@ class PlannerParams:
     MIP gap; ``time_limit`` seconds per solve; ``solver`` ``"CBC"`` or ``"HiGHS"``; ``priority`` a name
     from :mod:`planner.priorities`; ``formulation`` ``"compact"`` (node classes aggregated, exact, fast)
     or ``"plain"`` (eq. 11-13 with one binary per concrete config, the reference).
+
+    ``restart_penalty`` (not in the paper; default 0 = the paper's objective) is the fraction of its
+    gain G a running job's candidate loses when it is not the job's current config (for the compact
+    formulation: not its current signature), i.e. a change of config must win by that margin to pay
+    for the restart (the simulator's 60 s, a checkpoint/restore live). Must be in [0, 1).
     """
 
     lambda_: float | None = None
@@ -34,6 +39,7 @@ class PlannerParams:
     priority: str = "lr"
     formulation: str = "compact"
     sensitivity_adjustment: bool = True
+    restart_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -48,5 +54,8 @@ class PlannerParams:
             raise ValueError(f"planner time_limit {self.time_limit} must be positive seconds")
         if self.sigma <= 0:
             raise ValueError(f"planner sigma {self.sigma} must be positive (the paper uses 1.4)")
+        if not 0.0 <= self.restart_penalty < 1.0:
+            raise ValueError(
+                f"planner restart_penalty {self.restart_penalty} must be in [0, 1); 0 is the paper's objective")
         if self.lambda_ is not None and self.lambda_ < 0:
             raise ValueError(f"planner lambda_ {self.lambda_} must be >= 0")

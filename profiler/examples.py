@@ -3,6 +3,8 @@ loop pattern (Hops §3.5); the tests and the benchmark probe both and check the 
 
 * ``profiler.examples:overlapping_loop``: a DataLoader with a background worker that reads the next
   batch while the current one is computed (pattern 1: T_d hidden behind the computation).
+* ``profiler.examples:prefetch_thread_loop``: the same overlap with a background thread that reads
+  ahead (pattern 1; no hand-over between processes, so it stays clear on an overloaded CPU).
 * ``profiler.examples:trainer_style_loop``: the same data read in the training process itself after
   the update, with a Hugging Face Trainer-style check that the gradients are finite right after the
   backward pass (pattern 2: the backward pass and update finish before the next batch is loaded).
@@ -13,7 +15,11 @@ the data time is real but does not compete with the computation for the CPU.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -66,6 +72,32 @@ def overlapping_loop() -> ProbeJob:
     loader = DataLoader(SlowStorageDataset(), batch_size=None, num_workers=1, prefetch_factor=2,
                         persistent_workers=True)
     return _job("profiler.examples:overlapping_loop", loader)
+
+
+class ThreadPrefetcher:
+    """Loads up to ``depth`` batches ahead in a background thread (reading storage releases the GIL)."""
+
+    def __init__(self, source: Iterable[Any], depth: int = 2) -> None:
+        self.source, self.depth = source, depth
+
+    def __iter__(self) -> Iterator[Any]:
+        q: queue.Queue[Any] = queue.Queue(maxsize=self.depth)
+        done = object()
+
+        def fill() -> None:
+            for item in self.source:
+                q.put(item)
+            q.put(done)
+
+        threading.Thread(target=fill, daemon=True, name="prefetch").start()
+        while (item := q.get()) is not done:
+            yield item
+
+
+def prefetch_thread_loop() -> ProbeJob:
+    """Pattern 1 with a prefetching thread instead of a worker process (no inter-process hand-over)."""
+    loader = ThreadPrefetcher(DataLoader(SlowStorageDataset(), batch_size=None, num_workers=0))
+    return _job("profiler.examples:prefetch_thread_loop", loader)  # type: ignore[arg-type]
 
 
 def _trainer_grad_check(model: nn.Module) -> None:

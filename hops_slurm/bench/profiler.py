@@ -3,7 +3,7 @@
 Measures, on this machine's CPU:
 
 1. probe time per zoo model at the default probe size (goal: <= 60 s each on the CPU);
-2. pattern detection on the two example loops (overlapping loader vs Trainer-style);
+2. pattern detection on the example loops (prefetching loaders vs Trainer-style);
 3. gloo all-reduce calibration (B_link, 2 processes);
 4. the prediction check: from a single-process probe plus the gloo calibration, eq. 1-2 predict the
    throughput of a 2-process gloo DDP run of the same model, which is then run and measured with the
@@ -17,6 +17,7 @@ probe that predicts it); the machine is shared, so absolute times are noisy.
 from __future__ import annotations
 
 import logging
+import os
 import platform
 import statistics
 import tempfile
@@ -112,7 +113,8 @@ def _run(out_dir: Path) -> Path:
     lines += [
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch thread per process, torch {torch.__version__}, "
         f"CUDA available: {torch.cuda.is_available()}. Command: `hops-slurm bench profiler`.",
-        "The machine's 2 cores were shared with other work while this ran; times are noisy.",
+        f"Load average at the start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work shares them; "
+        "times are noisy).",
         "",
     ]
 
@@ -146,10 +148,14 @@ def _run(out_dir: Path) -> Path:
     ]
 
     # 2. Pattern detection.
-    lines += ["## 2. Pattern detection on two loops", "",
+    lines += ["## 2. Pattern detection on example loops", "",
+              "Each batch read waits 50 ms (simulated storage). overlapping_loop: DataLoader with one worker "
+              "process; prefetch_thread_loop: a read-ahead thread; trainer_style_loop: reads in the loop after the "
+              "update, with a Trainer-style finite-gradient check after backward.", "",
               "| loop | T_d ms (loader alone) | wait in loop ms | T_obs ms | compute ms | detected | expected |",
               "|---|---|---|---|---|---|---|"]
-    for entry, expected in (("profiler.examples:overlapping_loop", 1), ("profiler.examples:trainer_style_loop", 2)):
+    for entry, expected in (("profiler.examples:overlapping_loop", 1), ("profiler.examples:prefetch_thread_loop", 1),
+                            ("profiler.examples:trainer_style_loop", 2)):
         r = run_probe(load_entrypoint(entry), source="entrypoint", device="cpu")
         lines.append(f"| {entry} | {r.t_data * 1e3:.1f} | {r.t_wait_observed * 1e3:.1f} | {r.t_iter_observed * 1e3:.1f} | "
                      f"{r.t_compute * 1e3:.1f} | {r.pattern} ({'determined' if r.pattern_determined else 'not determined'}) | {expected} |")
@@ -219,6 +225,7 @@ def _run(out_dir: Path) -> Path:
         + (" (no GPU was visible when this ran, so they are not exercised here)." if not torch.cuda.is_available() else "."),
         "",
     ]
+    lines.insert(4, f"Load average at the end: {os.getloadavg()[0]:.1f}.")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "profiler.md"
     path.write_text("\n".join(lines), encoding="utf-8")

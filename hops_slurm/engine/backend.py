@@ -98,7 +98,8 @@ class SlurmBackend:
         now = self.now()
         cluster = cluster_view(self.nodes, self.jobs, fragment=False, partition=self.partition)
         estimator = self.estimator_for(cluster) if cluster.nodes else None
-        est = {js.job_id: estimate(js, estimator) for js in self.schedulable()}
+        memo: dict[tuple[object, ...], object] = {}
+        est = {js.job_id: estimate(js, estimator, memo) for js in self.schedulable()}
         ages = [a for _f, a, _s in est.values() if a]
         fallback_age = sum(ages) / len(ages) if ages else FALLBACK_AGE
         views = []
@@ -107,17 +108,19 @@ class SlurmBackend:
             if fragment and (seen.active or js.job_id in placed):
                 continue
             fn, age, sens = est[js.job_id]
-            fn = self._pinned(js, fn)
+            fn = self._pinned(js, fn, seen.gpu_config() if seen.active else None)
             views.append(job_view(js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
                                   current=seen.gpu_config() if seen.active else None))
         return tuple(views)
 
-    def _pinned(self, js: JobState, fn: object) -> object:
-        """Throughput fn limited to the GPU types of the job's first placement (see the module docstring)."""
-        if not js.placements:
+    def _pinned(self, js: JobState, fn: object, running: dict[str, int] | None = None) -> object:
+        """Throughput fn limited to the GPU types of the job's first placement, or of the config it runs
+        in now if the bookkeeping has not seen it run yet (see the module docstring)."""
+        first = js.placements[0]["config"] if js.placements else running
+        if not first:
             return fn
         types = {n.name: n.gpu_type for n in self.nodes}
-        allowed = {types.get(n, "") for n in js.placements[0]["config"]}
+        allowed = {types.get(n, "") for n in first}
         base = fn if fn is not None else fallback_throughput
 
         def pinned(config: Config) -> float:

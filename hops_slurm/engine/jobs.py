@@ -31,19 +31,34 @@ def fallback_throughput(config: Config) -> float:
     return float(sum(config.values()))
 
 
-def estimate(job: JobState, estimator: Estimator | None) -> tuple[object, float | None, float | None]:
-    """(throughput fn, age, sensitivity) for a profiled job; (None, None, None) when unavailable."""
+def estimate(job: JobState, estimator: Estimator | None,
+             cache: dict[tuple[object, ...], object] | None = None) -> tuple[object, float | None, float | None]:
+    """(throughput fn, age, sensitivity) for a profiled job; (None, None, None) when unavailable.
+    ``cache``: shared by the jobs of one planning, so jobs of one model share one snapshot read."""
     if estimator is None or job.profile != PROFILE_DONE or not job.signature:
         return None, None, None
     d = HopsDirectives.from_canonical(job.directives)
+    memo = cache if cache is not None else {}
+
+    def cached(key: tuple[object, ...], make: object) -> object:
+        if key not in memo:
+            memo[key] = make()  # type: ignore[operator]
+        return memo[key]
+
+    sig = job.signature
     try:
-        fn = estimator.throughput_fn(job.signature)
-        age = estimator.expected_age(job.signature, float(d.samples), d.gpus)
-        try:
-            sens = estimator.sensitivity(job.signature)
-        except EstimateUnavailable:
-            sens = 1.0
-        return fn, age, sens if math.isfinite(sens) else 1.0
+        fn = cached(("fn", sig), lambda: estimator.throughput_fn(sig))
+        age = cached(("age", sig, d.samples, d.gpus), lambda: estimator.expected_age(sig, float(d.samples), d.gpus))
+
+        def _sens() -> float:
+            try:
+                value = estimator.sensitivity(sig)
+            except EstimateUnavailable:
+                return 1.0
+            return value if math.isfinite(value) else 1.0
+
+        sens = cached(("sens", sig), _sens)
+        return fn, age, sens  # type: ignore[return-value]
     except EstimateUnavailable as exc:
         log.warning("job %s: no estimate (%s); using the fallback", job.job_id, exc)
         return None, None, None

@@ -1,19 +1,14 @@
-"""Ingestion into the estimator's store API.
-
-``RecordingStore`` below is a FAKE: it only records the calls, with the real
-``estimator.store.ThroughputStore`` method signatures (put_theory, add_runtime_samples,
-put_calibration, calibration). The real store lives on the estimator branch; at merge these tests
-should be pointed at it.
-"""
+"""Ingestion of probe, runtime and calibration records into the real estimator store (SQLite)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
+from estimator.store import ThroughputStore
 from profiler.ingest import IngestError, ingest_calibration, ingest_files
 from profiler.probe import run_probe
 from profiler.records import CalibrationPoint, CalibrationRecord, ProbeFailure, write_record
@@ -21,24 +16,10 @@ from profiler.runtime import Recorder
 from profiler.zoo import build_zoo_job
 
 
-class RecordingStore:
-    """FAKE store: records calls; ``known`` is what ``calibration(gpu_type)`` answers."""
-
-    def __init__(self, known: dict[str, Any] | None = None) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self.known = known or {}
-
-    def put_theory(self, signature: str, gpu_type: str, **kw: Any) -> None:
-        self.calls.append(("put_theory", (signature, gpu_type), kw))
-
-    def add_runtime_samples(self, signature: str, gpu_type: str, node: str, **kw: Any) -> None:
-        self.calls.append(("add_runtime_samples", (signature, gpu_type, node), kw))
-
-    def put_calibration(self, gpu_type: str, **kw: Any) -> None:
-        self.calls.append(("put_calibration", (gpu_type,), kw))
-
-    def calibration(self, gpu_type: str) -> Any:
-        return self.known.get(gpu_type)
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ThroughputStore]:
+    with ThroughputStore(tmp_path / "store.sqlite") as st:
+        yield st
 
 
 def _cal(scope: str, bandwidth: float, gpu: str = "v100", age: float = 0.0) -> CalibrationRecord:
@@ -50,7 +31,7 @@ def _cal(scope: str, bandwidth: float, gpu: str = "v100", age: float = 0.0) -> C
     )
 
 
-def test_probe_runtime_and_failure_files(tmp_path: Path) -> None:
+def test_probe_runtime_and_failure_files(tmp_path: Path, store: ThroughputStore) -> None:
     probe = run_probe(build_zoo_job("gpt2", "tiny"), size="tiny", iterations=10, warmup=1, device="cpu")
     write_record(probe, tmp_path / "probe.json")
     write_record(ProbeFailure(model="x", gpu_type="k80", node="n", error="out_of_memory", reason="too big"),
@@ -60,39 +41,38 @@ def test_probe_runtime_and_failure_files(tmp_path: Path) -> None:
     for _ in rec.wrap(range(4)):
         with rec.step():
             pass
-    store = RecordingStore()
     summary = ingest_files(store, [tmp_path / "probe.json", tmp_path / "fail.json", tmp_path / "metrics.jsonl"])
     assert (summary.probes, summary.runtime, summary.calibrations) == (1, 2, 0)
     assert [f.error for f in summary.failures] == ["out_of_memory"]
-    name, args, kw = store.calls[0]
-    assert (name, args) == ("put_theory", (probe.signature, "cpu"))
-    assert kw == {"t_f": probe.t_forward, "t_b": probe.t_backward, "t_u": probe.t_update, "pattern": probe.pattern,
-                  "params": probe.params, "batch_size": 4, "data_samples": probe.data_samples, "sync_samples": []}
-    runtime = [c for c in store.calls if c[0] == "add_runtime_samples"]
-    assert [c[1] for c in runtime] == [(probe.signature, "cpu", "n2")] * 2
-    assert all(c[2]["gpus"] == 1 and c[2]["nodes"] == 1 and len(c[2]["data_times"]) == 2 for c in runtime)
-    assert all(c[2]["throughput"] > 0 for c in runtime)
+    assert store.signatures() == [probe.signature]
+    theory = store.theory(probe.signature, "cpu")
+    assert theory is not None
+    assert (theory.t_f, theory.t_b, theory.t_u) == pytest.approx((probe.t_forward, probe.t_backward, probe.t_update))
+    assert (theory.pattern, theory.params, theory.batch_size) == (probe.pattern, probe.params, 4)
+    data, _, _ = store.samples(probe.signature, "cpu")
+    assert len(data) == len(probe.data_samples) + 4  # the probe's samples, then 2 x 2 runtime iterations
+    assert data[: len(probe.data_samples)] == pytest.approx(probe.data_samples)
+    counts = store.record_counts(probe.signature)
+    assert counts["entity_aggregated"] == 2 and counts["type_aggregated"] == 2  # one throughput row per flush
 
 
-def test_calibration_newest_per_scope_wins() -> None:
-    store = RecordingStore()
+def test_calibration_newest_per_scope_wins(store: ThroughputStore) -> None:
     assert ingest_calibration(store, [_cal("link", 1e9, age=0), _cal("link", 2e9, age=10), _cal("net", 3e8)]) == ["v100"]
-    ((_, args, kw),) = store.calls
-    assert args == ("v100",)
-    assert (kw["b_link"], kw["b_net"]) == (2e9, 3e8)
-    assert kw["measured_at"] == datetime(2026, 1, 1, 0, 0, 10, tzinfo=timezone.utc)
-    assert kw["method"] == "link test; net test"
+    cal = store.calibration("v100")
+    assert cal is not None
+    assert (cal.b_link, cal.b_net) == (2e9, 3e8)
+    assert cal.measured_at.startswith("2026-01-01T00:00:10")
+    assert cal.method == "link test; net test"
 
 
-def test_calibration_fills_missing_scope_from_the_store() -> None:
-    class Known:
-        b_link, b_net = 5e9, 7e8
-
-    store = RecordingStore({"v100": Known()})
+def test_calibration_fills_missing_scope_from_the_store(store: ThroughputStore) -> None:
+    store.put_calibration("v100", b_link=5e9, b_net=7e8, method="earlier", measured_at=0.0)
     ingest_calibration(store, [_cal("link", 1e9)])
-    assert (store.calls[0][2]["b_link"], store.calls[0][2]["b_net"]) == (1e9, 7e8)
+    cal = store.calibration("v100")
+    assert cal is not None and (cal.b_link, cal.b_net) == (1e9, 7e8)
 
 
-def test_calibration_without_any_b_net_is_an_error() -> None:
+def test_calibration_without_any_b_net_is_an_error(store: ThroughputStore) -> None:
     with pytest.raises(IngestError, match=r"B_net \(run `hops-slurm calibrate --launch env` across two nodes\)"):
-        ingest_calibration(RecordingStore(), [_cal("link", 1e9)])
+        ingest_calibration(store, [_cal("link", 1e9)])
+    assert store.calibration("v100") is None

@@ -180,4 +180,4 @@ def eng(minicluster: Minicluster, engine_state: Path) -> Iterator[EngineEnv]:
             minicluster.run(["scontrol", "update", f"JobId={job.job_id}", "Reservation="], check=False)
     for name in names:
         minicluster.run(["scontrol", "delete", f"ReservationName={name}"], check=False)
-    shutil.rmtree(workdir, ignore_errors=True) if not os.environ.get("KEEPLOGS") else None
+    shutil.rmtree(workdir, ignore_errors=True)

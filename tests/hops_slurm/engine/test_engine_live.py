@@ -88,9 +88,19 @@ def test_daemon_killed_while_enacting_then_restarted_leaves_every_job_once(eng, 
         eng.wait(lambda: all(s.state == "RUNNING" or (s.pending and s.reason == "JobHeldAdmin") for s in eng.jobs().values())
                  and not [r for r in eng.api.reservations() if r.name != GATE], timeout=60,
                  what="every job running or admin-held with no per-job reservation")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {eng.jobs()}\n{eng.output(daemon)[-5000:]}") from None
     finally:
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(timeout=60) == 0
+    try:
+        _check_every_job_once(eng, jobs, conn)
+    except AssertionError as exc:  # say what the daemons did
+        raise AssertionError(f"{exc}\n--- crashed daemon ---\n{eng.output(crashing)[-3000:]}\n--- restarted daemon ---\n"
+                             f"{eng.output(daemon)[-5000:]}") from None
+
+
+def _check_every_job_once(eng, jobs: list[str], conn: sqlite3.Connection) -> None:  # noqa: ANN001
     listed = [j for j in eng.api.jobs() if j.job_id in jobs]
     assert sorted(j.job_id for j in listed) == sorted(jobs)  # each exactly once
     assert all(j.state in ("RUNNING", "PENDING") for j in listed)

@@ -109,3 +109,5 @@ def test_a_job_that_ran_is_offered_only_its_first_gpu_type() -> None:
     fn = b._pinned(ran, None)
     assert fn({"a1": 4}) == 4.0  # fallback throughput (GPU count) on its own type
     assert fn({"v1": 4}) == 0.0 and fn({"a1": 2, "v1": 2}) == 0.0
+    running_now = _job("3")  # started since the last refresh: pinned to what it runs on now
+    assert b._pinned(running_now, None, {"v1": 2})({"a1": 1}) == 0.0
