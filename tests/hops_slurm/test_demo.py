@@ -205,7 +205,7 @@ def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Pat
 TINY_JOBS = {
     "a.sh": "gpus=1,2 samples=1200 batch-size=32 model=resnet18",
     "b.sh": "gpus=2,4 samples=800 batch-size=8 model=gpt2",
-    "c.sh": "gpus=1 samples=600 batch-size=16 model=mobilenetv2",
+    "c.sh": "gpus=1 samples=600 batch-size=16 model=mobilenetv2 lr=0.02@1",
     "z-broken.sh": "gpus=1,2,2 samples=1K batch-size=64 model=resnet18",
 }
 
@@ -232,6 +232,11 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         assert f" {name:<13} COMPLETED " in text
     assert "== hops-slurm report --summary" in text
+    # the trainer saw what the engine wrote into the env file: the learning rate, and the recorder's path
+    logs = spec.state_dir / "demo" / "logs"
+    assert "(1 GPUs, lr 0.02)" in next(logs.glob("c-*.out")).read_text()
+    metrics = spec.state_dir / "demo" / "engine" / "metrics"
+    assert len(list(metrics.glob("*.jsonl"))) == 3
     report = (tmp_path / "report" / "report.md").read_text()
     assert report.count("COMPLETED") == 3
     assert list((tmp_path / "report").glob("*.png"))
