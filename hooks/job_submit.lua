@@ -5,7 +5,8 @@ Where it sits: first stop of every job. A job whose batch script has #HOPS lines
 starts with "hops:") is validated with the same grammar as hops_slurm/directives.py and the same test
 vectors (tests/data/directives); a malformed job is rejected with a message naming the key; a valid
 one gets its canonical directives in admin_comment ("hops:<canonical>"), is put in the Hops partition
-when it named none, and is held (priority 0) until the Hops engine places and releases it. Jobs
+when it named none, and is held (priority 0) until the Hops engine places and releases it. A Hops job
+may not ask for GPUs itself (--gres/--gpus): the engine decides how many and of which type. Jobs
 without directives are left alone.
 ]]
 
@@ -386,6 +387,13 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 	end
 	if result == nil then
 		return slurm.SUCCESS -- not a Hops job: left alone
+	end
+	for _, field in ipairs({ "tres_per_node", "tres_per_job", "tres_per_socket", "tres_per_task" }) do
+		local v = job_desc[field]
+		if v ~= nil and string.find(v, "gpu", 1, true) then
+			slurm.log_user("#HOPS jobs get their GPUs from the #HOPS gpus= line: remove --gres/--gpus (got %s)", v)
+			return slurm.ERROR
+		end
 	end
 	if job_desc.partition == nil then
 		job_desc.partition = HOPS_PARTITION

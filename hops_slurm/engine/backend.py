@@ -6,10 +6,9 @@ round logic (:func:`hops_slurm.engine.rounds.plan_once`) asks it for the cluster
 and hands the plan to :meth:`SlurmBackend.apply`, which enacts it through
 :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve / release / requeuehold).
 
-A job that has run is kept on the GPU type(s) it first ran on (its throughput elsewhere is offered as
-0, "cannot run there"): Slurm 22.05 does not start a requeued job whose typed GPU request was changed to
-another type (observed: ``never runnable in partition``, reason BadConstraints, priority 0, even after
-clearing the request first), so such a move would strand it.
+A job may move between GPU types from round to round: the enactor asks Slurm for untyped GPUs on
+named nodes, which Slurm 22.05 lets a job change freely (a typed request changed to another type is
+never started: docs/slurm-22.05-findings.md).
 
 Fragment plans see only idle GPUs: GPUs promised to jobs released into their reservation but not yet
 started are taken out, and those jobs are not offered again until the next round.
@@ -108,27 +107,9 @@ class SlurmBackend:
             if fragment and (seen.active or js.job_id in placed):
                 continue
             fn, age, sens = est[js.job_id]
-            fn = self._pinned(js, fn, seen.gpu_config() if seen.active else None)
             views.append(job_view(js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
                                   current=seen.gpu_config() if seen.active else None))
         return tuple(views)
-
-    def _pinned(self, js: JobState, fn: object, running: dict[str, int] | None = None) -> object:
-        """Throughput fn limited to the GPU types of the job's first placement, or of the config it runs
-        in now if the bookkeeping has not seen it run yet (see the module docstring)."""
-        first = js.placements[0]["config"] if js.placements else running
-        if not first:
-            return fn
-        types = {n.name: n.gpu_type for n in self.nodes}
-        allowed = {types.get(n, "") for n in first}
-        base = fn if fn is not None else fallback_throughput
-
-        def pinned(config: Config) -> float:
-            if any(types.get(n) not in allowed for n, k in config.items() if k > 0):
-                return 0.0
-            return base(config)  # type: ignore[operator]
-
-        return pinned
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         if fragment:

@@ -113,8 +113,10 @@ def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], 
     for n, k in cfg.items():
         if k > nodes[n].gpus_total:
             raise PlacementError(f"node {n} has {nodes[n].gpus_total} GPUs, the plan gives it {k}")
-    types = {nodes[n].gpu_type for n in cfg}
-    gpu = f"gres:gpu:{types.pop()}" if len(types) == 1 and "" not in types else "gres:gpu"
+    # Untyped on purpose: the nodes fix the GPU type. Slurm 22.05 never starts a job whose typed GPU
+    # request was changed to another type (BadConstraints), while an untyped request moves freely
+    # between types (docs/slurm-22.05-findings.md).
+    gpu = "gres:gpu"
     counts = set(cfg.values())
     fields = {"TresPerJob": "", "TresPerNode": ""}  # clear first: untyped -> typed needs it
     if len(counts) == 1:

@@ -65,3 +65,12 @@ def test_comment_form_and_plain_jobs(minicluster: Minicluster, tmp_path: Path) -
 def test_hops_job_in_another_partition_is_refused(minicluster: Minicluster) -> None:
     result = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", "-p", "profiler")
     assert result.returncode != 0 and "#HOPS jobs run in partition hops" in result.stderr
+
+
+def test_hops_job_with_its_own_gpu_request_is_refused(minicluster: Minicluster) -> None:
+    for extra in ("--gres=gpu:a100:2", "--gpus=2"):
+        result = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", extra)
+        assert result.returncode != 0 and "remove --gres/--gpus" in result.stderr, (extra, result.stderr)
+    plain = _sbatch(minicluster, VECTORS.parent / "plain-gpu.sh", "--gres=gpu:a100:1", "-H")
+    assert plain.returncode == 0, plain.stderr  # a job without #HOPS lines may ask for GPUs as usual
+    minicluster.run(["scancel", plain.stdout.strip()], check=False)

@@ -93,21 +93,3 @@ def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
     with pytest.raises(HopsError, match="unknown field"):
         parse_format("jobid,bogus")
     assert fmt_duration(90061) == "1-01:01:01"
-
-
-def test_a_job_that_ran_is_offered_only_its_first_gpu_type() -> None:
-    from hops_slurm.engine.backend import SlurmBackend
-    from hops_slurm.slurm.api import SlurmNode
-
-    b = SlurmBackend(api=None, enactor=None, tracked={})  # type: ignore[arg-type]
-    b.nodes = [SlurmNode(name="a1", state="idle", gpu_type="a100", gpus_total=8),
-               SlurmNode(name="v1", state="idle", gpu_type="v100", gpus_total=4)]
-    fresh = _job("1")
-    assert b._pinned(fresh, None) is None  # never ran: every type stays open
-    ran = _job("2")
-    ran.placements = [{"start": 1.0, "end": 2.0, "config": {"a1": 2}, "preempted": True}]
-    fn = b._pinned(ran, None)
-    assert fn({"a1": 4}) == 4.0  # fallback throughput (GPU count) on its own type
-    assert fn({"v1": 4}) == 0.0 and fn({"a1": 2, "v1": 2}) == 0.0
-    running_now = _job("3")  # started since the last refresh: pinned to what it runs on now
-    assert b._pinned(running_now, None, {"v1": 2})({"a1": 1}) == 0.0

@@ -146,3 +146,20 @@ def test_preemption_then_resume_on_a_new_config_and_unchanged_configs_keep_runni
     job = live.wait_job(api, moved, lambda j: j.pending)
     assert job.held and job.reason == "JobHeldAdmin" and job.reservation == ""  # requeuehold alone leaves a user hold
     assert hops_reservations(api) == {GATE}
+
+
+def test_a_job_moves_to_another_gpu_type_after_preemption(api: CliSlurm, enactor: Enactor, submit) -> None:  # noqa: ANN001
+    # Heterogeneity-aware placement must be free to change a job's GPU type between rounds. Requests are
+    # untyped (the nodes fix the type): a typed request changed to another type is never started by 22.05.
+    job_id = submit()
+    first = enactor.apply({job_id: {"a100-1": 4}}, round_id="t1")
+    assert first.verified == {job_id: {"a100-1": (0, 1, 2, 3)}}
+    second = enactor.apply({job_id: {"v100-1": 2, "v100-2": 2}}, round_id="t2")
+    assert second.preempted == [job_id] and second.started == [job_id]
+    job = api.job(job_id)
+    assert job is not None and job.state == "RUNNING" and job.gpu_config() == {"v100-1": 2, "v100-2": 2}
+    back = enactor.apply({job_id: {"a100-2": 8}}, round_id="t3")
+    assert back.started == [job_id]
+    job = api.job(job_id)
+    assert job is not None and job.state == "RUNNING" and job.gpu_config() == {"a100-2": 8}
+    assert hops_reservations(api) == {GATE}

@@ -31,17 +31,17 @@ IDLE = {"a100-1": 8, "a100-2": 8, "v100-1": 4, "v100-2": 4}
 
 def test_even_split_uses_per_node_request() -> None:
     assert placement_fields({"a100-2": 2, "a100-1": 2}, NODES, ORDER) == {
-        "TresPerJob": "", "TresPerNode": "gres:gpu:a100:2", "NumNodes": "2", "NodeList": "a100-1,a100-2",
+        "TresPerJob": "", "TresPerNode": "gres:gpu:2", "NumNodes": "2", "NodeList": "a100-1,a100-2",
     }
 
 
 def test_uneven_split_uses_per_job_request() -> None:
     assert placement_fields({"v100-1": 3, "v100-2": 1}, NODES, ORDER) == {
-        "TresPerJob": "gres:gpu:v100:4", "TresPerNode": "", "NumNodes": "2", "NodeList": "v100-1,v100-2",
+        "TresPerJob": "gres:gpu:4", "TresPerNode": "", "NumNodes": "2", "NodeList": "v100-1,v100-2",
     }
 
 
-def test_mixed_types_are_untyped_and_zero_entries_dropped() -> None:
+def test_requests_are_untyped_and_zero_entries_dropped() -> None:
     f = placement_fields({"a100-1": 1, "v100-2": 1, "v100-1": 0}, NODES, ORDER)
     assert f["TresPerNode"] == "gres:gpu:1" and f["NodeList"] == "a100-1,v100-2" and f["NumNodes"] == "2"
 
