@@ -130,12 +130,13 @@ def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], 
 
 # ----- job environment ----------------------------------------------------------------------------
 def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
-    """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source."""
+    """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
+    plain ``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"`` passes them on to the job's child processes."""
     env_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(env_dir, 0o755)
     path = env_dir / f"{job_id}.env"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{k}={shlex.quote(str(v))}\n" for k, v in values.items()))
+    tmp.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items()))
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
@@ -145,7 +146,7 @@ def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
     path = env_dir / f"{job_id}.env"
     out = {}
     for line in path.read_text().splitlines():
-        key, _, value = line.partition("=")
+        key, _, value = line.removeprefix("export ").partition("=")
         if key:
             parts = shlex.split(value)
             out[key] = parts[0] if parts else ""

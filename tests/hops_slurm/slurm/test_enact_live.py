@@ -27,7 +27,8 @@ def hops_reservations(api: CliSlurm) -> set[str]:
 
 
 def test_jobs_land_on_exactly_the_planned_nodes_and_gpus(api: CliSlurm, enactor: Enactor, submit, workdir: Path) -> None:  # noqa: ANN001
-    body = 'echo "$HOPS_GPUS $HOPS_LR $HOPS_CONFIG $HOPS_RECORDER" > hops-$SLURM_JOB_ID.out; sleep 300'
+    # a child process (sh -c) must see the variables: the env file exports them
+    body = "sh -c 'echo \"$HOPS_GPUS $HOPS_LR $HOPS_CONFIG $HOPS_RECORDER\"' > hops-$SLURM_JOB_ID.out; sleep 300"
     body = f'. "{enactor.env_dir}/$SLURM_JOB_ID.env"; {body}'
     one, two_even, two_uneven = submit(body), submit(body), submit(body)
     plan = {
