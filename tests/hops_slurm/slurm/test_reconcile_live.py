@@ -97,7 +97,7 @@ def check_consistent(api: CliSlurm, journal: Journal, job_ids: list[str]) -> Non
     ("delete_reservation", 1, False, "unreserve"),  # all released; the first settled job detached, its reservation left
 ])
 def test_killed_mid_round_then_reconciled(method: str, nth: int, after: bool, step: str, minicluster: Minicluster,
-                                          api: CliSlurm, submit, tmp_path: Path) -> None:  # noqa: ANN001
+                                          api: CliSlurm, submit, live, tmp_path: Path) -> None:  # noqa: ANN001
     db = tmp_path / "journal.db"
     journal = Journal(db)
     setup = Enactor(api, journal, env_dir=tmp_path / "env", settle_timeout=15.0)
@@ -120,6 +120,7 @@ def test_killed_mid_round_then_reconciled(method: str, nth: int, after: bool, st
     again = Enactor(api, restarted, env_dir=tmp_path / "env", settle_timeout=15.0).apply(plan, round_id="r2-again")
     assert not again.refused and not again.mismatched
     for job_id, config in plan.items():
-        job = api.job(job_id)
-        assert job is not None and job.state == "RUNNING" and job.gpu_config() == config, job
+        # released into its reservation, a job may still be starting when apply's settle window ends
+        job = live.wait_job(api, job_id, lambda j: j.state == "RUNNING", timeout=30.0)
+        assert job.gpu_config() == config, job
     check_consistent(api, restarted, [a, b, c, d])
