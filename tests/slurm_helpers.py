@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pwd
+import subprocess
 import time
 from pathlib import Path
 
@@ -44,3 +46,15 @@ def leftover_processes(state_dir: Path, marker: str | None = None) -> list[str]:
         if mine:
             left.append(f"{pid} {argv}")
     return left
+
+
+TEST_USER = "hopsuser"
+
+
+def ensure_test_user() -> str:
+    """A non-root user to own jobs (created if missing; never removed, nothing else touched)."""
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", TEST_USER], check=True)
+    return TEST_USER

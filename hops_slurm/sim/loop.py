@@ -9,11 +9,10 @@ a fragment plan for pending jobs on idle GPUs. Each planning becomes a
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hops_slurm.backend import Backend
+from hops_slurm.backend import Backend, plan_once
 from hops_slurm.records import RoundRecord
 from planner.views import Policy
 
@@ -31,31 +30,8 @@ class LoopSettings:
 
 
 def _plan_once(backend: Backend, policy: Policy, index: int, fragment: bool) -> RoundRecord | None:
-    jobs = backend.job_views(fragment=fragment)
-    if not jobs:
-        return None
-    cluster = backend.cluster_view(fragment=fragment)
-    if fragment and cluster.free_gpus == 0:
-        return None
-    now = backend.now()
-    start = time.perf_counter()
-    plan = policy.plan(cluster, jobs, now, fragment=fragment)
-    solve = time.perf_counter() - start
-    backend.apply(plan, fragment=fragment)
-    placed = plan.placed()
-    after = backend.cluster_view(fragment=True)
-    return RoundRecord(
-        time=now,
-        plan_index=index,
-        policy=policy.name,
-        active_jobs=len(jobs),
-        unassigned_jobs=sum(1 for j in jobs if j.job_id not in placed),
-        idle_gpus_after=after.free_gpus,
-        gpus_in_use=after.total_gpus - after.free_gpus,
-        total_gpus=after.total_gpus,
-        solve_seconds=solve,
-        fallback=str(plan.diagnostics.get("fallback", "")),
-    )
+    planning = plan_once(backend, policy, index, fragment=fragment)
+    return planning.record if planning else None
 
 
 def run_rounds(

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.minicluster.cluster import Minicluster
+from slurm_helpers import TEST_USER, ensure_test_user  # noqa: F401
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
 
-TEST_USER = "hopsuser"
 SCRIPT = """#!/bin/bash
 #HOPS gpus={gpus} samples=1M batch-size=8 model=resnet18 lr=0.1@{top}
 sleep 600
@@ -34,12 +34,6 @@ sleep 600
 CLI = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
 
 
-def ensure_test_user() -> str:
-    try:
-        pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", TEST_USER], check=True)
-    return TEST_USER
 
 
 @dataclass

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.minicluster.cluster import Minicluster
+from slurm_helpers import TEST_USER, ensure_test_user  # noqa: F401
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
 
-TEST_USER = "hopsuser"
 HOPS_SCRIPT = """#!/bin/bash
 #HOPS gpus=1,2,4,8 samples=1M batch-size=32 model=resnet50 lr=0.1@8
 {body}
@@ -26,13 +26,6 @@ HOPS_SCRIPT = """#!/bin/bash
 Submit = Callable[..., str]
 
 
-def ensure_test_user() -> str:
-    """A non-root user to own jobs (created if missing; never removed, nothing else touched)."""
-    try:
-        pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", TEST_USER], check=True)
-    return TEST_USER
 
 
 @pytest.fixture
