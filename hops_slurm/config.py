@@ -74,6 +74,7 @@ class EngineConfig(_Section):
     probe_iterations: int = Field(15, ge=1, le=1000)
     probe_time_limit: float = Field(300.0, gt=0, description="seconds a probe may run before it counts as failed")
     probe_device: str = Field("auto", min_length=1, description="--device of the probe: auto, cpu, cuda")
+    probe_retries: int = Field(1, ge=0, le=5, description="resubmissions of a probe that crashed, timed out or left no record")
     default_b_link: float = Field(1.0e10, gt=0, description="params/s within a node until `hops-slurm calibrate` measures it")
     default_b_net: float = Field(1.0e9, gt=0, description="params/s across nodes until calibrated")
 

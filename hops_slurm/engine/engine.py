@@ -147,7 +147,8 @@ class Engine:
                 e = self.config.engine
                 self.profiler = ProfilerFlow(
                     ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
-                                  e.probe_iterations, e.probe_time_limit, e.probe_device), self.state, self.store, self.env)
+                                  e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state, self.store, self.env)
+                self.profiler.adopt(self.tracked.values())
             if not self.dry_run:
                 report = self.journal.reconcile(self.api, gate_nodes=managed)
                 if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:

@@ -8,7 +8,8 @@ model on one GPU of that type and writes a JSON record. Probe jobs are submitted
 reservation (``--reservation=hops-gate``, which admits root), because the gate keeps every job without
 a reservation off the managed nodes. When a probe job has left the queue its record is read:
 a :class:`profiler.records.ProbeResult` is ingested (:func:`profiler.ingest.ingest_probe`; the engine is
-the store's only writer), a failure or a missing record marks that type failed.
+the store's only writer). A probe that crashed, hit its time limit or left no record is submitted
+again (``probe_retries`` times); after that, or for a bad entrypoint or out of memory, the type is failed.
 
 Jobs of a model whose probes are running wait for them (one probe per model and GPU type, however many
 jobs share it). Until every probe of a job has finished, the job is not planned. A job none of whose probes succeeded
@@ -23,7 +24,7 @@ import logging
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,9 @@ from hops_slurm.slurm.enact import GATE
 log = logging.getLogger(__name__)
 
 PROBE_NAME_PREFIX = "hops-probe-"
+#: Probe failures worth one more try: a crash, the time limit on a busy node, or no record at all (the
+#: probe job was killed, its node failed). A bad entrypoint or running out of memory would fail again.
+RETRYABLE = frozenset({"error", "time_limit", "missing"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class ProbeSettings:
     iterations: int = 15
     time_limit: float = 300.0
     device: str = "auto"
+    retries: int = 1  # resubmissions of a probe that failed for a reason that may not recur
 
     @property
     def interpreter(self) -> str:
@@ -69,6 +74,14 @@ class ProfilerFlow:
         self.env = dict(env) if env is not None else None
         self.probing: dict[str, str] = {}  # model key -> the job whose probes run for it
         self.failed_models: dict[str, str] = {}  # model key -> why its probes failed (this run of the engine)
+
+    def adopt(self, jobs: Iterable[JobState]) -> None:
+        """Rebuild which job probes for which model from the saved job states (a restarted daemon, or each
+        ``plan --once`` process): without it, a second job of a model being probed would probe again."""
+        for job in jobs:
+            if job.profile == PROFILE_PROBING and job.directives:
+                key = model_key(HopsDirectives.from_canonical(job.directives), self.settings.size)
+                self.probing.setdefault(key, job.job_id)
 
     def advance(self, job: JobState, gpu_types: list[str], listing: Mapping[str, SlurmJob]) -> bool:
         """Move ``job``'s profiling one step; True if its profile state changed (the caller saves it)."""
@@ -94,7 +107,7 @@ class ProfilerFlow:
             return True
         self.probing.setdefault(key, job.job_id)
         changed = False
-        for gpu_type, probe in job.probes.items():
+        for gpu_type, probe in list(job.probes.items()):
             if probe.get("status") != "running":
                 continue
             seen = listing.get(str(probe.get("slurm_id", "")))
@@ -102,6 +115,15 @@ class ProfilerFlow:
                 continue
             self._collect(job, gpu_type, probe)
             changed = True
+            attempts = int(probe.get("attempts", 1))  # type: ignore[call-overload]
+            if probe.get("status") == "failed" and probe.get("kind") in RETRYABLE \
+                    and attempts <= self.settings.retries:
+                log.warning("job %s: probe on %s failed (%s); retrying (attempt %d of %d)", job.job_id, gpu_type,
+                            probe.get("error"), attempts + 1, self.settings.retries + 1)
+                retry = self._submit(job.job_id, d, gpu_type)
+                retry["attempts"] = attempts + 1
+                retry["previous_errors"] = [*probe.get("previous_errors", []), str(probe.get("error", ""))]  # type: ignore[misc]
+                job.probes[gpu_type] = retry
         if all(p.get("status") != "running" for p in job.probes.values()):
             ok = [t for t, p in job.probes.items() if p.get("status") == "done"]
             self.forget(job.job_id)
@@ -164,9 +186,11 @@ class ProfilerFlow:
             probe["error"] = f"unreadable probe record {out}: {exc}"
         result = next((r for r in records if isinstance(r, ProbeResult)), None)
         if result is None:
-            reason = next((getattr(r, "reason", "") for r in records), "") or probe.get("error") or \
+            failure = next((r for r in records if getattr(r, "error", None)), None)
+            reason = getattr(failure, "reason", "") or probe.get("error") or \
                 f"probe job {probe.get('slurm_id')} ended without a result (see {out.with_suffix('.log')})"
-            probe.update(status="failed", error=str(reason))
+            kind = str(failure.error) if failure is not None else "missing"  # type: ignore[attr-defined]
+            probe.update(status="failed", error=str(reason), kind=kind)
             log.warning("job %s: probe on %s failed: %s", job.job_id, gpu_type, reason)
             return
         ingest_probe(self.store, result)

@@ -107,7 +107,7 @@ class EngineState:
         return _job(row) if row else None
 
     def jobs(self, *, active_only: bool = True) -> dict[str, JobState]:
-        sql = "SELECT * FROM jobs" + (" WHERE ended IS NULL" if active_only else "") + " ORDER BY submit_time, job_id"
+        sql = "SELECT * FROM jobs" + (" WHERE ended IS NULL" if active_only else "") + " ORDER BY submit_time, CAST(job_id AS INTEGER), job_id"
         return {r["job_id"]: _job(r) for r in self.db.execute(sql)}
 
     def save(self, job: JobState) -> None:

@@ -93,3 +93,32 @@ def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
     with pytest.raises(HopsError, match="unknown field"):
         parse_format("jobid,bogus")
     assert fmt_duration(90061) == "1-01:01:01"
+
+
+def test_jobs_load_in_submit_then_numeric_id_order(tmp_path: Path) -> None:
+    db = EngineState(tmp_path / "engine.sqlite")
+    for job_id in ("1000", "999", "12"):  # one submit second: as text "1000" < "12" < "999"
+        db.save(_job(job_id, 500.0))
+    db.save(_job("5", 600.0))
+    assert list(db.jobs()) == ["12", "999", "1000", "5"]
+
+
+def test_a_second_job_of_a_model_being_probed_waits_in_a_new_process(tmp_path: Path) -> None:
+    """``plan --once`` is a new process each time: which job probes for a model must come from the saved
+    states, else the second job of the model submits probes of its own (it calls no sbatch here: it
+    returns before that, so no Slurm is needed)."""
+    from estimator.store import ThroughputStore
+    from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
+    from hops_slurm.engine.state import PROFILE_NEW, PROFILE_PROBING
+
+    db = EngineState(tmp_path / "engine.sqlite")
+    first, second = _job("41"), _job("42")
+    first.profile = PROFILE_PROBING
+    first.probes = {"a100": {"status": "running", "slurm_id": "900"}}
+    store = ThroughputStore(tmp_path / "store.sqlite")
+    flow = ProfilerFlow(ProbeSettings(tmp_path / "probes", size="tiny"), db, store)
+    flow.adopt([second, first])
+    # the second job is looked at before the first (as when Slurm lists it first): it waits
+    assert flow.advance(second, ["a100"], {}) is False
+    assert second.profile == PROFILE_NEW and second.probes == {}
+    assert not (tmp_path / "probes").exists()  # nothing was written for a probe of its own
