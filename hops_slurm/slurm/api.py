@@ -51,7 +51,8 @@ class SlurmJob(BaseModel):
     comment: str = ""
     admin_comment: str = ""
     submit_time: float = 0.0
-    start_time: float = 0.0
+    start_time: float = 0.0  # running or ended: when this run started (a requeued job's latest run)
+    end_time: float = 0.0  # ended: when; while pending or running Slurm's value is a limit, not an event
     nodes: tuple[str, ...] = ()  # allocated nodes (running) in Slurm's order
     required_nodes: tuple[str, ...] = ()
     node_count: int = 0

@@ -150,6 +150,7 @@ def _job_from_json(j: dict[str, Any]) -> SlurmJob:
         admin_comment=_null(j.get("admin_comment")),
         submit_time=float(j.get("submit_time") or 0),
         start_time=float(j.get("start_time") or 0),
+        end_time=float(j.get("end_time") or 0),
         nodes=tuple(nodes),
         required_nodes=tuple(expand_hostlist(_null(j.get("required_nodes")))),
         node_count=int(j.get("node_count") or 0),

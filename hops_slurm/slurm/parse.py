@@ -38,11 +38,12 @@ def _expand_range(body: str) -> list[str]:
 
 
 def _split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets and parentheses: ``g[1-2],h`` and ``gpu:a100:2(IDX:0,3),mps:1``."""
     items, depth, cur = [], 0, ""
     for ch in text:
-        if ch == "[":
+        if ch in "[(":
             depth += 1
-        elif ch == "]":
+        elif ch in "])":
             depth -= 1
         if ch == "," and depth == 0:
             items.append(cur)
@@ -75,8 +76,9 @@ _GRES = re.compile(r"^gpu(?::(?P<type>[A-Za-z0-9_.-]+))?:(?P<count>\d+)(?:\(IDX:
 
 
 def parse_gpu_gres(text: str) -> GpuGres | None:
-    """One GRES entry: ``gpu:a100:5(IDX:0-4)``, ``gpu:v100:0(IDX:N/A)``, ``gpu:2``; None if not a GPU."""
-    for entry in (text or "").split(","):
+    """One GRES entry: ``gpu:a100:5(IDX:0-4)``, ``gpu:a100:2(IDX:0,3)``, ``gpu:v100:0(IDX:N/A)``, ``gpu:2``;
+    None if not a GPU. Entries are separated by commas outside the parentheses of an index list."""
+    for entry in _split_top_level(text or ""):
         entry = entry.strip().removeprefix("gres:").removeprefix("gres/")
         m = _GRES.match(entry)
         if m:

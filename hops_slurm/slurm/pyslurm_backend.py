@@ -67,7 +67,7 @@ class PyslurmSlurm:
             job_id=str(j.id), name=str(j.name or ""), user=str(j.user_name or ""), state=state,
             reason=str(j.state_reason or ""), priority=int(j.priority or 0), partition=str(j.partition or ""),
             comment=str(j.comment or ""), admin_comment=str(j.admin_comment or ""),
-            submit_time=float(j.submit_time or 0), start_time=float(j.start_time or 0), nodes=tuple(nodes),
+            submit_time=float(j.submit_time or 0), start_time=float(j.start_time or 0), end_time=float(j.end_time or 0), nodes=tuple(nodes),
             required_nodes=tuple(expand_hostlist(j.required_nodes or "")), node_count=int(j.num_nodes or 0),
             tres_per_node=str(j.gres_per_node or ""), tres_per_job=str(getattr(j, "gpus", "") or ""),
             gpu_alloc=alloc, reservation=str(j.reservation or ""), restart_count=int(j.requeue_count or 0),

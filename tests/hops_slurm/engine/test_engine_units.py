@@ -37,6 +37,39 @@ def test_wait_sums_pending_time_over_a_preemption() -> None:
         (1030.0, 1060.0, {"a": 2}, True), (1075.0, None, {"b": 1}, None)]
 
 
+def test_a_start_between_refreshes_is_dated_by_slurms_start_time() -> None:
+    js = _job()  # pending since 1000
+    account(js, 1030.0, "RUNNING", {"a": 2}, started=1012.0)  # wait 12, run 18 on 2 GPUs: 36 GPU-s
+    assert (js.wait, js.run_time, js.gpu_seconds, js.first_start) == (12.0, 18.0, 36.0, 1012.0)
+    account(js, 1050.0, "ENDED", {}, started=1012.0, ended=1041.0)  # ran until 1041: run 29, GPU-s 58
+    assert (js.wait, js.run_time, js.gpu_seconds) == (12.0, 29.0, 58.0)
+    assert js.placements == [{"start": 1012.0, "end": 1041.0, "config": {"a": 2}, "preempted": False}]
+
+
+def test_a_run_that_began_and_ended_between_two_refreshes_is_one_placement() -> None:
+    js = _job()  # pending since 1000; released on {"a": 2}, started 1005, done 1020, noticed at 1030
+    account(js, 1030.0, "ENDED", {}, started=1005.0, ended=1020.0, ran={"a": 2})
+    assert (js.wait, js.run_time, js.gpu_seconds, js.first_start) == (5.0, 15.0, 30.0, 1005.0)
+    assert js.placements == [{"start": 1005.0, "end": 1020.0, "config": {"a": 2}, "preempted": False}]
+
+
+def test_a_job_cancelled_while_pending_has_no_placement() -> None:
+    js = _job()  # Slurm sets start_time = end_time for a job that never ran
+    account(js, 1030.0, "ENDED", {}, started=1025.0, ended=1025.0, ran={"a": 2})
+    assert (js.wait, js.run_time, js.placements, js.first_start) == (30.0, 0.0, [], None)
+
+
+def test_a_restart_between_refreshes_on_the_same_config_counts_as_a_preemption() -> None:
+    js = _job()
+    account(js, 1000.0, "RUNNING", {"a": 2}, started=1000.0)
+    account(js, 1030.0, "RUNNING", {"a": 2}, started=1020.0)  # requeued and started again at 1020
+    account(js, 1040.0, "RUNNING", {"b": 4}, started=1035.0)  # and moved to b at 1035
+    assert [(p["start"], p["end"], p["config"], p.get("preempted")) for p in js.placements] == [
+        (1000.0, 1020.0, {"a": 2}, True), (1020.0, 1035.0, {"a": 2}, True), (1035.0, None, {"b": 4}, None)]
+    # run time 40; GPU-seconds 2 x 35 + 4 x 5 (the pending gaps inside a refresh interval are not seen)
+    assert (js.run_time, js.gpu_seconds) == (40.0, 90.0)
+
+
 def test_state_survives_reopen(tmp_path: Path) -> None:
     db = EngineState(tmp_path / "engine.sqlite")
     js = _job()

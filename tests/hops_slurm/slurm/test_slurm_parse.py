@@ -32,3 +32,13 @@ def test_allocation_from_scontrol_detail() -> None:
         "Nodes=a100-2 CPU_IDs=0 Mem=1000 GRES=gpu:a100:1(IDX:7) MinCPUsNode=1"
     )
     assert job_gpu_allocation(line) == {"a100-1": (0, 1, 2, 3, 4), "a100-2": (7,)}
+
+
+def test_scattered_indices_and_other_gres_beside_the_gpus() -> None:
+    # Slurm prints an index list with commas inside the parentheses once jobs ended out of order
+    assert parse_gpu_gres("gpu:a100:2(IDX:0,3)") == GpuGres("a100", 2, (0, 3))
+    assert parse_gpu_gres("gpu:a100:3(IDX:0-1,5),mps:100") == GpuGres("a100", 3, (0, 1, 5))
+    assert parse_gpu_gres("mps:100,gpu:v100:3(IDX:0,2-3)") == GpuGres("v100", 3, (0, 2, 3))
+    line = ("JobId=12 JobState=RUNNING Nodes=a100-1 CPU_IDs=0 Mem=1000 GRES=gpu:a100:2(IDX:1,3) "
+            "Nodes=a100-2 CPU_IDs=0 Mem=1000 GRES=gpu:a100:3(IDX:0,2,7)")
+    assert job_gpu_allocation(line) == {"a100-1": (1, 3), "a100-2": (0, 2, 7)}
