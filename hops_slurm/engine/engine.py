@@ -44,15 +44,19 @@ from hops_slurm.slurm.enact import Enactor
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "HOPS_ENGINE_CRASH_AFTER"
+PAUSE_ENV = "HOPS_ENGINE_CRASH_PAUSE_FILE"  # with CRASH_ENV: wait there to be killed
 PRIORITY_NAMES = {"latency-ratio": "lr"}
 
 
 class CrashingJournal(Journal):
-    """A journal that ends the process after ``after`` round actions were carried out (test crash point)."""
+    """A journal that stops the engine after ``after`` round actions were carried out, before the journal
+    marks the last one done (test crash point). With ``pause_file`` it writes its pid there and waits to be
+    killed from outside (SIGKILL: the real thing); without, it ends the process at once (``os._exit``)."""
 
-    def __init__(self, path: Path | str, after: int) -> None:
+    def __init__(self, path: Path | str, after: int, pause_file: Path | None = None) -> None:
         super().__init__(path)
         self.after = after
+        self.pause_file = pause_file
         self.count = 0
         self._round_actions: set[int] = set()
 
@@ -66,9 +70,13 @@ class CrashingJournal(Journal):
         if action_id in self._round_actions:
             self.count += 1
             if self.count >= self.after:
-                log.error("crash point reached after %d round actions: exiting without cleanup", self.count)
+                log.error("crash point reached after %d round actions", self.count)
                 logging.shutdown()
-                os._exit(99)
+                if self.pause_file is None:
+                    os._exit(99)
+                self.pause_file.write_text(str(os.getpid()))
+                while True:  # until the test kills the process
+                    time.sleep(3600)
         super().finish(action_id, status, error)
 
 
@@ -133,8 +141,10 @@ class Engine:
                 self.metrics_dir.mkdir(parents=True, exist_ok=True)
                 self.metrics_dir.chmod(0o1777)  # jobs of every user append their runtime records here
                 crash = os.environ.get(CRASH_ENV)
+                pause = os.environ.get(PAUSE_ENV)
                 jpath = self.config.paths.resolve(self.config.paths.journal)
-                self.journal = CrashingJournal(jpath, int(crash)) if crash else Journal(jpath)
+                self.journal = CrashingJournal(jpath, int(crash), Path(pause) if pause else None) if crash \
+                    else Journal(jpath)
             self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
             self.tracked = self.state.jobs()
             self._round_no = int(self.state.meta("rounds", "0"))

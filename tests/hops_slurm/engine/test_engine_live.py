@@ -1,11 +1,13 @@
 """The engine on the live minicluster (real slurmctld/slurmd, real probes, real CBC solves).
 
-Placement exactness (incl. a two-node config), ``plan --once --dry-run`` changing nothing, a crash in
-the middle of enacting a round followed by a restart, SIGTERM, and the single-instance lock.
+Placement exactness (incl. a two-node config), a probe retried after a transient failure,
+``plan --once --dry-run`` changing nothing, the daemon killed (SIGKILL from outside, or its own abrupt
+exit) in the middle of enacting a round followed by a restart, SIGTERM, and the single-instance lock.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -122,13 +124,24 @@ def test_owner_release_does_not_start_a_job_outside_the_plan(eng) -> None:  # no
     assert _running_config(eng, job) == {n: int(k) for n, k in out["assignments"][job].items()}
 
 
-@pytest.mark.parametrize("crash_after", [3, 8])
-def test_daemon_killed_while_enacting_then_restarted_leaves_every_job_once(eng, crash_after: int) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(("crash_after", "how"), [(3, "exit"), (5, "sigkill"), (8, "sigkill")])
+def test_daemon_killed_while_enacting_then_restarted_leaves_every_job_once(eng, crash_after: int, how: str) -> None:  # noqa: ANN001
     jobs = [eng.submit(gpus="1,2,4") for _ in range(3)] + [eng.submit(gpus="8")]
-    # the daemon profiles them, then its round dies (os._exit, as abrupt as SIGKILL) right after the
-    # `crash_after`-th Slurm action of the round was carried out, before the journal marked it done
-    crashing = eng.daemon(extra_env={"HOPS_ENGINE_CRASH_AFTER": str(crash_after)})
-    assert crashing.wait(timeout=120) == 99, eng.output(crashing)[-3000:]
+    # the daemon profiles them and starts a round; right after the `crash_after`-th Slurm action of the
+    # round was carried out, before the journal marked it done, the daemon stops: "exit" ends the process
+    # itself (os._exit), "sigkill" waits there and this test kills it with SIGKILL from outside
+    env = {"HOPS_ENGINE_CRASH_AFTER": str(crash_after)}
+    pause = eng.workdir / "crash-point.pid"
+    if how == "sigkill":
+        env["HOPS_ENGINE_CRASH_PAUSE_FILE"] = str(pause)
+    crashing = eng.daemon(extra_env=env)
+    if how == "sigkill":
+        eng.wait(lambda: pause.exists() and pause.read_text().strip() == str(crashing.pid), timeout=120,
+                 what="the daemon at its crash point")
+        os.kill(crashing.pid, signal.SIGKILL)
+        assert crashing.wait(timeout=30) == -signal.SIGKILL
+    else:
+        assert crashing.wait(timeout=120) == 99, eng.output(crashing)[-3000:]
     conn = sqlite3.connect(eng.state_dir / "journal.sqlite")
     assert conn.execute("SELECT count(*) FROM actions WHERE status = 'intended'").fetchone()[0] >= 1
     daemon = eng.daemon()
