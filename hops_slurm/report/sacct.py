@@ -10,6 +10,25 @@ Formats are Slurm 22.05's: ``sacct --json`` is the dbv0.0.38 job schema (``jobs[
 ``.nodes`` as a hostlist, ``.tres.allocated[]`` entries ``{type, name, count}``); ``--parsable2``
 prints ``|``-separated fields with a header, times as ``YYYY-MM-DDTHH:MM:SS`` in local time
 (``SLURM_TIME_FORMAT=standard``) and ``Unknown``/``None`` for times that do not exist.
+
+Provisional records. slurmctld 22.05 sends a job's start to slurmdbd at once only when the job
+already has a database index; otherwise the start goes out later, from a thread that runs every
+few seconds (Slurm's ``jobacct_storage_job_start_direct``). Messages that do go out at once (the batch step's start, the job's completion) can reach
+slurmdbd first, and slurmdbd then inserts a stand-in job row built from them: name ``allocation``,
+no partition, ``allocation_nodes`` 0, and as node list the batch step's node, i.e. the job's FIRST
+node only. Its completion later fills in end, state and TRES (``node=2`` for a two-node job), so
+the row looks finished while its node list is still ``g1`` for a job that ran on ``g[1-2]``. When
+the deferred start arrives (seconds later) the row is rewritten with the real name, partition and
+node list. Observed on the minicluster for ``sbatch -N2 --wrap 'sleep 1'``, sacct --json of job 1:
+
+    +0.8 s  name=allocation partition='' nodes=g1     allocation_nodes=0 state=PENDING
+    +2.1 s  name=allocation partition='' nodes=g1     allocation_nodes=0 state=COMPLETED (end set)
+    +4.1 s  name=wrap       partition=all nodes=g[1-2] allocation_nodes=2 state=COMPLETED
+
+so an end time does not make a record final. :func:`is_stand_in` recognises the stand-in (a row
+with nodes but no partition, or whose node list disagrees with its allocated node count);
+:func:`run_sacct` asks again for a while until none is left, and :func:`cross_check` does not
+compare the node list of one that is still there but says that the record is provisional.
 """
 
 from __future__ import annotations
@@ -20,6 +39,7 @@ import logging
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -32,7 +52,9 @@ from hops_slurm.slurm.parse import expand_hostlist as parse_hostlist
 log = logging.getLogger(__name__)
 
 #: The fields :func:`run_sacct` asks for in ``--parsable2`` mode.
-SACCT_FIELDS = ("JobID", "JobName", "User", "State", "Submit", "Start", "End", "NodeList", "AllocTRES")
+SACCT_FIELDS = (
+    "JobID", "JobName", "User", "Partition", "State", "Submit", "Start", "End", "NodeList", "AllocNodes", "AllocTRES",
+)
 
 
 class SacctError(HopsError):
@@ -52,6 +74,8 @@ class SacctJob:
     gpus: int | None = None
     name: str = ""
     user: str = ""
+    #: True for slurmdbd's stand-in row (see the module notes): its node list is the batch step's.
+    provisional: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,13 +83,18 @@ class Disagreement:
     """A field where the engine's record and accounting differ (times in seconds)."""
 
     job_id: str
-    field: str  # "start", "end", "nodes", "state", "missing"
+    field: str  # "start", "end", "nodes", "state", "missing", "provisional"
     engine: str
     sacct: str
 
     def message(self) -> str:
         if self.field == "missing":
             return f"job {self.job_id}: not in Slurm accounting (engine: {self.engine})"
+        if self.field == "provisional":
+            return (
+                f"job {self.job_id}: Slurm accounting holds only a provisional record (slurmdbd has not yet "
+                f"received the job's start); its node list ({self.sacct}) was not compared (engine: {self.engine})"
+            )
         return f"job {self.job_id}: {self.field} differs: engine {self.engine}, sacct {self.sacct}"
 
 
@@ -81,6 +110,21 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
 
 
 # --- parsing -----------------------------------------------------------------------------------
+
+
+def is_stand_in(nodes: Sequence[str], partition: str | None, alloc_nodes: int | None) -> bool:
+    """Whether a job row is slurmdbd's stand-in, made before the job's start reached it.
+
+    Only a row that names nodes can mislead. Every real job row has a partition, and its node
+    list has as many names as the job was allocated nodes; the stand-in has no partition, and
+    once the job's completion has set its TRES it says ``node=2`` beside the single batch node.
+    ``None`` means the output did not have that field, which is then not used.
+    """
+    if not nodes:
+        return False
+    if partition is not None and not partition.strip():
+        return True
+    return alloc_nodes is not None and alloc_nodes != len(nodes)
 
 
 def _epoch(value: object) -> float | None:
@@ -101,6 +145,28 @@ def _gpus_from_tres(entries: object) -> int | None:
     return sum(counts) if counts else 0
 
 
+def _nodes_from_tres(entries: object) -> int | None:
+    if not isinstance(entries, list):
+        return None
+    for e in entries:
+        if isinstance(e, Mapping) and e.get("type") == "node" and e.get("count") is not None:
+            return int(e["count"])
+    return None
+
+
+def _json_alloc_nodes(raw: Mapping[str, object], tres: object) -> int | None:
+    """Allocated node count of a ``--json`` job: ``allocation_nodes`` (set from the job's start only;
+    0 in a stand-in) when it is there and not 0, else the TRES ``node`` count (set by completion)."""
+    value = raw.get("allocation_nodes")
+    if isinstance(value, Mapping):
+        value = value.get("number") if value.get("set", True) else None
+    count = None if value is None else int(str(value))
+    if count:
+        return count
+    from_tres = _nodes_from_tres(tres.get("allocated") if isinstance(tres, Mapping) else None)
+    return from_tres if from_tres is not None else count
+
+
 def parse_sacct_json(text: str) -> list[SacctJob]:
     """Jobs from ``sacct --json`` output (Slurm 22.05, dbv0.0.38)."""
     try:
@@ -118,6 +184,8 @@ def parse_sacct_json(text: str) -> list[SacctJob]:
                 current = current[0] if current else ""
             t = raw.get("time", {})
             tres = raw.get("tres", {})
+            nodes = expand_hostlist(str(raw.get("nodes") or ""))
+            partition = raw.get("partition")
             jobs.append(
                 SacctJob(
                     job_id=str(raw["job_id"]),
@@ -125,10 +193,13 @@ def parse_sacct_json(text: str) -> list[SacctJob]:
                     submit=_epoch(t.get("submission")),
                     start=_epoch(t.get("start")),
                     end=_epoch(t.get("end")),
-                    nodes=expand_hostlist(str(raw.get("nodes") or "")),
+                    nodes=nodes,
                     gpus=_gpus_from_tres(tres.get("allocated") if isinstance(tres, Mapping) else None),
                     name=str(raw.get("name", "")),
                     user=str(raw.get("user", "")),
+                    provisional=is_stand_in(
+                        nodes, None if partition is None else str(partition), _json_alloc_nodes(raw, tres)
+                    ),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -147,14 +218,29 @@ def _parse_local(text: str, tz: tzinfo | None) -> float | None:
     return dt.replace(tzinfo=tz).timestamp() if tz is not None else dt.timestamp()
 
 
-def _gpus_from_tres_text(text: str) -> int | None:
+def _tres_text(text: str, key: str) -> int | None:
+    """The count of ``key`` in an AllocTRES text; None when the text is empty, 0 when key is absent."""
     if not text:
         return None
     for item in text.split(","):
-        key, _, value = item.partition("=")
-        if key == "gres/gpu":
+        name, _, value = item.partition("=")
+        if name == key:
             return int(value)
     return 0
+
+
+def _gpus_from_tres_text(text: str) -> int | None:
+    return _tres_text(text, "gres/gpu")
+
+
+def _text_alloc_nodes(row: Mapping[str, str]) -> int | None:
+    """Allocated node count of a ``--parsable2`` row: the TRES ``node`` count, else AllocNodes
+    (which sacct itself derives from the TRES once there are any; 0 in a stand-in before that)."""
+    from_tres = _tres_text(row.get("AllocTRES", ""), "node")
+    if from_tres:
+        return from_tres
+    text = row.get("AllocNodes")
+    return int(text) if text is not None and text.strip().isdigit() else None
 
 
 def parse_sacct_parsable2(text: str, tz: tzinfo | None = None) -> list[SacctJob]:
@@ -178,6 +264,7 @@ def parse_sacct_parsable2(text: str, tz: tzinfo | None = None) -> list[SacctJob]
         row = dict(zip(header, values, strict=True))
         if "." in row["JobID"]:
             continue
+        nodes = expand_hostlist(row["NodeList"])
         jobs.append(
             SacctJob(
                 job_id=row["JobID"],
@@ -185,10 +272,11 @@ def parse_sacct_parsable2(text: str, tz: tzinfo | None = None) -> list[SacctJob]
                 submit=_parse_local(row.get("Submit", ""), tz),
                 start=_parse_local(row["Start"], tz),
                 end=_parse_local(row["End"], tz),
-                nodes=expand_hostlist(row["NodeList"]),
+                nodes=nodes,
                 gpus=_gpus_from_tres_text(row.get("AllocTRES", "")),
                 name=row.get("JobName", ""),
                 user=row.get("User", ""),
+                provisional=is_stand_in(nodes, row.get("Partition"), _text_alloc_nodes(row)),
             )
         )
     return jobs
@@ -221,8 +309,27 @@ def run_sacct(
     endtime: str | None = None,
     json_output: bool = False,
     timeout: float = 60.0,
+    settle: float = 15.0,
 ) -> list[SacctJob]:
-    """Run ``sacct`` (needs slurmdbd accounting) and parse what it prints."""
+    """Run ``sacct`` (needs slurmdbd accounting) and parse what it prints.
+
+    While some job is still slurmdbd's provisional stand-in (see the module notes), ask again
+    every half second for up to ``settle`` seconds: slurmctld sends the deferred job start within
+    seconds. What is still provisional after that is returned flagged (``provisional``).
+    """
+    deadline = time.monotonic() + settle
+    while True:
+        jobs = _run_sacct_once(job_ids, starttime, endtime, json_output, timeout)
+        waiting = [j.job_id for j in jobs if j.provisional]
+        if not waiting or time.monotonic() >= deadline:
+            return jobs
+        log.debug("sacct: provisional records for jobs %s, asking again", ",".join(waiting))
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def _run_sacct_once(
+    job_ids: Sequence[str], starttime: str | None, endtime: str | None, json_output: bool, timeout: float
+) -> list[SacctJob]:
     args = sacct_command(job_ids, starttime, endtime, json_output)
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
     log.debug("running %s", args)
@@ -258,6 +365,8 @@ def cross_check(
 ) -> list[Disagreement]:
     """Disagreements between engine records and accounting: latest start, end, nodes, state.
 
+    A provisional accounting record gets a ``provisional`` entry instead of a node comparison.
+
     Times agree within ``tolerance`` seconds (sacct has whole seconds; the engine sees a start
     only when it next polls). Jobs that never started are not expected in accounting.
     """
@@ -275,7 +384,10 @@ def cross_check(
                 ours is not None and theirs is not None and abs(ours - theirs) > tolerance
             ):
                 out.append(Disagreement(job.job_id, name, _show(ours), _show(theirs)))
-        if nodes and tuple(sorted(acct.nodes)) != nodes:
+        if acct.provisional:
+            # The stand-in's node list is the batch step's (the first node), not the allocation's.
+            out.append(Disagreement(job.job_id, "provisional", ",".join(nodes), ",".join(sorted(acct.nodes))))
+        elif nodes and tuple(sorted(acct.nodes)) != nodes:
             out.append(Disagreement(job.job_id, "nodes", ",".join(nodes), ",".join(sorted(acct.nodes))))
         if acct.state and job.state and acct.state.upper() != job.state.upper():
             out.append(Disagreement(job.job_id, "state", job.state, acct.state))

@@ -89,12 +89,13 @@ def _record(cluster: Minicluster, job_id: str, config: dict[str, int]) -> JobRec
     )
 
 
-def _sacct_until_done(job_ids: list[str], json_output: bool, timeout: float = 20.0) -> dict[str, SacctJob]:
-    """slurmctld hands job records to slurmdbd asynchronously: wait until every job has its end."""
+def _sacct_until_done(job_ids: list[str], json_output: bool, timeout: float = 30.0) -> dict[str, SacctJob]:
+    """slurmctld hands job records to slurmdbd asynchronously: wait until every job has its end and
+    none is slurmdbd's provisional stand-in (its job start can arrive after its end, see report.sacct)."""
     deadline = time.monotonic() + timeout
     while True:
         jobs = {j.job_id: j for j in run_sacct(job_ids, json_output=json_output, timeout=30)}
-        if all(i in jobs and jobs[i].end is not None for i in job_ids):
+        if all(i in jobs and jobs[i].end is not None and not jobs[i].provisional for i in job_ids):
             return jobs
         if time.monotonic() > deadline:
             raise AssertionError(f"sacct still lacks finished records after {timeout} s: {jobs}")
@@ -161,11 +162,9 @@ def test_report_start_end_match_sacct(slurm_env: Minicluster, tmp_path: Path, ca
 
     for json_output in (True, False):
         acct = _sacct_until_done(job_ids, json_output)
-        # Start/End/state must agree. KNOWN DEFECT, unresolved: about half the runs, the parsed node list of
-        # the -N2 job comes back as one node although `sacct -P` prints g[1-2]; nodes are checked by the
-        # allocation asserts above, and the sacct node comparison is left for the next session (see note).
-        problems = cross_check(records, acct.values(), tolerance=1.0)
-        assert [p for p in problems if p.field != "nodes"] == []
+        # Start/End/state/nodes must agree: the -N2 job's accounting lists both nodes.
+        assert cross_check(records, acct.values(), tolerance=1.0) == [], f"json={json_output}: {acct}"
+        assert acct[spread].nodes == ("g1", "g2")
         for rec in records:
             got = acct[rec.job_id]
             assert rec.start is not None and got.start is not None and abs(got.start - rec.start) <= 1.0
@@ -177,9 +176,9 @@ def test_report_start_end_match_sacct(slurm_env: Minicluster, tmp_path: Path, ca
     db = write_sqlite(tmp_path / "records.sqlite", records)
     assert main(["report", "--records", str(db), "--sacct", "json", "--json"]) == 0
     out, err = capsys.readouterr()
-    assert [line for line in err.splitlines() if "warning" in line and "nodes differs" not in line] == []
+    assert [line for line in err.splitlines() if "warning" in line] == []
     doc = json.loads(out)
-    assert [d for d in doc["sacct_disagreements"] if d["field"] != "nodes"] == []
+    assert doc["sacct_disagreements"] == []
     acct = _sacct_until_done(job_ids, json_output=True)
     rows = {j["job_id"]: j for j in doc["jobs"]}
     assert sorted(rows) == sorted(job_ids)

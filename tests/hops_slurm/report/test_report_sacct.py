@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.accounting import build_rows
 from hops_slurm.report.sacct import (
     Disagreement,
@@ -16,6 +17,7 @@ from hops_slurm.report.sacct import (
     apply_sacct,
     cross_check,
     expand_hostlist,
+    is_stand_in,
     parse_sacct_json,
     parse_sacct_parsable2,
     run_sacct,
@@ -106,7 +108,7 @@ def test_apply_sacct_takes_start_and_end_from_accounting(live: RecordSet, data_d
 def test_sacct_command_is_an_argument_list() -> None:
     assert sacct_command(["1", "2"], starttime="2026-11-22") == [
         "sacct", "--allusers", "--allocations", "--parsable2",
-        "--format=JobID,JobName,User,State,Submit,Start,End,NodeList,AllocTRES",
+        "--format=JobID,JobName,User,Partition,State,Submit,Start,End,NodeList,AllocNodes,AllocTRES",
         "--jobs=1,2", "--starttime=2026-11-22",
     ]
     assert "--json" in sacct_command(json_output=True)
@@ -176,3 +178,116 @@ def test_cli_sacct_json_cross_check(monkeypatch, capsys, tmp_path: Path, data_di
     jobs = {j["job_id"]: j for j in doc["jobs"]}
     assert jobs["102"]["end"] == B + 2010
     assert jobs["103"]["start"] == B + 301
+
+
+# --- slurmdbd's provisional stand-in rows --------------------------------------------------------
+# Shapes seen on the accounting minicluster (Slurm 22.05.8) for `sbatch -N2 --wrap 'sleep 1'` when the
+# job's start reached slurmdbd after its batch step and its completion: the row names only the batch
+# node, has no partition and allocation_nodes 0, while its TRES (set by the completion) says node=2.
+
+S = 1795337395
+
+
+def _json_job(name: str, partition: str, nodes: str, alloc: int, state: str, end: int, tres: list[dict]) -> dict:
+    return {
+        "job_id": 2, "name": name, "partition": partition, "nodes": nodes, "allocation_nodes": alloc, "user": "root",
+        "state": {"current": state, "reason": "None"}, "steps": [],
+        "time": {"submission": S, "start": S, "end": end, "elapsed": 3},
+        "tres": {"allocated": tres, "requested": []},
+    }
+
+
+TRES_N2 = [
+    {"type": "cpu", "name": None, "id": 1, "count": 2},
+    {"type": "node", "name": None, "id": 4, "count": 2},
+    {"type": "gres", "name": "gpu", "id": 1001, "count": 2},
+]
+STAND_IN_DONE = _json_job("allocation", "", "g1", 0, "COMPLETED", S + 3, TRES_N2)
+STAND_IN_PENDING = _json_job("allocation", "", "g1", 0, "PENDING", 0, [])
+FINAL = _json_job("wrap", "all", "g[1-2]", 2, "COMPLETED", S + 3, TRES_N2)
+NEVER_RAN = _json_job("wrap", "all", "None assigned", 0, "CANCELLED", S + 3, [])
+
+
+def _json(*jobs: dict) -> str:
+    import json
+
+    return json.dumps({"meta": {}, "errors": [], "jobs": list(jobs)})
+
+
+@pytest.mark.parametrize(
+    ("raw", "provisional", "nodes"),
+    [
+        (STAND_IN_DONE, True, ("g1",)),  # looks finished (end, COMPLETED) but names the batch node only
+        (STAND_IN_PENDING, True, ("g1",)),
+        (FINAL, False, ("g1", "g2")),
+        (NEVER_RAN, False, ()),
+    ],
+)
+def test_parse_json_flags_the_stand_in_row(raw: dict, provisional: bool, nodes: tuple[str, ...]) -> None:
+    (job,) = parse_sacct_json(_json(raw))
+    assert (job.provisional, job.nodes) == (provisional, nodes)
+
+
+P2_HEADER = "JobID|JobName|User|Partition|State|Submit|Start|End|NodeList|AllocNodes|AllocTRES"
+T = "2026-11-22T08:49:41"
+
+
+@pytest.mark.parametrize(
+    ("line", "provisional"),
+    [
+        # sacct derives AllocNodes from the TRES once the completion set them: 2 beside one node.
+        (f"2|allocation|root||COMPLETED|{T}|{T}|{T}|g1|2|billing=2,cpu=2,gres/gpu=2,node=2", True),
+        (f"2|allocation|root||PENDING|{T}|{T}|Unknown|g1|0|", True),
+        (f"2|wrap|root|all|COMPLETED|{T}|{T}|{T}|g[1-2]|2|billing=2,cpu=2,gres/gpu=2,node=2", False),
+        (f"2|wrap|root|all|CANCELLED by 0|{T}|Unknown|{T}|None assigned|0|", False),
+    ],
+)
+def test_parse_parsable2_flags_the_stand_in_row(line: str, provisional: bool) -> None:
+    (job,) = parse_sacct_parsable2(f"{P2_HEADER}\n{line}\n", tz=UTC)
+    assert job.provisional is provisional
+
+
+def test_is_stand_in_uses_only_the_fields_it_has() -> None:
+    assert is_stand_in(("g1",), "", None)
+    assert is_stand_in(("g1",), None, 2)
+    assert not is_stand_in(("g1",), None, None)  # older output without either field: nothing to go on
+    assert not is_stand_in(("g1", "g2"), "all", 2)
+    assert not is_stand_in((), "", 0)
+
+
+def _two_node_record() -> JobRecord:
+    return JobRecord(
+        job_id="2", submit=S, start=S, end=S + 3, state="COMPLETED",
+        placements=[PlacementRecord(start=S, end=S + 3, config={"g1": 1, "g2": 1})],
+    )
+
+
+def test_cross_check_says_a_record_is_provisional_instead_of_comparing_its_nodes() -> None:
+    (found,) = cross_check([_two_node_record()], parse_sacct_json(_json(STAND_IN_DONE)))
+    assert found == Disagreement("2", "provisional", "g1,g2", "g1")
+    assert "provisional record" in found.message() and "(g1) was not compared" in found.message()
+    assert cross_check([_two_node_record()], parse_sacct_json(_json(FINAL))) == []
+    wrong = {**FINAL, "nodes": "g[2-3]"}
+    assert cross_check([_two_node_record()], parse_sacct_json(_json(wrong))) == [
+        Disagreement("2", "nodes", "g1,g2", "g2,g3")
+    ]
+
+
+def test_run_sacct_asks_again_while_a_record_is_provisional(monkeypatch, tmp_path: Path) -> None:
+    """A FAKE ``sacct`` that prints the stand-in twice, then the final row (as slurmdbd does once the deferred start arrives)."""
+    (tmp_path / "early.json").write_text(_json(STAND_IN_DONE))
+    (tmp_path / "final.json").write_text(_json(FINAL))
+    calls = tmp_path / "calls"
+    exe = tmp_path / "sacct"
+    exe.write_text(
+        "#!/bin/sh\n"
+        f"echo x >> {calls}\n"
+        f'if [ "$(wc -l < {calls})" -le 2 ]; then cat {tmp_path / "early.json"}; else cat {tmp_path / "final.json"}; fi\n'
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    (job,) = run_sacct(["2"], json_output=True, settle=10)
+    assert (job.provisional, job.nodes, len(calls.read_text().split())) == (False, ("g1", "g2"), 3)
+    calls.unlink()
+    (job,) = run_sacct(["2"], json_output=True, settle=0)  # no time to wait: returned, flagged
+    assert (job.provisional, job.nodes, len(calls.read_text().split())) == (True, ("g1",), 1)
