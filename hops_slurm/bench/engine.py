@@ -62,6 +62,9 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.minicluster.spec import load_spec
     from hops_slurm.slurm.cli import CliSlurm
 
+    from hops_slurm.bench.machine import load, machine_line
+
+    load0 = load()
     work = Path(tempfile.mkdtemp(prefix="hops-bench-engine-"))
     (work / "spec.toml").write_text(SPEC)
     hook = Path(__file__).resolve().parents[2] / "hooks" / "job_submit.lua"
@@ -128,6 +131,6 @@ def run(out_dir: Path) -> Path:
               "read = squeue/sinfo + admin holds of new jobs + settle + bookkeeping; job views = estimator "
               "snapshots per job; enact = journaled scontrol steps and the wait (at most settle_timeout) "
               "for released jobs to start and be read back (a re-placed job also waits the 2 s requeue grace). "
-              "Machine: 2-core VM shared with other builds, so the numbers are noisy.", ""]
+              + machine_line(load0), ""]
     out.write_text("\n".join(lines))
     return out

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hops_slurm.bench.machine import load, machine_line
 from planner.hops import HopsPolicy
 from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView
@@ -143,6 +144,7 @@ def measure(gpus: int, formulation: str, solver: str, seeds: Sequence[int], time
 
 def run(out_dir: Path) -> Path:
     full = os.environ.get("HOPS_BENCH_SOLVER_FULL") == "1"
+    load0 = load()
     n = 20 if full else 5
     rows: list[Row] = []
     for gpus in SCALES:
@@ -155,11 +157,11 @@ def run(out_dir: Path) -> Path:
             rows.append(measure(gpus, "plain", solver, range(count), time_limit=limit))
             log.info("solver bench: %s", rows[-1])
     path = out_dir / "solver.md"
-    path.write_text(_report(rows, n, full))
+    path.write_text(_report(rows, n, full, machine_line(load0)))
     return path
 
 
-def _report(rows: list[Row], n: int, full: bool) -> str:
+def _report(rows: list[Row], n: int, full: bool, machine: str = "") -> str:
     lines = [
         "# Placement ILP: solve time and gap",
         "",
@@ -215,8 +217,7 @@ def _report(rows: list[Row], n: int, full: bool) -> str:
                      f"within 1%; the plain model's time limit is 60 s, fallbacks {r.fallbacks})")
     lines += [
         "",
-        "Timings were taken on a 2-core machine shared with other jobs at the time: they are noisy and",
-        "indicative only; re-run on a quiet machine for numbers to quote.",
+        machine or "Machine: not recorded.",
         "",
     ]
     return "\n".join(lines)
