@@ -44,11 +44,11 @@ SWEEP = ["hops", "sia-lr", "gavel-lr"]
 def _usable(names: list[str]) -> tuple[list[str], list[str]]:
     have = set(available_policies())
     hops_ok = "hops" in have
-    ok = [n for n in names if n in have or (hops_ok and n.startswith("hops-"))]
+    ok = [n for n in names if n in have or (hops_ok and n.startswith(("hops-", "hops:")))]
     return ok, [n for n in names if n not in ok]
 
 
-def _section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
+def section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
              tag: str, paper: str = "") -> str:
     ok, missing = _usable(names)
     lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}.", ""]
@@ -90,19 +90,19 @@ def run(out_dir: Path) -> Path:
         "comparable. `gavel-lr` / `sia-lr` are the baselines as the Hops paper ran them (LR-priority weights; "
         "Sia with one config per requirement).",
         "",
-        _section("Table 3: 64 GPUs", "paper-64", "paper", MAIN, seeds, data, "table3", PAPER_TABLE_3),
+        section("Table 3: 64 GPUs", "paper-64", "paper", MAIN, seeds, data, "table3", PAPER_TABLE_3),
     ]
     if not quick:
         parts += [
-            _section("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", "paper", MAIN, seeds, data, "table4",
+            section("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", "paper", MAIN, seeds, data, "table4",
                      PAPER_TABLE_4),
-            _section("FTF (§4.4): Hops with FTF priority (λ = 2) vs baselines; paper: max ρ 2.15 (Hops) vs "
+            section("FTF (§4.4): Hops with FTF priority (λ = 2) vs baselines; paper: max ρ 2.15 (Hops) vs "
                      "28.27 (Sia), 32.01 (Gavel)", "paper-512", "paper", FTF, seeds[:1], data, "ftf"),
-            _section("Priority ablation (§4.5): LR vs LAS, SJF, SRTF, FIFO in the Hops architecture", "paper-512",
+            section("Priority ablation (§4.5): LR vs LAS, SJF, SRTF, FIFO in the Hops architecture", "paper-512",
                      "paper", ABLATION, seeds[:1], data, "ablation"),
         ]
         for rate in RATES:
-            parts.append(_section(f"Rate sweep (§4.6): {rate} jobs/h", "paper-512", f"sweep:rate={rate}", SWEEP,
+            parts.append(section(f"Rate sweep (§4.6): {rate} jobs/h", "paper-512", f"sweep:rate={rate}", SWEEP,
                                   seeds[:1], data, f"rate{rate}"))
     path = out_dir / "paper-tables.md"
     path.write_text("\n".join(parts) + "\n")

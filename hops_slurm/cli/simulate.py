@@ -13,7 +13,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
-from hops_slurm.sim.policies import available_policies, make_policy
+from hops_slurm.sim.policies import available_policies, make_policy, split_policy_list
 from hops_slurm.sim.runner import Options, compare
 
 
@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload", default="paper",
                    help="paper[:jobs=N,rate=R,mix=S/M/L/XL], sweep:rate=R, gavel[:jobs=N,rate=R], "
                         "philly[:trace=ID,jobs=N], or a .csv/.jsonl trace file (default paper)")
-    p.add_argument("--policies", default=None, help="comma-separated policy names (default: all available)")
+    p.add_argument("--policies", default=None, help="comma-separated policy names (default: all available); a Hops policy may carry "
+                   "planner parameters: hops:restart_penalty=0.1,sigma=1.2")
     p.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default 0)")
     p.add_argument("--out", type=Path, default=Path("sim-out"), help="output folder (default sim-out)")
     p.add_argument("--round-seconds", type=float, default=360.0, help="round length (default 360)")
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    policies = [x.strip() for x in args.policies.split(",") if x.strip()] if args.policies else available_policies()
+    policies = split_policy_list(args.policies) if args.policies else available_policies()
     if not policies:
         raise HopsError("no policies given")
     if not args.seeds:

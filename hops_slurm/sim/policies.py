@@ -3,7 +3,8 @@
 Data flow: ``--policies a,b`` -> :func:`make_policy` per name -> a fresh :class:`planner.views.Policy`
 per run. Names: ``hops`` (planner.hops.HopsPolicy), any name ``planner.baselines.make_policy`` knows
 (gavel, sia, themis, slurm-backfill, ablations), and ``fifo-greedy`` (below), and ``hops-<priority>`` (the Hops architecture with another queue priority
-from planner.priorities: hops-las, hops-sjf, hops-srtf, hops-fifo, hops-ftf; the §4.5 ablation). The planner packages
+from planner.priorities: hops-las, hops-sjf, hops-srtf, hops-fifo, hops-ftf; the §4.5 ablation). Any Hops name
+may carry planner parameters after a colon: ``hops:restart_penalty=0.1`` (see planner.params). The planner packages
 are imported lazily, so the simulator works while they are still being written.
 
 ``fifo-greedy``: first come, first served, never preempts. Running jobs keep their config; pending
@@ -14,6 +15,7 @@ GPU type filled with their free GPUs. Supports fragment plans (fills GPUs freed 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 
@@ -81,18 +83,24 @@ def make_policy(name: str) -> Policy:
     """A fresh policy by name (see module docstring); unknown names list what is available."""
     if name in LOCAL:
         return LOCAL[name]()
-    if name == "hops" or name.startswith("hops-"):
+    base, _, settings = name.partition(":")
+    if base == "hops" or base.startswith("hops-"):
         try:
             module = importlib.import_module("planner.hops")
         except ImportError as exc:
             raise HopsError(f"policy {name!r} is not available in this installation ({exc})") from exc
         if name == "hops":
             return module.HopsPolicy()
-        # priority ablations: hops-las, hops-sjf, hops-srtf, hops-fifo, hops-ftf (planner.priorities names)
         params_module = importlib.import_module("planner.params")
+        # priority ablations: hops-las, hops-sjf, hops-srtf, hops-fifo, hops-ftf (planner.priorities names);
+        # planner parameters after a colon: hops:restart_penalty=0.1,sigma=1.2
+        values: dict[str, object] = {}
+        if base != "hops":
+            values["priority"] = base.removeprefix("hops-")
+        values.update(planner_settings(name, settings, params_module.PlannerParams))
         try:
-            policy = module.HopsPolicy(params_module.PlannerParams(priority=name.removeprefix("hops-")))
-        except ValueError as exc:
+            policy = module.HopsPolicy(params_module.PlannerParams(**values))
+        except (TypeError, ValueError) as exc:
             raise HopsError(f"policy {name!r}: {exc}") from exc
         policy.name = name
         return policy
@@ -105,6 +113,45 @@ def make_policy(name: str) -> Policy:
         except (KeyError, ValueError) as exc:
             raise HopsError(f"unknown policy {name!r}: {exc}; available: {', '.join(available_policies())}") from exc
     raise HopsError(f"unknown policy {name!r}; available: {', '.join(available_policies())}")
+
+
+def planner_settings(name: str, settings: str, params: type) -> dict[str, object]:
+    """``key=value,...`` after a Hops policy's colon -> PlannerParams fields, each converted to the
+    field's type (``lambda`` is accepted for ``lambda_``). Unknown keys and bad values name the policy."""
+    fields = {f.name: f for f in dataclasses.fields(params)}
+    out: dict[str, object] = {}
+    for item in (x for x in settings.split(",") if x.strip()):
+        key, eq, raw = (part.strip() for part in item.partition("="))
+        key = "lambda_" if key == "lambda" else key
+        if not eq or key not in fields:
+            raise HopsError(f"policy {name!r}: {item!r} is not key=value with a planner parameter "
+                            f"({', '.join(sorted(k.rstrip('_') for k in fields))})")
+        default = fields[key].default
+        try:
+            if isinstance(default, bool):
+                value: object = {"true": True, "false": False}[raw.lower()]
+            elif isinstance(default, (int, float)) or default is None:
+                value = float(raw)
+            else:
+                value = raw
+        except (KeyError, ValueError):
+            raise HopsError(f"policy {name!r}: {key.rstrip('_')}={raw!r} is not a valid value") from None
+        out[key] = value
+    return out
+
+
+def split_policy_list(text: str) -> list[str]:
+    """``--policies`` -> names; a ``key=value`` item without a colon continues the previous policy's
+    settings, so ``hops,hops:restart_penalty=0.1,sigma=1.2,gavel`` gives three policies."""
+    names: list[str] = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        if "=" in item and ":" not in item and names and ":" in names[-1]:
+            names[-1] += "," + item
+        else:
+            names.append(item)
+    return names
 
 
 def _baseline_names() -> tuple[str, ...] | None:
