@@ -6,6 +6,7 @@ import os
 import pwd
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hops_slurm.minicluster import processes
@@ -16,6 +17,14 @@ from hops_slurm.slurm.parse import parse_oneliner
 def job_fields(cluster: Minicluster, job_id: str) -> dict[str, str]:
     """``scontrol -o -d show job`` as a dict (the one-line record, split on spaces)."""
     return parse_oneliner(cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout)
+
+
+def wait_until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``pred`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
+        time.sleep(0.3)
 
 
 def wait_for_state(cluster: Minicluster, job_id: str, states: set[str], timeout: float = 30.0) -> dict[str, str]:

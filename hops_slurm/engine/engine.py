@@ -244,9 +244,8 @@ class Engine:
         for js in list(self.tracked.values()):
             seen = listing.get(js.job_id)
             if seen is None or not (seen.pending or seen.active):
-                planned = self.enactor.planned_config(js.job_id) if self.enactor is not None else None
                 account(js, now, "ENDED", {}, started=seen.start_time if seen else None,
-                        ended=seen.end_time if seen else None, ran=planned)
+                        ended=seen.end_time if seen else None, ran=self.enactor.planned_config(js.job_id))
                 js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
                 if not self.dry_run:
                     cancel_probes(js, self.env)
@@ -259,7 +258,7 @@ class Engine:
             if seen.active:
                 # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
                 # job was released on (the enactor verifies and records the real one when it settles)
-                config = seen.gpu_config() or (self.enactor.planned_config(js.job_id) if self.enactor else None) or {}
+                config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
                 account(js, now, "RUNNING", config, started=seen.start_time)
             else:
                 account(js, now, "PENDING", {})

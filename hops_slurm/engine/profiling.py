@@ -105,7 +105,6 @@ class ProfilerFlow:
                 job.probes[gpu_type] = self._submit(job.job_id, d, gpu_type)
             job.profile = PROFILE_PROBING
             return True
-        self.probing.setdefault(key, job.job_id)
         changed = False
         for gpu_type, probe in list(job.probes.items()):
             if probe.get("status") != "running":

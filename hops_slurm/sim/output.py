@@ -12,6 +12,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from hops_slurm.sim.metrics import cdf
 from hops_slurm.sim.runner import RunResult
@@ -99,26 +100,23 @@ def write_plots(results: Sequence[RunResult], out: Path, prefix: str = "") -> li
             ax.step(xs, ys, where="post", label=p)
         if key != "jct":
             ax.set_xscale("symlog", linthresh=0.1)  # ratios span 0 .. 100+
-        ax.set_xlabel(label)
-        ax.set_ylabel("CDF")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        path = out / f"{prefix}{fname}"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_finish(plt, fig, ax, label, "CDF", out / f"{prefix}{fname}"))
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for p in policies:
         first = next(r for r in results if r.policy == p)
         ax.step([t / 3600 for t, _u, _n in first.series], [n for _t, _u, n in first.series], where="post", label=p)
-    ax.set_xlabel("time (h)")
-    ax.set_ylabel("cluster throughput (p100-GPU equivalents)")
+    paths.append(_finish(plt, fig, ax, "time (h)", "cluster throughput (p100-GPU equivalents)",
+                         out / f"{prefix}throughput.png"))
+    return paths
+
+
+def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, path: Path) -> Path:
+    """Label, grid and legend ``ax``, save ``fig`` to ``path`` and close it."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    path = out / f"{prefix}throughput.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    paths.append(path)
-    return paths
+    return path

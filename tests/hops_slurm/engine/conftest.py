@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.minicluster.cluster import Minicluster
-from slurm_helpers import TEST_USER, ensure_test_user  # noqa: F401
+from slurm_helpers import TEST_USER, ensure_test_user, wait_until  # noqa: F401
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
 
@@ -143,10 +143,7 @@ class EngineEnv:
         return "\n".join(lines)
 
     def wait(self, pred: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
-        while not pred():
-            assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
-            time.sleep(0.3)
+        wait_until(pred, what, timeout)
 
 
 def write_config(path: Path, state_dir: Path) -> None:
