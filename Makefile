@@ -6,8 +6,11 @@ PY := $(VENV)/bin/python
 HOPS := $(VENV)/bin/hops-slurm
 STAMP := $(VENV)/.stamp-install
 PYTEST_ARGS ?=
+# The Slurm release of the live clusters: empty = 22.05 (the host's Debian 12 packages); 24.11 or 26.05 =
+# a Debian trixie / sid root built once under /var/lib/hops-slurm/roots (see docs/slurm-releases.md).
+SLURM ?=
 
-.PHONY: all install slurm demo test bench clean
+.PHONY: all install slurm demo test test-live bench clean
 
 all: test
 
@@ -21,15 +24,24 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian's Slurm packages (apt-get, root); a no-op when they are already there.
+# Debian's Slurm packages (apt-get, root); a no-op when they are already there. With SLURM=24.11|26.05
+# also that release's root (debootstrap, installed with apt-get when missing; reused while healthy).
 slurm: $(STAMP)
 	$(HOPS) minicluster install --spec tests/data/minicluster-accounting.toml
+ifneq ($(SLURM),)
+	$(HOPS) minicluster install --spec tests/data/minicluster-accounting.toml --slurm $(SLURM)
+endif
 
 demo: install slurm
-	$(HOPS) demo
+	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM))
 
+# Everything; the live tests on $(SLURM) (make test SLURM=24.11).
 test: install slurm
-	$(PY) -m pytest $(PYTEST_ARGS)
+	HOPS_TEST_SLURM=$(SLURM) $(PY) -m pytest $(PYTEST_ARGS)
+
+# Only the live tests (marker `slurm`), on $(SLURM): what CI runs for 24.11 and 26.05.
+test-live: install slurm
+	HOPS_TEST_SLURM=$(SLURM) $(PY) -m pytest -m slurm $(PYTEST_ARGS)
 
 bench: install
 	$(HOPS) bench all --out docs/results

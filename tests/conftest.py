@@ -1,7 +1,8 @@
 """Shared fixtures. ``minicluster``: one real fake-GPU Slurm cluster for the whole test session,
 started from tests/data/minicluster-test.toml (or the spec named by $HOPS_TEST_SPEC, so parallel
 sessions can use their own ports and state directory) with the submit hook hooks/job_submit.lua, and torn down (by PID) at the end, checking that no
-process of it is left behind."""
+process of it is left behind. ``$HOPS_TEST_SLURM`` (24.11, 26.05; ``make test-live SLURM=...``) runs every
+live cluster of the session on that Slurm release, in its Debian root."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hops_slurm.minicluster.cluster import Minicluster  # noqa: E402
-from hops_slurm.minicluster.spec import load_spec  # noqa: E402
-from slurm_helpers import leftover_processes  # noqa: E402
+from slurm_helpers import leftover_processes, load_test_spec, mounts_left  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 HOOK = Path(__file__).resolve().parents[1] / "hooks" / "job_submit.lua"
@@ -27,10 +27,11 @@ def minicluster() -> Iterator[Minicluster]:
     if os.geteuid() != 0:
         pytest.fail("the Slurm integration tests run real slurmctld/slurmd daemons and need root (CI runs as root)")
     spec_path = Path(os.environ["HOPS_TEST_SPEC"]) if os.environ.get("HOPS_TEST_SPEC") else DATA / "minicluster-test.toml"
-    cluster = Minicluster(load_spec(spec_path), job_submit_lua=HOOK)
+    cluster = Minicluster(load_test_spec(spec_path), job_submit_lua=HOOK)
     cluster.down()  # a previous run that was killed may have left it up
     cluster.up()
     yield cluster
     cluster.down()
     left = leftover_processes(cluster.state)
     assert not left, f"processes left behind by the minicluster: {left}"
+    assert not mounts_left(cluster), f"mounts left behind by the minicluster: {mounts_left(cluster)}"

@@ -11,7 +11,19 @@ from pathlib import Path
 
 from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
 from hops_slurm.slurm.parse import parse_oneliner
+
+
+def test_release() -> str | None:
+    """The Slurm release the live tests run on: ``$HOPS_TEST_SLURM`` (``make test-live SLURM=24.11``),
+    else each spec's own (22.05)."""
+    return os.environ.get("HOPS_TEST_SLURM") or None
+
+
+def load_test_spec(path: Path) -> MiniclusterSpec:
+    """A test cluster's spec on the release under test (its own state directory per release)."""
+    return load_spec(path, slurm=test_release())
 
 
 def job_fields(cluster: Minicluster, job_id: str) -> dict[str, str]:
@@ -51,17 +63,28 @@ def leftover_processes(state_dir: Path, marker: str | None = None) -> list[str]:
         argv = " ".join(processes.cmdline(pid))
         mine = state in argv or (marker is not None and marker in argv)
         if not mine and argv.startswith("slurmstepd"):
-            mine = any(t.startswith(state + "/") for t in processes.open_files(pid))
+            # a job step inside a Slurm root shows its files under <root>/<state>/
+            mine = any(t.startswith(state + "/") or (state + "/") in t for t in processes.open_files(pid))
         if mine:
             left.append(f"{pid} {argv}")
     return left
+
+
+def mounts_left(cluster: Minicluster) -> list[str]:
+    """Mount points inside the cluster's Slurm root that its ``down`` should have released (none for 22.05)."""
+    if cluster.rooted is None:
+        return []
+    from hops_slurm.minicluster.roots import mounts_under
+
+    return mounts_under(cluster.rooted.root)
 
 
 TEST_USER = "hopsuser"
 
 
 def ensure_test_user() -> str:
-    """A non-root user to own jobs (created if missing; never removed, nothing else touched)."""
+    """A non-root user to own jobs (created if missing; never removed, nothing else touched). A Slurm
+    root gets it copied in by ``Minicluster.user_argv``."""
     try:
         pwd.getpwnam(TEST_USER)
     except KeyError:

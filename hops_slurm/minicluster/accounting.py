@@ -38,8 +38,11 @@ MYSQL_USER = "mysql"  # the system account Debian's mariadb-server creates; mari
 class Accounting:
     """The accounting half of one minicluster: paths, config, start commands and readiness checks."""
 
-    def __init__(self, spec: MiniclusterSpec) -> None:
+    def __init__(self, spec: MiniclusterSpec, prefix: list[str] | None = None, slurmdbd: str | None = None) -> None:
+        """``prefix``/``slurmdbd``: how slurmdbd runs inside a Slurm root (MariaDB stays on the host)."""
         self.spec = spec
+        self.prefix = prefix or []
+        self.slurmdbd = slurmdbd
         self.state = spec.state_dir
         self.base = self.state / "mariadb"
         self.datadir = self.base / "data"
@@ -107,7 +110,7 @@ class Accounting:
             ]
         if role == "slurmdbd":
             # slurmdbd has no config-file option: it reads slurmdbd.conf beside $SLURM_CONF.
-            return [_prog("slurmdbd"), "-D"]
+            return [self.slurmdbd or _prog("slurmdbd"), "-D"]
         raise ValueError(f"not an accounting role: {role!r}")
 
     def start(self, role: str, env: dict[str, str]) -> processes.Daemon:
@@ -116,7 +119,8 @@ class Accounting:
         else:
             self._cluster_ok = False
         name = "mariadb" if role == "mariadb" else "slurmdbd"
-        return processes.start(role, self.argv(role), self.state / "log" / f"{name}.out", env=env)
+        return processes.start(role, self.argv(role), self.state / "log" / f"{name}.out", env=env,
+                               prefix=self.prefix if role == "slurmdbd" else None)
 
     def ready(self, role: str, env: dict[str, str]) -> bool:
         """True once ``role`` serves; does the one-time setup on the way (database user, cluster)."""

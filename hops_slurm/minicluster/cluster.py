@@ -4,6 +4,9 @@
 accounting is on), slurmctld and one ``slurmd -N`` per node, and waits until every node is idle. It is
 idempotent: daemons already running are kept, missing ones (e.g. a crashed slurmd) are started again.
 ``down`` cancels jobs, stops exactly the recorded daemons and any process still in their sessions.
+
+Slurm 24.11 and 26.05 run the same way inside a Debian root (roots.py builds it, chroot.py mounts it
+and writes the client wrappers); 22.05 is the host's packages.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.errors import MiniclusterError
-from hops_slurm.minicluster import conf, processes
+from hops_slurm.minicluster import conf, processes, roots
 from hops_slurm.minicluster.accounting import Accounting
-from hops_slurm.minicluster.packages import ensure_packages
+from hops_slurm.minicluster.chroot import RootRuntime
+from hops_slurm.minicluster.packages import ensure_mariadb, ensure_packages
 from hops_slurm.minicluster.spec import MiniclusterSpec
 
 log = logging.getLogger(__name__)
@@ -68,7 +72,11 @@ class Minicluster:
         self.state = spec.state_dir
         self.registry = processes.Registry(self.state / "run" / "daemons.json")
         self.job_submit_lua = job_submit_lua
-        self.accounting = Accounting(spec) if spec.accounting else None
+        self.rooted: RootRuntime | None = None
+        if spec.slurm != roots.HOST_RELEASE:
+            self.rooted = RootRuntime(roots.root_path(spec.slurm), spec.slurm, self.state, spec.conf_path)
+        prefix = self.rooted.prefix() if self.rooted else None
+        self.accounting = Accounting(spec, prefix, "/usr/sbin/slurmdbd" if self.rooted else None) if spec.accounting else None
 
     # ----- environment for client commands ---------------------------------------------------------
     @property
@@ -76,7 +84,25 @@ class Minicluster:
         return self.spec.conf_path
 
     def env(self) -> dict[str, str]:
-        return dict(os.environ, SLURM_CONF=str(self.conf_path))
+        """The environment of a client command: SLURM_CONF, and for a root the wrappers first on PATH."""
+        env = dict(os.environ, SLURM_CONF=str(self.conf_path))
+        if self.rooted:
+            env["PATH"] = f"{self.rooted.bin_dir}:{env.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"
+        return env
+
+    def user_argv(self, user: str, argv: list[str], cwd: Path | None = None) -> list[str]:
+        """``argv`` (a Slurm client) run as ``user`` against this cluster: ``runuser`` on the host,
+        ``chroot --userspec`` for a root."""
+        if self.rooted:
+            return self.rooted.user_argv(user, argv, cwd)
+        return ["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.conf_path}", *argv]
+
+    def state_prefixes(self) -> list[str]:
+        """How the state directory shows in other processes' open files (also through the root)."""
+        out = [str(self.state) + "/"]
+        if self.rooted:
+            out.append(str(self.rooted.inside(self.state)) + "/")
+        return out
 
     def run(self, argv: list[str], check: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
         """Run a Slurm client command against this cluster (argv list, never a shell)."""
@@ -104,7 +130,12 @@ class Minicluster:
     def up(self, timeout: float = 60.0) -> ClusterStatus:
         if os.geteuid() != 0:
             raise MiniclusterError("the minicluster runs Slurm daemons as root: run `hops-slurm minicluster up` as root")
-        ensure_packages(self.spec.accounting)
+        if self.rooted:
+            roots.ensure_root(self.spec.slurm)
+            if self.spec.accounting:
+                ensure_mariadb()
+        else:
+            ensure_packages(self.spec.accounting)
         daemons = {r: d for r, d in self.registry.load().items() if processes.owns(d)}
         missing = [r for r in self.roles() if r not in daemons]
         if not missing:
@@ -121,6 +152,8 @@ class Minicluster:
         fresh = not daemons
         if fresh:
             self._write_files()
+        if self.rooted:
+            self.rooted.enter()
         for role in missing:
             daemons[role] = self._start(role, fresh)
             self.registry.save(daemons)
@@ -132,16 +165,18 @@ class Minicluster:
         s = self.state
         for sub in ("etc", "log", "ctld", "spool", "dev"):
             (s / sub).mkdir(parents=True, exist_ok=True)
-        munge = pwd.getpwnam("munge")
+        munge_uid, munge_gid = self._munge_ids()
         for sub in ("run", "munge"):
             (s / sub).mkdir(parents=True, exist_ok=True)
-            os.chown(s / sub, munge.pw_uid, munge.pw_gid)
+            os.chown(s / sub, munge_uid, munge_gid)
             (s / sub).chmod(0o755 if sub == "run" else 0o700)
         key = s / "munge" / "munge.key"
         if not key.exists():
             key.write_bytes(secrets.token_bytes(1024))
-            os.chown(key, munge.pw_uid, munge.pw_gid)
-            key.chmod(0o400)
+        os.chown(key, munge_uid, munge_gid)
+        key.chmod(0o400)
+        for f in (s / "munge").iterdir():  # a state directory first used by the other release's munge user
+            os.chown(f, munge_uid, munge_gid)
         for node in self.spec.node_names():
             (s / "spool" / node).mkdir(parents=True, exist_ok=True)
             for dev in conf.device_paths(self.spec, node):
@@ -155,6 +190,9 @@ class Minicluster:
         lua = self.job_submit_lua is not None
         (s / "etc" / "slurm.conf").write_text(conf.render_slurm_conf(self.spec, host, job_submit_lua=lua))
         (s / "etc" / "gres.conf").write_text(conf.render_gres_conf(self.spec))
+        cgroup = conf.render_cgroup_conf(self.spec)
+        if cgroup:
+            (s / "etc" / "cgroup.conf").write_text(cgroup)
         if lua:
             shutil.copyfile(self.job_submit_lua, s / "etc" / "job_submit.lua")
         if self.accounting:
@@ -166,26 +204,46 @@ class Minicluster:
         (s / "etc").chmod(0o755)
         self.state.chmod(0o755)
 
+    def _munge_ids(self) -> tuple[int, int]:
+        if self.rooted:
+            return self.rooted.root_uid("munge")
+        munge = pwd.getpwnam("munge")
+        return munge.pw_uid, munge.pw_gid
+
     def _start(self, role: str, fresh: bool) -> processes.Daemon:
         s, conf_path = self.state, str(self.conf_path)
         env = self.env()
+        prefix = self.rooted.prefix() if self.rooted else None
         if role == "munged":
             argv = [
                 "munged", "-F", "--force", f"--socket={s / 'run' / 'munge.socket'}",
                 f"--key-file={s / 'munge' / 'munge.key'}", f"--pid-file={s / 'munge' / 'munged.pid'}",
                 f"--log-file={s / 'munge' / 'munged.log'}", f"--seed-file={s / 'munge' / 'munged.seed'}",
             ]
-            return processes.start(role, _abs(argv), s / "log" / "munged.out", env=env, user="munge")
+            if self.rooted:
+                uid, gid = self._munge_ids()
+                return processes.start(role, self._abs(argv), s / "log" / "munged.out", env=env,
+                                       prefix=self.rooted.prefix(f"{uid}:{gid}"))
+            return processes.start(role, self._abs(argv), s / "log" / "munged.out", env=env, user="munge")
         if role in ("mariadb", "slurmdbd"):
             assert self.accounting is not None
             return self.accounting.start(role, env)
         if role == "slurmctld":
             # A fresh cluster starts with clean state (-c); a restarted slurmctld keeps jobs and reservations.
             argv = ["slurmctld", "-D", "-c" if fresh else "-i", "-f", conf_path]
-            return processes.start(role, _abs(argv), s / "log" / "slurmctld.out", env=env)
+            return processes.start(role, self._abs(argv), s / "log" / "slurmctld.out", env=env, prefix=prefix)
         node = role.split(":", 1)[1]
         argv = ["slurmd", "-D", "-N", node, "-f", conf_path]
-        return processes.start(role, _abs(argv), s / "log" / f"slurmd-{node}.out", env=env)
+        return processes.start(role, self._abs(argv), s / "log" / f"slurmd-{node}.out", env=env, prefix=prefix)
+
+    def _abs(self, argv: list[str]) -> list[str]:
+        """The program as an absolute path (inside the root for a root) so /proc cmdline matches."""
+        if not self.rooted:
+            return _abs(argv)
+        for d in ("/usr/sbin", "/usr/bin"):
+            if self.rooted.inside(Path(d, argv[0])).exists():
+                return [f"{d}/{argv[0]}", *argv[1:]]
+        raise MiniclusterError(f"{argv[0]} not found in the Slurm {self.spec.slurm} root {self.rooted.root}; remove it to rebuild")
 
     def _wait_started(self, daemon: processes.Daemon, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
@@ -249,6 +307,8 @@ class Minicluster:
         """Stop everything ``up`` started; returns the roles stopped. Safe when nothing runs."""
         daemons = self.registry.load()
         if not daemons:
+            if self.rooted:
+                self.rooted.leave()
             return []
         ctld = daemons.get("slurmctld")
         if ctld and processes.owns(ctld):
@@ -268,6 +328,8 @@ class Minicluster:
             log.info("stopping leftover process %d %s", pid, " ".join(processes.cmdline(pid)))
             processes.stop_pid(pid, timeout=0.5)
         self.registry.save({})
+        if self.rooted:
+            self.rooted.leave()
         return stopped
 
     def _cancel_all_jobs(self, timeout: float = 15.0) -> None:
@@ -287,7 +349,7 @@ class Minicluster:
         """Processes our daemons left behind: anything still in their sessions, and every slurmstepd
         that holds a file of our state directory open (a step's log), with its job's processes."""
         stepd_sessions: set[int] = set()
-        state = str(self.state) + "/"
+        state = tuple(self.state_prefixes())
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue

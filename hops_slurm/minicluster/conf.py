@@ -98,6 +98,15 @@ def render_gres_conf(spec: MiniclusterSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_cgroup_conf(spec: MiniclusterSpec) -> str:
+    """cgroup.conf for 24.11 and later: slurmd there initialises its cgroup plugin even with
+    proctrack/linuxproc and task/none, and fails on a host without a cgroup filesystem unless the
+    plugin is disabled. 22.05 needs none (empty string: no file)."""
+    if spec.slurm == "22.05":
+        return ""
+    return "# Written by hops-slurm minicluster (Slurm 24.11+ on a host without cgroups).\nCgroupPlugin=disabled\n"
+
+
 def render_slurmdbd_conf(spec: MiniclusterSpec, hostname: str, db_user: str, db_pass: str) -> str:
     s = spec.state_dir
     return "\n".join(

@@ -39,19 +39,31 @@ def missing_packages(accounting: bool) -> list[str]:
     return sorted(set(missing))
 
 
+def ensure_mariadb() -> list[str]:
+    """MariaDB on the host for a Slurm root's slurmdbd (it connects over 127.0.0.1)."""
+    if _which("mariadbd"):
+        return []
+    _apt_install(["mariadb-server"])
+    return ["mariadb-server"]
+
+
+def _apt_install(packages: list[str]) -> None:
+    if os.geteuid() != 0:
+        raise MiniclusterError(f"Debian packages missing ({', '.join(packages)}); run as root to install them, or apt-get install them")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    log.warning("installing Debian packages: %s", " ".join(packages))
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+        result = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise MiniclusterError(f"`{' '.join(argv)}` failed ({result.returncode}):\n{result.stderr[-2000:]}")
+
+
 def ensure_packages(accounting: bool = False) -> list[str]:
     """apt-get install what is missing; returns the packages installed (empty when all present)."""
     missing = missing_packages(accounting)
     if not missing:
         return []
-    if os.geteuid() != 0:
-        raise MiniclusterError(f"Slurm packages missing ({', '.join(missing)}); run as root to install them, or apt-get install them")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    log.warning("installing Debian packages: %s", " ".join(missing))
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]):
-        result = subprocess.run(argv, env=env, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise MiniclusterError(f"`{' '.join(argv)}` failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    _apt_install(missing)
     still = missing_packages(accounting)
     if still:
         raise MiniclusterError(f"packages still missing after apt-get install: {', '.join(still)}")

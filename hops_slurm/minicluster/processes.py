@@ -96,12 +96,14 @@ class Registry:
         tmp.replace(self.path)
 
 
-def start(role: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None, user: str | None = None) -> Daemon:
-    """Start ``argv`` in the foreground mode of the daemon, detached in a new session."""
+def start(role: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None, user: str | None = None,
+          prefix: list[str] | None = None) -> Daemon:
+    """Start ``argv`` in the foreground mode of the daemon, detached in a new session. ``prefix`` (e.g.
+    ``chroot <root>``) execs into ``argv``, so the recorded argv is what the process runs."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(
-            argv,
+            [*(prefix or []), *argv],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -74,6 +75,8 @@ class MiniclusterSpec(BaseModel):
     cluster_name: str = "hopsmini"
     state_dir: Path = Path("/var/tmp/hops-minicluster")
     accounting: bool = False  # slurmdbd + MariaDB for sacct
+    # 22.05: the host's Debian 12 packages; 24.11 / 26.05: a Debian trixie / sid root (roots.py).
+    slurm: Literal["22.05", "24.11", "26.05"] = "22.05"
     ports: Ports = Field(default_factory=Ports)
     nodes: list[NodeGroup]
     partitions: list[Partition]
@@ -133,13 +136,27 @@ class MiniclusterSpec(BaseModel):
     def conf_path(self) -> Path:
         return self.state_dir / "etc" / "slurm.conf"
 
+    def with_release(self, release: str | None) -> MiniclusterSpec:
+        """This spec on Slurm ``release`` (the command line's ``--slurm``). A release other than the
+        spec's own gets its own state directory (``<state_dir>-slurm<release>``), so clusters of two
+        releases never share slurmctld state or a munge key."""
+        if release is None or release == self.slurm:
+            return self
+        data = self.model_dump()
+        data.update(slurm=release, state_dir=self.state_dir.with_name(f"{self.state_dir.name}-slurm{release}"))
+        try:
+            return MiniclusterSpec.model_validate(data)
+        except ValidationError as exc:
+            raise MiniclusterError(f"--slurm {release}: {format_validation_error(exc)}") from None
+
 
 def default_spec_path() -> Path:
     """The spec shipped with the project (``etc/minicluster/default.toml`` in the checkout)."""
     return Path(__file__).resolve().parents[2] / "etc" / "minicluster" / "default.toml"
 
 
-def load_spec(path: Path | None = None) -> MiniclusterSpec:
+def load_spec(path: Path | None = None, slurm: str | None = None) -> MiniclusterSpec:
+    """The spec at ``path`` (default: the shipped one); ``slurm`` overrides its release."""
     path = path or default_spec_path()
     try:
         data = tomllib.loads(path.read_text())
@@ -148,6 +165,7 @@ def load_spec(path: Path | None = None) -> MiniclusterSpec:
     except tomllib.TOMLDecodeError as exc:
         raise MiniclusterError(f"minicluster spec {path}: not valid TOML: {exc}") from None
     try:
-        return MiniclusterSpec.model_validate(data)
+        spec = MiniclusterSpec.model_validate(data)
     except ValidationError as exc:
         raise MiniclusterError(f"minicluster spec {path}:\n{format_validation_error(exc)}") from None
+    return spec.with_release(slurm)

@@ -61,7 +61,7 @@ class EngineEnv:
         script.chmod(0o755)
         argv = ["sbatch", "--parsable", "-o", "/dev/null", "-D", str(self.workdir), str(script)]
         if user:
-            argv = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.cluster.conf_path}", *argv]
+            argv = self.cluster.user_argv(user, argv, self.workdir)
         out = subprocess.run(argv, env=self.env, capture_output=True, text=True, check=True, timeout=30)
         job_id = out.stdout.strip().split(";")[0]
         self.submitted.append(job_id)

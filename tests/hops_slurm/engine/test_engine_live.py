@@ -114,7 +114,7 @@ def test_owner_release_does_not_start_a_job_outside_the_plan(eng) -> None:  # no
     eng.plan_once()  # the engine has run: the gate reservation is in place
     user = eng.ensure_user()
     job = eng.submit(gpus="1,2", user=user)
-    release = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={eng.cluster.conf_path}", "scontrol", "release", job]
+    release = eng.cluster.user_argv(user, ["scontrol", "release", job])
     assert subprocess.run(release, env=eng.env, capture_output=True, text=True, timeout=30).returncode == 0
     deadline = time.monotonic() + 3.0  # bf_interval=1: a startable job starts within ~1 s
     while time.monotonic() < deadline:

@@ -29,7 +29,7 @@ from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.sacct import SacctJob, cross_check, run_sacct
 from hops_slurm.report.source import write_sqlite
 from hops_slurm.slurm.parse import expand_hostlist, job_gpu_allocation, parse_oneliner
-from slurm_helpers import leftover_processes, wait_for_state
+from slurm_helpers import leftover_processes, load_test_spec, wait_for_state
 from tests_paths import DATA
 
 pytestmark = pytest.mark.slurm
@@ -41,7 +41,7 @@ ACCOUNTING_ROLES = ("mariadb", "slurmdbd")
 def acct_cluster() -> Iterator[Minicluster]:
     if os.geteuid() != 0:
         pytest.fail("the accounting test runs MariaDB, slurmdbd and Slurm daemons and needs root (CI runs as root)")
-    cluster = Minicluster(load_spec(DATA / "minicluster-accounting.toml"))
+    cluster = Minicluster(load_test_spec(DATA / "minicluster-accounting.toml"))
     cluster.down()  # a killed earlier run may have left it up
     shutil.rmtree(cluster.state, ignore_errors=True)
     cluster.up()

@@ -10,14 +10,14 @@ import pytest
 
 from hops_slurm.errors import MiniclusterError
 from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import load_spec
+from slurm_helpers import load_test_spec
 from tests_paths import DATA
 
 pytestmark = pytest.mark.slurm
 
 
 def test_ports_taken_is_named_and_nothing_starts(tmp_path: Path) -> None:
-    spec = load_spec(DATA / "minicluster-lifecycle.toml").model_copy(update={"state_dir": tmp_path / "mc"})
+    spec = load_test_spec(DATA / "minicluster-lifecycle.toml").model_copy(update={"state_dir": tmp_path / "mc"})
     cluster = Minicluster(spec)
     with socket.socket() as holder:
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -29,7 +29,7 @@ def test_ports_taken_is_named_and_nothing_starts(tmp_path: Path) -> None:
 
 
 def test_not_root_is_refused_with_a_clear_message(tmp_path: Path) -> None:
-    spec = load_spec(DATA / "minicluster-lifecycle.toml").model_copy(update={"state_dir": tmp_path / "mc"})
+    spec = load_test_spec(DATA / "minicluster-lifecycle.toml").model_copy(update={"state_dir": tmp_path / "mc"})
     os.seteuid(65534)  # really drop to nobody for the call (we are root, so we can come back)
     try:
         with pytest.raises(MiniclusterError, match="run `hops-slurm minicluster up` as root"):

@@ -10,9 +10,8 @@ import pytest
 
 from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import load_spec
 from tests_paths import DATA
-from slurm_helpers import job_fields, leftover_processes, wait_for_state
+from slurm_helpers import job_fields, leftover_processes, load_test_spec, mounts_left, wait_for_state
 
 pytestmark = pytest.mark.slurm
 
@@ -62,7 +61,7 @@ def test_up_restarts_a_crashed_slurmd(minicluster: Minicluster) -> None:
 
 
 def test_down_after_a_slurmd_crash_leaves_nothing() -> None:
-    cluster = Minicluster(load_spec(DATA / "minicluster-lifecycle.toml"))
+    cluster = Minicluster(load_test_spec(DATA / "minicluster-lifecycle.toml"))
     cluster.down()
     try:
         cluster.up()
@@ -78,5 +77,7 @@ def test_down_after_a_slurmd_crash_leaves_nothing() -> None:
     finally:
         stopped = cluster.down()
     assert "slurmctld" in stopped and "munged" in stopped
+    assert not leftover_processes(cluster.state, marker)
+    assert not mounts_left(cluster)  # a Slurm root: every bind mount of `up` released
     assert leftover_processes(cluster.state, marker) == []
     assert cluster.down() == []  # a second down is a no-op

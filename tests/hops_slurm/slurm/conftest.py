@@ -55,7 +55,7 @@ def submit(minicluster: Minicluster, api: CliSlurm, workdir: Path) -> Iterator[S
         script.chmod(0o755)
         argv = ["sbatch", "--parsable", "-o", "/dev/null", "-D", str(workdir), *args, str(script)]
         if user:
-            argv = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={minicluster.conf_path}", *argv]
+            argv = minicluster.user_argv(user, argv)
         out = subprocess.run(argv, env=minicluster.env(), capture_output=True, text=True, check=True, timeout=30)
         job_id = out.stdout.strip().split(";")[0]
         submitted.append(job_id)

@@ -76,7 +76,7 @@ def test_owner_release_does_not_start_a_job_outside_the_plan(api: CliSlurm, enac
     enactor.ensure_gate()
 
     def as_owner(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["runuser", "-u", user, "--", "env", f"SLURM_CONF={minicluster.conf_path}", *argv],
+        return subprocess.run(minicluster.user_argv(user, list(argv)),
                               capture_output=True, text=True, timeout=30)
 
     job_id = submit(user=user)
