@@ -93,14 +93,23 @@ class RootRuntime:
     # ----- enter / leave ---------------------------------------------------------------------------
     def binds(self) -> list[tuple[Path, bool]]:
         """(host path, read-only) to bind-mount at the same path inside the root, in order."""
-        python = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
-        real_python = Path(os.path.realpath(sys.executable))
-        candidates = [(Path("/tmp"), False), (self.state, False), (CHECKOUT, True), (python, True), (real_python, True)]
+        candidates = [(Path("/tmp"), False), (self.state, False), (CHECKOUT, True), *self._interpreter()]
         wanted: list[tuple[Path, bool]] = [(Path("/proc"), False)]
         for path, ro in candidates:  # a path inside one already bound comes with it
             if path.exists() and not any(path == p or p in path.parents for p, _ in wanted[1:]):
                 wanted.append((path, ro))
         return wanted
+
+    @staticmethod
+    def _interpreter() -> list[tuple[Path, bool]]:
+        """What the project's Python needs inside the root, read-only: its whole installation when it
+        has its own prefix (pyenv, /opt, /usr/local...), else (Debian's /usr) the standard library and
+        the binary (statically linked to libpython; the libraries it links are in ROOT_PACKAGES)."""
+        base = Path(sys.base_prefix)
+        if base != Path("/usr"):
+            return [(base, True)]
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        return [(base / "lib" / version, True), (Path(os.path.realpath(sys.executable)), True)]
 
     def enter(self) -> None:
         """Mount what the cluster needs inside the root (each mount once per cluster), copy in the host's

@@ -90,8 +90,8 @@ def slurm_version(root: Path) -> str | None:
         out = subprocess.run(["chroot", str(root), "/usr/sbin/slurmctld", "-V"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    words = out.stdout.split()
-    return words[1] if out.returncode == 0 and len(words) == 2 and words[0] == "slurm" else None
+    words = out.stdout.split()  # "slurm 24.11.5" upstream, "slurm-wlm 24.11.5" from Debian
+    return words[1] if out.returncode == 0 and len(words) == 2 and words[0].startswith("slurm") else None
 
 
 def healthy(root: Path, release: str) -> bool:
