@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hops_slurm.minicluster.cluster import Minicluster  # noqa: E402
-from slurm_helpers import leftover_processes, load_test_spec, mounts_left  # noqa: E402
+from slurm_helpers import leftover_processes, load_test_spec, root_mounts  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 HOOK = Path(__file__).resolve().parents[1] / "hooks" / "job_submit.lua"
@@ -29,9 +29,10 @@ def minicluster() -> Iterator[Minicluster]:
     spec_path = Path(os.environ["HOPS_TEST_SPEC"]) if os.environ.get("HOPS_TEST_SPEC") else DATA / "minicluster-test.toml"
     cluster = Minicluster(load_test_spec(spec_path), job_submit_lua=HOOK)
     cluster.down()  # a previous run that was killed may have left it up
+    mounts_before = root_mounts(cluster)
     cluster.up()
     yield cluster
     cluster.down()
     left = leftover_processes(cluster.state)
     assert not left, f"processes left behind by the minicluster: {left}"
-    assert not mounts_left(cluster), f"mounts left behind by the minicluster: {mounts_left(cluster)}"
+    assert root_mounts(cluster) == mounts_before, "mounts left behind in the Slurm root by the minicluster"

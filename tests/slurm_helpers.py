@@ -70,13 +70,14 @@ def leftover_processes(state_dir: Path, marker: str | None = None) -> list[str]:
     return left
 
 
-def mounts_left(cluster: Minicluster) -> list[str]:
-    """Mount points inside the cluster's Slurm root that its ``down`` should have released (none for 22.05)."""
+def root_mounts(cluster: Minicluster) -> list[str]:
+    """Mount points inside the cluster's Slurm root, sorted (none for 22.05). Other clusters on the same
+    root mount there too: compare a snapshot taken before ``up`` with one taken after ``down``."""
     if cluster.rooted is None:
         return []
     from hops_slurm.minicluster.roots import mounts_under
 
-    return mounts_under(cluster.rooted.root)
+    return sorted(mounts_under(cluster.rooted.root))
 
 
 TEST_USER = "hopsuser"

@@ -7,13 +7,14 @@ key; scripts without directives run untouched.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.slurm.cli import CliSlurm
 
 pytestmark = pytest.mark.slurm
 
@@ -22,6 +23,11 @@ VECTORS = Path(__file__).resolve().parents[1] / "data" / "directives"
 
 def _sbatch(cluster: Minicluster, script: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return cluster.run(["sbatch", "--parsable", "-o", "/dev/null", *extra, str(script)], check=False)
+
+
+def _jobs(cluster: Minicluster) -> dict[str, SlurmJob]:
+    """The jobs as the adapter reads them (the same view on every Slurm release)."""
+    return {j.job_id: j for j in CliSlurm(cluster.env()).jobs()}
 
 
 def test_every_vector_through_sbatch(minicluster: Minicluster) -> None:
@@ -35,13 +41,13 @@ def test_every_vector_through_sbatch(minicluster: Minicluster) -> None:
         result = _sbatch(minicluster, script)
         assert result.returncode != 0, f"{script.name} was accepted"
         assert f"#HOPS {expect['key']}:" in result.stderr and expect["contains"] in result.stderr, result.stderr
-    jobs = {str(j["job_id"]): j for j in json.loads(minicluster.run(["squeue", "--json"]).stdout)["jobs"]}
+    jobs = _jobs(minicluster)
     try:
         for job_id, canonical in accepted.items():
             job = jobs[job_id]
-            assert job["admin_comment"] == f"hops:{canonical}"
-            assert job["job_state"] == "PENDING" and job["state_reason"] == "JobHeldUser"
-            assert job["partition"] == "hops"
+            assert job.admin_comment == f"hops:{canonical}"
+            assert job.state == "PENDING" and job.reason == "JobHeldUser" and job.priority == 0
+            assert job.partition == "hops"
     finally:
         minicluster.run(["scancel", *accepted], check=False)
 
@@ -55,9 +61,9 @@ def test_comment_form_and_plain_jobs(minicluster: Minicluster, tmp_path: Path) -
     assert bad.returncode != 0 and "#HOPS batch-size: required key is missing" in bad.stderr
     ids = [r.stdout.strip() for r in (good, untouched)]
     try:
-        jobs = {str(j["job_id"]): j for j in json.loads(minicluster.run(["squeue", "--json"]).stdout)["jobs"]}
-        assert jobs[ids[0]]["admin_comment"] == "hops:gpus=2 samples=1000000 batch-size=8 model=resnet18"
-        assert not jobs[ids[1]].get("admin_comment")
+        jobs = _jobs(minicluster)
+        assert jobs[ids[0]].admin_comment == "hops:gpus=2 samples=1000000 batch-size=8 model=resnet18"
+        assert not jobs[ids[1]].admin_comment
     finally:
         minicluster.run(["scancel", *ids], check=False)
 

@@ -31,7 +31,8 @@ from hops_slurm.directives import parse_script
 from hops_slurm.errors import ConfigError, DirectiveError
 from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.spec import Ports, load_spec
-from slurm_helpers import leftover_processes
+from hops_slurm.minicluster.cluster import Minicluster
+from slurm_helpers import leftover_processes, root_mounts, test_release
 
 TRAIN = ROOT / "etc" / "demo" / "train.py"
 
@@ -218,8 +219,9 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     spec = load_spec().model_copy(
         update={"state_dir": Path("/var/tmp/hops-minicluster-demo-test"), "cluster_name": "hopsdemo",
                 "ports": Ports(slurmctld=6947, slurmd_base=17401, slurmdbd=6949, mariadb=13346)}
-    )
+    ).with_release(test_release())
     out = io.StringIO()
+    mounts_before = root_mounts(Minicluster(spec))
     try:
         rc = run_demo(out, spec, jobs_dir=tmp_path, workload=None, report_dir=tmp_path / "report", timeout=240, poll=2)
     finally:
@@ -241,3 +243,4 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     assert report.count("COMPLETED") == 3
     assert list((tmp_path / "report").glob("*.png"))
     assert leftover_processes(spec.state_dir) == []
+    assert root_mounts(Minicluster(spec)) == mounts_before

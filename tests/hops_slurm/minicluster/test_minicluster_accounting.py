@@ -53,6 +53,7 @@ def acct_cluster() -> Iterator[Minicluster]:
 def slurm_env(acct_cluster: Minicluster, monkeypatch: pytest.MonkeyPatch) -> Minicluster:
     """Point sacct (which run_sacct starts with this process's environment) at the cluster."""
     monkeypatch.setenv("SLURM_CONF", str(acct_cluster.conf_path))
+    monkeypatch.setenv("PATH", acct_cluster.env()["PATH"])  # a Slurm root: its client wrappers first
     return acct_cluster
 
 
@@ -211,6 +212,8 @@ def test_down_stops_accounting_and_leaves_nothing(acct_cluster: Minicluster) -> 
     ]
     assert ours == []
     assert acct_cluster.down() == []
+    assert not (acct_cluster.rooted and acct_cluster.rooted.mounts_file.exists() and
+                acct_cluster.rooted.mounts_file.read_text().strip() != "[]")
 
 
 def test_accounting_config_points_slurm_and_slurmdbd_at_the_private_services() -> None:
