@@ -79,8 +79,8 @@ class RootRuntime:
         workdir = str(cwd or Path.cwd())
         if not self.inside(Path(workdir)).is_dir():
             workdir = "/"
-        return [*self.prefix(f"{pw.pw_uid}:{pw.pw_gid}"), "/usr/bin/env", "-C", workdir,
-                f"SLURM_CONF={self.conf_path}", f"HOME={pw.pw_dir}", f"USER={user}", f"LOGNAME={user}", *argv]
+        return [*self.prefix(f"{pw.pw_uid}:{pw.pw_gid}"), "/usr/bin/env", "-C", workdir, f"SLURM_CONF={self.conf_path}",
+                "PATH=/usr/sbin:/usr/bin:/sbin:/bin", f"HOME={pw.pw_dir}", f"USER={user}", f"LOGNAME={user}", *argv]
 
     def root_uid(self, name: str) -> tuple[int, int]:
         """uid/gid of ``name`` in the root's /etc/passwd (e.g. its ``munge`` user)."""
@@ -206,6 +206,8 @@ class RootRuntime:
             text = "\n".join([
                 "#!/bin/sh",
                 f"# Written by hops-slurm minicluster: Slurm {self.release}'s {client}, run inside {self.root}.",
+                "# Already inside the root (a job step: PATH is the submitter's): run the client itself.",
+                f'[ -x {root}/usr/bin/{client} ] || exec /usr/bin/{client} "$@"',
                 'if [ "$(id -u)" != 0 ]; then',
                 f'  echo "{client}: Slurm {self.release} runs inside {self.root} and needs chroot (root);'
                 f' as another user: chroot --userspec=USER {self.root} {client} ..." >&2',
