@@ -12,7 +12,6 @@ from pathlib import Path
 from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
-from hops_slurm.slurm.parse import parse_oneliner
 
 
 def test_release() -> str | None:
@@ -27,8 +26,14 @@ def load_test_spec(path: Path) -> MiniclusterSpec:
 
 
 def job_fields(cluster: Minicluster, job_id: str) -> dict[str, str]:
-    """``scontrol -o -d show job`` as a dict (the one-line record, split on spaces)."""
-    return parse_oneliner(cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout)
+    """``scontrol -o -d show job`` as a dict (split on spaces, first occurrence of a key wins): for the tests'
+    own jobs only, whose names and comments hold no ``Key=`` text (the adapter never reads this form)."""
+    fields: dict[str, str] = {}
+    for token in cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout.split():
+        key, eq, value = token.partition("=")
+        if eq:
+            fields.setdefault(key, value)
+    return fields
 
 
 def wait_until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

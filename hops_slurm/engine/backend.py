@@ -1,7 +1,7 @@
 """The live :class:`hops_slurm.backend.Backend`: the round loop's six methods on a real slurmctld.
 
 Where it sits: the engine (:mod:`hops_slurm.engine.engine`) calls :meth:`SlurmBackend.read` once per
-refresh (one ``squeue --json`` + one ``sinfo --json``; Slurm is the source of truth), then the shared
+refresh (one job listing + one node listing, in the release's commands; Slurm is the source of truth), then the shared
 round logic (:func:`hops_slurm.engine.rounds.plan_once`) asks it for the cluster and job views, plans,
 and hands the plan to :meth:`SlurmBackend.apply`, which enacts it through
 :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve / release / requeuehold).

@@ -1,8 +1,9 @@
 """What the engine reads from Slurm and the operations it performs on it: one interface, several backends.
 
-Data flow: a backend (:class:`hops_slurm.slurm.cli.CliSlurm` over ``squeue/sinfo --json`` and
-``scontrol``; :class:`hops_slurm.slurm.pyslurm_backend.PyslurmSlurm` over pyslurm 25.11) turns
-slurmctld's state into the pydantic models below; :mod:`hops_slurm.slurm.enact` drives the operations
+Data flow: a backend (:class:`hops_slurm.slurm.cli.CliSlurm` over Slurm's client commands, read by
+:mod:`hops_slurm.slurm.dialect` for Slurm 22.05, 24.11 and 26.05 alike; the untested
+:class:`hops_slurm.slurm.pyslurm_backend.PyslurmSlurm` over pyslurm 25.11) turns slurmctld's state into
+the pydantic models below, the same on every release; :mod:`hops_slurm.slurm.enact` drives the operations
 (hold, place, reservation, release, requeuehold) through :class:`SlurmApi`, journaled by
 :mod:`hops_slurm.journal`. Nothing here decides anything.
 """

@@ -1,36 +1,42 @@
-"""The Slurm backend over the client commands of Slurm 22.05 (``squeue/sinfo --json``, ``scontrol``).
+"""The Slurm backend over Slurm's client commands, for every supported release (22.05, 24.11, 26.05).
 
 Where it sits: implements :class:`hops_slurm.slurm.api.SlurmApi` for the engine and the enactment
-(:mod:`hops_slurm.slurm.enact`). Commands are run as argv lists (never through a shell) with the given
-environment (``SLURM_CONF``); a failure raises :class:`SlurmCommandError` naming the command and
-Slurm's message. ``squeue --json`` ignores ``-j``/``-t`` in 22.05, so filtering happens here.
+(:mod:`hops_slurm.slurm.enact`). It asks ``scontrol --version`` once which release it talks to and lets
+:mod:`hops_slurm.slurm.dialect` choose the commands and the reader (``scontrol show job|nodes|reservation
+--json`` from 23.02 on, ``squeue/sinfo --json`` and ``scontrol -o show reservation`` on 22.05). Commands are
+found on ``PATH`` and run as argv lists (never through a shell) with the given environment (``SLURM_CONF``),
+so a ``PATH`` of wrapper scripts (e.g. ones that run the clients inside a Debian root) serves as well as the
+real clients. A failure raises :class:`SlurmCommandError` naming the command and Slurm's message; a release
+or data_parser it does not know raises :class:`hops_slurm.slurm.dialect.UnsupportedSlurm` naming it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import subprocess
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
-from hops_slurm.slurm.api import SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
-from hops_slurm.slurm.parse import expand_hostlist, job_gpu_allocation, parse_gpu_gres, parse_oneliner
+from hops_slurm.slurm.api import SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
 
 log = logging.getLogger(__name__)
 
 _INVALID_JOB = "Invalid job id specified"
+T = TypeVar("T")
 
 
 class CliSlurm:
     """:class:`SlurmApi` over Slurm's command-line clients. ``env``: the environment (must carry SLURM_CONF
-    unless the site's default config is meant); ``timeout``: seconds per command."""
+    unless the site's default config is meant; its ``PATH`` finds the clients); ``timeout``: seconds per
+    command; ``dialect``: the release's dialect when known (otherwise asked of ``scontrol --version``)."""
 
     name = "cli"
 
-    def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 30.0, dialect: Dialect | None = None) -> None:
         self.env = dict(env) if env is not None else None
         self.timeout = timeout
+        self._dialect = dialect
 
     # ----- running commands -----------------------------------------------------------------------
     def _run(self, argv: list[str]) -> str:
@@ -45,56 +51,45 @@ class CliSlurm:
             raise SlurmCommandError(argv, proc.returncode, proc.stderr or proc.stdout)
         return proc.stdout
 
-    def _json(self, argv: list[str]) -> dict[str, Any]:
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect of the Slurm on ``PATH`` (``scontrol --version``, asked once)."""
+        if self._dialect is None:
+            self._dialect = dialect_for(self._run(["scontrol", "--version"]))
+        return self._dialect
+
+    def _read(self, argv: list[str], read: Callable[[str], list[T]]) -> list[T]:
+        """Run ``argv`` and read its output with one of the dialect's readers."""
         out = self._run(argv)
         try:
-            data = json.loads(out)
-        except json.JSONDecodeError as exc:
-            raise SlurmCommandError(argv, 0, f"output is not JSON: {out[:200]!r}") from exc
-        errors = data.get("errors") or []
-        if errors:
-            raise SlurmCommandError(argv, 0, "; ".join(str(e.get("description") or e) for e in errors))
-        return data
+            return read(out)
+        except UnsupportedSlurm:
+            raise
+        except SlurmError as exc:
+            raise SlurmCommandError(argv, 0, str(exc)) from None
 
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
-        data = self._json(["squeue", "--json"])
-        return [_job_from_json(j) for j in data.get("jobs", [])]
+        d = self.dialect
+        return self._read(d.jobs_argv(), d.jobs)
 
     def job(self, job_id: str) -> SlurmJob | None:
-        listed = next((j for j in self.jobs() if j.job_id == str(job_id)), None)
-        if listed is None:
-            return None
+        d = self.dialect
         try:
-            line = self._run(["scontrol", "-o", "-d", "show", "job", str(job_id)])
+            found = self._read(d.job_argv(job_id), d.jobs)
         except SlurmCommandError as exc:
             if _INVALID_JOB in exc.slurm_message:
                 return None
             raise
-        alloc = job_gpu_allocation(line) if listed.active else {}
-        fields = parse_oneliner(line)
-        return listed.model_copy(update={"gpu_alloc": alloc, "reservation": _null(fields.get("Reservation", listed.reservation))})
+        return next((j for j in found if j.job_id == str(job_id)), None)
 
     def nodes(self) -> list[SlurmNode]:
-        data = self._json(["sinfo", "--json"])
-        return [_node_from_json(n) for n in data.get("nodes", [])]
+        d = self.dialect
+        return self._read(d.nodes_argv(), d.nodes)
 
     def reservations(self) -> list[SlurmReservation]:
-        out = self._run(["scontrol", "-o", "show", "reservation"])
-        found = []
-        for line in out.splitlines():
-            if not line.startswith("ReservationName="):
-                continue  # "No reservations in the system"
-            f = parse_oneliner(line)
-            found.append(
-                SlurmReservation(
-                    name=f["ReservationName"],
-                    nodes=tuple(expand_hostlist(_null(f.get("Nodes", "")))),
-                    users=tuple(u for u in _null(f.get("Users", "")).split(",") if u),
-                    flags=tuple(x for x in _null(f.get("Flags", "")).split(",") if x),
-                )
-            )
-        return found
+        d = self.dialect
+        return self._read(d.reservations_argv(), d.reservations)
 
     # ----- acting ---------------------------------------------------------------------------------
     def hold(self, job_id: str) -> None:
@@ -124,57 +119,3 @@ class CliSlurm:
     def cancel(self, job_id: str) -> None:
         self._run(["scancel", str(job_id)])
 
-
-def _null(value: str | None) -> str:
-    return "" if value in (None, "(null)", "None", "N/A") else str(value)
-
-
-def _job_from_json(j: dict[str, Any]) -> SlurmJob:
-    nodes = expand_hostlist(j.get("nodes") or "")
-    state = str(j.get("job_state") or "")
-    alloc: dict[str, tuple[int, ...]] = {}
-    if state in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
-        # gres_detail has one entry per allocated node, in expanded node order (22.05)
-        for node, detail in zip(nodes, j.get("gres_detail") or [], strict=False):
-            gres = parse_gpu_gres(detail)
-            alloc[node] = gres.indices if gres else ()
-    return SlurmJob(
-        job_id=str(j["job_id"]),
-        name=str(j.get("name") or ""),
-        user=str(j.get("user_name") or ""),
-        state=state,
-        reason=_null(j.get("state_reason")),
-        priority=int(j.get("priority") or 0),
-        partition=str(j.get("partition") or ""),
-        comment=_null(j.get("comment")),
-        admin_comment=_null(j.get("admin_comment")),
-        submit_time=float(j.get("submit_time") or 0),
-        start_time=float(j.get("start_time") or 0),
-        end_time=float(j.get("end_time") or 0),
-        nodes=tuple(nodes),
-        required_nodes=tuple(expand_hostlist(_null(j.get("required_nodes")))),
-        node_count=int(j.get("node_count") or 0),
-        tres_per_node=_null(j.get("tres_per_node")),
-        tres_per_job=_null(j.get("tres_per_job")),
-        gpu_alloc=alloc,
-        reservation=_null(j.get("resv_name")),
-        restart_count=int(j.get("restart_cnt") or 0),
-    )
-
-
-def _node_from_json(n: dict[str, Any]) -> SlurmNode:
-    total = parse_gpu_gres(n.get("gres") or "")
-    used = parse_gpu_gres(n.get("gres_used") or "")
-    features = n.get("features") or ""
-    return SlurmNode(
-        name=str(n["name"]),
-        state=str(n.get("state") or "").lower(),
-        flags=tuple(str(f) for f in n.get("state_flags") or ()),
-        gpu_type=total.gpu_type if total else "",
-        gpus_total=total.count if total else 0,
-        gpus_used=used.indices if used else (),
-        partitions=tuple(n.get("partitions") or ()),
-        features=tuple(dict.fromkeys(f for f in (features.split(",") if isinstance(features, str) else features) if f)),
-        cpus=int(n.get("cpus") or 0),
-        alloc_cpus=int(n.get("alloc_cpus") or 0),
-    )

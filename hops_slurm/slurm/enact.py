@@ -15,7 +15,7 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   the split is uneven. Slurm splits a per-job request greedily in node order (first nodes take as many
   as they can, leaving one per remaining node), so an uneven config is enacted only when that greedy
   split of the free GPUs equals the plan (:func:`realisable`); otherwise it is refused and reported.
-  After start the allocation is read back (``scontrol -o -d show job``: GPU indices per node), recorded,
+  After start the allocation is read back (:meth:`SlurmApi.job`: GPU indices per node), recorded,
   and compared with the plan; a mismatch is requeue-held and reported.
 * **Per-job reservation** ``hops-j<id>`` on exactly the planned nodes for the job's owner (``OVERLAP``
   with the gate, ``IGNORE_JOBS``): the job is attached to it and released right after the placement is
@@ -419,7 +419,7 @@ class Enactor:
         waiting = set(job_ids if job_ids is not None else
                       [j.job_id for j in self.api.jobs() if j.reservation == job_reservation(j.job_id)])
         while waiting:
-            listing = {j.job_id: j for j in self.api.jobs()}  # one squeue per pass; scontrol detail per started job
+            listing = {j.job_id: j for j in self.api.jobs()}  # one listing per pass; one job read per started job
             for job_id in sorted(waiting):
                 seen = listing.get(job_id)
                 if seen is None or not (seen.pending or seen.active):

@@ -1,6 +1,8 @@
-"""Parsers for Slurm's compact notations: host lists, GRES strings with GPU indices, one-line records.
+"""Parsers for Slurm's compact notations: host lists, GRES strings with GPU indices, JSON numbers,
+one-line ``scontrol -o`` records.
 
-Pure functions; the CLI backend feeds them ``squeue/sinfo --json`` fields and ``scontrol -o -d`` output.
+Pure functions, shared by the readers of every Slurm release (:mod:`hops_slurm.slurm.read_v0038`,
+:mod:`hops_slurm.slurm.read_data_parser`) and the pyslurm backend.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+
 
 def expand_hostlist(text: str) -> list[str]:
     """``gpu[01-03,7],cpu1`` -> ``['gpu01', 'gpu02', 'gpu03', 'gpu7', 'cpu1']`` (zero padding kept,
@@ -89,27 +92,89 @@ def parse_gpu_gres(text: str) -> GpuGres | None:
     return None
 
 
-def parse_oneliner(line: str) -> dict[str, str]:
-    """``scontrol -o show job`` record -> dict (first occurrence of each key wins)."""
-    fields: dict[str, str] = {}
-    for token in line.split():
-        key, eq, value = token.partition("=")
-        if eq:
-            fields.setdefault(key, value)
-    return fields
-
-
-def job_gpu_allocation(line: str) -> dict[str, tuple[int, ...]]:
-    """Per-node GPU indices of a running job from ``scontrol -o -d show job`` (the ``Nodes=... GRES=`` pairs)."""
+def gpu_allocation(nodes: list[str], gres_detail: list[str]) -> dict[str, tuple[int, ...]]:
+    """A running job's GPU indices per node: Slurm lists ``gres_detail`` one entry per allocated node, in
+    expanded node order (``['gpu:a100:2(IDX:1,5)', 'gpu:a100:3(IDX:2-3,6)']`` for ``a100-[1-2]``); a node
+    whose entry is missing yet (right after the start) or names no GPU maps to ``()``."""
     alloc: dict[str, tuple[int, ...]] = {}
-    nodes: list[str] = []
-    for token in line.split():
-        key, _, value = token.partition("=")
-        if key == "Nodes":
-            nodes = expand_hostlist(value)
-        elif key == "GRES" and nodes:
-            gres = parse_gpu_gres(value)
-            for node in nodes:
-                alloc[node] = gres.indices if gres else ()
-            nodes = []
+    for node, detail in zip(nodes, gres_detail, strict=False):
+        gres = parse_gpu_gres(detail)
+        alloc[node] = gres.indices if gres else ()
     return alloc
+
+
+def slurm_number(value: object) -> int | None:
+    """A number as Slurm's JSON gives it: a plain number (22.05) or ``{"set", "infinite", "number"}``
+    (data_parser 0.0.40 and later); None when unset, infinite or null. Raises ValueError on anything else."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        if not value.get("set", False) or value.get("infinite", False):
+            return None
+        value = value.get("number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a Slurm number: {value!r}")
+    return int(value)
+
+
+def parse_record(line: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """One ``scontrol -o show`` record whose keys Slurm prints in the order ``keys``: each value runs up to
+    the nearest key expected after it, so text like `` Other=...`` inside a value (an unknown key, or one
+    printed earlier) stays part of it. A value that imitates a key printed later cannot be told apart in
+    this text form: read it only for records whose values only administrators set (reservations), never
+    for jobs (job names and comments are the user's). Keys missing from the line are skipped; a line that
+    does not start with ``keys[0]=`` raises ValueError."""
+    if not line.startswith(keys[0] + "="):
+        raise ValueError(f"not a record starting with {keys[0]}=: {line[:60]!r}")
+    fields: dict[str, str] = {}
+    pos, key, rest = len(keys[0]) + 1, keys[0], keys[1:]
+    while True:
+        nxt = None
+        for i, candidate in enumerate(rest):  # the nearest later key that follows (keys may be absent)
+            at = line.find(f" {candidate}=", pos)
+            if at >= 0 and (nxt is None or at < nxt[0]):
+                nxt = (at, i)
+        if nxt is None:
+            fields[key] = line[pos:].strip()
+            return fields
+        at, i = nxt
+        fields[key] = line[pos:at].strip()
+        key, pos, rest = rest[i], at + len(rest[i]) + 2, rest[i + 1:]
+
+
+def null_text(value: object) -> str:
+    """Slurm's ways of saying "nothing" (``None``, ``(null)``, ``None``, ``N/A``) -> ``""``."""
+    return "" if value in (None, "(null)", "None", "N/A") else str(value)
+
+
+def canonical_tres(text: str) -> str:
+    """A TRES request in the form ``scontrol update TresPerNode=`` takes and 22.05 prints
+    (``gres:gpu:a100:2``); data_parser 0.0.40+ prints ``gres/gpu:a100:2``."""
+    return ",".join("gres:" + e[len("gres/"):] if e.startswith("gres/") else e for e in _split_top_level(null_text(text)))
+
+
+#: Job state flags in the order Slurm's ``job_state_string`` reports them instead of the base state
+#: (22.05 prints that one string; data_parser 0.0.40+ lists the base state and the flags).
+JOB_STATE_FLAGS = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
+                   "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING")
+JOB_BASE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+                   "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")
+#: Node base states (data_parser lists them with flags such as DRAIN, RESERVED in one ``state`` list).
+NODE_BASE_STATES = ("UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE")
+
+
+def job_state(states: list[str]) -> str:
+    """A data_parser ``job_state`` list (``["PENDING", "REQUEUED"]``) -> the one word 22.05 prints
+    (``REQUEUED``): the first flag of :data:`JOB_STATE_FLAGS` present, else the base state."""
+    base = [s for s in states if s in JOB_BASE_STATES]
+    if len(base) != 1:
+        raise ValueError(f"job_state {states!r} names no single base state")
+    return next((f for f in JOB_STATE_FLAGS if f in states), base[0])
+
+
+def node_state(states: list[str]) -> tuple[str, tuple[str, ...]]:
+    """A data_parser node ``state`` list (``["IDLE", "DRAIN"]``) -> (base state lower case, sorted flags)."""
+    base = [s for s in states if s in NODE_BASE_STATES]
+    if len(base) != 1:
+        raise ValueError(f"node state {states!r} names no single base state")
+    return base[0].lower(), tuple(sorted(str(s) for s in states if s != base[0]))

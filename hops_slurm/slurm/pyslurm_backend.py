@@ -1,16 +1,19 @@
-"""The Slurm backend over pyslurm (the 25.11 API), for sites whose pyslurm matches their Slurm.
+"""The Slurm backend over pyslurm (the 25.11 API), for sites whose pyslurm matches their Slurm. UNTESTED.
 
-Where it sits: a second implementation of :class:`hops_slurm.slurm.api.SlurmApi`, interchangeable with
-:class:`hops_slurm.slurm.cli.CliSlurm` under :mod:`hops_slurm.slurm.enact`. Optional: pyslurm is imported
-only when this backend is constructed.
+Where it sits: a second implementation of :class:`hops_slurm.slurm.api.SlurmApi`, meant to be
+interchangeable with :class:`hops_slurm.slurm.cli.CliSlurm` under :mod:`hops_slurm.slurm.enact`. Optional:
+pyslurm is imported only when this backend is constructed.
 
-NOT EXERCISED HERE: pyslurm on PyPI is 25.11.x only and its build refuses any Slurm but 25.11 ("Slurm
-version mismatch"); this project's machines run Slurm 22.05.8 (Debian bookworm), so pyslurm cannot be
-built or run against a live Slurm here. The contract suite (tests/hops_slurm/slurm/test_contract.py)
-runs this backend wherever ``import pyslurm`` works and reports the environmental reason where it does
-not. The calls below follow pyslurm 25.11's documented classes (``Jobs.load``, ``Job.hold/release/
-requeue/modify``, ``JobSubmitDescription``, ``Nodes.load``, ``Reservation.create/delete``); anything
-the API does not cover is marked and raises :class:`SlurmError`.
+Status, stated plainly: this code has never run against a live Slurm, here or anywhere we know of.
+pyslurm on PyPI is 25.11.x only (plus 17.x/18.x), and its build refuses any Slurm but 25.11 ("Slurm version
+mismatch"). The releases this project runs and tests are 22.05 (Debian 12), 24.11 (Debian 13) and 26.05
+(Debian sid); no Debian suite ships 25.11 (backports and experimental included), so pyslurm cannot be
+built or exercised here. The calls below follow pyslurm 25.11's documented classes (``Jobs.load``,
+``Job.hold/release/requeue/modify``, ``JobSubmitDescription``, ``Nodes.load``, ``Reservation.create/
+delete``) and were not checked against a running daemon; per-node GPU indices of nodes are not available
+through it (stand-in indices, see :meth:`PyslurmSlurm.nodes`). The contract suite
+(tests/hops_slurm/slurm/test_contract.py) runs it wherever ``import pyslurm`` works and otherwise reports
+the environmental reason. Use :class:`CliSlurm`, which is tested on every supported release.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from hops_slurm.slurm.api import SlurmError, SlurmJob, SlurmNode, SlurmReservation
-from hops_slurm.slurm.parse import expand_hostlist, job_gpu_allocation, parse_gpu_gres
+from hops_slurm.slurm.parse import expand_hostlist, gpu_allocation, parse_gpu_gres
 
 
 class PyslurmSlurm:
@@ -57,12 +60,9 @@ class PyslurmSlurm:
     def _job(self, j: Any) -> SlurmJob:
         state = str(j.state or "")
         nodes = expand_hostlist(j.allocated_nodes or "") if getattr(j, "allocated_nodes", None) else []
-        alloc: dict[str, tuple[int, ...]] = {}
-        # pyslurm exposes per-node GRES indices only through the detail string; build the same one-liner shape
-        detail = getattr(j, "gres_detail", None) or []
-        if state == "RUNNING" and detail:
-            line = " ".join(f"Nodes={n} GRES={d}" for n, d in zip(nodes, detail, strict=False))
-            alloc = job_gpu_allocation(line)
+        # pyslurm exposes per-node GRES indices only through the detail strings, one per node in node order
+        detail = list(getattr(j, "gres_detail", None) or [])
+        alloc = gpu_allocation(nodes, detail) if state == "RUNNING" else {}
         return SlurmJob(
             job_id=str(j.id), name=str(j.name or ""), user=str(j.user_name or ""), state=state,
             reason=str(j.state_reason or ""), priority=int(j.priority or 0), partition=str(j.partition or ""),

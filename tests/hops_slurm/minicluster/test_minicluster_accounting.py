@@ -15,7 +15,6 @@ import shutil
 import stat
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from hops_slurm.minicluster.spec import load_spec
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.sacct import SacctJob, cross_check, run_sacct
 from hops_slurm.report.source import write_sqlite
-from hops_slurm.slurm.parse import expand_hostlist, job_gpu_allocation, parse_oneliner
+from hops_slurm.slurm.cli import CliSlurm
 from slurm_helpers import leftover_processes, load_test_spec, wait_for_state
 from tests_paths import DATA
 
@@ -57,36 +56,22 @@ def slurm_env(acct_cluster: Minicluster, monkeypatch: pytest.MonkeyPatch) -> Min
     return acct_cluster
 
 
-def _slurm_time(text: str) -> float | None:
-    """scontrol prints local wall-clock time, ``YYYY-MM-DDTHH:MM:SS``; ``Unknown``/``None`` when unset."""
-    if text in ("", "Unknown", "None", "N/A"):
-        return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
-
-
-def _show_job(cluster: Minicluster, job_id: str) -> str:
-    return cluster.run(["scontrol", "-o", "-d", "show", "job", job_id]).stdout.strip()
-
-
 def _record(cluster: Minicluster, job_id: str, config: dict[str, int]) -> JobRecord:
-    """A JobRecord the way the engine would write it: times and state from scontrol, the GPU config
-    seen while the job ran (a finished job's ``-d`` record no longer lists GPU indices)."""
-    f = parse_oneliner(_show_job(cluster, job_id))
-    start, end = _slurm_time(f["StartTime"]), _slurm_time(f["EndTime"])
-    assert start is not None and end is not None, f"job {job_id} has no start/end in scontrol: {f}"
-    submit = _slurm_time(f["SubmitTime"])
-    assert submit is not None
+    """A JobRecord the way the engine would write it: times and state as the adapter reads them, the GPU
+    config seen while the job ran (a finished job's record no longer lists GPU indices)."""
+    job = CliSlurm(cluster.env()).job(job_id)
+    assert job is not None and job.start_time and job.end_time and job.submit_time, f"job {job_id}: {job}"
     return JobRecord(
         job_id=job_id,
-        name=f["JobName"],
-        user=f["UserId"].split("(")[0],
-        partition=f["Partition"],
-        submit=submit,
-        start=start,
-        end=end,
-        state=f["JobState"],
+        name=job.name,
+        user=job.user,
+        partition=job.partition,
+        submit=job.submit_time,
+        start=job.start_time,
+        end=job.end_time,
+        state=job.state,
         requirements=[sum(config.values())],
-        placements=[PlacementRecord(start=start, end=end, config=config, gpu_type="v100")],
+        placements=[PlacementRecord(start=job.start_time, end=job.end_time, config=config, gpu_type="v100")],
     )
 
 
@@ -152,10 +137,11 @@ def test_report_start_end_match_sacct(slurm_env: Minicluster, tmp_path: Path, ca
 
     configs: dict[str, dict[str, int]] = {}
     for job_id in job_ids:
-        running = wait_for_state(cluster, job_id, {"RUNNING"}, timeout=20)
-        alloc = job_gpu_allocation(_show_job(cluster, job_id))
-        configs[job_id] = {node: len(idx) for node, idx in alloc.items()}
-        assert sorted(configs[job_id]) == expand_hostlist(running["NodeList"])
+        wait_for_state(cluster, job_id, {"RUNNING"}, timeout=20)
+        running = CliSlurm(cluster.env()).job(job_id)
+        assert running is not None
+        configs[job_id] = running.gpu_config()
+        assert sorted(configs[job_id]) == list(running.nodes)
     assert configs == {placed: {"g2": 1}, spread: {"g1": 1, "g2": 1}, pinned: {"g1": 1}}
     for job_id in job_ids:
         wait_for_state(cluster, job_id, {"COMPLETED"}, timeout=20)
