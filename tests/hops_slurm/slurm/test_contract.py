@@ -22,7 +22,8 @@ def _pyslurm(minicluster: Minicluster) -> SlurmApi:
     try:
         import pyslurm  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
-        pytest.skip("pyslurm is not installed: PyPI has pyslurm 25.11 only, which cannot be built against Slurm 22.05 here")
+        pytest.skip("pyslurm is not installed: PyPI has pyslurm 25.11 only, and no Debian suite ships Slurm 25.11 "
+                    f"(this cluster runs {minicluster.spec.slurm})")
     from hops_slurm.slurm.pyslurm_backend import PyslurmSlurm
 
     return PyslurmSlurm()
