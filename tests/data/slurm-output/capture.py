@@ -8,9 +8,11 @@ Usage (root, from the repository root, under the shared lock; one release at a t
 
 22.05 runs the host's Debian packages; a newer release runs inside a Debian root that has Slurm installed
 (see README.md beside this file for how the roots were made). Either way the same four-node fake-GPU cluster
-(ports 7217 and 7301-7304, state under /var/tmp/hops-capture) gets the same jobs in the same order, so job
-ids and GPU indices agree between releases; the outputs are written to ``<release>/`` beside this file and
-everything started is stopped (by PID) and unmounted at the end.
+(ports 7217 and 7301-7304, slurmdbd 7219 with MariaDB 7220, state under /var/tmp/hops-capture) gets the
+same jobs in the same order, so job ids and GPU indices agree between releases; the outputs are written
+to ``<release>/`` beside this file and everything started is stopped (by PID) and unmounted at the end.
+A root's slurmdbd keeps its database in a MariaDB run on the host (Debian 12's mariadb-server), so the
+roots need only ``slurmdbd`` besides the Slurm daemons.
 """
 
 from __future__ import annotations
@@ -28,17 +30,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hops_slurm.minicluster import conf
+from hops_slurm.minicluster import conf, processes
+from hops_slurm.minicluster.accounting import DB_USER, Accounting
 from hops_slurm.minicluster.cluster import Minicluster, hostname
 from hops_slurm.minicluster.spec import MiniclusterSpec
+from hops_slurm.report.sacct import sacct_command
 
 HERE = Path(__file__).resolve().parent
 HOOK = HERE.parents[2] / "hooks" / "job_submit.lua"
 STATE = Path("/var/tmp/hops-capture")
+DB_STATE = Path("/var/tmp/hops-capture-db")  # a root's cluster keeps its accounting in a MariaDB on the host
 
 SPEC = MiniclusterSpec.model_validate({
     "cluster_name": "hopscap",
     "state_dir": str(STATE),
+    "accounting": True,
     "ports": {"slurmctld": 7217, "slurmd_base": 7301, "slurmdbd": 7219, "mariadb": 7220},
     "nodes": [
         {"prefix": "a100-", "count": 2, "gpu_type": "a100", "gpus": 8, "cpus": 16, "memory_mb": 64000},
@@ -61,6 +67,8 @@ class Cluster:
         self.root = root
         self.pids: list[int] = []
         self.mounted = False
+        self.db: Accounting | None = None
+        self.db_pid: int | None = None
 
     def path(self, p: Path) -> Path:
         """Where a path the daemons see lies on this host."""
@@ -108,11 +116,25 @@ class Cluster:
         (etc / "gres.conf").write_text(conf.render_gres_conf(SPEC))
         (etc / "cgroup.conf").write_text("CgroupPlugin=disabled\n")  # slurmd 24.11+ needs it without a cgroup fs
         shutil.copyfile(HOOK, etc / "job_submit.lua")
+        self.db = Accounting(SPEC.model_copy(update={"state_dir": DB_STATE}))
+        if DB_STATE.exists():
+            shutil.rmtree(DB_STATE)
+        (DB_STATE / "etc").mkdir(parents=True)
+        self.db.write_files(hostname())
+        env = dict(os.environ)
+        self.db_pid = processes.start("mariadb", self.db.argv("mariadb"), DB_STATE / "log" / "mariadb.out", env=env).pid
+        _wait(lambda: self.db is not None and self.db.ready("mariadb", env), "MariaDB")
+        dbd = etc / "slurmdbd.conf"
+        dbd.write_text(conf.render_slurmdbd_conf(SPEC, hostname(), DB_USER, self.db.password_file.read_text().strip()))
+        dbd.chmod(0o600)
         r = STATE / "run"
         self.start(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "-F", "--force", f"--socket={r / 'munge.socket'}",
                     f"--key-file={STATE / 'munge' / 'munge.key'}", f"--pid-file={STATE / 'munge' / 'munged.pid'}",
                     f"--log-file={STATE / 'munge' / 'munged.log'}", f"--seed-file={STATE / 'munge' / 'munged.seed'}"], "munged")
         _wait(lambda: self.path(r / "munge.socket").exists(), "munged's socket")
+        self.start(["slurmdbd", "-D"], "slurmdbd")
+        _wait(lambda: self.run(["sacctmgr", "-i", "add", "cluster", SPEC.cluster_name], check=False).returncode == 0,
+              "slurmdbd registering the cluster")
         self.start(["slurmctld", "-D", "-c", "-f", str(SPEC.conf_path)], "slurmctld")
         for node in SPEC.node_names():
             self.start(["slurmd", "-D", "-N", node, "-f", str(SPEC.conf_path)], f"slurmd-{node}")
@@ -136,6 +158,8 @@ class Cluster:
                     pass
         if self.mounted:
             subprocess.run(["umount", str(self.root / "proc")], check=True)
+        if self.db_pid is not None:
+            processes.stop_pid(self.db_pid)
 
 
 def _root_user(root: Path, name: str) -> tuple[int, int]:
@@ -230,6 +254,9 @@ def scenario(c: Cluster) -> dict[str, object]:
     c.run(["scontrol", "update", f"JobId={hops}", f"Reservation=hops-job-{hops}", "StartTime=now"])
     c.run(["scontrol", "release", hops])
     _wait(lambda: states(c).get(hops) == "RUNNING", "the #HOPS job running")
+    # slurmctld marks reserved nodes (State=...+RESERVED) in a periodic pass: record them marked
+    _wait(lambda: all(re.search(r"\bState=\S*RESERVED", c.run(["scontrol", "-o", "show", "node", n]).stdout)
+                      for n in ("a100-1", "a100-2")), "the reserved nodes marked RESERVED")
     requeued = fills["a100-2"][0]  # a100-2 GPU 0: requeued and held, as the enactor preempts
     c.run(["scontrol", "requeuehold", requeued])
     c.run(["scontrol", "update", "NodeName=v100-2", "State=DRAIN", "Reason=capture"])
@@ -244,6 +271,17 @@ def record(c: Cluster, out: Path, release: str) -> None:
     (out / "scontrol-version.txt").write_text(c.run(["scontrol", "--version"]).stdout)
     (out / "squeue.json").write_text(c.run(["squeue", "--json"]).stdout)
     (out / "sinfo.json").write_text(c.run(["sinfo", "--json"]).stdout)
+    # what the report's cross-check runs (hops_slurm.report.sacct), once slurmdbd has every job's start
+    ids = [str(i) for i in range(1, 22)]
+    parsable = sacct_command(ids)
+
+    def settled() -> bool:
+        rows = [r.split("|") for r in c.run(parsable).stdout.splitlines()[1:]]
+        return len(rows) == 21 and all(r[3] for r in rows)  # Partition: empty in slurmdbd's stand-in rows
+
+    _wait(settled, "sacct listing all 21 jobs with their partition")
+    (out / "sacct-parsable2.txt").write_text(c.run(parsable).stdout)
+    (out / "sacct.json").write_text(c.run(sacct_command(ids, json_output=True)).stdout)
     if release == "22.05":
         (out / "scontrol-show-job.txt").write_text(c.run(["scontrol", "-o", "-d", "show", "job"]).stdout)
         (out / "scontrol-show-node.txt").write_text(c.run(["scontrol", "-o", "show", "node"]).stdout)
@@ -267,6 +305,9 @@ def main() -> None:
         sys.exit("capture: 22.05 runs on the host (no --root); 24.11 and 26.05 need --root")
     c = Cluster(a.root.resolve() if a.root else None)
     host_cluster = Minicluster(SPEC, job_submit_lua=HOOK) if a.root is None else None
+    if host_cluster and STATE.exists():
+        host_cluster.down()
+        shutil.rmtree(STATE)  # a fresh accounting database: job ids start at 1 again
     try:
         if host_cluster:
             host_cluster.up()
