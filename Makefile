@@ -47,5 +47,5 @@ bench: install
 	$(HOPS) bench all --out docs/results
 
 clean:
-	-$(HOPS) minicluster down 2>/dev/null
+	-$(HOPS) minicluster down $(if $(SLURM),--slurm $(SLURM)) 2>/dev/null
 	rm -rf $(VENV) var build *.egg-info .pytest_cache .hypothesis
