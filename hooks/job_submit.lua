@@ -18,7 +18,7 @@ docs/results/hook.md (`hops-slurm bench hook`).
 
 HOPS_PARTITION = "hops"
 
-local MAX_SCRIPT = 4194304 -- bytes of a script examined (Slurm's default max_script_size)
+local MAX_HEADER = 32768 -- #HOPS lines come before the first command, within this many bytes
 local MAX_LINE = 1024 -- bytes in one #HOPS line
 local MAX_LINES = 16 -- #HOPS lines in one script
 local MAX_COMMENT = 1024 -- bytes of a hops: comment
@@ -453,28 +453,37 @@ local function line_number(s, pos)
 	return n + 1
 end
 
--- The #HOPS lines of a script, read like #SBATCH: up to the first command line. Returns the tokens
--- and whether any #HOPS line was found. Two linear scans (C speed), whatever the script holds.
+-- The #HOPS lines of a script, read like #SBATCH: up to the first command line, within the first
+-- MAX_HEADER bytes. Returns the tokens and whether any #HOPS line was found. Two pattern scans over at
+-- most MAX_HEADER bytes and one plain search (memchr speed) of the rest, whatever the script holds.
 function hops.directive_tokens(script)
-	local s = string.sub(script or "", 1, MAX_SCRIPT)
+	local s = script or ""
+	local h = string.sub(s, 1, MAX_HEADER)
 	-- the header ends where the first line with a byte other than space/tab starts with something but '#'
-	local stop = string.len(s) + 1
-	if string.find(s, "^[ \t]*[^# \t\n]") then
+	local stop
+	if string.find(h, "^[ \t]*[^# \t\n]") then
 		stop = 1
 	else
-		local nl = string.find(s, "\n[ \t]*[^# \t\n]")
-		if nl then
-			stop = nl + 1
-		end
+		local nl = string.find(h, "\n[ \t]*[^# \t\n]")
+		stop = nl and nl + 1 or nil
 	end
-	local header = "\n" .. string.sub(s, 1, stop - 1) .. "\n"
+	if stop == nil then
+		if string.len(s) > MAX_HEADER then
+			if string.find(s, "#HOPS", 1, true) then
+				fail("syntax", string.format("no command in the first %d bytes: #HOPS lines must come before the first command, within the first %d bytes", MAX_HEADER, MAX_HEADER))
+			end
+			return {}, false
+		end
+		stop = string.len(h) + 1
+	end
+	local header = "\n" .. string.sub(h, 1, stop - 1) .. "\n"
 	local tokens, found, pos = {}, 0, 1
 	while true do
 		local nl = string.find(header, "\n[ \t]*#HOPS[^A-Za-z0-9_%-]", pos)
 		if not nl then
 			break
 		end
-		local start = nl + 1 -- the line's first byte in header (offset 1 from s)
+		local start = nl + 1 -- the line's first byte in header (header[i] is s[i - 1])
 		local finish = string.find(header, "\n", start, true)
 		found = found + 1
 		local where = "line " .. line_number(s, start - 1)
@@ -497,8 +506,9 @@ end
 function hops.parse_job(script, comment)
 	local tokens, found = hops.directive_tokens(script)
 	local c = comment or ""
-	local first = string.find(c, "[^ \t]")
-	if first and string.sub(c, first, first + string.len(COMMENT_PREFIX) - 1) == COMMENT_PREFIX then
+	local _, blank = string.find(c, "^[ \t]*") -- anchored: one C loop over the leading blanks
+	local first = blank + 1
+	if string.sub(c, first, first + string.len(COMMENT_PREFIX) - 1) == COMMENT_PREFIX then
 		if string.len(c) > MAX_COMMENT then
 			fail("syntax", string.format("comment: %d bytes long (at most %d in a hops: comment)", string.len(c), MAX_COMMENT))
 		end

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from hops_slurm.errors import DirectiveError
 
-MAX_SCRIPT = 4 * 1024 * 1024  # bytes of a script examined (Slurm's default max_script_size)
+MAX_HEADER = 32768  # #HOPS lines come before the first command, within this many bytes
 MAX_LINE = 1024  # bytes in one #HOPS line
 MAX_LINES = 16  # #HOPS lines in one script
 MAX_COMMENT = 1024  # bytes of a hops: comment
@@ -167,17 +167,25 @@ def _line_tokens(text: bytes, where: str, offset: int, tokens: list[str]) -> Non
 
 
 def directive_tokens(script: str | bytes) -> tuple[list[str], bool]:
-    """The tokens of a script's ``#HOPS`` lines, read like ``#SBATCH`` up to the first command line,
-    and whether there was any ``#HOPS`` line. Raises :class:`DirectiveError` (key ``syntax``)."""
-    s = _to_bytes(script)[:MAX_SCRIPT]
-    stop = len(s)
-    if _FIRST_IS_COMMAND.match(s):
+    """The tokens of a script's ``#HOPS`` lines, read like ``#SBATCH`` up to the first command line
+    within the first :data:`MAX_HEADER` bytes, and whether there was any ``#HOPS`` line. Raises
+    :class:`DirectiveError` (key ``syntax``)."""
+    s = _to_bytes(script)
+    h = s[:MAX_HEADER]
+    stop: int | None
+    if _FIRST_IS_COMMAND.match(h):
         stop = 0
     else:
-        cmd = _COMMAND_LINE.search(s)
-        if cmd:
-            stop = cmd.start() + 1
-    header = b"\n" + s[:stop] + b"\n"
+        cmd = _COMMAND_LINE.search(h)
+        stop = cmd.start() + 1 if cmd else None
+    if stop is None:
+        if len(s) > MAX_HEADER:
+            if b"#HOPS" in s:
+                raise DirectiveError("syntax", f"no command in the first {MAX_HEADER} bytes: #HOPS lines must come "
+                                               f"before the first command, within the first {MAX_HEADER} bytes")
+            return [], False
+        stop = len(h)
+    header = b"\n" + h[:stop] + b"\n"
     tokens: list[str] = []
     found = 0
     pos = 0
