@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 from pathlib import Path
 
@@ -54,7 +55,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path) -> bytes:
+    """A regular file's first bytes: a directory, FIFO or device is refused before it is opened."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise HopsError(f"cannot read {printable(path)}: not a regular file")
         with path.open("rb") as f:
             return f.read(MAX_READ + 1)
     except OSError as exc:

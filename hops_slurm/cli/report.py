@@ -41,6 +41,16 @@ def _csv(text: str) -> frozenset[str]:
     return frozenset(s.strip() for s in text.split(",") if s.strip())
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= n <= 10**7:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1..10000000")
+    return n
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
@@ -68,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", action="store_true", help="also one row per placement (JOBID.N), like sacct steps")
     p.add_argument("--summary", action="store_true", help="RAQLR, LR, wait, JCT, fragments, utilisation over --window")
     p.add_argument("--window", default="24h", help="summary window: 24h, 90m, 7d, [D-]HH:MM:SS (default 24h)")
-    p.add_argument("--total-gpus", type=int, help="cluster size for utilisation (default: from the plan records)")
+    p.add_argument("--total-gpus", type=_positive_int, help="cluster size for utilisation (default: from the plan records)")
     p.add_argument("--plot", type=Path, metavar="DIR", help="write lr_jct_cdf.png, wait_vs_age.png, gpu_use.png")
     p.add_argument(
         "--sacct",

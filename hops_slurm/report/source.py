@@ -84,12 +84,14 @@ class JsonlSource:
 
     def files(self) -> list[Path]:
         if self.path.is_dir():
-            found = sorted(self.path.glob("*.jsonl"))
+            found = sorted(p for p in self.path.glob("*.jsonl") if p.is_file())
             if not found:
                 raise RecordsError(f"{self.path}: folder has no *.jsonl record files")
             return found
         if not self.path.exists():
             raise RecordsError(f"{self.path}: no such records file or folder")
+        if not self.path.is_file():
+            raise RecordsError(f"{self.path}: not a regular file (a records file or folder is expected)")
         return [self.path]
 
     def load(self) -> RecordSet:
@@ -109,6 +111,8 @@ class JsonlSource:
                         obj = json.loads(line)
                     except json.JSONDecodeError as exc:
                         raise RecordsError(f"{where}: not JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise RecordsError(f"{where}: JSON nested too deeply") from None
                     record = _parse_line(obj, where)
                     if isinstance(record, JobRecord):
                         jobs[record.job_id] = record
@@ -145,7 +149,7 @@ class SqliteSource:
             raise RecordsError(f"{self.path}: no such database")
         try:
             return self._load()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise RecordsError(f"{self.path}: cannot read the database: {exc} (truncated or not a hops-slurm database?)") from None
 
     def _load(self) -> RecordSet:
