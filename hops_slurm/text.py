@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
 
 #: C0 controls, DEL, C1 controls, Unicode line/paragraph separators, bidi embeddings/overrides/isolates,
 #: zero-width and BOM characters, lone surrogates (from undecodable bytes).
@@ -48,3 +51,22 @@ class EscapingFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
         record.message = printable(record.message)
         return super().formatMessage(record)
+
+
+def read_utf8(path: Path, what: str = "file", limit: int = 64 * 1024 * 1024) -> str:
+    """A text file a user hands the CLI (a spec, a workload, a cluster): a regular file of at most
+    ``limit`` bytes, in UTF-8; anything else is a :class:`HopsError` naming the path."""
+    shown = printable(path)
+    try:
+        if not Path(path).is_file():
+            raise HopsError(f"{what} {shown}: not a regular file" if Path(path).exists() else f"{what} {shown}: no such file")
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as exc:
+        raise HopsError(f"{what} {shown}: cannot read: {exc.strerror}") from None
+    if len(raw) > limit:
+        raise HopsError(f"{what} {shown}: larger than {limit} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HopsError(f"{what} {shown}: not UTF-8 text (byte {exc.start + 1})") from None

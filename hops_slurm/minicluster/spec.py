@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hops_slurm.text import read_utf8
 from hops_slurm.errors import MiniclusterError
 from hops_slurm.validation import format_validation_error
 
@@ -142,7 +143,7 @@ def default_spec_path() -> Path:
 def load_spec(path: Path | None = None) -> MiniclusterSpec:
     path = path or default_spec_path()
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_utf8(path, "minicluster spec"))
     except FileNotFoundError:
         raise MiniclusterError(f"minicluster spec {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:

@@ -269,6 +269,7 @@ def _options(tmp: Path) -> list[Case]:
     rec = tmp / "ok.jsonl"
     rec.write_text(json.dumps({"kind": "job", "job_id": "1", "submit": 1.0, "start": 2.0, "end": 30.0,
                                "state": "COMPLETED", "name": "n"}) + "\n")
+    (tmp / "bin.toml").write_bytes(b"\xff\xfe[x]\n")
     base = ["report", "--records", str(rec), "--clock", "sim"]
     bad = [
         (["-o", "JobName%99999999999"], "outside 1..1000"), (["-o", "JobName%-9999999999999999999999"], "outside 1..1000"),
@@ -289,6 +290,23 @@ def _options(tmp: Path) -> list[Case]:
               Case("option-config-action", ["config", "destroy"], True, "invalid choice"),
               Case("option-directives-none", ["directives", "check"], True, "required"),
               Case("option-report-none", ["report"], True, "no records given"),
+              Case("option-sim-nan", ["simulate", "--round-seconds", "nan"], True, "--round-seconds"),
+              Case("option-sim-inf", ["simulate", "--refresh-seconds", "inf"], True, "--refresh-seconds"),
+              Case("option-sim-neg", ["simulate", "--restart-seconds", "-1"], True, "--restart-seconds"),
+              Case("option-sim-seeds", ["simulate", "--seeds", "x"], True, "--seeds"),
+              Case("option-sim-cluster-bin", ["simulate", "--cluster", str(tmp / "bin.toml")], True, "bin.toml"),
+              Case("option-sim-cluster-dir", ["simulate", "--cluster", str(tmp)], True, str(tmp)),
+              Case("option-sim-workload", ["simulate", "--workload", str(tmp / "bin.toml")], True, "bin.toml"),
+              Case("option-sim-policy", ["simulate", "--policies", "hops:restart_penalty=nan"], True, "restart_penalty"),
+              Case("option-cal-procs", ["calibrate", "--procs", "0"], True, "--procs"),
+              Case("option-cal-reps", ["calibrate", "--reps", "0"], True, "--reps"),
+              Case("option-cal-max", ["calibrate", "--max-params", "99999999999999"], True, "--max-params"),
+              Case("option-cal-min", ["calibrate", "--min-params", "-1"], True, "--min-params"),
+              Case("option-cal-steps", ["calibrate", "--steps", "1"], True, "--steps"),
+              Case("option-cal-backend", ["calibrate", "--backend", "nope"], True, "nope"),
+              Case("option-spec-bin", ["minicluster", "status", "--spec", str(tmp / "bin.toml")], True, "bin.toml"),
+              Case("option-spec-dir", ["minicluster", "status", "--spec", str(tmp)], True, "not a regular file"),
+              Case("option-demo-timeout", ["demo", "--timeout", "nan"], True, "--timeout"),
               Case("option-queue-format", ["queue", "--config", str(tmp / "none.toml"), "--format", "x"], True, "none.toml")]
     return cases
 
