@@ -28,6 +28,7 @@ local MAX_BATCH = 65536
 local MAX_EPOCHS = 100000
 local SAMPLES_EXP = 15 -- samples and dataset-size at most 10^15
 local PARAMS_EXP = 13 -- params at most 10^13
+local MAX_ENTRYPOINT = 128 -- bytes of model=pkg.mod:fn (keeps every canonical form under MAX_COMMENT)
 local MAX_NUMBER_LEN = 24
 local MAX_RATE_LEN = 32
 local MAX_RATE_DIGITS = 15 -- significant digits of a learning rate (a double keeps 15 exactly)
@@ -228,6 +229,9 @@ local function parse_samples(raw)
 end
 
 local function valid_entrypoint(v)
+	if string.len(v) > MAX_ENTRYPOINT then
+		return false
+	end
 	local colon = string.find(v, ":", 1, true)
 	local mod, fn = string.sub(v, 1, colon - 1), string.sub(v, colon + 1)
 	if string.len(fn) > 64 or not string.find(fn, "^[A-Za-z_][A-Za-z0-9_]*$") then

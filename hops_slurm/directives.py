@@ -43,6 +43,7 @@ MAX_BATCH = 65536
 PARAMS_EXP = 13
 MAX_PARAMS = 10**PARAMS_EXP
 MAX_EPOCHS = 100000
+MAX_ENTRYPOINT = 128  # bytes of model=pkg.mod:fn (keeps every canonical form under MAX_COMMENT)
 MAX_NUMBER_LEN = 24
 MAX_RATE_LEN = 32
 MAX_RATE_DIGITS = 15  # significant digits of a learning rate (a double keeps 15 exactly)
@@ -345,6 +346,8 @@ def _parse_samples(raw: dict[str, str]) -> int:
 
 
 def _valid_entrypoint(value: str) -> bool:
+    if len(value) > MAX_ENTRYPOINT:
+        return False
     module, _, fn = value.partition(":")
     parts = module.split(".")
     if len(fn) > 64 or not _IDENT.fullmatch(fn) or len(parts) > 16:

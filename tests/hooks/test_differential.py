@@ -124,3 +124,16 @@ def test_python_canonical_form_is_a_fixed_point(line: str) -> None:
 def test_hypothesis_inputs_agree(scripts: list[bytes]) -> None:
     _, disagreements = _compare([(s, None) for s in scripts])
     assert disagreements == []
+
+
+def test_the_longest_canonical_form_fits_and_parses_back() -> None:
+    model = ".".join(["m" * 15] * 7) + ":" + "f" * 16
+    assert len(model) == 128
+    lr = ",".join(f"0.00000000{i}23456789012345@{1016 + i}" for i in range(1, 9))
+    line = (f"#HOPS gpus=1017,1018,1019,1020,1021,1022,1023,1024 samples=1000000000000000 batch-size=65536\n"
+            f"#HOPS model={model} lr={lr} params=10000000000000\n")
+    longest = run_python(line.encode(), None)
+    assert longest.kind == "OK" and len("hops:" + longest.text) <= 1024
+    assert run_batch([(line.encode(), None), (b"", b"hops:" + longest.text.encode())]) == [longest, longest]
+    too_long = line.replace(model, model + "x")
+    assert run_python(too_long.encode(), None).key == "model"
