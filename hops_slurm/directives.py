@@ -76,8 +76,9 @@ def quote(text: str, n: int = 40) -> str:
 
 
 def format_lr(value: float) -> str:
-    """A learning rate for a job's environment (``HOPS_LR``): the shortest text that reads back as ``value``."""
-    return repr(float(value))
+    """A learning rate for a job's environment (``HOPS_LR``): C's ``%.15g``, which gives back every rate the
+    grammar accepts (at most 15 significant digits) exactly and hides float noise of the scaling rules."""
+    return "%.15g" % value
 
 
 class HopsDirectives(BaseModel):
