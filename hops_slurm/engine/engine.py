@@ -31,14 +31,15 @@ from typing import Any
 
 from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.rounds import Planning, plan_once
-from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState, account
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, account
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
-from hops_slurm.slurm.api import SlurmApi, SlurmJob
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,8 @@ class Engine:
             self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                    settle_timeout=self.config.engine.settle_timeout)
             self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
-                                        estimator_for=self._estimator_for, job_env=self._job_env)
+                                        estimator_for=self._estimator_for, job_env=self._job_env,
+                                        set_aside=self._set_aside)
             if self.store is not None and not self.dry_run:
                 e = self.config.engine
                 self.profiler = ProfilerFlow(
@@ -255,17 +257,16 @@ class Engine:
                 out["ended"].append(js.job_id)
                 changed.append(js)
                 continue
-            if seen.active:
-                # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
-                # job was released on (the enactor verifies and records the real one when it settles)
-                config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
-                account(js, now, "RUNNING", config, started=seen.start_time)
-            else:
-                account(js, now, "PENDING", {})
-            if self.profiler is not None and self.profiler.advance(js, gpu_types, listing):
-                if js.profile == PROFILE_DONE:
+            per_job(js, "reading its state from Slurm", lambda js=js, seen=seen: self._account(js, seen, now),
+                    self._set_aside)
+            self._review_aside(js, seen)
+            if not js.aside and self.profiler is not None:
+                moved = per_job(js, "profiling", lambda js=js: self.profiler.advance(js, gpu_types, listing),  # type: ignore[union-attr]
+                                self._set_aside)
+                if moved and js.profile == PROFILE_DONE:
                     out["profiled"].append(js.job_id)
             changed.append(js)
+        out["aside"] = {js.job_id: js.aside for js in self.tracked.values() if js.aside}
         if not self.dry_run:
             self._ingest_metrics()
             self._refresh_ages()
@@ -277,22 +278,66 @@ class Engine:
         return out
 
     def _new_state(self, job: SlurmJob, now: float) -> JobState:
-        return JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
-                        submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
-                        last_state="PENDING")
+        js = JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
+                      submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
+                      last_state="PENDING")
+        per_job(js, "not scheduled", lambda: check_directives(js), self._set_aside)
+        return js
+
+    def _account(self, js: JobState, seen: SlurmJob, now: float) -> None:
+        assert self.enactor is not None
+        if seen.active:
+            # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
+            # job was released on (the enactor verifies and records the real one when it settles)
+            config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
+            account(js, now, "RUNNING", config, started=seen.start_time)
+        else:
+            account(js, now, "PENDING", {})
+
+    # ----- jobs set aside (one bad job never stops the round: hops_slurm.engine.aside) ---------------
+    def _set_aside(self, js: JobState, reason: str) -> None:
+        js.aside = reason
+        if self.profiler is not None:
+            self.profiler.forget(js.job_id)
+
+    def _review_aside(self, js: JobState, seen: SlurmJob) -> None:
+        """Take a job back when Slurm now shows other stored directives that parse (an administrator
+        corrected them); keep the owner's view (the job's Comment) in step with the engine's."""
+        if js.aside and seen.directives is not None and seen.directives != js.directives:
+            js.directives = seen.directives
+            try:
+                check_directives(js)
+            except ValueError as exc:
+                js.aside = reason_text("not scheduled", exc)
+            else:
+                log.info("job %s: its directives parse again; taken back", js.job_id)
+                js.aside, js.profile, js.probes, js.profile_error = "", PROFILE_NEW, {}, ""
+        if self.dry_run or self.journal is None:
+            return
+        want = COMMENT_PREFIX + js.aside if js.aside else ""
+        if seen.comment == want or (not js.aside and not seen.comment.startswith(COMMENT_PREFIX)):
+            return
+        try:
+            with self.journal.action("aside", js.job_id, {"reason": js.aside}, "refresh"):
+                self.api.update_job(js.job_id, {"Comment": want})
+        except SlurmError as exc:  # shown at the next refresh
+            log.warning("job %s: cannot write its set-aside reason into Slurm: %s", js.job_id, exc)
 
     def _refresh_ages(self) -> None:
         """Eq. 9 age once a job is profiled (kept in the state for the queue view and JobRecord)."""
         if self.store is None or self.backend is None:
             return
-        for js in self.tracked.values():
-            if js.profile == PROFILE_DONE and js.age is None and js.signature:
-                from hops_slurm.engine.jobs import estimate
-                from hops_slurm.slurm.views import cluster_view
+        from hops_slurm.engine.jobs import estimate
+        from hops_slurm.slurm.views import cluster_view
 
+        for js in self.tracked.values():
+            if js.profile == PROFILE_DONE and js.age is None and js.signature and not js.aside:
                 cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False,
                                        partition=self.config.slurm.partition)
-                _fn, js.age, js.sensitivity = estimate(js, self._estimator_for(cluster))
+                got = per_job(js, "estimating its run time", lambda js=js: estimate(js, self._estimator_for(cluster)),
+                              self._set_aside)
+                if got is not None:
+                    _fn, js.age, js.sensitivity = got
 
     def _ingest_metrics(self) -> None:
         """Append new lines of running jobs' metrics files to the store (offsets kept in the state)."""
@@ -319,7 +364,10 @@ class Engine:
                 self.state.set_meta(key, str(offset + end))
 
     def _job_record(self, js: JobState) -> JobRecord:
-        d = HopsDirectives.from_canonical(js.directives) if js.directives else None
+        try:
+            d = HopsDirectives.from_canonical(js.directives) if js.directives else None
+        except Exception:  # noqa: BLE001 - a job set aside for its directives still gets its record
+            d = None
         types = {n.name: n.gpu_type for n in (self.backend.nodes if self.backend else [])}
         placements = []
         for p in js.placements:

@@ -79,8 +79,11 @@ class ProfilerFlow:
         """Rebuild which job probes for which model from the saved job states (a restarted daemon, or each
         ``plan --once`` process): without it, a second job of a model being probed would probe again."""
         for job in jobs:
-            if job.profile == PROFILE_PROBING and job.directives:
-                key = model_key(HopsDirectives.from_canonical(job.directives), self.settings.size)
+            if job.profile == PROFILE_PROBING and job.directives and not job.aside:
+                try:
+                    key = model_key(HopsDirectives.from_canonical(job.directives), self.settings.size)
+                except Exception:  # noqa: BLE001 - the job is set aside at the next refresh
+                    continue
                 self.probing.setdefault(key, job.job_id)
 
     def advance(self, job: JobState, gpu_types: list[str], listing: Mapping[str, SlurmJob]) -> bool:

@@ -3,7 +3,7 @@
 Where it sits: every refresh the engine (:mod:`hops_slurm.engine.engine`) reads Slurm's jobs and
 calls :meth:`EngineState.account` to add the time since the last refresh to each Hops job's wait (while
 pending) or run time and GPU-seconds (while running); profiling progress (probe job per GPU type,
-signature, failures) and the eq. 9 age live here too. All of it survives a restart of the daemon.
+signature, failures), the eq. 9 age and why a job was set aside (``aside``) live here too. All of it survives a restart of the daemon.
 Slurm stays the source of truth for which jobs exist; rows of jobs Slurm no longer lists are closed.
 """
 
@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     signature TEXT NOT NULL DEFAULT '',
     profile_error TEXT NOT NULL DEFAULT '',
     age REAL,
-    sensitivity REAL
+    sensitivity REAL,
+    aside TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS models (
     model_key TEXT PRIMARY KEY,
@@ -77,6 +78,7 @@ class JobState:
     profile_error: str = ""
     age: float | None = None
     sensitivity: float | None = None
+    aside: str = ""  # why the engine set this job aside (not profiled nor planned); "" = in play
 
     @property
     def active(self) -> bool:
@@ -97,6 +99,9 @@ class EngineState:
         with self.db:
             self.db.executescript(_SCHEMA)
             self.db.execute("PRAGMA journal_mode=WAL")
+            columns = {r["name"] for r in self.db.execute("PRAGMA table_info(jobs)")}
+            if "aside" not in columns:  # a state database from before set-aside jobs existed
+                self.db.execute("ALTER TABLE jobs ADD COLUMN aside TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self.db.close()

@@ -363,7 +363,13 @@ class Enactor:
                 log.warning("job %s not placed: %s", job_id, exc)
                 continue
             try:
-                self.place(job, want, fields, env=hops_job_env(job.directives, want, job_env.get(job_id)),
+                env = hops_job_env(job.directives, want, job_env.get(job_id))
+            except (ValueError, HopsError) as exc:  # its stored directives no longer read back: this job only
+                result.refused[job_id] = f"its directives cannot be read back: {exc}"
+                log.warning("job %s not placed: %s", job_id, result.refused[job_id])
+                continue
+            try:
+                self.place(job, want, fields, env=env,
                            reservations=[r for r in reservations if r.name == job_reservation(job_id)])
             except SlurmError as exc:
                 result.refused[job_id] = str(exc)
