@@ -34,8 +34,11 @@ from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.lock import InstanceLock
+from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.rounds import Planning, plan_once
+from hops_slurm.engine.userfiles import make_place, make_root, owner_of
+from hops_slurm.errors import HopsError
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, account
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
@@ -139,8 +142,9 @@ class Engine:
                 self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
             else:
                 self.store = ThroughputStore(store_path)
-                self.metrics_dir.mkdir(parents=True, exist_ok=True)
-                self.metrics_dir.chmod(0o1777)  # jobs of every user append their runtime records here
+                # users reach their own places below (probes, runtime records) but cannot list the directory
+                self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
+                make_root(self.metrics_dir)
                 crash = os.environ.get(CRASH_ENV)
                 pause = os.environ.get(PAUSE_ENV)
                 jpath = self.config.paths.resolve(self.config.paths.journal)
@@ -159,7 +163,8 @@ class Engine:
                 e = self.config.engine
                 self.profiler = ProfilerFlow(
                     ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
-                                  e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state, self.store, self.env)
+                                  e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
+                    self.store, self.env, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes)
                 self.profiler.adopt(self.tracked.values())
             if not self.dry_run:
                 report = self.journal.reconcile(self.api, gate_nodes=managed)
@@ -199,10 +204,18 @@ class Engine:
         return Estimator.for_cluster(self.store, cluster)
 
     def _job_env(self, job_id: str, config: Mapping[str, int]) -> dict[str, str]:
+        """Recorder settings for a job about to start: its own place for runtime records (owned by its
+        owner, :mod:`hops_slurm.engine.metrics`), its signature and GPU type."""
         js = self.tracked.get(job_id)
         types = {n.gpu_type for n in (self.backend.nodes if self.backend else []) if n.name in config}
-        env = {"HOPS_METRICS_FILE": str(self.metrics_dir / f"{job_id}.jsonl"),
-               "HOPS_GPU_TYPE": types.pop() if len(types) == 1 else "mixed"}
+        env = {"HOPS_GPU_TYPE": types.pop() if len(types) == 1 else "mixed"}
+        if js is not None and not self.dry_run:
+            try:
+                place = make_place(self.metrics_dir, job_id, owner_of(js.user))
+            except (HopsError, OSError) as exc:  # the job runs without a recorder file
+                log.warning("job %s: no place for runtime records: %s", job_id, exc)
+            else:
+                env["HOPS_METRICS_FILE"] = str(place / RUNTIME_FILE)
         if js is not None and js.signature:
             env["HOPS_JOB_SIGNATURE"] = js.signature
         return env
@@ -229,10 +242,11 @@ class Engine:
         if not self.dry_run:
             self.enactor.round_id = "refresh"
             self.enactor.ensure_gate()
+            out["evicted"] = self.enactor.evict_foreign(b.jobs)
             out["held"] = self.enactor.hold_new(b.jobs)
             settled = self.enactor.settle(timeout=0.0)
             out["mismatched"] = dict(settled.mismatched)
-            if out["held"] or settled.verified or settled.mismatched:
+            if out["held"] or out["evicted"] or settled.verified or settled.mismatched:
                 b.read()
         gpu_types = sorted({n.gpu_type for n in b.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
         self._ensure_calibrations(set(gpu_types))
@@ -242,6 +256,8 @@ class Engine:
             if job.is_hops and job.partition == self.config.slurm.partition and job.job_id not in self.tracked \
                     and (job.pending or job.active):
                 self.tracked[job.job_id] = self._new_state(job, now)
+        if not self.dry_run:
+            self._ingest_metrics()  # before ended jobs leave: their last records count too
         changed: list[JobState] = []
         for js in list(self.tracked.values()):
             seen = listing.get(js.job_id)
@@ -268,7 +284,8 @@ class Engine:
             changed.append(js)
         out["aside"] = {js.job_id: js.aside for js in self.tracked.values() if js.aside}
         if not self.dry_run:
-            self._ingest_metrics()
+            if self.profiler is not None:
+                self.profiler.tidy(self.tracked)
             self._refresh_ages()
             for js in changed:
                 self.state.save(js)
@@ -340,28 +357,15 @@ class Engine:
                     _fn, js.age, js.sensitivity = got
 
     def _ingest_metrics(self) -> None:
-        """Append new lines of running jobs' metrics files to the store (offsets kept in the state)."""
-        if self.store is None or self.state is None or not self.metrics_dir.is_dir():
+        """New runtime records of every tracked job, from its own place only (:mod:`hops_slurm.engine.metrics`)."""
+        if self.store is None or self.state is None or self.backend is None:
             return
-        from profiler.ingest import ingest_runtime
-        from profiler.records import RuntimeRecord, parse_record
-
-        for path in sorted(self.metrics_dir.glob("*.jsonl")):
-            key = f"metrics:{path.name}"
-            offset = int(self.state.meta(key, "0"))
-            with path.open("rb") as fh:
-                fh.seek(offset)
-                data = fh.read()
-            end = data.rfind(b"\n") + 1
-            for line in data[:end].decode(errors="replace").splitlines():
-                try:
-                    rec = parse_record(line)
-                    if isinstance(rec, RuntimeRecord):
-                        ingest_runtime(self.store, rec)
-                except Exception as exc:  # noqa: BLE001 - one bad line must not stop the engine
-                    log.warning("%s: skipping a metrics line: %s", path, exc)
-            if end:
-                self.state.set_meta(key, str(offset + end))
+        types = {n.name: n.gpu_type for n in self.backend.nodes}
+        for js in list(self.tracked.values()):
+            if js.signature:
+                per_job(js, "its runtime records",
+                        lambda js=js: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
+                        self._set_aside)
 
     def _job_record(self, js: JobState) -> JobRecord:
         try:

@@ -29,7 +29,7 @@ def _engine(tmp_path: Path, api: StandInSlurm) -> Engine:
                            "paths": {"state_dir": str(tmp_path / "state")}})
     engine = Engine(config, api=api).open()
     assert engine.state is not None
-    engine.state.remember_model("resnet18|b8|tiny", "sig-resnet18", ["a100"])  # profiled: no probe job
+    engine.state.remember_model("root/resnet18|b8|tiny", "sig-resnet18", ["a100"])  # profiled: no probe job
     return engine
 
 
@@ -99,7 +99,7 @@ def test_an_estimate_that_raises_sets_only_that_job_aside(tmp_path: Path, monkey
     api.submit("2", GOOD)
     engine = _engine(tmp_path, api)
     assert engine.state is not None
-    engine.state.remember_model("resnet18|b16|tiny", "sig-poisoned", ["a100"])
+    engine.state.remember_model("root/resnet18|b16|tiny", "sig-poisoned", ["a100"])
 
     class Poisoned:
         def throughput_fn(self, sig: str) -> object:
@@ -135,3 +135,34 @@ def test_reasons_are_one_printable_line_of_bounded_length() -> None:
     text = reason_text("probe", "bad\nline \x1b[31mred\x00" + "x" * 1000)
     assert "\n" not in text and "\x1b" not in text and "\x00" not in text and "\\x1b" in text
     assert len(text) <= 240
+
+
+@pytest.mark.parametrize("edit", [{"TresPerNode": "gres:gpu:a100:4"}, {"NodeList": "n1,n2"}, {"TresPerJob": "gres:gpu:8"}])
+def test_an_owners_edit_of_a_released_job_puts_it_back_on_hold(tmp_path: Path, edit: dict[str, str]) -> None:
+    from hops_slurm.journal import Journal
+    from hops_slurm.slurm.enact import Enactor
+
+    api = StandInSlurm()
+    api.submit("2", GOOD)
+    enactor = Enactor(api, Journal(":memory:"), env_dir=tmp_path / "jobs", settle_timeout=0.2)
+    assert enactor.apply({"2": {"n2": 2}}, settle=False).started == ["2"]
+    assert enactor.hold_new() == []  # placed as planned: left alone
+    api.update_job("2", edit)  # the owner edits the released, still pending job
+    assert enactor.hold_new() == ["2"] and api.get("2").reason == "JobHeldAdmin"
+
+
+def test_a_job_in_a_hops_reservation_it_was_not_given_is_detached(tmp_path: Path) -> None:
+    from hops_slurm.journal import Journal
+    from hops_slurm.slurm.api import SlurmJob
+    from hops_slurm.slurm.enact import Enactor
+
+    api = StandInSlurm()
+    api.submit("2", GOOD, user="alice")
+    enactor = Enactor(api, Journal(":memory:"), env_dir=tmp_path / "jobs", settle_timeout=0.2)
+    enactor.apply({"2": {"n2": 2}}, settle=False)
+    # alice's second job, without #HOPS, asks for her Hops job's reservation; bob's asks for the gate
+    api._jobs["3"] = SlurmJob(job_id="3", user="alice", state="PENDING", reservation="hops-j2")
+    api._jobs["4"] = SlurmJob(job_id="4", user="bob", state="PENDING", reservation="hops-gate")
+    api._jobs["5"] = SlurmJob(job_id="5", user="root", name="hops-probe-2-a100", state="PENDING", reservation="hops-gate")
+    assert enactor.evict_foreign() == ["3", "4"]
+    assert api.get("3").reservation == "" and api.get("2").reservation == "hops-j2"
