@@ -16,12 +16,11 @@ administrator corrected them) the engine checks them again and, if they parse, t
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
 
 from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine.state import JobState
+from hops_slurm.engine.state import JobState, disk_failure
 from hops_slurm.slurm.api import SlurmError
 
 log = logging.getLogger(__name__)
@@ -36,7 +35,7 @@ MAX_REASON = 240
 def per_job_failure(exc: BaseException) -> bool:
     """True for failures that belong to one job; False for those of the whole engine (Slurm, the store's
     database, memory), which must stop the step instead of blaming a job."""
-    return isinstance(exc, Exception) and not isinstance(exc, (SlurmError, sqlite3.Error, MemoryError))
+    return isinstance(exc, Exception) and not isinstance(exc, (SlurmError, MemoryError)) and not disk_failure(exc)
 
 
 def reason_text(what: str, exc: BaseException | str) -> str:

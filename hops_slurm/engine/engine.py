@@ -15,7 +15,8 @@ runtime metrics files, and run a fragment plan when GPUs are idle and profiled j
 
 Crash testing: with ``HOPS_ENGINE_CRASH_AFTER=k`` in the environment the process exits (``os._exit``,
 as abrupt as SIGKILL) right after the k-th journaled action of a round has been carried out, before the
-journal marks it done.
+journal marks it done; with ``HOPS_ENGINE_CRASH_AT=KIND[:before]`` at the first journaled action of
+that kind, anywhere (:class:`CrashingJournal`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +35,14 @@ from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.rounds import Planning, plan_once
 from hops_slurm.engine.userfiles import make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
-from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, account
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
@@ -48,40 +51,66 @@ from hops_slurm.slurm.enact import Enactor
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "HOPS_ENGINE_CRASH_AFTER"
-PAUSE_ENV = "HOPS_ENGINE_CRASH_PAUSE_FILE"  # with CRASH_ENV: wait there to be killed
+CRASH_AT_ENV = "HOPS_ENGINE_CRASH_AT"  # KIND or KIND:before: at the first journaled action of that kind
+PAUSE_ENV = "HOPS_ENGINE_CRASH_PAUSE_FILE"  # with a crash point: wait there to be killed
 PRIORITY_NAMES = {"latency-ratio": "lr"}
 
 
 class CrashingJournal(Journal):
-    """A journal that stops the engine after ``after`` round actions were carried out, before the journal
-    marks the last one done (test crash point). With ``pause_file`` it writes its pid there and waits to be
-    killed from outside (SIGKILL: the real thing); without, it ends the process at once (``os._exit``)."""
+    """A journal that stops the engine at a test crash point: after ``after`` round actions were carried
+    out (before the journal marks the last one done), or at the first action of kind ``at_kind`` (any
+    step: refresh, round, profiling, reconcile), once Slurm carried it out or, with ``before``, right
+    after its intent was journaled. With ``pause_file`` it writes its pid there and waits to be killed
+    from outside (SIGKILL: the real thing); without, it ends the process at once (``os._exit``)."""
 
-    def __init__(self, path: Path | str, after: int, pause_file: Path | None = None) -> None:
+    def __init__(self, path: Path | str, after: int = 0, pause_file: Path | None = None, *, at_kind: str = "",
+                 before: bool = False) -> None:
         super().__init__(path)
         self.after = after
         self.pause_file = pause_file
+        self.at_kind = at_kind
+        self.before = before
         self.count = 0
         self._round_actions: set[int] = set()
+        self._marked: set[int] = set()
+
+    def _crash(self, what: str) -> None:
+        log.error("crash point reached: %s", what)
+        logging.shutdown()
+        if self.pause_file is None:
+            os._exit(99)
+        self.pause_file.write_text(str(os.getpid()))
+        while True:  # until the test kills the process
+            time.sleep(3600)
 
     def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
         action_id = super().intend(kind, job_id, args, round_id)
         if round_id.startswith("round"):
             self._round_actions.add(action_id)
+        if self.at_kind and kind == self.at_kind:
+            if self.before:
+                self._crash(f"{kind} job={job_id} journaled, not carried out")
+            self._marked.add(action_id)
         return action_id
 
     def finish(self, action_id: int, status: str = "done", error: str = "") -> None:
-        if action_id in self._round_actions:
+        if action_id in self._marked:
+            self._crash(f"{self.at_kind} #{action_id} carried out ({status}), not marked")
+        if self.after and action_id in self._round_actions:
             self.count += 1
             if self.count >= self.after:
-                log.error("crash point reached after %d round actions", self.count)
-                logging.shutdown()
-                if self.pause_file is None:
-                    os._exit(99)
-                self.pause_file.write_text(str(os.getpid()))
-                while True:  # until the test kills the process
-                    time.sleep(3600)
+                self._crash(f"after {self.count} round actions")
         super().finish(action_id, status, error)
+
+
+def crashing_journal(path: Path) -> Journal:
+    """The journal the engine opens: a :class:`CrashingJournal` when a test crash point is set."""
+    after, at = os.environ.get(CRASH_ENV), os.environ.get(CRASH_AT_ENV, "")
+    pause = Path(os.environ[PAUSE_ENV]) if os.environ.get(PAUSE_ENV) else None
+    if not after and not at:
+        return Journal(path)
+    kind, _, when = at.partition(":")
+    return CrashingJournal(path, int(after or 0), pause, at_kind=kind, before=when == "before")
 
 
 def make_policy(config: SiteConfig) -> Any:
@@ -145,11 +174,7 @@ class Engine:
                 # users reach their own places below (probes, runtime records) but cannot list the directory
                 self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
                 make_root(self.metrics_dir)
-                crash = os.environ.get(CRASH_ENV)
-                pause = os.environ.get(PAUSE_ENV)
-                jpath = self.config.paths.resolve(self.config.paths.journal)
-                self.journal = CrashingJournal(jpath, int(crash), Path(pause) if pause else None) if crash \
-                    else Journal(jpath)
+                self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
             self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
             self.tracked = self.state.jobs()
             self._round_no = int(self.state.meta("rounds", "0"))
@@ -177,6 +202,16 @@ class Engine:
             self.close()
             raise
         return self
+
+    def recover(self) -> None:
+        """After a step failed half-way (Slurm unreachable, a command refused, the disk full): repair
+        Slurm's state from the journal as after a restart (:func:`hops_slurm.slurm.reconcile.reconcile`)."""
+        assert self.journal is not None and self.enactor is not None
+        if self.dry_run:
+            return
+        report = self.journal.reconcile(self.api, gate_nodes=self.enactor.managed_nodes)
+        log.info("recovered after a failed step: held %s, rolled back %s, deleted reservations %s",
+                 report.held, report.rolled_back, report.deleted_reservations)
 
     def close(self) -> None:
         for thing in (self.store, self.journal, self.state):
@@ -235,6 +270,10 @@ class Engine:
     # ----- steps ----------------------------------------------------------------------------------------
     def refresh(self) -> dict[str, Any]:
         """Read Slurm, hold new jobs, settle released ones, account, profile. Returns what changed."""
+        with storage_errors(self.state_dir):
+            return self._refresh()
+
+    def _refresh(self) -> dict[str, Any]:
         assert self.backend is not None and self.enactor is not None and self.state is not None
         b = self.backend
         b.read()
@@ -256,8 +295,6 @@ class Engine:
             if job.is_hops and job.partition == self.config.slurm.partition and job.job_id not in self.tracked \
                     and (job.pending or job.active):
                 self.tracked[job.job_id] = self._new_state(job, now)
-        if not self.dry_run:
-            self._ingest_metrics()  # before ended jobs leave: their last records count too
         changed: list[JobState] = []
         for js in list(self.tracked.values()):
             seen = listing.get(js.job_id)
@@ -266,6 +303,7 @@ class Engine:
                         ended=seen.end_time if seen else None, ran=self.enactor.planned_config(js.job_id))
                 js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
                 if not self.dry_run:
+                    self._ingest_metrics(js)  # its last records count too
                     cancel_probes(js, self.env)
                 if self.profiler is not None:
                     self.profiler.forget(js.job_id)
@@ -284,6 +322,8 @@ class Engine:
             changed.append(js)
         out["aside"] = {js.job_id: js.aside for js in self.tracked.values() if js.aside}
         if not self.dry_run:
+            for js in self.tracked.values():
+                self._ingest_metrics(js)
             if self.profiler is not None:
                 self.profiler.tidy(self.tracked)
             self._refresh_ages()
@@ -292,6 +332,7 @@ class Engine:
             from hops_slurm.report.source import write_sqlite
 
             write_sqlite(self.records_path, [self._job_record(js) for js in changed])
+            touch_heartbeat(self.state_dir)  # hops-slurm failopen: the engine is alive
         return out
 
     def _new_state(self, job: SlurmJob, now: float) -> JobState:
@@ -356,16 +397,14 @@ class Engine:
                 if got is not None:
                     _fn, js.age, js.sensitivity = got
 
-    def _ingest_metrics(self) -> None:
-        """New runtime records of every tracked job, from its own place only (:mod:`hops_slurm.engine.metrics`)."""
-        if self.store is None or self.state is None or self.backend is None:
+    def _ingest_metrics(self, js: JobState) -> None:
+        """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.metrics`),
+        checked against where Slurm ran it (after this refresh's accounting)."""
+        if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
         types = {n.name: n.gpu_type for n in self.backend.nodes}
-        for js in list(self.tracked.values()):
-            if js.signature:
-                per_job(js, "its runtime records",
-                        lambda js=js: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
-                        self._set_aside)
+        per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
+                self._set_aside)
 
     def _job_record(self, js: JobState) -> JobRecord:
         try:
@@ -387,6 +426,10 @@ class Engine:
 
     def round(self, *, fragment: bool = False) -> Planning | None:
         """One planning (a round plan, or a fragment plan on idle GPUs) on the last read of Slurm."""
+        with storage_errors(self.state_dir):
+            return self._round(fragment)
+
+    def _round(self, fragment: bool) -> Planning | None:
         assert self.backend is not None and self.state is not None
         if not fragment:
             self._round_no += 1
@@ -431,6 +474,21 @@ class Engine:
         """The periodic refresh: then a fragment plan if profiled jobs wait and GPUs are idle."""
         self.refresh()
         self.round(fragment=True)
+
+
+@contextmanager
+def storage_errors(state_dir: Path) -> Iterator[None]:
+    """The engine's storage failing (disk full, read-only, corrupt) becomes one :class:`StateError` that
+    names it; the daemon logs it on one line and retries the step."""
+    try:
+        yield
+    except StateError:
+        raise
+    except Exception as exc:
+        if not disk_failure(exc):
+            raise
+        raise StateError(f"the engine's files under {state_dir} cannot be written ({exc}); free space or fix the "
+                         "file system: Slurm's state is repaired from the journal on the next step") from exc
 
 
 def plan_summary(p: Planning) -> dict[str, Any]:

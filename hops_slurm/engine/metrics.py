@@ -93,5 +93,6 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
         report.accepted += 1
     state.set_meta(key, str(offset + end))
     if report.refused:
-        log.warning("job %s: %d runtime record(s) refused, e.g. %s", job.job_id, len(report.refused), report.refused[0])
+        reasons = list(dict.fromkeys(report.refused))
+        log.warning("job %s: %d runtime record(s) refused: %s", job.job_id, len(report.refused), "; ".join(reasons[:3]))
     return report

@@ -9,13 +9,33 @@ Slurm stays the source of truth for which jobs exist; rows of jobs Slurm no long
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hops_slurm.errors import HopsError
+
 PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "done", "failed"
+
+
+class StateError(HopsError):
+    """The engine's own files (state, journal, records, store) cannot be written: disk full, read-only,
+    corrupt. Not any job's fault: the step stops and is retried."""
+
+
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+
+
+def disk_failure(exc: BaseException) -> bool:
+    """True for failures of the engine's storage rather than of a job."""
+    from estimator.errors import StoreError
+
+    if isinstance(exc, (sqlite3.Error, StoreError, StateError)):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
