@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 CRASH_ENV = "HOPS_ENGINE_CRASH_AFTER"
 CRASH_AT_ENV = "HOPS_ENGINE_CRASH_AT"  # KIND or KIND:before: at the first journaled action of that kind
 PAUSE_ENV = "HOPS_ENGINE_CRASH_PAUSE_FILE"  # with a crash point: wait there to be killed
+WAIT_AT_ENV = "HOPS_ENGINE_WAIT_AT"  # KIND: after the first such action, wait while the pause file exists
 PRIORITY_NAMES = {"latency-ratio": "lr"}
 
 
@@ -64,12 +65,13 @@ class CrashingJournal(Journal):
     from outside (SIGKILL: the real thing); without, it ends the process at once (``os._exit``)."""
 
     def __init__(self, path: Path | str, after: int = 0, pause_file: Path | None = None, *, at_kind: str = "",
-                 before: bool = False) -> None:
+                 before: bool = False, wait_kind: str = "") -> None:
         super().__init__(path)
         self.after = after
         self.pause_file = pause_file
         self.at_kind = at_kind
         self.before = before
+        self.wait_kind = wait_kind  # not a crash: a pause for a fault injected from outside
         self.count = 0
         self._round_actions: set[int] = set()
         self._marked: set[int] = set()
@@ -93,7 +95,19 @@ class CrashingJournal(Journal):
             self._marked.add(action_id)
         return action_id
 
+    def _wait(self, what: str) -> None:
+        assert self.pause_file is not None
+        log.warning("pause point reached: %s; waiting while %s exists", what, self.pause_file)
+        self.wait_kind = ""
+        self.pause_file.write_text(str(os.getpid()))
+        while self.pause_file.exists():
+            time.sleep(0.2)
+
     def finish(self, action_id: int, status: str = "done", error: str = "") -> None:
+        if self.wait_kind and self.pause_file is not None:
+            row = self.db["actions"].get(action_id)
+            if row["kind"] == self.wait_kind:
+                self._wait(f"{self.wait_kind} #{action_id} carried out")
         if action_id in self._marked:
             self._crash(f"{self.at_kind} #{action_id} carried out ({status}), not marked")
         if self.after and action_id in self._round_actions:
@@ -105,12 +119,12 @@ class CrashingJournal(Journal):
 
 def crashing_journal(path: Path) -> Journal:
     """The journal the engine opens: a :class:`CrashingJournal` when a test crash point is set."""
-    after, at = os.environ.get(CRASH_ENV), os.environ.get(CRASH_AT_ENV, "")
+    after, at, wait = os.environ.get(CRASH_ENV), os.environ.get(CRASH_AT_ENV, ""), os.environ.get(WAIT_AT_ENV, "")
     pause = Path(os.environ[PAUSE_ENV]) if os.environ.get(PAUSE_ENV) else None
-    if not after and not at:
+    if not after and not at and not wait:
         return Journal(path)
     kind, _, when = at.partition(":")
-    return CrashingJournal(path, int(after or 0), pause, at_kind=kind, before=when == "before")
+    return CrashingJournal(path, int(after or 0), pause, at_kind=kind, before=when == "before", wait_kind=wait)
 
 
 def make_policy(config: SiteConfig) -> Any:
@@ -158,50 +172,54 @@ class Engine:
 
     # ----- lifecycle --------------------------------------------------------------------------------
     def open(self) -> Engine:
-        from estimator.store import ThroughputStore
-
         if not self.dry_run:
             self.lock.acquire()
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            store_path = self.config.paths.resolve(self.config.paths.store)
-            if self.dry_run:
-                self.store = ThroughputStore(store_path, read_only=True) if store_path.exists() else None
-                jpath = self.config.paths.resolve(self.config.paths.journal)
-                self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
-            else:
-                self.store = ThroughputStore(store_path)
-                # users reach their own places below (probes, runtime records) but cannot list the directory
-                self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
-                make_root(self.metrics_dir)
-                self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
-            self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
-            self.tracked = self.state.jobs()
-            self._round_no = int(self.state.meta("rounds", "0"))
-            managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
-            self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
-                                   settle_timeout=self.config.engine.settle_timeout)
-            self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
-                                        estimator_for=self._estimator_for, job_env=self._job_env,
-                                        set_aside=self._set_aside)
-            if self.store is not None and not self.dry_run:
-                e = self.config.engine
-                self.profiler = ProfilerFlow(
-                    ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
-                                  e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
-                    self.store, self.env, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes)
-                self.profiler.adopt(self.tracked.values())
-            if not self.dry_run:
-                report = self.journal.reconcile(self.api, gate_nodes=managed)
-                if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
-                    log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
-                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
-                                report.deleted_reservations)
-            self._opened = True
+            with storage_errors(self.state_dir):
+                self._open()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _open(self) -> None:
+        from estimator.store import ThroughputStore
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        store_path = self.config.paths.resolve(self.config.paths.store)
+        if self.dry_run:
+            self.store = ThroughputStore(store_path, read_only=True) if store_path.exists() else None
+            jpath = self.config.paths.resolve(self.config.paths.journal)
+            self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
+        else:
+            self.store = ThroughputStore(store_path)
+            # users reach their own places below (probes, runtime records) but cannot list the directory
+            self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
+            make_root(self.metrics_dir)
+            self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
+        self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
+        self.tracked = self.state.jobs()
+        self._round_no = int(self.state.meta("rounds", "0"))
+        managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
+        self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
+                               settle_timeout=self.config.engine.settle_timeout)
+        self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
+                                    estimator_for=self._estimator_for, job_env=self._job_env,
+                                    set_aside=self._set_aside)
+        if self.store is not None and not self.dry_run:
+            e = self.config.engine
+            self.profiler = ProfilerFlow(
+                ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
+                              e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
+                self.store, self.env, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes)
+            self.profiler.adopt(self.tracked.values())
+        if not self.dry_run:
+            report = self.journal.reconcile(self.api, gate_nodes=managed)
+            if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
+                log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
+                            "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
+                            report.deleted_reservations)
+        self._opened = True
 
     def recover(self) -> None:
         """After a step failed half-way (Slurm unreachable, a command refused, the disk full): repair
