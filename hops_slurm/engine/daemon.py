@@ -79,6 +79,7 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    engine.recover_later = True
     engine.open()
     cfg = engine.config
     steps = _Steps()
@@ -97,7 +98,7 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
     log.info("hops-slurm engine running: round %gs, refresh %gs, monitor %gs, state %s",
              cfg.scheduler.round_length, cfg.scheduler.queue_refresh, cfg.engine.monitor_interval, engine.state_dir)
     scheduler.start()
-    damaged = False  # a step failed half-way: repair from the journal before the next one
+    damaged = engine.needs_recovery  # a step failed half-way: repair from the journal before the next one
     try:
         while not stop.is_set():
             name = steps.get(timeout=0.5)

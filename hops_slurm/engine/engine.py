@@ -169,6 +169,8 @@ class Engine:
         self.last_planning: Planning | None = None
         self._round_no = 0
         self._opened = False
+        self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
+        self.needs_recovery = False
 
     # ----- lifecycle --------------------------------------------------------------------------------
     def open(self) -> Engine:
@@ -214,11 +216,18 @@ class Engine:
                 self.store, self.env, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes)
             self.profiler.adopt(self.tracked.values())
         if not self.dry_run:
-            report = self.journal.reconcile(self.api, gate_nodes=managed)
-            if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
-                log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
-                            "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
-                            report.deleted_reservations)
+            try:
+                report = self.journal.reconcile(self.api, gate_nodes=managed)
+            except SlurmError as exc:
+                if not self.recover_later:
+                    raise
+                log.error("repairing Slurm's state from the journal failed (%s); retrying before the first step", exc)
+                self.needs_recovery = True
+            else:
+                if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
+                    log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
+                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
+                                report.deleted_reservations)
         self._opened = True
 
     def recover(self) -> None:

@@ -8,7 +8,8 @@ is kept in the engine state), at most :data:`MAX_READ` bytes, and ingests the co
 
 A line is accepted only if it is a valid :class:`profiler.records.RuntimeRecord` (finite, bounded
 values whose throughput agrees with its steps) *for this job*: its signature is the job's own (the
-engine's ``<owner>/<hash>``), and its node is one the job runs or ran on, with that node's GPU type.
+engine's ``<owner>/<hash>``), and its node is one the job runs or ran on, with that node's GPU type (or ``mixed`` for a job
+placed across GPU types, as its ``HOPS_GPU_TYPE`` says).
 A record for another job's signature is refused (a user cannot feed measurements to someone else's
 jobs, nor to a signature of their own other jobs through this one). Refusals are counted and logged,
 never raised: a job's records cannot stop the refresh.
@@ -55,7 +56,8 @@ def check_runtime(record: object, job: JobState, node_types: Mapping[str, str]) 
         raise ValueError(f"signature {record.signature[:60]!r} is not this job's")
     if record.node not in job_nodes(job):
         raise ValueError(f"node {record.node[:60]!r} is not one this job ran on")
-    if node_types.get(record.node) != record.gpu_type:
+    mixed = len({node_types.get(n) for n in job_nodes(job)}) > 1  # the engine tells such a job "mixed"
+    if record.gpu_type != node_types.get(record.node) and not (mixed and record.gpu_type == "mixed"):
         raise ValueError(f"GPU type {record.gpu_type[:30]!r} is not node {record.node}'s")
 
 

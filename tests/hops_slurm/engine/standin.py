@@ -22,6 +22,7 @@ class StandInSlurm:
         self._resv: dict[str, SlurmReservation] = {}
         self.calls: list[tuple[str, ...]] = []
         self.fail_every = 0  # > 0: every n-th mutating call fails (fault injection)
+        self.faults = 0
         self._count = 0
 
     # ----- test helpers -------------------------------------------------------------------------
@@ -40,6 +41,7 @@ class StandInSlurm:
         self.calls.append(call)
         self._count += 1
         if self.fail_every and self._count % self.fail_every == 0:
+            self.faults += 1
             raise SlurmCommandError(list(call), 1, "stand-in fault")
 
     # ----- SlurmApi --------------------------------------------------------------------------------

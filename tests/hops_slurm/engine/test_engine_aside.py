@@ -166,3 +166,37 @@ def test_a_job_in_a_hops_reservation_it_was_not_given_is_detached(tmp_path: Path
     api._jobs["5"] = SlurmJob(job_id="5", user="root", name="hops-probe-2-a100", state="PENDING", reservation="hops-gate")
     assert enactor.evict_foreign() == ["3", "4"]
     assert api.get("3").reservation == "" and api.get("2").reservation == "hops-j2"
+
+
+def test_failing_slurm_calls_never_set_a_job_aside_and_recovery_repairs(tmp_path: Path) -> None:
+    """Every 3rd mutating call fails (the live fault injector does this to scontrol): steps fail, no job
+    is blamed, and after recovery from the journal every job is admin-held or released as planned."""
+    from hops_slurm.slurm.api import SlurmError
+
+    api = StandInSlurm()
+    for i in range(1, 5):
+        api.submit(str(i), GOOD)
+    engine = _engine(tmp_path, api)
+    api.fail_every = 3
+    failures = 0
+    try:
+        for _ in range(6):
+            try:
+                engine.full_round()
+            except SlurmError:
+                failures += 1
+                try:
+                    engine.recover()
+                except SlurmError:
+                    failures += 1
+        api.fail_every = 0
+        engine.recover()
+        engine.full_round()
+        assert api.faults >= 3, failures  # faults happened
+        assert not any(js.aside for js in engine.tracked.values())
+        for job in api.jobs():
+            placed = job.reservation == f"hops-j{job.job_id}" and job.reason != "JobHeldAdmin"
+            assert placed or job.reason == "JobHeldAdmin", job
+        assert _released(api) == {"1", "2", "3", "4"}
+    finally:
+        engine.close()

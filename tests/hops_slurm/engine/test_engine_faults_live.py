@@ -4,7 +4,7 @@ After each: no job lost (every job listed once, running or pending), no stray ho
 jobs admin-held or released into their own complete reservation; only the gate and those reservations),
 no journaled action left open; the daemon recovers by itself or exits with a clear message and recovers
 on restart. Faults: the daemon SIGKILLed at every kind of journaled step (after Slurm carried it out, and
-before); ``scontrol`` failing every 4th call (a fault injector on PATH); slurmctld gone in the middle of
+before); ``scontrol`` failing every 7th call (a fault injector on PATH); slurmctld gone in the middle of
 a round (for ``HOPS_TEST_CTLD_OUTAGE`` s, default 120 on CI-sized timeouts: set it lower locally); slurmd
 killed while a planned job runs; the store's disk full (a tmpfs with ``size=``); an administrator
 deleting the gate and releasing a held job; and the daemon gone, with fail-open.
@@ -119,14 +119,14 @@ exec {real} "$@"
 """
 
 
-def test_scontrol_failing_every_fourth_call(eng) -> None:  # noqa: ANN001
+def test_scontrol_failing_every_seventh_call(eng) -> None:  # noqa: ANN001
     bindir = eng.workdir / "faultbin"
     bindir.mkdir()
     (bindir / "scontrol").write_text(INJECTOR.format(real=shutil.which("scontrol")))
     (bindir / "scontrol").chmod(0o755)
     count = eng.workdir / "scontrol.count"
     jobs = [eng.submit(gpus="1,2") for _ in range(3)]
-    daemon = eng.daemon(extra_env={"PATH": f"{bindir}:{os.environ['PATH']}", "HOPS_FAULT_EVERY": "4",
+    daemon = eng.daemon(extra_env={"PATH": f"{bindir}:{os.environ['PATH']}", "HOPS_FAULT_EVERY": "7",
                                    "HOPS_FAULT_COUNT": str(count)})
     try:
         eng.wait(lambda: all(eng.jobs()[j].state == "RUNNING" for j in jobs), timeout=180,
@@ -147,19 +147,33 @@ def _role_pid(eng, role: str) -> int:  # noqa: ANN001
     return eng.cluster.registry.load()[role].pid
 
 
+def _restart(eng, role: str) -> None:  # noqa: ANN001
+    """Start one stopped daemon of the minicluster again (slurmctld keeps its saved state)."""
+    cluster = eng.cluster
+    daemons = cluster.registry.load()
+    if role in daemons and processes.owns(daemons[role]):
+        return
+    daemons[role] = cluster._start(role, fresh=False)
+    cluster.registry.save(daemons)
+    cluster._wait_started(daemons[role])
+
+
 def test_slurmctld_gone_mid_round_then_back(eng) -> None:  # noqa: ANN001
     outage = float(os.environ.get("HOPS_TEST_CTLD_OUTAGE", "120"))
     jobs = [eng.submit(gpus="1,2") for _ in range(2)]
     pause = eng.workdir / "wait-point.pid"
     daemon = eng.daemon(extra_env={"HOPS_ENGINE_WAIT_AT": "reserve", "HOPS_ENGINE_CRASH_PAUSE_FILE": str(pause)})
     eng.wait(lambda: pause.exists(), timeout=120, what="the daemon in the middle of a placement")
+    started = time.time()
     processes.stop_pid(_role_pid(eng, "slurmctld"))  # slurmctld goes away between reserve and attach
     pause.unlink()
     time.sleep(outage)
     assert daemon.poll() is None, "the daemon died while slurmctld was away:\n" + eng.output(daemon)[-3000:]
-    eng.cluster.up()  # slurmctld restarted with its saved state
+    _restart(eng, "slurmctld")  # with its saved state
     _converge(eng, jobs, daemon, timeout=180)
-    assert "failed; retrying at its next turn" in eng.output(daemon)
+    failed = sqlite3.connect(eng.state_dir / "journal.sqlite").execute(
+        "SELECT count(*) FROM actions WHERE status = 'failed' AND created > ?", (started,)).fetchone()[0]
+    assert failed >= 1, "no Slurm action failed: the outage did not hit the round"
     _stop(eng, daemon)
     check_consistent(eng, jobs)
 
@@ -173,12 +187,12 @@ def test_slurmd_killed_while_a_planned_job_runs(eng) -> None:  # noqa: ANN001
     node = next(iter(eng.detail(job).gpu_alloc))
     os.kill(_role_pid(eng, f"slurmd:{node}"), signal.SIGKILL)
     try:  # SlurmdTimeout=60: the node goes down, Slurm requeues the job, the engine holds and re-places it
-        eng.wait(lambda: eng.detail(job).state == "RUNNING" and node not in eng.detail(job).gpu_alloc, timeout=240,
+        eng.wait(lambda: eng.detail(job).state == "RUNNING" and node not in eng.detail(job).gpu_alloc, timeout=300,
                  what="the job running again on another node")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{eng.describe()}\n{eng.output(daemon)[-4000:]}") from None
     finally:
-        eng.cluster.up()  # slurmd back (ReturnToService=2 returns the node)
+        _restart(eng, f"slurmd:{node}")
         eng.cluster.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False)
     _stop(eng, daemon)
     check_consistent(eng, [job])

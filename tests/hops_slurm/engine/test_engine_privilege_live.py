@@ -118,3 +118,26 @@ def test_a_job_whose_directives_break_is_set_aside_and_the_other_runs(eng) -> No
     rows = {r["jobid"]: r for r in json.loads(queue.stdout)["jobs"]}
     assert rows[bad]["plan"].startswith("set aside: "), rows
     eng.wait(lambda: eng.detail(good).active, what="the good job running")
+
+
+def test_a_user_cannot_ask_for_a_hops_reservation(eng) -> None:  # noqa: ANN001
+    """Slurm 22.05 reservations name users, not jobs: a user named by a Hops reservation (the owner of
+    ``hops-j<id>``) could run any job in it. The submit hook refuses it, at submission and by update."""
+    user = eng.ensure_user()
+    nodes = [n.name for n in eng.api.nodes()][:1]
+    eng.cluster.run(["scontrol", "create", "reservation", "ReservationName=hops-j999999", f"Nodes={nodes[0]}",
+                     f"Users={user}", "StartTime=now", "Duration=UNLIMITED", "Flags=OVERLAP,IGNORE_JOBS"])
+    try:
+        as_user = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={eng.cluster.conf_path}"]
+        sub = subprocess.run([*as_user, "sbatch", "--parsable", "-o", "/dev/null", "--reservation=hops-j999999",
+                              "--wrap", "sleep 60"], env=eng.env, capture_output=True, text=True, timeout=30)
+        assert sub.returncode != 0 and "belongs to the Hops engine" in sub.stderr, (sub.stdout, sub.stderr)
+        job = subprocess.run([*as_user, "sbatch", "--parsable", "-o", "/dev/null", "-H", "--wrap", "sleep 60"],
+                             env=eng.env, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        eng.submitted.append(job)
+        upd = subprocess.run([*as_user, "scontrol", "update", f"JobId={job}", "Reservation=hops-j999999"],
+                             env=eng.env, capture_output=True, text=True, timeout=30)
+        assert upd.returncode != 0, (upd.stdout, upd.stderr)
+        assert eng.detail(job).reservation == ""
+    finally:
+        eng.cluster.run(["scontrol", "delete", "ReservationName=hops-j999999"], check=False)
