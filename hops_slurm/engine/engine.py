@@ -37,6 +37,7 @@ from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, r
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
+from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.rounds import Planning, plan_once
@@ -149,7 +150,7 @@ class Engine:
             from hops_slurm.slurm.cli import CliSlurm
 
             api = CliSlurm(self.env)
-        self.api = api
+        self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
         self.dry_run = dry_run
         paths = config.paths
         self.state_dir = paths.state_dir
