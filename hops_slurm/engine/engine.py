@@ -16,14 +16,13 @@ runtime metrics files, and run a fragment plan when GPUs are idle and profiled j
 Crash testing: with ``HOPS_ENGINE_CRASH_AFTER=k`` in the environment the process exits (``os._exit``,
 as abrupt as SIGKILL) right after the k-th journaled action of a round has been carried out, before the
 journal marks it done; with ``HOPS_ENGINE_CRASH_AT=KIND[:before]`` at the first journaled action of
-that kind, anywhere (:class:`CrashingJournal`).
+that kind, anywhere (:mod:`hops_slurm.engine.crashpoints`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -35,15 +34,16 @@ from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
-from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
+from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import Planning, plan_once
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
 from hops_slurm.engine.userfiles import make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
-from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
@@ -51,81 +51,7 @@ from hops_slurm.slurm.enact import Enactor
 
 log = logging.getLogger(__name__)
 
-CRASH_ENV = "HOPS_ENGINE_CRASH_AFTER"
-CRASH_AT_ENV = "HOPS_ENGINE_CRASH_AT"  # KIND or KIND:before: at the first journaled action of that kind
-PAUSE_ENV = "HOPS_ENGINE_CRASH_PAUSE_FILE"  # with a crash point: wait there to be killed
-WAIT_AT_ENV = "HOPS_ENGINE_WAIT_AT"  # KIND: after the first such action, wait while the pause file exists
 PRIORITY_NAMES = {"latency-ratio": "lr"}
-
-
-class CrashingJournal(Journal):
-    """A journal that stops the engine at a test crash point: after ``after`` round actions were carried
-    out (before the journal marks the last one done), or at the first action of kind ``at_kind`` (any
-    step: refresh, round, profiling, reconcile), once Slurm carried it out or, with ``before``, right
-    after its intent was journaled. With ``pause_file`` it writes its pid there and waits to be killed
-    from outside (SIGKILL: the real thing); without, it ends the process at once (``os._exit``)."""
-
-    def __init__(self, path: Path | str, after: int = 0, pause_file: Path | None = None, *, at_kind: str = "",
-                 before: bool = False, wait_kind: str = "") -> None:
-        super().__init__(path)
-        self.after = after
-        self.pause_file = pause_file
-        self.at_kind = at_kind
-        self.before = before
-        self.wait_kind = wait_kind  # not a crash: a pause for a fault injected from outside
-        self.count = 0
-        self._round_actions: set[int] = set()
-        self._marked: set[int] = set()
-
-    def _crash(self, what: str) -> None:
-        log.error("crash point reached: %s", what)
-        logging.shutdown()
-        if self.pause_file is None:
-            os._exit(99)
-        self.pause_file.write_text(str(os.getpid()))
-        while True:  # until the test kills the process
-            time.sleep(3600)
-
-    def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
-        action_id = super().intend(kind, job_id, args, round_id)
-        if round_id.startswith("round"):
-            self._round_actions.add(action_id)
-        if self.at_kind and kind == self.at_kind:
-            if self.before:
-                self._crash(f"{kind} job={job_id} journaled, not carried out")
-            self._marked.add(action_id)
-        return action_id
-
-    def _wait(self, what: str) -> None:
-        assert self.pause_file is not None
-        log.warning("pause point reached: %s; waiting while %s exists", what, self.pause_file)
-        self.wait_kind = ""
-        self.pause_file.write_text(str(os.getpid()))
-        while self.pause_file.exists():
-            time.sleep(0.2)
-
-    def finish(self, action_id: int, status: str = "done", error: str = "") -> None:
-        if self.wait_kind and self.pause_file is not None:
-            row = self.db["actions"].get(action_id)
-            if row["kind"] == self.wait_kind:
-                self._wait(f"{self.wait_kind} #{action_id} carried out")
-        if action_id in self._marked:
-            self._crash(f"{self.at_kind} #{action_id} carried out ({status}), not marked")
-        if self.after and action_id in self._round_actions:
-            self.count += 1
-            if self.count >= self.after:
-                self._crash(f"after {self.count} round actions")
-        super().finish(action_id, status, error)
-
-
-def crashing_journal(path: Path) -> Journal:
-    """The journal the engine opens: a :class:`CrashingJournal` when a test crash point is set."""
-    after, at, wait = os.environ.get(CRASH_ENV), os.environ.get(CRASH_AT_ENV, ""), os.environ.get(WAIT_AT_ENV, "")
-    pause = Path(os.environ[PAUSE_ENV]) if os.environ.get(PAUSE_ENV) else None
-    if not after and not at and not wait:
-        return Journal(path)
-    kind, _, when = at.partition(":")
-    return CrashingJournal(path, int(after or 0), pause, at_kind=kind, before=when == "before", wait_kind=wait)
 
 
 def make_policy(config: SiteConfig) -> Any:
