@@ -35,7 +35,7 @@ from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
-from hops_slurm.engine.failopen import touch_heartbeat
+from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
@@ -314,7 +314,9 @@ class Engine:
 
     def _review_aside(self, js: JobState, seen: SlurmJob) -> None:
         """Take a job back when Slurm now shows other stored directives that parse (an administrator
-        corrected them); keep the owner's view (the job's Comment) in step with the engine's."""
+        corrected them); keep the owner's view (the job's Comment) in step with the engine's: the
+        set-aside reason while aside, and no engine-written comment (set aside, released by failopen)
+        once the job is back in play."""
         if js.aside and seen.directives is not None and seen.directives != js.directives:
             js.directives = seen.directives
             try:
@@ -327,7 +329,8 @@ class Engine:
         if self.dry_run or self.journal is None:
             return
         want = COMMENT_PREFIX + js.aside if js.aside else ""
-        if seen.comment == want or (not js.aside and not seen.comment.startswith(COMMENT_PREFIX)):
+        ours = seen.comment.startswith((COMMENT_PREFIX, FAILOPEN_COMMENT))  # written by the engine or failopen
+        if seen.comment == want or (not js.aside and not ours):
             return
         try:
             with self.journal.action("aside", js.job_id, {"reason": js.aside}, "refresh"):
