@@ -56,6 +56,9 @@ def _settled(eng, jobs: list[str]) -> bool:  # noqa: ANN001
 
 
 def _stop(eng, proc) -> None:  # noqa: ANN001
+    # a SIGTERM before the daemon installed its handler (while Python imports) would just kill it
+    eng.wait(lambda: "engine running" in eng.output(proc) or proc.poll() is not None, timeout=60,
+             what="the daemon started")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 0, eng.output(proc)[-3000:]
 
@@ -194,6 +197,7 @@ def test_slurmd_killed_while_a_planned_job_runs(eng) -> None:  # noqa: ANN001
     finally:
         _restart(eng, f"slurmd:{node}")
         eng.cluster.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False)
+    _converge(eng, [job], daemon)  # the node's return may make Slurm requeue the job once more: the engine holds it
     _stop(eng, daemon)
     check_consistent(eng, [job])
 
