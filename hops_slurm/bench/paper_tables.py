@@ -59,9 +59,11 @@ def section(title: str, cluster: str, workload: str, names: list[str], seeds: li
     start = time.perf_counter()
     try:
         results = compare(load_cluster(cluster), workload, ok, seeds, out / tag, progress=False)
-    except HopsError as exc:
+    except HopsError as exc:  # the workload or cluster itself: no run could start
         return "\n".join(lines + [f"Failed: {exc}", ""])
     write_summary(results, out / tag)
+    if not results:
+        return "\n".join(lines + [markdown_table(results), ""])
     plots = write_plots(results, out, prefix=f"{tag}-")
     lines.append(markdown_table(results))
     if missing:

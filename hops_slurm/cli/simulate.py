@@ -8,6 +8,7 @@ RoundRecord JSONL, summary.json, results.md and PNG plots.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
@@ -60,4 +61,6 @@ def _run(args: argparse.Namespace) -> int:
     write_plots(results, args.out)
     print(markdown_table(results), end="")
     print(f"wrote {args.out}/summary.json, results.md, plots and per-run records")
-    return 0
+    for f in results.failures:
+        print(f"hops-slurm: error: {f.policy} seed {f.seed} failed: {f.error}", file=sys.stderr)
+    return 1 if results.failures else 0
