@@ -55,6 +55,10 @@ from planner.window import select
 
 log = logging.getLogger(__name__)
 
+#: solves per round plan at most: the first, then, if it moved a running job to an equivalent
+#: placement, again with every running job's current signature pinned to the nodes it holds
+PIN_PASSES = 2
+
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
                    compact: bool = False, restart_penalty: float = 0.0) -> list[Candidate]:
@@ -251,8 +255,24 @@ class HopsPolicy(Policy):
             if p.formulation == "plain":
                 return solve_plain(cands, w, {n.name: n.free_gpus for n in cluster.nodes},
                                    solver=p.solver, gap=p.gap, time_limit=p.time_limit, node_limit=int(p.node_limit))
-            return solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap,
-                                 time_limit=p.time_limit, current=current, node_limit=int(p.node_limit))
+            # a running job that the plan moves to an equivalent placement (same classes and GPU
+            # counts elsewhere: a restart for nothing): solve again with running jobs pinned to the
+            # nodes they hold (their other signatures stay open, priced by restart_penalty)
+            pin: frozenset[str] = frozenset()
+            by_name = {n.name: n for n in cluster.nodes}
+            for _ in range(PIN_PASSES):
+                sol = solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap, time_limit=p.time_limit,
+                                    current=current, node_limit=int(p.node_limit), pin=pin)
+                moved_equal = {j for j, cur in current.items()
+                               if (cfg := sol.assignments.get(j)) and dict(cfg) != dict(cur)
+                               and all(n in by_name for n in cur)
+                               and signature(cfg, by_name) == signature(cur, by_name)} - pin
+                if not moved_equal or sol.status == "none":
+                    break
+                # pinning only the movers lets others move in their place: pin every running job
+                pin = frozenset(current)
+            sol.extra["pinned_jobs"] = len(pin)
+            return sol
         except Exception as exc:  # a solver crash must not cost the round its plan
             log.warning("planner: %s solve failed (%s); falling back", p.solver, exc)
             return Solution({}, None, None, None, "none", 0.0, 0, 0, 0, p.formulation, p.solver,

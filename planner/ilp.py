@@ -159,7 +159,7 @@ def solve_plain(cands: Sequence[Candidate], weights: Mapping[str, float], capaci
 def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], nodes: Sequence[NodeView], *,
                   solver: str = "CBC", gap: float = 0.01, time_limit: float = 10.0, threads: int = 1,
                   current: Mapping[str, Config] | None = None, lp_rounding: bool = True,
-                  dives: int = 4, node_limit: int = NODE_LIMIT) -> Solution:
+                  dives: int = 4, node_limit: int = NODE_LIMIT, pin: frozenset[str] = frozenset()) -> Solution:
     """Eq. 11-13 over node-class signatures with exact packing patterns (see module docstring).
 
     With ``lp_rounding`` the LP relaxation is solved first and rounded (jobs by LP value, then the
@@ -167,7 +167,8 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
     gap and no branch and bound runs; otherwise up to ``dives`` LP dives (fix the most decided
     fractional choices to 1, re-solve the LP, round again) and, failing those, the MIP, warm-started
     from the best plan found (at most ``node_limit`` nodes). The gap reported is always against a
-    proven bound. Every limit but ``time_limit`` (a safety net, reported as ``time_limit_hit``) is
+    proven bound. ``pin``: running jobs whose current signature may only be realised on the nodes they
+    hold (an equivalent placement elsewhere would be a restart for nothing). Every limit but ``time_limit`` (a safety net, reported as ``time_limit_hit``) is
     deterministic, so the same inputs give the same plan on any machine load.
     """
     t0 = time.perf_counter()
@@ -185,8 +186,14 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
 
     # groups of interchangeable nodes (type, class, free GPUs); a node that a signature sharing a node
     # (see shares_a_node) is pinned to forms a group of its own, keyed by its name
-    pinned = {k for k in keys if shares_a_node(k[1])}
-    pinned_nodes = {n for k in pinned for n in best[k].config}
+    held = {k: freeze_config(current[k[0]]) for k in keys
+            if k[0] in pin and stays(k[0], k[1], current, by_name)}
+    pinned = {k for k in keys if shares_a_node(k[1])} | set(held)
+
+    def pin_config(k: tuple[str, Signature]) -> Config:
+        return held.get(k, best[k].config)
+
+    pinned_nodes = {n for k in pinned for n in pin_config(k)}
     group_of: dict[str, GroupKey] = {}
     groups: dict[GroupKey, list[str]] = defaultdict(list)
     for n in nodes:
@@ -197,7 +204,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
     for k in keys:
         if k in pinned:
             pieces[k] = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
-                              for n, g in sorted(best[k].config.items()))
+                              for n, g in sorted(pin_config(k).items()))
         else:
             pieces[k] = tuple(((t, c, f, ""), g) for (t, c, f), g in k[1])
     eligible = _Eligible(groups)
@@ -276,7 +283,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
             lp_bound = float(m.objective_value)
             tolerance = gap * abs(lp_bound) + 1e-9
             xval = {k: float(x.x or 0.0) for k, x in xs.items()}
-            incumbent, value = _round(keys, best, xval, weights, nodes, current)
+            incumbent, value = _round(keys, best, xval, weights, nodes, current, held)
             extra["lp_bound"] = lp_bound
             if lp_bound - value <= tolerance:
                 return result(incumbent, "optimal", value, lp_bound, "lp-rounding")
@@ -298,7 +305,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 xval = {k: float(x.x or 0.0) for k, x in xs.items()}
-                dived, dived_value = _round(keys, best, xval, weights, nodes, current)
+                dived, dived_value = _round(keys, best, xval, weights, nodes, current, held)
                 extra["dives"] = dive + 1
                 if dived_value > value:
                     incumbent, value = dived, dived_value
@@ -360,9 +367,11 @@ class _Eligible:
 
 def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signature], Candidate],
            xval: Mapping[tuple[str, Signature], float], weights: Mapping[str, float],
-           nodes: Sequence[NodeView], current: Mapping[str, Config]) -> tuple[dict[str, Config | None], float]:
+           nodes: Sequence[NodeView], current: Mapping[str, Config],
+           held: Mapping[tuple[str, Signature], Config]) -> tuple[dict[str, Config | None], float]:
     """Round an LP solution: (job, signature) pairs by LP value (then weighted gain) placed on real
-    nodes while they fit; then every job still out tries its signatures by weighted gain. Of equally
+    nodes while they fit (a ``held`` pair only on its own nodes); then every job still out tries its
+    signatures by weighted gain. Of equally
     good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
     end, :func:`keep_running_jobs`)."""
     by_name = {n.name: n for n in nodes}
@@ -400,7 +409,7 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
         for k in order:
             if k[0] in out:
                 continue
-            cfg = packer.place(k[1], prefer(*k))
+            cfg = packer.place(k[1], prefer(*k), only=k in held)
             if cfg is not None:
                 out[k[0]] = cfg
                 value += score(k)

@@ -156,11 +156,14 @@ class Packer:
                 self.by_key[piece_key(n, True)].append(n.name)
                 self.by_key[piece_key(n, False)].append(n.name)
 
-    def place(self, sig: Signature, prefer: Config | None = None) -> Config | None:
+    def place(self, sig: Signature, prefer: Config | None = None, *, only: bool = False) -> Config | None:
+        """``sig`` on nodes with room: ``prefer`` when it fits, else (unless ``only``) best fit."""
         if prefer is not None and all(self.left.get(n, -1) >= g for n, g in prefer.items()):
             for n, g in prefer.items():
                 self.left[n] -= g
             return prefer
+        if only:
+            return None
         placed: dict[str, int] = {}
         for key, g in sorted(sig, key=lambda p: -p[1]):
             fits = [n for n in self.by_key.get(key, ()) if self.left[n] >= g and n not in placed]

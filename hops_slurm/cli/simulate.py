@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-seconds", type=float, default=360.0, help="round length (default 360)")
     p.add_argument("--refresh-seconds", type=float, default=30.0, help="queue refresh / fragment plans (default 30)")
     p.add_argument("--restart-seconds", type=float, default=60.0, help="restart cost after preemption (default 60)")
+    p.add_argument("--fragment-plans", choices=("at-once", "at-ticks"), default="at-once",
+                   help="fragment plans right after each round plan and at refresh ticks (at-once, the paper's), "
+                        "or only at refresh ticks (at-ticks, for the ablation)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=_run)
 
@@ -53,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     for name in policies:
         make_policy(name)  # fail on a bad name before any run starts
     cluster = load_cluster(args.cluster)
-    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
+    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds,
+                      fragment_at_once=args.fragment_plans == "at-once")
     results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=not args.no_progress)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}")
