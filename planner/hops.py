@@ -260,7 +260,7 @@ class HopsPolicy(Policy):
             # nodes they hold (their other signatures stay open, priced by restart_penalty)
             pin: frozenset[str] = frozenset()
             by_name = {n.name: n for n in cluster.nodes}
-            for _ in range(PIN_PASSES):
+            for _ in range(PIN_PASSES if p.pin_running else 1):
                 sol = solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap, time_limit=p.time_limit,
                                     current=current, node_limit=int(p.node_limit), pin=pin)
                 moved_equal = {j for j, cur in current.items()

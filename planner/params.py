@@ -35,6 +35,10 @@ class PlannerParams:
     the nodes the job holds (:mod:`planner.keep`). Must be in [0, 1). The default is chosen with
     evidence in docs/results/restart-ablation.md.
 
+    ``pin_running``: when a compact plan moves a running job to an equivalent placement (same classes
+    and GPU counts on other nodes, a restart for nothing), solve again with running jobs pinned to the
+    nodes they hold; False only for the ablation.
+
     ``entity_tolerance`` (> 0): nodes of one server class whose estimated throughput differs by more
     than this fraction become different planner classes (:mod:`planner.entities`); 0 turns it off.
     """
@@ -50,6 +54,7 @@ class PlannerParams:
     formulation: str = "compact"
     sensitivity_adjustment: bool = True
     restart_penalty: float = 0.1
+    pin_running: bool = True
     entity_tolerance: float = 0.05
 
     def __post_init__(self) -> None:

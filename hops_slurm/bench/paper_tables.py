@@ -17,7 +17,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
 from hops_slurm.sim.policies import available_policies
-from hops_slurm.sim.runner import compare
+from hops_slurm.sim.runner import Options, compare
 
 NAME = "paper-tables"
 
@@ -49,16 +49,17 @@ def _usable(names: list[str]) -> tuple[list[str], list[str]]:
 
 
 def section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
-             tag: str, paper: str = "") -> str:
+             tag: str, paper: str = "", options: Options | None = None, note: str = "") -> str:
     ok, missing = _usable(names)
-    lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}.", ""]
+    lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}."
+             + (f" {note}" if note else ""), ""]
     if paper:
         lines += ["Paper:", "", paper, "Ours (mean ± sample std over seeds):", ""]
     if not ok:
         return "\n".join(lines + [f"Not run: none of {', '.join(names)} is installed.", ""])
     start = time.perf_counter()
     try:
-        results = compare(load_cluster(cluster), workload, ok, seeds, out / tag, progress=False)
+        results = compare(load_cluster(cluster), workload, ok, seeds, out / tag, options or Options(), progress=False)
     except HopsError as exc:  # the workload or cluster itself: no run could start
         return "\n".join(lines + [f"Failed: {exc}", ""])
     write_summary(results, out / tag)
