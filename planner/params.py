@@ -53,7 +53,7 @@ class PlannerParams:
     priority: str = "lr"
     formulation: str = "compact"
     sensitivity_adjustment: bool = True
-    restart_penalty: float = 0.1
+    restart_penalty: float = 0.2
     pin_running: bool = True
     entity_tolerance: float = 0.05
 

@@ -39,6 +39,8 @@ ABLATION = ["hops", "hops-las", "hops-sjf", "hops-srtf", "hops-fifo"]
 FTF = ["hops-ftf", "sia-lr", "gavel-lr", "themis"]
 RATES = [30, 60, 120, 300, 600, 1200]
 SWEEP = ["hops", "sia-lr", "gavel-lr"]
+#: the rigid-request trace and Gavel's workload: Hops beside the baselines that finish them in reasonable time
+RIGID = ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill"]
 
 
 def _usable(names: list[str]) -> tuple[list[str], list[str]]:
@@ -87,9 +89,9 @@ def _part(name: str, seeds: list[int], data: Path) -> str:
                        PAPER_TABLE_4)
     if name == "rigid":
         return section("Rigid requests: a Philly-derived trace on 64 GPUs (each job asks for one GPU count)",
-                       "paper-64", "philly:trace=0e4a51,jobs=300", MAIN, seeds[:1], data, "rigid")
+                       "paper-64", "philly:trace=0e4a51,jobs=300", RIGID, seeds[:1], data, "rigid")
     if name == "gavel":
-        return section("Gavel's workload on 64 GPUs", "paper-64", "gavel", MAIN, seeds, data, "gavel")
+        return section("Gavel's workload on 64 GPUs", "paper-64", "gavel", RIGID, seeds, data, "gavel")
     if name == "ftf":
         return section("FTF (§4.4): Hops with FTF priority (λ = 2) vs baselines; paper: max ρ 2.15 (Hops) vs "
                        "28.27 (Sia), 32.01 (Gavel)", "paper-512", "paper", FTF, seeds[:1], data, "ftf")
