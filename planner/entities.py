@@ -7,7 +7,8 @@ heterogeneity awareness "at the server entity level": when the estimator has lea
 of a class is slower (its entity layer), that node must not stand for the others. This module
 splits each declared class into *entity classes*: nodes stay in one class only while, for every
 probe job, the estimated throughput of the job's smallest request on the node agrees within
-``tolerance`` (relative, compared in log space buckets). Where nodes truly are alike nothing
+``tolerance`` (relative) with the class's anchor node: nodes are taken fastest first, each joins the
+first entity class whose anchor it is that close to, else it anchors a new one. Where nodes truly are alike nothing
 changes and the model stays as compact as before.
 
 Probe jobs: the planning's jobs in the order given (highest priority first), at most as many as
@@ -30,12 +31,6 @@ PROBE_BUDGET = 4096
 SEP = "~entity"
 
 
-def _bucket(value: float, tolerance: float) -> int | None:
-    if value <= 0.0 or not math.isfinite(value):
-        return None
-    return round(math.log(value) / math.log1p(tolerance))
-
-
 def entity_classes(cluster: ClusterView, jobs: Sequence[JobView], tolerance: float) -> ClusterView:
     """``cluster`` with each server class split where its nodes' estimated speeds differ (see module
     docstring). ``tolerance`` ≤ 0 turns it off."""
@@ -50,17 +45,30 @@ def entity_classes(cluster: ClusterView, jobs: Sequence[JobView], tolerance: flo
         return cluster
     probes = list(jobs)[: max(1, PROBE_BUDGET // n_shared)]
     renamed: dict[str, str] = {}
+    limit = math.log1p(tolerance)
     for nodes in shared:
-        keys: dict[str, tuple[int | None, ...]] = {}
+        logs: dict[str, tuple[float, ...]] = {}
         for n in nodes:
-            keys[n.name] = tuple(
-                _bucket(float(j.throughput(freeze_config({n.name: min(j.requirements[0], n.total_gpus)}))), tolerance)
-                for j in probes)
-        distinct = list(dict.fromkeys(keys.values()))
-        if len(distinct) == 1:
+            thr = [float(j.throughput(freeze_config({n.name: min(j.requirements[0], n.total_gpus)}))) for j in probes]
+            logs[n.name] = tuple(math.log(t) if t > 0.0 and math.isfinite(t) else -math.inf for t in thr)
+        # anchors: walk the nodes fastest first (by the probe jobs' estimates); a node joins the first
+        # entity class whose anchor it is within the tolerance of for every probe job, else anchors a
+        # new one
+        order = sorted(nodes, key=lambda n: tuple(-x for x in logs[n.name]))
+        anchors: list[str] = []
+        member: dict[str, int] = {}
+        for n in order:
+            for k, a in enumerate(anchors):
+                if all(x == y or abs(x - y) <= limit for x, y in zip(logs[n.name], logs[a], strict=True)):
+                    member[n.name] = k
+                    break
+            else:
+                member[n.name] = len(anchors)
+                anchors.append(n.name)
+        if len(anchors) == 1:
             continue
         for n in nodes:
-            renamed[n.name] = f"{n.server_class}{SEP}{distinct.index(keys[n.name])}"
+            renamed[n.name] = f"{n.server_class}{SEP}{member[n.name]}"
     if not renamed:
         return cluster
     return ClusterView(tuple(replace(n, server_class=renamed[n.name]) if n.name in renamed else n
