@@ -48,7 +48,7 @@ class PlannerParams:
     window: str = "waiting"
     gap: float = 0.01
     node_limit: int = 2000
-    time_limit: float = 10.0
+    time_limit: float = 60.0
     solver: str = "CBC"
     priority: str = "lr"
     formulation: str = "compact"
