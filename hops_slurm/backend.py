@@ -93,5 +93,6 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
         idle_gpus_after=after.free_gpus, gpus_in_use=after.total_gpus - after.free_gpus,
         total_gpus=after.total_gpus, solve_seconds=t2 - t1,
         fallback=str(plan.diagnostics.get("fallback") or ""),
+        limit_hit=bool(plan.diagnostics.get("time_limit_hit")),
     )
     return Planning(plan, jobs, enactment, record, read_seconds=t1 - t0, plan_seconds=t2 - t1, enact_seconds=t3 - t2)

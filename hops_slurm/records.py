@@ -61,6 +61,7 @@ class RoundRecord(BaseModel):
     total_gpus: int = 0
     solve_seconds: float = 0.0
     fallback: str = ""  # "", "incumbent", "previous", "greedy" (see planner diagnostics)
+    limit_hit: bool = False  # the solver's wall-clock safety limit ended a solve (the plan may vary by load)
 
     @property
     def fragments(self) -> int:

@@ -1,10 +1,23 @@
 """The Hops policy: queue → window → configs → ILP → plan, once per round and again for fragments.
 
+The paper rules as this module reads them are in docs/design.md ("Hops planning rules").
+
 This is what the engine and the simulator call (:class:`HopsPolicy`, a :class:`planner.views.Policy`).
 One planning: priorities and queue order (:mod:`planner.priorities`), the service window and, for
 fragment plans, the sensitivity adjustment (:mod:`planner.window`), candidate configs
 (:mod:`planner.configs`) with throughput gains G (throughput / the job's smallest candidate
 throughput, Sia's normalisation), weights (prior + bias)^λ, and the ILP (:mod:`planner.ilp`).
+
+Who is planned (``window="waiting"``, the default): a round plan plans every running job, with its
+LR weight, plus the service window cut from the *waiting* queue; a fragment plan sees waiting jobs
+only. Jobs that no configuration can serve on this cluster (every candidate config on the whole
+cluster estimated at throughput 0, e.g. a rigid 4-GPU request of a model that cannot run on more
+than one GPU) never take a place in the window or its accumulation; diagnostics ``unservable`` names
+each with the reason, and the verdict is reconsidered whenever the cluster's nodes change.
+``window="active"`` is the earlier reading (the window cut from every active job), for ablations.
+
+Node classes are refined by estimated speed first (:mod:`planner.entities`): nodes of one declared
+server class whose throughput estimates differ beyond ``entity_tolerance`` are never interchangeable.
 
 Multiple plans per round: the call with ``fragment=False`` is the round's first plan (plan 0); each
 ``fragment=True`` call is a further plan over the idle GPUs (plan 1, 2, ...), for pending jobs only;
@@ -13,16 +26,17 @@ their placements end with the round (the engine's lease), as the paper requires.
 In a round plan, running jobs that the plan gives an equivalent config (same server classes and GPU
 counts) keep their current nodes wherever the rest of the plan can be packed around them
 (:func:`planner.ilp.keep_running_jobs`): a changed config is a
-preemption with a restart cost, an unchanged one is not. ``PlannerParams.restart_penalty`` (optional,
-default 0 = the paper's objective) further discounts a running job's other configs.
+preemption with a restart cost, an unchanged one is not. ``PlannerParams.restart_penalty`` prices
+every move of a running job (another node, class or GPU count) with one restart: its other configs
+keep (1 - penalty) of their gain.
 
 If the solver finds no integer solution in the time limit (or fails), the round still gets a plan: the
 best incumbent when there is one (``fallback="incumbent"``), else the previous plan's placements that
 still fit (``"previous"``), else the greedy λ → ∞ plan (``"greedy"``); diagnostics say which.
 
-Diagnostics keys: queue, priorities, window, window_size, fillers, lambda, objective, bound, gap,
-solve_time, status, fallback, formulation, solver, n_vars, n_int_vars, n_constraints, plan_of_round,
-fragment, candidates.
+Diagnostics keys: queue, priorities, window, window_size, fillers, running, unservable, lambda,
+objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
+n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method.
 """
 
 from __future__ import annotations
@@ -31,14 +45,19 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
+from planner.entities import entity_classes
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
-from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
+from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 from planner.window import select
 
 log = logging.getLogger(__name__)
+
+#: solves per round plan at most: the first, then, if it moved a running job to an equivalent
+#: placement, again with every running job's current signature pinned to the nodes it holds
+PIN_PASSES = 2
 
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
@@ -74,6 +93,20 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     return out
 
 
+def _why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
+    """"" when some config of ``job`` on the idle ``whole`` cluster has a positive throughput
+    estimate, else the reason (one line, for the job's owner)."""
+    if job.requirements[0] > whole.total_gpus:
+        return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}")
+    for cfg in generate_configs(job, whole, sigma, one_per_class=True):
+        if float(job.throughput(cfg)) > 0.0:
+            return ""
+    counts = ",".join(str(r) for r in job.requirements)
+    types = ",".join(whole.gpu_types)
+    return (f"no configuration serves it: every placement of {counts} GPU(s) on {types} is estimated at "
+            f"throughput 0 (e.g. the model cannot run on that many GPUs); allow other GPU counts")
+
+
 def fits(assignments: Mapping[str, Config | None], capacity: Mapping[str, int]) -> bool:
     used: dict[str, int] = {}
     for cfg in assignments.values():
@@ -92,6 +125,8 @@ class HopsPolicy(Policy):
         self.params = params or PlannerParams()
         self._previous: dict[str, Config] = {}
         self._plan_of_round = 0
+        #: job id -> (cluster shape, reason or "" when servable): the verdict of :meth:`_unservable`
+        self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str]] = {}
 
     @property
     def lambda_(self) -> float:
@@ -102,14 +137,26 @@ class HopsPolicy(Policy):
         p = self.params
         self._plan_of_round = self._plan_of_round + 1 if fragment else 0
         gpus = cluster.free_gpus
-        prios = priorities(jobs, now, p.priority, cluster.total_gpus)
-        queue = queue_order(jobs, prios)
-        window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
-        cands = candidates_for(window.jobs, cluster, p.sigma, compact=p.formulation == "compact",
+        unservable = self._unservable(cluster, jobs, p.sigma)
+        live = tuple(j for j in jobs if j.job_id not in unservable)
+        prios = priorities(live, now, p.priority, cluster.total_gpus)
+        running = [j for j in live if j.current and not fragment]
+        if p.window == "active":  # the earlier reading: the window cut from every active job
+            queue = queue_order(live, prios)
+            window = select(queue, gpus, rule="waiting", fragment=fragment, adjust=p.sensitivity_adjustment)
+            planned = list(window.jobs)
+        else:  # the paper's: the window over the waiting queue, running jobs always planned
+            queue = queue_order([j for j in live if not j.current or fragment], prios)
+            window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
+            planned = queue_order(running, prios) + list(window.jobs)
+        planned = queue_order(planned, prios)  # highest priority first: entity probes, greedy fallbacks
+        cluster = entity_classes(cluster, planned, p.entity_tolerance)
+        cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
                                restart_penalty=0.0 if fragment else p.restart_penalty)
-        w = weights({j.job_id: prios[j.job_id] for j in window.jobs}, self.lambda_)
+        w = weights({j.job_id: prios[j.job_id] for j in planned}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
-        current = {j.job_id: j.current for j in window.jobs if j.current}
+        current = {j.job_id: j.current for j in planned if j.current}
+        order = [j.job_id for j in planned]
         # compact candidates stand for every interchangeable placement: greedy and fill may move them
         sig_nodes = cluster.nodes if p.formulation == "compact" else None
 
@@ -121,20 +168,20 @@ class HopsPolicy(Policy):
         elif sol.status == "feasible":
             chosen, fallback = dict(sol.assignments), "incumbent"
         else:
-            prev = self._previous_that_fits([j.job_id for j in window.jobs], cands, capacity, cluster)
+            prev = self._previous_that_fits(order, cands, capacity, cluster)
             if prev:
                 chosen, fallback = prev, "previous"
             else:
-                chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
+                chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
         if fallback in (None, "incumbent"):
-            filled = fill_leftovers(chosen, [j.job_id for j in window.jobs], cands, capacity, sig_nodes)
+            filled = fill_leftovers(chosen, order, cands, capacity, sig_nodes)
             extra_gain = objective_of({j: c for j, c in filled.items() if not chosen.get(j)}, cands, w, sig_nodes)
             chosen = filled
         else:
             extra_gain = 0.0
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
-            chosen, fallback = greedy_plan([j.job_id for j in window.jobs], cands, capacity, sig_nodes), "greedy"
+            chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
         if current:
             # a running job moved to an equivalent config (same classes and GPU counts: the same
             # throughput) would pay a restart for nothing: re-map the same signatures so running jobs
@@ -154,6 +201,10 @@ class HopsPolicy(Policy):
             "window": [j.job_id for j in window.jobs],
             "window_size": window.size,
             "fillers": list(window.fillers),
+            "running": [j.job_id for j in running],
+            "unservable": dict(unservable),
+            "entity_classes": len({(n.gpu_type, n.server_class) for n in cluster.nodes}),
+            "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
             "lambda": self.lambda_,
             "objective": objective,
             "bound": sol.bound,
@@ -173,15 +224,55 @@ class HopsPolicy(Policy):
         }
         return Plan(assignments=assignments, diagnostics=diagnostics)
 
+    def _unservable(self, cluster: ClusterView, jobs: Sequence[JobView], sigma: float) -> dict[str, str]:
+        """Job id -> why no configuration on this cluster serves it, for every such job. Judged on the
+        whole cluster as if idle (not on this planning's free GPUs), once per job and cluster shape:
+        a job is unservable when it asks for more GPUs than the cluster has, or every candidate config
+        is estimated at throughput 0. Running jobs are servable by definition."""
+        shape = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
+        whole = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, n.total_gpus)
+                                  for n in cluster.nodes))
+        out: dict[str, str] = {}
+        seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str]] = {}
+        for job in jobs:
+            known = self._servable.get(job.job_id)
+            if job.current:
+                reason = ""
+            elif known is not None and known[0] == shape:
+                reason = known[1]
+            else:
+                reason = _why_unservable(job, whole, sigma)
+            seen[job.job_id] = (shape, reason)
+            if reason:
+                out[job.job_id] = reason
+        self._servable = seen  # finished jobs drop out
+        return out
+
     def _solve(self, cands: list[Candidate], w: dict[str, float], cluster: ClusterView,
                current: dict[str, Config]) -> Solution:
         p = self.params
         try:
             if p.formulation == "plain":
                 return solve_plain(cands, w, {n.name: n.free_gpus for n in cluster.nodes},
-                                   solver=p.solver, gap=p.gap, time_limit=p.time_limit)
-            return solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap,
-                                 time_limit=p.time_limit, current=current)
+                                   solver=p.solver, gap=p.gap, time_limit=p.time_limit, node_limit=int(p.node_limit))
+            # a running job that the plan moves to an equivalent placement (same classes and GPU
+            # counts elsewhere: a restart for nothing): solve again with running jobs pinned to the
+            # nodes they hold (their other signatures stay open, priced by restart_penalty)
+            pin: frozenset[str] = frozenset()
+            by_name = {n.name: n for n in cluster.nodes}
+            for _ in range(PIN_PASSES if p.pin_running else 1):
+                sol = solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap, time_limit=p.time_limit,
+                                    current=current, node_limit=int(p.node_limit), pin=pin)
+                moved_equal = {j for j, cur in current.items()
+                               if (cfg := sol.assignments.get(j)) and dict(cfg) != dict(cur)
+                               and all(n in by_name for n in cur)
+                               and signature(cfg, by_name) == signature(cur, by_name)} - pin
+                if not moved_equal or sol.status == "none":
+                    break
+                # pinning only the movers lets others move in their place: pin every running job
+                pin = frozenset(current)
+            sol.extra["pinned_jobs"] = len(pin)
+            return sol
         except Exception as exc:  # a solver crash must not cost the round its plan
             log.warning("planner: %s solve failed (%s); falling back", p.solver, exc)
             return Solution({}, None, None, None, "none", 0.0, 0, 0, 0, p.formulation, p.solver,

@@ -32,45 +32,38 @@ pinned to its own config's nodes: each of those nodes is a group of its own, and
 laminar eligible sets (pinned node ⊂ family of (type, class, free) ⊂ class), one constraint per set
 and size, which keeps the model exact (:func:`shares_a_node`).
 
-The solution is mapped back to concrete nodes so that running jobs keep their nodes: a job whose
-signature is unchanged (an equivalent config: same classes and GPU counts) stays where it runs
-whenever the others can be packed around it (:func:`keep_running`, :func:`keep_equivalent`); of
-equally good roundings the one moving the fewest running jobs is kept. Moving a job to an
-equivalent config would cost a restart for nothing (DESIGN.md: "a job whose config is unchanged
-keeps running").
+The solution is mapped back to concrete nodes so that running jobs keep their nodes
+(:mod:`planner.keep`); signatures, packing patterns and the node packer live in
+:mod:`planner.signatures`. Every solver limit here is deterministic (LP solves, a fixed number of
+dives, a node limit for branch and bound); ``time_limit`` is only a safety net, and plans report
+whether it was reached (``Solution.extra["time_limit_hit"]``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import mip
 
+from planner.keep import keep_equivalent, keep_running, keep_running_jobs, relabel_nodes
+from planner.signatures import (BinKey, Candidate, GroupKey, ModelPiece, Packer, Piece, Signature, _extend_to_maximal,
+                                maximal_patterns,
+                                moved, objective_of, piece_key, quiet_stdout, shares_a_node, signature, stays)
 from planner.views import Config, NodeView, freeze_config
+
+__all__ = ["BinKey", "Candidate", "Packer", "Piece", "Signature", "Solution", "keep_equivalent", "keep_running",
+           "keep_running_jobs", "maximal_patterns", "moved", "objective_of", "piece_key", "relabel_nodes",
+           "shares_a_node", "signature", "solve_compact", "solve_plain"]
 
 log = logging.getLogger(__name__)
 
-BinKey = tuple[str, str, int]  # (gpu_type, server_class, free_gpus)
-Piece = tuple[BinKey, int]  # GPUs of one config on one node of a bin
-Signature = tuple[Piece, ...]
-GroupKey = tuple[str, str, int, str]  # (gpu_type, server_class, free_gpus, pinned node name or "")
-ModelPiece = tuple[GroupKey, int]  # a piece as the model places it: (where it may go, GPUs)
+#: branch-and-bound nodes per MIP solve: the deterministic limit (wall time is only a safety net)
+NODE_LIMIT = 2000
 
-
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate config of one job with its throughput gain G (eq. 11)."""
-
-    job_id: str
-    config: Config
-    gain: float
 
 
 @dataclass
@@ -91,21 +84,6 @@ class Solution:
     solver: str
     extra: dict[str, object] = field(default_factory=dict)
 
-
-def objective_of(assignments: Mapping[str, Config | None], cands: Sequence[Candidate],
-                 weights: Mapping[str, float], nodes: Sequence[NodeView] | None = None) -> float:
-    """Eq. 11 value of an assignment. Each chosen config must be a candidate or, with ``nodes``, have
-    a candidate's signature (the compact model's interchangeable placements)."""
-    if nodes is not None:
-        by_name = {n.name: n for n in nodes}
-        key = lambda j, cfg: (j, signature(cfg, by_name))  # noqa: E731
-    else:
-        key = lambda j, cfg: (j, tuple(cfg.items()))  # noqa: E731
-    gain: dict[object, float] = {}
-    for c in cands:
-        k = key(c.job_id, c.config)
-        gain[k] = max(gain.get(k, 0.0), c.gain)
-    return sum(weights[j] * gain[key(j, cfg)] for j, cfg in assignments.items() if cfg)
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
@@ -129,22 +107,6 @@ def _model(solver: str, gap: float, threads: int) -> mip.Model:
     return m
 
 
-@contextlib.contextmanager
-def _quiet_stdout(active: bool) -> Iterator[None]:
-    """CBC's LP re-solve (Clp) logs to the C stdout whatever the log level; silence that fd."""
-    if not active:
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
 
 def _finish(m: mip.Model, status: mip.OptimizationStatus) -> tuple[str, float | None, float | None]:
     if status == mip.OptimizationStatus.OPTIMAL:
@@ -156,8 +118,10 @@ def _finish(m: mip.Model, status: mip.OptimizationStatus) -> tuple[str, float | 
 
 
 def solve_plain(cands: Sequence[Candidate], weights: Mapping[str, float], capacity: Mapping[str, int], *,
-                solver: str = "CBC", gap: float = 0.01, time_limit: float = 10.0, threads: int = 1) -> Solution:
-    """Eq. 11-13 with one binary per candidate config (the reference formulation)."""
+                solver: str = "CBC", gap: float = 0.01, time_limit: float = 10.0, threads: int = 1,
+                node_limit: int = NODE_LIMIT) -> Solution:
+    """Eq. 11-13 with one binary per candidate config (the reference formulation); branch and bound
+    stops after ``node_limit`` nodes (deterministic), ``time_limit`` is a safety net."""
     t0 = time.perf_counter()
     m = _model(solver, gap, threads)
     xs = [m.add_var(var_type=mip.BINARY) for _ in cands]
@@ -172,7 +136,7 @@ def solve_plain(cands: Sequence[Candidate], weights: Mapping[str, float], capaci
         m += mip.xsum(xs[k] for k in ks) <= 1  # eq. 12
     for node, uses in by_node.items():
         m += mip.xsum(g * xs[k] for k, g in uses) <= capacity[node]  # eq. 13
-    status = m.optimize(max_seconds=time_limit) if cands else mip.OptimizationStatus.OPTIMAL
+    status = m.optimize(max_seconds=time_limit, max_nodes=node_limit) if cands else mip.OptimizationStatus.OPTIMAL
     if not cands:
         return Solution({}, 0.0, 0.0, 0.0, "optimal", time.perf_counter() - t0, 0, 0, 0, "plain", solver)
     state, obj, bound = _finish(m, status)
@@ -183,185 +147,29 @@ def solve_plain(cands: Sequence[Candidate], weights: Mapping[str, float], capaci
                 assignments[c.job_id] = c.config
     else:
         assignments = {}
-    return Solution(assignments, obj, bound, relative_gap(obj, bound), state, time.perf_counter() - t0,
-                    m.num_cols, m.num_int, m.num_rows, "plain", solver)
+    elapsed = time.perf_counter() - t0
+    return Solution(assignments, obj, bound, relative_gap(obj, bound), state, elapsed,
+                    m.num_cols, m.num_int, m.num_rows, "plain", solver,
+                    extra={"time_limit_hit": elapsed >= time_limit})
 
 
-# ---------------------------------------------------------------- compact formulation
-#
-# A piece is (key, GPUs on one node). Single-node configs use key (type, class, 0): any node of the
-# class with room will do. Pieces of multi-node configs use key (type, class, free GPUs of the node):
-# their full pieces fill a node of exactly that kind, so two pieces of one config never share a node.
-# Nodes form groups (type, class, free); patterns are per group. Capacity per (group, size) for the
-# multi-node pieces, and per (class, size) for all pieces of the class (a transportation argument:
-# single-node pieces take whatever slots of their class the multi-node pieces leave).
 
-
-def piece_key(node: NodeView, spans: bool) -> BinKey:
-    return (node.gpu_type, node.server_class, node.free_gpus if spans else 0)
-
-
-def signature(config: Config, nodes: Mapping[str, NodeView]) -> Signature:
-    """The multiset of a config's pieces: what the compact model sees of it."""
-    if len(config) == 1:
-        (name, g), = config.items()
-        node = nodes[name]
-        return (((node.gpu_type, node.server_class, 0), g),)
-    return tuple(sorted(((nodes[n].gpu_type, nodes[n].server_class, nodes[n].free_gpus), g) for n, g in config.items()))
-
-
-def shares_a_node(sig: Signature) -> bool:
-    """Whether two pieces of one multi-node signature could share a node of their kind (their GPUs
-    add up to at most the node's free GPUs).
-
-    Configs built on this round's free GPUs never do (every piece but the last fills its node), but a
-    running job's current config can: planned in a fragment plan on a node's idle GPUs, it reads as two
-    partial pieces on nodes that the round plan now counts as wholly free. Pattern counts alone would
-    let both pieces onto one node (no real placement then exists), so the model pins such a
-    signature to its own config's nodes (see :func:`solve_compact`)."""
-    by_key: dict[BinKey, list[int]] = defaultdict(list)
-    for key, g in sig:
-        if key[2]:
-            by_key[key].append(g)
-    return any(len(gs) > 1 and sum(sorted(gs)[:2]) <= key[2] for key, gs in by_key.items())
-
-
-def maximal_patterns(capacity: int, sizes: Sequence[int]) -> list[tuple[int, ...]]:
-    """Maximal multisets (descending tuples) of ``sizes`` with sum ≤ ``capacity``."""
-    sizes = sorted(set(s for s in sizes if 0 < s <= capacity), reverse=True)
-    if not sizes:
-        return []
-    smallest = sizes[-1]
-    out: list[tuple[int, ...]] = []
-
-    def rec(i: int, left: int, chosen: list[int]) -> None:
-        if i == len(sizes):
-            if left < smallest:  # the smallest size no longer fits: maximal
-                out.append(tuple(chosen))
-            return
-        s = sizes[i]
-        for k in range(left // s, -1, -1):
-            rec(i + 1, left - k * s, chosen + [s] * k)
-
-    rec(0, capacity, [])
-    return out
-
-
-def _extend_to_maximal(pieces: Sequence[int], capacity: int, sizes: Sequence[int]) -> tuple[int, ...]:
-    """The maximal pattern (as enumerated by :func:`maximal_patterns`) containing ``pieces``."""
-    usable = sorted(set(s for s in sizes if 0 < s <= capacity))
-    chosen = list(pieces)
-    left = capacity - sum(chosen)
-    if usable:
-        while left >= usable[0]:
-            chosen.append(usable[0])
-            left -= usable[0]
-    return tuple(sorted(chosen, reverse=True))
-
-
-class Packer:
-    """Concrete GPUs left per node; places a signature's pieces on real nodes (best fit)."""
-
-    def __init__(self, nodes: Sequence[NodeView], left: Mapping[str, int] | None = None) -> None:
-        self.left = {n.name: n.free_gpus for n in nodes} if left is None else dict(left)
-        self.by_key: dict[BinKey, list[str]] = defaultdict(list)
-        for n in nodes:
-            if n.free_gpus > 0:
-                self.by_key[piece_key(n, True)].append(n.name)
-                self.by_key[piece_key(n, False)].append(n.name)
-
-    def place(self, sig: Signature, prefer: Config | None = None) -> Config | None:
-        if prefer is not None and all(self.left.get(n, -1) >= g for n, g in prefer.items()):
-            for n, g in prefer.items():
-                self.left[n] -= g
-            return prefer
-        placed: dict[str, int] = {}
-        for key, g in sorted(sig, key=lambda p: -p[1]):
-            fits = [n for n in self.by_key.get(key, ()) if self.left[n] >= g and n not in placed]
-            if key[2] and g == key[2]:
-                fits = [n for n in fits if self.left[n] == key[2]]  # a full piece needs an untouched node
-            if not fits:
-                for n, used in placed.items():
-                    self.left[n] += used
-                return None
-            n = min(fits, key=lambda name: self.left[name])
-            placed[n] = g
-            self.left[n] -= g
-        return freeze_config(placed)
-
-
-def _stays(job_id: str, sig: Signature, current: Mapping[str, Config], by_name: Mapping[str, NodeView]) -> bool:
-    """Whether ``job_id`` runs now in a config with signature ``sig`` (it can keep its nodes)."""
-    cur = current.get(job_id)
-    return bool(cur) and all(n in by_name for n in cur) and signature(cur, by_name) == sig  # type: ignore[arg-type]
-
-
-def moved(assignments: Mapping[str, Config | None], current: Mapping[str, Config]) -> int:
-    """How many running jobs an assignment moves or stops (each one a preemption)."""
-    return sum(1 for j, cur in current.items() if cur and dict(assignments.get(j) or {}) != dict(cur))
-
-
-def keep_running(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
-                 current: Mapping[str, Config]) -> dict[str, Config | None] | None:
-    """The same signatures on concrete nodes, with running jobs whose signature is unchanged on their
-    current nodes where possible: those go first (their current configs are disjoint, so they all
-    fit), then every other job whose nodes in ``assignments`` still have room, then the ones displaced
-    (best fit, biggest first). When a displaced job finds no room, the running jobs that took its
-    nodes give them back (they keep the node-equivalent config ``assignments`` gave them) and the
-    mapping is tried again. ``None`` when no job keeps its nodes this way."""
-    by_name = {n.name: n for n in nodes}
-    chosen = {j: signature(cfg, by_name) for j, cfg in assignments.items() if cfg}
-    stays = {j for j in chosen if _stays(j, chosen[j], current, by_name)}
-    if all(dict(assignments[j] or {}) == dict(current[j]) for j in stays):
-        return dict(assignments)
-    size = {j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j) for j in chosen}
-    rest_order = sorted(chosen, key=size.__getitem__)
-
-    def attempt(stays: set[str], originals_first: bool) -> tuple[dict[str, Config | None], str | None]:
-        packer = Packer(nodes)
-        out: dict[str, Config | None] = {j: None for j, cfg in assignments.items() if not cfg}
-        for j in sorted(stays):
-            out[j] = packer.place(chosen[j], freeze_config(current[j]))
-        later = []
-        for j in (j for j in rest_order if j not in stays):
-            cfg = assignments[j]
-            if not originals_first or (cfg and all(packer.left[n] >= g for n, g in cfg.items())):
-                out[j] = packer.place(chosen[j], cfg)
-                if out[j] is None:
-                    return out, j
-            else:
-                later.append(j)
-        for j in later:
-            out[j] = packer.place(chosen[j])
-            if out[j] is None:
-                return out, j
-        return out, None
-
-    while stays:
-        taken: set[str] = set()
-        for originals_first in (True, False):
-            out, failed = attempt(stays, originals_first)
-            if failed is None:
-                return out
-            taken |= set(assignments[failed] or {})
-        blockers = {s for s in stays if taken & set(current[s])}
-        if not blockers:
-            return None
-        stays -= blockers
-    return None
 
 
 def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], nodes: Sequence[NodeView], *,
                   solver: str = "CBC", gap: float = 0.01, time_limit: float = 10.0, threads: int = 1,
                   current: Mapping[str, Config] | None = None, lp_rounding: bool = True,
-                  dives: int = 4) -> Solution:
+                  dives: int = 4, node_limit: int = NODE_LIMIT, pin: frozenset[str] = frozenset()) -> Solution:
     """Eq. 11-13 over node-class signatures with exact packing patterns (see module docstring).
 
     With ``lp_rounding`` the LP relaxation is solved first and rounded (jobs by LP value, then the
     rest greedily); when the rounded plan is within ``gap`` of the LP bound that is a proof of the
     gap and no branch and bound runs; otherwise up to ``dives`` LP dives (fix the most decided
     fractional choices to 1, re-solve the LP, round again) and, failing those, the MIP, warm-started
-    from the best plan found. The gap reported is always against a proven bound.
+    from the best plan found (at most ``node_limit`` nodes). The gap reported is always against a
+    proven bound. ``pin``: running jobs whose current signature may only be realised on the nodes they
+    hold (an equivalent placement elsewhere would be a restart for nothing). Every limit but ``time_limit`` (a safety net, reported as ``time_limit_hit``) is
+    deterministic, so the same inputs give the same plan on any machine load.
     """
     t0 = time.perf_counter()
     current = current or {}
@@ -378,8 +186,14 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
 
     # groups of interchangeable nodes (type, class, free GPUs); a node that a signature sharing a node
     # (see shares_a_node) is pinned to forms a group of its own, keyed by its name
-    pinned = {k for k in keys if shares_a_node(k[1])}
-    pinned_nodes = {n for k in pinned for n in best[k].config}
+    held = {k: freeze_config(current[k[0]]) for k in keys
+            if k[0] in pin and stays(k[0], k[1], current, by_name)}
+    pinned = {k for k in keys if shares_a_node(k[1])} | set(held)
+
+    def pin_config(k: tuple[str, Signature]) -> Config:
+        return held.get(k, best[k].config)
+
+    pinned_nodes = {n for k in pinned for n in pin_config(k)}
     group_of: dict[str, GroupKey] = {}
     groups: dict[GroupKey, list[str]] = defaultdict(list)
     for n in nodes:
@@ -390,7 +204,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
     for k in keys:
         if k in pinned:
             pieces[k] = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
-                              for n, g in sorted(best[k].config.items()))
+                              for n, g in sorted(pin_config(k).items()))
         else:
             pieces[k] = tuple(((t, c, f, ""), g) for (t, c, f), g in k[1])
     eligible = _Eligible(groups)
@@ -449,7 +263,9 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
         if current:
             assign = keep_running_jobs(assign, nodes, current)
         extra["method"] = method
-        return Solution(assign, obj, bound, relative_gap(obj, bound), state, time.perf_counter() - t0,
+        elapsed = time.perf_counter() - t0
+        extra["time_limit_hit"] = elapsed >= time_limit
+        return Solution(assign, obj, bound, relative_gap(obj, bound), state, elapsed,
                         n_vars, n_int, n_rows, "compact", solver, extra=extra)
 
     def take_mip() -> tuple[dict[str, Config | None], float]:
@@ -457,20 +273,17 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
         pattern_use = {gp: int(round(z.x or 0.0)) for gp, z in zs.items()}
         return _realise(chosen, best, nodes, groups, pattern_use, current, pieces, eligible), float(m.objective_value)
 
-    def time_left() -> float:
-        return max(time_limit - (time.perf_counter() - t0), 0.05)
-
     incumbent: dict[str, Config | None] | None = None
     value = 0.0
     lp_bound: float | None = None
     if lp_rounding:
-        with _quiet_stdout(solver == "CBC"):
+        with quiet_stdout(solver == "CBC"):
             status = m.optimize(relax=True, max_seconds=time_limit)
         if status == mip.OptimizationStatus.OPTIMAL:
             lp_bound = float(m.objective_value)
             tolerance = gap * abs(lp_bound) + 1e-9
             xval = {k: float(x.x or 0.0) for k, x in xs.items()}
-            incumbent, value = _round(keys, best, xval, weights, nodes, current)
+            incumbent, value = _round(keys, best, xval, weights, nodes, current, held)
             extra["lp_bound"] = lp_bound
             if lp_bound - value <= tolerance:
                 return result(incumbent, "optimal", value, lp_bound, "lp-rounding")
@@ -479,7 +292,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
             fixed: list[mip.Var] = []
             for dive in range(dives):
                 frac = sorted((k for k in keys if 1e-6 < xval[k] < 1 - 1e-6), key=lambda k: -xval[k])
-                if not frac or time_left() < 0.1:
+                if not frac:
                     break
                 picked: set[str] = set()
                 for k in frac[: max(1, len(frac) // 3)]:
@@ -487,12 +300,12 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                         picked.add(k[0])
                         xs[k].lb = 1.0
                         fixed.append(xs[k])
-                with _quiet_stdout(solver == "CBC"):
-                    status = m.optimize(relax=True, max_seconds=time_left())
+                with quiet_stdout(solver == "CBC"):
+                    status = m.optimize(relax=True, max_seconds=time_limit)
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 xval = {k: float(x.x or 0.0) for k, x in xs.items()}
-                dived, dived_value = _round(keys, best, xval, weights, nodes, current)
+                dived, dived_value = _round(keys, best, xval, weights, nodes, current, held)
                 extra["dives"] = dive + 1
                 if dived_value > value:
                     incumbent, value = dived, dived_value
@@ -503,7 +316,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
             if lp_bound - value <= tolerance:
                 return result(incumbent, "optimal", value, lp_bound, "lp-dive")
             _warm_start(m, incumbent, by_name, xs, zs, sizes, group_of)
-    status = m.optimize(max_seconds=time_left())
+    status = m.optimize(max_seconds=time_limit, max_nodes=node_limit)
     state, obj, bound = _finish(m, status)
     if incumbent is not None and (state == "none" or obj is None or obj <= value):
         # the rounded plan is at least as good as what branch and bound returned; the tighter of the
@@ -517,115 +330,6 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
     assign, obj = take_mip()
     return result(assign, state, obj, bound, "mip")
 
-
-def keep_equivalent(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
-                    current: Mapping[str, Config]) -> dict[str, Config | None]:
-    """Put back on its current nodes every running job that ``assignments`` moves to other nodes with
-    the same signature (an equivalent config: same server classes and GPU counts, hence the same
-    throughput), whenever its current nodes have room in the rest of the plan; repeated until no job
-    moves back. Afterwards no running job is moved to an equivalent config that it could keep."""
-    by_name = {n.name: n for n in nodes}
-    out = dict(assignments)
-    left = {n.name: n.free_gpus for n in nodes}
-    for cfg in out.values():
-        for n, g in (cfg or {}).items():
-            left[n] -= g
-    changed = True
-    while changed:
-        changed = False
-        for j in sorted(current):
-            cur, cfg = current[j], out.get(j)
-            if not cfg or not cur or dict(cfg) == dict(cur) or not all(n in by_name for n in cur):
-                continue
-            if signature(cfg, by_name) != signature(cur, by_name):
-                continue
-            for n, g in cfg.items():
-                left[n] += g
-            keep = all(left[n] >= g for n, g in cur.items())
-            for n, g in (cur if keep else cfg).items():
-                left[n] -= g
-            if keep:
-                out[j] = freeze_config(cur)
-                changed = True
-    return out
-
-
-def relabel_nodes(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
-                  current: Mapping[str, Config]) -> dict[str, Config | None]:
-    """The same plan with whole node contents exchanged between interchangeable nodes (same type,
-    class and free GPUs: every config keeps its signature and every node its load) so that as many
-    running jobs as possible end on their current nodes.
-
-    A bipartite matching per group of nodes: plan node b to node n is worth, for each running job
-    with an unchanged signature and b's share equal to its current share of n, 1 / its node count
-    (a whole job for a single-node job). The matching polytope is integral, so the LP is exact."""
-    by_name = {n.name: n for n in nodes}
-    contents: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for j, cfg in assignments.items():
-        for n, g in (cfg or {}).items():
-            contents[n].append((j, g))
-    worth: dict[tuple[str, str], float] = defaultdict(float)
-    for j, cfg in assignments.items():
-        cur = current.get(j)
-        if not cfg or not cur or not all(n in by_name for n in cur) or \
-                signature(cfg, by_name) != signature(cur, by_name):
-            continue
-        for b, g in cfg.items():
-            for n, h in cur.items():
-                if g == h and piece_key(by_name[b], True) == piece_key(by_name[n], True):
-                    worth[(b, n)] += 1.0 / len(cur)
-    # a node's contents staying put is free; only pairs that gain over that need the matching
-    if not any(b != n and w > worth.get((b, b), 0.0) for (b, n), w in worth.items()):
-        return dict(assignments)
-    m = mip.Model(sense=mip.MAXIMIZE, solver_name="CBC")
-    m.verbose = 0
-    pairs = list(worth)
-    # every node keeps its own contents unless the matching moves them: identity pairs as fallbacks
-    for n in {p for pair in pairs for p in pair}:
-        if (n, n) not in worth:
-            pairs.append((n, n))
-    x = {pair: m.add_var(var_type=mip.BINARY) for pair in pairs}
-    m.objective = mip.xsum((worth.get(pair, 0.0) + 1e-6 * (pair[0] == pair[1])) * x[pair] for pair in pairs)
-    for side in (0, 1):
-        groups: dict[str, list[mip.Var]] = defaultdict(list)
-        for pair in pairs:
-            groups[pair[side]].append(x[pair])
-        for vs in groups.values():
-            m += mip.xsum(vs) <= 1
-    with _quiet_stdout(True):
-        status = m.optimize(max_seconds=5.0)
-    if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
-        return dict(assignments)
-    target: dict[str, str] = {b: n for (b, n), v in x.items() if v.x is not None and v.x >= 0.5}
-    # nodes whose contents moved away and that received none: complete the permutation per group
-    free_targets: dict[BinKey, list[str]] = defaultdict(list)
-    taken = set(target.values())
-    for n in by_name:
-        if n not in taken:
-            free_targets[piece_key(by_name[n], True)].append(n)
-    for b in sorted(contents):
-        if b not in target:
-            pool = free_targets[piece_key(by_name[b], True)]
-            target[b] = b if b in pool else pool[0]
-            pool.remove(target[b])
-    return {j: (freeze_config({target.get(n, n): g for n, g in cfg.items()}) if cfg else cfg)
-            for j, cfg in assignments.items()}
-
-
-def keep_running_jobs(assignments: Mapping[str, Config | None], nodes: Sequence[NodeView],
-                      current: Mapping[str, Config]) -> dict[str, Config | None]:
-    """What the planner does to a finished plan so running jobs keep their nodes: the better (fewer
-    moved running jobs) of the plan and of :func:`keep_running`'s re-packing, each after
-    :func:`relabel_nodes`; then :func:`keep_equivalent`. Signatures, hence throughput and the
-    objective, are unchanged."""
-    if not current:
-        return dict(assignments)
-    options = [relabel_nodes(assignments, nodes, current)]
-    repacked = keep_running(assignments, nodes, current)
-    if repacked is not None:
-        options.append(relabel_nodes(repacked, nodes, current))
-    best = min(options, key=lambda a: moved(a, current))
-    return keep_equivalent(best, nodes, current)
 
 
 def _scopes(pk: GroupKey) -> list[GroupKey]:
@@ -663,15 +367,17 @@ class _Eligible:
 
 def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signature], Candidate],
            xval: Mapping[tuple[str, Signature], float], weights: Mapping[str, float],
-           nodes: Sequence[NodeView], current: Mapping[str, Config]) -> tuple[dict[str, Config | None], float]:
+           nodes: Sequence[NodeView], current: Mapping[str, Config],
+           held: Mapping[tuple[str, Signature], Config]) -> tuple[dict[str, Config | None], float]:
     """Round an LP solution: (job, signature) pairs by LP value (then weighted gain) placed on real
-    nodes while they fit; then every job still out tries its signatures by weighted gain. Of equally
+    nodes while they fit (a ``held`` pair only on its own nodes); then every job still out tries its
+    signatures by weighted gain. Of equally
     good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
     end, :func:`keep_running_jobs`)."""
     by_name = {n.name: n for n in nodes}
 
     def prefer(j: str, sig: Signature) -> Config | None:
-        if _stays(j, sig, current, by_name):
+        if stays(j, sig, current, by_name):
             return freeze_config(current[j])
         return best[(j, sig)].config
 
@@ -695,7 +401,7 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     best_moved = 0
-    stay = [k for k in keys if _stays(k[0], k[1], current, by_name)]  # warm start: running jobs where they are
+    stay = [k for k in keys if stays(k[0], k[1], current, by_name)]  # warm start: running jobs where they are
     for order in (ones + fracs + by_gain, ones + by_weight, stay + ones + by_weight):
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
@@ -703,7 +409,7 @@ def _round(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signa
         for k in order:
             if k[0] in out:
                 continue
-            cfg = packer.place(k[1], prefer(*k))
+            cfg = packer.place(k[1], prefer(*k), only=k in held)
             if cfg is not None:
                 out[k[0]] = cfg
                 value += score(k)
@@ -745,7 +451,7 @@ def _realise(chosen: Mapping[str, Signature], best: Mapping[tuple[str, Signature
     unchanged stay put, otherwise the candidate's own nodes where free), bigger jobs first; if that
     fails, the exact packing the pattern counts describe."""
     by_name = {n.name: n for n in nodes}
-    stay = sorted(j for j in chosen if _stays(j, chosen[j], current, by_name))
+    stay = sorted(j for j in chosen if stays(j, chosen[j], current, by_name))
     rest = sorted((j for j in chosen if j not in stay),
                   key=lambda j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j))
     packer = Packer(nodes)

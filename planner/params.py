@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 SOLVERS = ("CBC", "HiGHS")
 FORMULATIONS = ("compact", "plain")
-WINDOW_RULES = ("min-requirements", "all")
+WINDOW_RULES = ("waiting", "active", "all")
 
 
 @dataclass(frozen=True)
@@ -19,27 +19,43 @@ class PlannerParams:
 
     ``lambda_`` is the fairness knob of eq. 11 (``None``: the priority's default, 1, or 2 for FTF as
     DESIGN.md says); ``sigma`` the sensitivity threshold (eq. 10); ``window`` the service-window rule
-    (``"min-requirements"``: the paper's rule, ``"all"``: no window, for ablations); ``gap`` the relative
-    MIP gap; ``time_limit`` seconds per solve; ``solver`` ``"CBC"`` or ``"HiGHS"``; ``priority`` a name
+    (``"waiting"``: the paper's rule, the window cut from the waiting queue by minimum requirements with
+    running jobs always planned; ``"active"``: the same cut over every active job, running ones
+    included, the reading before docs/design.md, kept for the ablation; ``"all"``: no window);
+    ``gap`` the relative MIP gap; ``node_limit`` branch-and-bound nodes per solve (the deterministic
+    limit); ``time_limit`` seconds per solve, a safety net only; ``solver`` ``"CBC"`` or ``"HiGHS"``;
+    ``priority`` a name
     from :mod:`planner.priorities`; ``formulation`` ``"compact"`` (node classes aggregated, exact, fast)
     or ``"plain"`` (eq. 11-13 with one binary per concrete config, the reference).
 
-    ``restart_penalty`` (not in the paper; default 0 = the paper's objective) is the fraction of its
-    gain G a running job's candidate loses when it is not the job's current config (for the compact
-    formulation: not its current signature), i.e. a change of config must win by that margin to pay
-    for the restart (the simulator's 60 s, a checkpoint/restore live). Must be in [0, 1).
+    ``restart_penalty`` (not in the paper's eq. 11; 0 = the paper's objective) prices a move: the
+    fraction of its gain G a running job's candidate loses when it is not the job's current config
+    (another node, class or GPU count: one restart, the simulator's 60 s, a checkpoint/restore live).
+    In the compact formulation the current signature is free and the post-solve mapping pins it to
+    the nodes the job holds (:mod:`planner.keep`). Must be in [0, 1). The default is chosen with
+    evidence in docs/results/restart-ablation.md.
+
+    ``pin_running``: when a compact plan moves a running job to an equivalent placement (same classes
+    and GPU counts on other nodes, a restart for nothing), solve again with running jobs pinned to the
+    nodes they hold; False only for the ablation.
+
+    ``entity_tolerance`` (> 0): nodes of one server class whose estimated throughput differs by more
+    than this fraction become different planner classes (:mod:`planner.entities`); 0 turns it off.
     """
 
     lambda_: float | None = None
     sigma: float = 1.4
-    window: str = "min-requirements"
+    window: str = "waiting"
     gap: float = 0.01
-    time_limit: float = 10.0
+    node_limit: int = 2000
+    time_limit: float = 60.0
     solver: str = "CBC"
     priority: str = "lr"
     formulation: str = "compact"
     sensitivity_adjustment: bool = True
-    restart_penalty: float = 0.0
+    restart_penalty: float = 0.2
+    pin_running: bool = True
+    entity_tolerance: float = 0.05
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -57,5 +73,9 @@ class PlannerParams:
         if not 0.0 <= self.restart_penalty < 1.0:
             raise ValueError(
                 f"planner restart_penalty {self.restart_penalty} must be in [0, 1); 0 is the paper's objective")
+        if self.node_limit < 1:
+            raise ValueError(f"planner node_limit {self.node_limit} must be a positive number of nodes")
+        if not 0.0 <= self.entity_tolerance < 1.0:
+            raise ValueError(f"planner entity_tolerance {self.entity_tolerance} must be in [0, 1); 0 turns it off")
         if self.lambda_ is not None and self.lambda_ < 0:
             raise ValueError(f"planner lambda_ {self.lambda_} must be >= 0")

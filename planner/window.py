@@ -3,14 +3,17 @@
 Second step of a planning, after :func:`planner.priorities.queue_order` and before configuration
 generation (:mod:`planner.configs`).
 
-Reading of the paper's service window (§3.6, "Service window"): walking the queue from its head, add
-each job's *minimum* requirement R_1 to a running sum; the job at which the sum first reaches
-(≥) the GPUs the planning can hand out is the last one in the window; jobs behind it get nothing
-this planning. "The total system resources" is read as the GPUs this planning distributes: for a
-round plan, the nodes' free GPUs (running jobs being re-planned count as free, so normally the whole
-cluster); for a fragment plan, the idle GPUs. The window therefore holds just enough jobs that their
-smallest requests could fill the GPUs being planned, and never fewer than one job; when the whole
-queue's minimum requirements do not reach the GPUs, the window is the whole queue.
+Reading of the paper's service window (§3.6, "Service window"; docs/design.md): the window is cut
+from the *waiting* queue ("the i-th job in the waiting queue"; §3.1: jobs are "placed into a waiting
+queue"). Walking it from its head, add each job's *minimum* requirement R_1 to a running sum; the job
+at which the sum first reaches (≥) the GPUs the planning distributes is the last one in the window;
+waiting jobs behind it get nothing this planning. Running jobs are not in that queue: a round plan
+always plans them, with their LR weight (:mod:`planner.hops`). "The total system resources" is read
+as the GPUs the planning distributes: for a round plan the nodes' free GPUs (running jobs being
+re-planned count as free, so normally the whole cluster); for a fragment plan, the idle GPUs. The
+window never holds fewer than one job; when the whole queue's minimum requirements do not reach the
+GPUs, it is the whole queue. Jobs no configuration can serve never enter the queue handed in here
+(:mod:`planner.hops`), so they neither take a place nor count toward the sum.
 
 Sensitivity adjustment (§3.6), for fragment plans only: if the window's mean sensitivity ρ_set is
 above the whole queue's ρ_queue, walk the queue from the window boundary backward (toward its tail)
@@ -65,9 +68,10 @@ def sensitivity_adjustment(queue: Sequence[JobView], size: int, idle_gpus: int) 
     return tuple(fillers)
 
 
-def select(queue: Sequence[JobView], gpus: int, *, rule: str = "min-requirements",
+def select(queue: Sequence[JobView], gpus: int, *, rule: str = "waiting",
            fragment: bool = False, adjust: bool = True) -> Window:
-    """The window for ``queue`` (already in priority order) over ``gpus`` plannable GPUs."""
+    """The window for ``queue`` (already in priority order) over ``gpus`` plannable GPUs; ``rule``
+    ``"all"``: the whole queue (no window), any other rule: the minimum-requirement cut."""
     size = len(queue) if rule == "all" else service_window_size(queue, gpus)
     fillers = sensitivity_adjustment(queue, size, gpus) if (fragment and adjust) else ()
     chosen = set(fillers)

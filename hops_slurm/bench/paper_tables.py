@@ -17,7 +17,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
 from hops_slurm.sim.policies import available_policies
-from hops_slurm.sim.runner import compare
+from hops_slurm.sim.runner import Options, compare
 
 NAME = "paper-tables"
 
@@ -39,6 +39,8 @@ ABLATION = ["hops", "hops-las", "hops-sjf", "hops-srtf", "hops-fifo"]
 FTF = ["hops-ftf", "sia-lr", "gavel-lr", "themis"]
 RATES = [30, 60, 120, 300, 600, 1200]
 SWEEP = ["hops", "sia-lr", "gavel-lr"]
+#: the rigid-request trace and Gavel's workload: Hops beside the baselines that finish them in reasonable time
+RIGID = ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill"]
 
 
 def _usable(names: list[str]) -> tuple[list[str], list[str]]:
@@ -49,19 +51,22 @@ def _usable(names: list[str]) -> tuple[list[str], list[str]]:
 
 
 def section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
-             tag: str, paper: str = "") -> str:
+             tag: str, paper: str = "", options: Options | None = None, note: str = "") -> str:
     ok, missing = _usable(names)
-    lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}.", ""]
+    lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}."
+             + (f" {note}" if note else ""), ""]
     if paper:
         lines += ["Paper:", "", paper, "Ours (mean ± sample std over seeds):", ""]
     if not ok:
         return "\n".join(lines + [f"Not run: none of {', '.join(names)} is installed.", ""])
     start = time.perf_counter()
     try:
-        results = compare(load_cluster(cluster), workload, ok, seeds, out / tag, progress=False)
-    except HopsError as exc:
+        results = compare(load_cluster(cluster), workload, ok, seeds, out / tag, options or Options(), progress=False)
+    except HopsError as exc:  # the workload or cluster itself: no run could start
         return "\n".join(lines + [f"Failed: {exc}", ""])
     write_summary(results, out / tag)
+    if not results:
+        return "\n".join(lines + [markdown_table(results), ""])
     plots = write_plots(results, out, prefix=f"{tag}-")
     lines.append(markdown_table(results))
     if missing:
@@ -71,39 +76,62 @@ def section(title: str, cluster: str, workload: str, names: list[str], seeds: li
     return "\n".join(lines)
 
 
+#: the parts of this benchmark; ``HOPS_BENCH_PARTS=table3,table4`` runs only those (each part's text is
+#: kept under paper-tables/parts/ and paper-tables.md is assembled from every part written so far)
+PARTS = ("table3", "table4", "rigid", "gavel", "ftf", "ablation", "sweep")
+
+
+def _part(name: str, seeds: list[int], data: Path) -> str:
+    if name == "table3":
+        return section("Table 3: 64 GPUs", "paper-64", "paper", MAIN, seeds, data, "table3", PAPER_TABLE_3)
+    if name == "table4":
+        return section("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", "paper", MAIN, seeds, data, "table4",
+                       PAPER_TABLE_4)
+    if name == "rigid":
+        return section("Rigid requests: a Philly-derived trace on 64 GPUs (each job asks for one GPU count)",
+                       "paper-64", "philly:trace=0e4a51,jobs=300", RIGID, seeds[:1], data, "rigid")
+    if name == "gavel":
+        return section("Gavel's workload on 64 GPUs", "paper-64", "gavel", RIGID, seeds, data, "gavel")
+    if name == "ftf":
+        return section("FTF (§4.4): Hops with FTF priority (λ = 2) vs baselines; paper: max ρ 2.15 (Hops) vs "
+                       "28.27 (Sia), 32.01 (Gavel)", "paper-512", "paper", FTF, seeds[:1], data, "ftf")
+    if name == "ablation":
+        return section("Priority ablation (§4.5): LR vs LAS, SJF, SRTF, FIFO in the Hops architecture", "paper-512",
+                       "paper", ABLATION, seeds[:1], data, "ablation")
+    return "\n".join(section(f"Rate sweep (§4.6): {rate} jobs/h", "paper-512", f"sweep:rate={rate}", SWEEP,
+                             seeds[:1], data, f"rate{rate}") for rate in RATES)
+
+
 def run(out_dir: Path) -> Path:
     seeds = [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
     quick = os.environ.get("HOPS_BENCH_QUICK") == "1"
+    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
     if quick:
-        seeds = seeds[:1]
+        seeds, chosen = seeds[:1], ["table3"]
+    unknown = sorted(set(chosen) - set(PARTS))
+    if unknown:
+        raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
     data = out_dir / "paper-tables"
-    data.mkdir(parents=True, exist_ok=True)
+    (data / "parts").mkdir(parents=True, exist_ok=True)
+    for name in chosen:
+        (data / "parts" / f"{name}.md").write_text(_part(name, seeds, data) + "\n")
     parts = [
         "# The Hops paper's experiments, reproduced in the simulator",
         "",
         "Written by `hops-slurm bench paper-tables` (`make bench`). Ground truth: Gavel's measured throughputs "
         "(k80/p100/v100) with entity speed factors per server kind; clusters `etc/clusters/paper-64.toml` and "
-        "`paper-512.toml`; workloads and rules in docs/simulator.md. Times in hours; Max.LR = max wait/age (eq. 6); "
-        "Avg.frag = idle GPUs after a round plan while a job is unassigned, mean over rounds; ρ = JCT / T_id (Themis). "
+        "`paper-512.toml`; workloads and rules in docs/simulator.md; the planning rules in docs/design.md. "
+        "Times in hours; Max.LR = max wait/age (eq. 6); "
+        "Avg.frag = idle GPUs while a job is unassigned after the plans of a round's instant (the round plan "
+        "and the fragment plans that follow it at once), mean over rounds; ρ = JCT / T_id (Themis). "
         "Unfinished > 0 means the policy never placed those jobs (e.g. plain `sia` when no count in a job's "
-        "requirement set is in Sia's config space); its averages then cover completed jobs only and are not "
+        "requirement set is in Sia's config space, or a rigid request of a model that cannot run on that "
+        "many GPUs); its averages then cover completed jobs only and are not "
         "comparable. `gavel-lr` / `sia-lr` are the baselines as the Hops paper ran them (LR-priority weights; "
         "Sia with one config per requirement).",
         "",
-        section("Table 3: 64 GPUs", "paper-64", "paper", MAIN, seeds, data, "table3", PAPER_TABLE_3),
     ]
-    if not quick:
-        parts += [
-            section("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", "paper", MAIN, seeds, data, "table4",
-                     PAPER_TABLE_4),
-            section("FTF (§4.4): Hops with FTF priority (λ = 2) vs baselines; paper: max ρ 2.15 (Hops) vs "
-                     "28.27 (Sia), 32.01 (Gavel)", "paper-512", "paper", FTF, seeds[:1], data, "ftf"),
-            section("Priority ablation (§4.5): LR vs LAS, SJF, SRTF, FIFO in the Hops architecture", "paper-512",
-                     "paper", ABLATION, seeds[:1], data, "ablation"),
-        ]
-        for rate in RATES:
-            parts.append(section(f"Rate sweep (§4.6): {rate} jobs/h", "paper-512", f"sweep:rate={rate}", SWEEP,
-                                  seeds[:1], data, f"rate{rate}"))
+    parts += [(data / "parts" / f"{name}.md").read_text() for name in PARTS if (data / "parts" / f"{name}.md").is_file()]
     path = out_dir / "paper-tables.md"
     path.write_text("\n".join(parts) + "\n")
     return path

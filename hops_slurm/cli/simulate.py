@@ -8,6 +8,7 @@ RoundRecord JSONL, summary.json, results.md and PNG plots.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
@@ -38,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-seconds", type=bounded_float(0, 86400, low_open=True), default=360.0, help="round length (default 360)")
     p.add_argument("--refresh-seconds", type=bounded_float(0, 86400, low_open=True), default=30.0, help="queue refresh / fragment plans (default 30)")
     p.add_argument("--restart-seconds", type=bounded_float(0, 86400), default=60.0, help="restart cost after preemption (default 60)")
+    p.add_argument("--fragment-plans", choices=("at-once", "at-ticks"), default="at-once",
+                   help="fragment plans right after each round plan and at refresh ticks (at-once, the paper's), "
+                        "or only at refresh ticks (at-ticks, for the ablation)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=_run)
 
@@ -53,7 +57,8 @@ def _run(args: argparse.Namespace) -> int:
     for name in policies:
         make_policy(name)  # fail on a bad name before any run starts
     cluster = load_cluster(args.cluster)
-    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
+    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds,
+                      fragment_at_once=args.fragment_plans == "at-once")
     results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=not args.no_progress)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}")
@@ -61,4 +66,6 @@ def _run(args: argparse.Namespace) -> int:
     write_plots(results, args.out)
     print(markdown_table(results), end="")
     print(f"wrote {args.out}/summary.json, results.md, plots and per-run records")
-    return 0
+    for f in results.failures:
+        print(f"hops-slurm: error: {f.policy} seed {f.seed} failed: {f.error}", file=sys.stderr)
+    return 1 if results.failures else 0

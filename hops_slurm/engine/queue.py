@@ -53,6 +53,8 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
     frag = json.loads(state.meta("last_fragment", "{}") or "{}")
     prios = plan.get("priorities", {})
     window = set(plan.get("window", []))
+    unservable = dict(frag.get("unservable", {}) if frag.get("time", 0) > plan.get("time", 0) else {})
+    unservable = {**dict(plan.get("unservable", {})), **unservable}
     assign = dict(plan.get("assignments", {}))
     if frag.get("time", 0) > plan.get("time", 0):
         assign.update({j: c for j, c in frag.get("assignments", {}).items() if c})
@@ -70,6 +72,8 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
             where = ",".join(f"{n}:{k}" for n, k in seen.gpu_config().items())
         elif assign.get(js.job_id):
             where = ",".join(f"{n}:{k}" for n, k in assign[js.job_id].items())
+        elif js.job_id in unservable:
+            where = f"unservable: {unservable[js.job_id]}"
         else:
             where = "-"
         if js.profile == PROFILE_FAILED:

@@ -12,7 +12,9 @@ Definitions (hours in tables, seconds here):
 * latency ratio (eq. 6): wait / age, age = the eq. 9 estimate made before the job first ran
   (``JobRecord.age_estimate``).
 * FTF rho (Themis): JCT / ideal_time (``JobRecord.ideal_time``, T_id on 1/N of the cluster).
-* Avg.frag: mean over round plans (plan_index 0) up to the last completion of idle GPUs after the plan while a job is unassigned.
+* Avg.frag: mean over rounds up to the last completion of idle GPUs while a job is unassigned, counted
+  after the last plan at the round plan's instant (the round plan and the fragment plans that follow
+  it at once; the paper: "after each round of scheduling").
 * planner time per round: solve seconds of a round's plans summed (round plan + its fragment plans).
 """
 
@@ -40,6 +42,7 @@ class RunMetrics:
     preemptions: int
     planner_mean_seconds: float
     planner_max_seconds: float
+    limit_hits: int  # plans a wall-clock solver limit ended (0: the run is reproducible on any load)
     jct: list[float]
     lr: list[float]
     rho: list[float]
@@ -52,6 +55,21 @@ def _busy(rec: JobRecord) -> float:
     return sum((p.end if p.end is not None else rec.end or 0.0) - p.start for p in rec.placements)
 
 
+def after_round(rounds: Sequence[RoundRecord], until: float) -> list[RoundRecord]:
+    """Per round plan up to ``until``: the record of the last plan at its instant (itself, or the
+    last fragment plan that followed it at the same time)."""
+    out: list[RoundRecord] = []
+    for r in rounds:
+        if r.plan_index == 0:
+            if r.time <= until:
+                out.append(r)
+            else:
+                break
+        elif out and r.time == out[-1].time:
+            out[-1] = r
+    return out
+
+
 def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMetrics:
     done = [j for j in jobs if j.end is not None]
     if not done:
@@ -62,7 +80,7 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
     lr = [w / j.age_estimate if j.age_estimate else math.inf for w, j in zip(waits, done)]
     rho = [c / j.ideal_time if j.ideal_time else math.inf for c, j in zip(jct, done)]
     last_end = max(j.end for j in done)  # type: ignore[type-var]
-    main = [r for r in rounds if r.plan_index == 0 and r.time <= last_end]
+    main = after_round(rounds, last_end)
     per_round: dict[float, float] = defaultdict(float)
     current = None
     for r in rounds:
@@ -82,6 +100,7 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
         preemptions=sum(j.preemptions for j in done),
         planner_mean_seconds=sum(times) / len(times),
         planner_max_seconds=max(times),
+        limit_hits=sum(1 for r in rounds if r.limit_hit),
         jct=jct,
         lr=lr,
         rho=rho,

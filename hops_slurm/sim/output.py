@@ -54,12 +54,28 @@ def _fmt(mean: float, spread: float, scale: float) -> str:
     return text + (f" ± {spread / scale:.{digits}f}" if spread > 0 else "")
 
 
+def _failures(results: Sequence[RunResult]) -> list[Any]:
+    return list(getattr(results, "failures", []))
+
+
 def markdown_table(results: Sequence[RunResult]) -> str:
+    """One row per policy (mean ± spread over its completed seeds); a policy with failed runs is
+    marked, and one whose every run failed gets a row saying why."""
     agg = aggregate(results)
+    failed: dict[str, list[Any]] = {}
+    for f in _failures(results):
+        failed.setdefault(f.policy, []).append(f)
     head = "| Policy | " + " | ".join(label for _k, label, _s in COLUMNS) + " |"
     sep = "|" + "---|" * (len(COLUMNS) + 1)
-    rows = [f"| {p} | " + " | ".join(_fmt(*row[k], s) for k, _l, s in COLUMNS) + " |" for p, row in agg.items()]
-    return "\n".join([head, sep, *rows]) + "\n"
+    rows = []
+    for p, row in agg.items():
+        mark = f" (FAILED seed {','.join(str(f.seed) for f in failed[p])})" if p in failed else ""
+        rows.append(f"| {p}{mark} | " + " | ".join(_fmt(*row[k], s) for k, _l, s in COLUMNS) + " |")
+    for p, fs in failed.items():
+        if p not in agg:
+            rows.append(f"| {p} (FAILED) | " + " | ".join(["-"] * len(COLUMNS)) + " |")
+    notes = [f"FAILED: {f.policy} seed {f.seed}: {f.error}" for f in _failures(results)]
+    return "\n".join([head, sep, *rows]) + "\n" + ("\n" + "\n\n".join(notes) + "\n" if notes else "")
 
 
 def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> tuple[Path, Path]:
@@ -70,6 +86,7 @@ def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> 
             for r in results
         ],
         "aggregate": {p: {k: {"mean": m, "std": s} for k, (m, s) in row.items()} for p, row in aggregate(results).items()},
+        "failed": [{"policy": f.policy, "seed": f.seed, "error": f.error} for f in _failures(results)],
     }
     js = out / "summary.json"
     js.write_text(json.dumps(summary, indent=2, default=lambda v: None if not math.isfinite(v) else v) + "\n")
@@ -87,7 +104,9 @@ def write_plots(results: Sequence[RunResult], out: Path, prefix: str = "") -> li
 
     out.mkdir(parents=True, exist_ok=True)
     policies = list(dict.fromkeys(r.policy for r in results))
-    paths = []
+    paths: list[Path] = []
+    if not policies:
+        return paths
     for key, label, scale, fname in (
         ("jct", "JCT (h)", 3600.0, "cdf_jct.png"),
         ("lr", "latency ratio", 1.0, "cdf_lr.png"),

@@ -3,6 +3,8 @@
 Data flow: :func:`simulate` builds the SimBackend for a workload, drives a fresh policy through the
 round loop, and returns a :class:`RunResult`; :func:`compare` runs every (policy, seed) pair, writes
 each run's JobRecord / RoundRecord JSONL under ``out/<policy>/seed<k>/`` and shows a progress line.
+A run that fails (a policy error, the simulator's 90-day guard) does not lose the comparison: it is
+kept as a :class:`RunFailure` (``error.txt`` in its folder) and every other run still completes.
 """
 
 from __future__ import annotations
@@ -37,10 +39,29 @@ class RunResult:
 
 
 @dataclass
+class RunFailure:
+    """One (policy, seed) run that raised: the policy, the seed and the one-line reason."""
+
+    policy: str
+    seed: int
+    error: str
+
+
+class Comparison(list[RunResult]):
+    """The completed runs of :func:`compare` (a list, as before) plus the failed ones."""
+
+    def __init__(self, results: Sequence[RunResult] = (), failures: Sequence[RunFailure] = ()) -> None:
+        super().__init__(results)
+        self.failures: list[RunFailure] = list(failures)
+
+
+@dataclass
 class Options:
     round_seconds: float = 360.0
     refresh_seconds: float = 30.0
     restart_seconds: float = 60.0
+    #: fragment plans at the round plan's instant (the paper's); False: only at refresh ticks
+    fragment_at_once: bool = True
 
 
 def simulate(
@@ -61,7 +82,8 @@ def simulate(
             on_round(now, len(backend.finished))
 
     try:
-        rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds), on_round=tick)
+        rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds,
+                                                          fragment_at_once=options.fragment_at_once), on_round=tick)
     except HopsError as exc:
         raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
     records = backend.job_records()
@@ -123,16 +145,27 @@ def compare(
     out: Path | None,
     options: Options = Options(),
     progress: bool = True,
-) -> list[RunResult]:
-    """Every policy on the same seeded workload; writes per-run records under ``out`` when given."""
-    results = []
+) -> Comparison:
+    """Every policy on the same seeded workload; writes per-run records under ``out`` when given.
+    A run that raises is recorded in ``failures`` (and ``error.txt``); the others go on."""
+    results = Comparison()
     bar = Progress(len(policies) * len(seeds), enabled=progress)
     for seed in seeds:
         jobs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
         for name in policies:
             label = f"{name} seed {seed}"
-            result = simulate(cluster, jobs, name, seed, options,
-                              on_round=lambda now, n, label=label: bar.show(label, n, len(jobs), now))
+            try:
+                result = simulate(cluster, jobs, name, seed, options,
+                                  on_round=lambda now, n, label=label: bar.show(label, n, len(jobs), now))
+            except Exception as exc:  # noqa: BLE001 - one failed policy must not lose the comparison
+                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                bar.done_runs += 1
+                results.failures.append(RunFailure(name, seed, text))
+                if out is not None:
+                    folder = out / name / f"seed{seed}"
+                    folder.mkdir(parents=True, exist_ok=True)
+                    (folder / "error.txt").write_text(text + "\n")
+                continue
             bar.done_runs += 1
             bar.show(label, len(jobs), len(jobs), max(j.end or 0.0 for j in result.jobs), force=True)
             if out is not None:

@@ -50,6 +50,7 @@ from planner.baselines.common import (
     solver_weights,
     take,
 )
+from planner.signatures import quiet_stdout
 from planner.views import ClusterView, Config, JobView, Plan, Policy
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,8 @@ def max_min_fairness_allocation(
         if col:
             model += mip.xsum(s * v for s, v in col) <= num_workers[j]
     model.objective = t
-    status = model.optimize()
+    with quiet_stdout(True):  # CBC/Clp log to the C stdout whatever the verbosity
+        status = model.optimize()
     if status != mip.OptimizationStatus.OPTIMAL:
         raise SolverError(f"gavel: max-min fairness LP not solved (status {status.name}); check throughputs")
     sol = [[(v.x or 0.0) if v is not None else 0.0 for v in row] for row in x]

@@ -48,6 +48,7 @@ from planner.baselines.common import (
     take,
 )
 from planner.baselines.gavel import SolverError
+from planner.signatures import quiet_stdout
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,8 @@ class SiaPolicy(Policy):
         objective = sum(self.lambda_n * weights[j.job_id] for j in jobs)
         if terms:
             model.objective = mip.xsum(terms)
-            status = model.optimize(max_seconds=self.max_seconds)
+            with quiet_stdout(True):  # CBC/Clp log to the C stdout whatever the verbosity
+                status = model.optimize(max_seconds=self.max_seconds)
             if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
                 raise SolverError(f"sia: ILP over {n_configs} configs returned {status.name}; raise max_seconds")
             objective += float(model.objective_value)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import mip
 
 from planner.baselines.common import fits, place_consolidated, representative_config, take
+from planner.signatures import quiet_stdout
 from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
 
 log = logging.getLogger(__name__)
@@ -287,7 +288,8 @@ def _proportional_fair(
         if col:
             model += mip.xsum(g * v for g, v in col) <= cap
     model.objective = mip.xsum(g * v for v, (_, _, g) in zip(y, items))
-    status = model.optimize()
+    with quiet_stdout(True):  # CBC/Clp log to the C stdout whatever the verbosity
+        status = model.optimize()
     if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
         log.warning("themis: proportional-fair ILP returned %s; no allocation this auction", status.name)
         return {}, 0.0

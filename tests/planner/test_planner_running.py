@@ -233,9 +233,9 @@ def test_compact_with_running_jobs_matches_plain_and_is_realisable(seed: int, ro
 
 @pytest.mark.parametrize("formulation", ["compact", "plain"])
 @pytest.mark.parametrize(("penalty", "expected"), [(0.0, "b0"), (0.05, "b0"), (0.2, "a0")])
-def test_restart_penalty_is_optional_and_default_off(formulation: str, penalty: float, expected: str) -> None:
+def test_restart_penalty_prices_a_change_of_class(formulation: str, penalty: float, expected: str) -> None:
     # R runs on a0:4 at 10 samples/s; b0 (class B) would give 11. Gains G: a0 10/10 = 1.0, b0 1.1.
-    # Paper (penalty 0): 1.1 > 1.0, R moves to b0. Penalty 0.05: 1.1 · 0.95 = 1.045 > 1.0, still
+    # eq. 11 as printed (penalty 0): 1.1 > 1.0, R moves to b0. Penalty 0.05: 1.1 · 0.95 = 1.045 > 1.0, still
     # moves; penalty 0.2: 1.1 · 0.8 = 0.88 < 1.0, R stays on a0.
     nodes = (NodeView("a0", "t", "A", 4, 4), NodeView("b0", "t", "B", 4, 4))
     rate = {"a0": 10.0, "b0": 11.0}
@@ -246,7 +246,8 @@ def test_restart_penalty_is_optional_and_default_off(formulation: str, penalty: 
 
 
 def test_restart_penalty_is_checked() -> None:
-    assert PlannerParams().restart_penalty == 0.0  # the paper's objective by default
+    assert 0.0 < PlannerParams().restart_penalty < 1.0  # moves are priced by default (docs/design.md)
+    assert PlannerParams(restart_penalty=0.0).restart_penalty == 0.0  # the paper's eq. 11
     with pytest.raises(ValueError, match="restart_penalty"):
         PlannerParams(restart_penalty=1.0)
     with pytest.raises(ValueError, match="restart_penalty"):

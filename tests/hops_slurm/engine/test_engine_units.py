@@ -128,6 +128,18 @@ def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
     assert fmt_duration(90061) == "1-01:01:01"
 
 
+def test_queue_shows_why_no_configuration_serves_a_job(tmp_path: Path) -> None:
+    db = EngineState(tmp_path / "engine.sqlite")
+    js = _job("9")
+    js.profile, js.age = PROFILE_DONE, 100.0
+    db.save(js)
+    why = "no configuration serves it: every placement of 4 GPU(s) on v100 is estimated at throughput 0"
+    db.set_meta("last_plan", json.dumps({"time": 1.0, "priorities": {}, "window": [], "assignments": {"9": None},
+                                         "unservable": {"9": why}}))
+    (row,) = queue_rows(db, [SlurmJob(job_id="9", state="PENDING", priority=0)], now=1100.0)
+    assert row.plan == f"unservable: {why}" and not row.window
+
+
 def test_jobs_load_in_submit_then_numeric_id_order(tmp_path: Path) -> None:
     db = EngineState(tmp_path / "engine.sqlite")
     for job_id in ("1000", "999", "12"):  # one submit second: as text "1000" < "12" < "999"

@@ -1,0 +1,110 @@
+"""The round loop and the comparison: fragment plans at the round plan's instant, Avg.frag counted
+after them, reproducible records, silent solvers, and a failed policy that loses nothing else."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hops_slurm.sim import runner
+from hops_slurm.sim.backend import SimBackend
+from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.groundtruth import GroundTruth
+from hops_slurm.sim.loop import LoopSettings, run_rounds
+from hops_slurm.sim.metrics import summarize
+from hops_slurm.sim.output import markdown_table, write_summary
+from hops_slurm.sim.policies import FifoGreedy, available_policies, make_policy
+from hops_slurm.sim.workload import JobSpec, load_workload
+from planner.views import Plan, Policy
+
+R50 = "ResNet-50 (batch size 64)"
+THR4 = GroundTruth().samples_per_second(R50, "v100", 4, False)
+
+
+def tiny(tmp_path, nodes: int = 2):
+    path = tmp_path / "tiny.toml"
+    path.write_text('name = "tiny"\n[profiler]\ngpus_per_type = 2\nprobe_seconds = 60.0\n'
+                    f'[[server_kind]]\nname = "v"\ngpu_type = "v100"\ngpus = 4\ncount = {nodes}\nspeed = 1.0\n')
+    return load_cluster(path)
+
+
+class FragmentsOnly(FifoGreedy):
+    """Round plans keep running jobs and start nothing; fragment plans place pending jobs (FIFO)."""
+
+    name = "fragments-only"
+
+    def plan(self, cluster, jobs, now, *, fragment=False):
+        if fragment:
+            return super().plan(cluster, jobs, now, fragment=True)
+        return Plan({j.job_id: j.current for j in jobs})
+
+
+@pytest.mark.parametrize(("at_once", "start", "frag"), [(True, 60.0, 0.0), (False, 90.0, 8.0)])
+def test_fragment_plans_follow_the_round_plan_at_the_same_instant(tmp_path, at_once: bool, start: float,
+                                                                  frag: float) -> None:
+    jobs = (JobSpec("a", 0.0, R50, (4,), THR4 * 1000.0), JobSpec("b", 0.0, R50, (4,), THR4 * 1000.0))
+    backend = SimBackend(tiny(tmp_path), jobs)
+    rounds = run_rounds(backend, FragmentsOnly(), LoopSettings(360.0, 30.0, fragment_at_once=at_once))
+    assert [r.start for r in backend.job_records()] == [pytest.approx(start)] * 2
+    first = [r for r in rounds if r.time == pytest.approx(60.0)]
+    assert [r.plan_index for r in first] == ([0, 1] if at_once else [0])
+    # Avg.frag after the plans of the round's instant: nothing idles once the fragment plan ran
+    # (at ticks only, the round plan leaves all 8 GPUs idle while both jobs wait)
+    first_round = summarize(backend.job_records(), rounds[: len(first)])
+    assert first_round.avg_frag == pytest.approx(frag)
+
+
+def test_no_more_fragment_plans_than_placements_at_one_instant(tmp_path) -> None:
+    jobs = tuple(JobSpec(f"j{k}", 0.0, R50, (4,), THR4 * 1000.0) for k in range(3))
+    backend = SimBackend(tiny(tmp_path), jobs)
+    rounds = run_rounds(backend, FragmentsOnly(), LoopSettings(360.0, 30.0), max_rounds=1)
+    at_60 = [r.plan_index for r in rounds if r.time == pytest.approx(60.0)]
+    assert at_60 == [0, 1]  # the fragment plan filled both nodes: no idle GPU, no further plan
+
+
+def records(result: runner.RunResult) -> tuple[list[dict], list[dict]]:
+    jobs = [r.model_dump() for r in result.jobs]
+    rounds = [r.model_dump(exclude={"solve_seconds"}) for r in result.rounds]  # measured wall time
+    return jobs, rounds
+
+
+def test_hops_runs_are_reproducible(tmp_path) -> None:
+    cluster = load_cluster("paper-64")
+    jobs = load_workload("paper:jobs=20", 3, cluster_gpus=cluster.total_gpus)
+    one = runner.simulate(cluster, jobs, "hops", 3)
+    two = runner.simulate(cluster, jobs, "hops", 3)
+    assert records(one) == records(two)
+    assert one.metrics.limit_hits == 0 and all(r.state == "COMPLETED" for r in one.jobs)
+    assert any(r.plan_index > 0 for r in one.rounds)
+
+
+def test_no_policy_writes_solver_logs_to_stdout(tmp_path, capfd) -> None:
+    cluster = load_cluster("paper-64")
+    names = available_policies()
+    assert {"hops", "sia", "sia-lr", "gavel", "gavel-lr", "themis"} <= set(names)
+    runner.compare(cluster, "paper:jobs=8", names, [0], None, progress=False)
+    assert capfd.readouterr().out == ""
+
+
+class Unenactable(Policy):
+    name = "unenactable"
+
+    def plan(self, cluster, jobs, now, *, fragment=False):
+        return Plan({j.job_id: {cluster.nodes[0].name: 99} for j in jobs})
+
+
+def test_one_failed_policy_does_not_lose_the_comparison(tmp_path, monkeypatch) -> None:
+    real = make_policy
+    monkeypatch.setattr(runner, "make_policy", lambda name: Unenactable() if name == "unenactable" else real(name))
+    out = tmp_path / "out"
+    results = runner.compare(load_cluster("paper-64"), "paper:jobs=6", ["fifo-greedy", "unenactable"], [0, 1], out,
+                             progress=False)
+    assert [(r.policy, r.seed) for r in results] == [("fifo-greedy", 0), ("fifo-greedy", 1)]
+    assert [(f.policy, f.seed) for f in results.failures] == [("unenactable", 0), ("unenactable", 1)]
+    assert "99 GPUs" in (out / "unenactable" / "seed0" / "error.txt").read_text()
+    assert (out / "fifo-greedy" / "seed1" / "jobs.jsonl").is_file()
+    table = markdown_table(results)
+    assert "| fifo-greedy |" in table and "| unenactable (FAILED) |" in table and "FAILED: unenactable seed 0" in table
+    js, _md = write_summary(results, out)
+    assert [f["policy"] for f in json.loads(js.read_text())["failed"]] == ["unenactable", "unenactable"]
