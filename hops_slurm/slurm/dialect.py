@@ -5,8 +5,9 @@ Where it sits: between :class:`hops_slurm.slurm.cli.CliSlurm` (which runs the co
 ``scontrol --version`` names the release, and :func:`dialect_for` gives the commands that read it
 (``scontrol show job|nodes|reservation --json`` from 23.02 on; ``squeue/sinfo --json`` and ``scontrol -o
 show reservation`` on 22.05). Each JSON answer names its own data_parser in ``meta``; :meth:`Dialect.read`
-hands it to the reader of that version. A release or a data_parser that was not recorded and checked
-(tests/data/slurm-output/) is refused with an error naming it: never read by guesswork.
+hands it to the reader of that version, after checking it is the one recorded for that release. A
+release or a data_parser that was not recorded and checked (tests/data/slurm-output/) is refused with an
+error naming it: never read by guesswork.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Dialect:
 
     release: str  # "24.11"
     structured: bool  # scontrol --json (23.02 and later)
+    data_parser: str  # what its JSON names in meta (recorded and checked field by field)
 
     def jobs_argv(self) -> list[str]:
         return ["scontrol", "show", "job", "--json"] if self.structured else ["squeue", "--json"]
@@ -74,13 +76,10 @@ class Dialect:
             raise SlurmError("Slurm reports: " + "; ".join(str(e.get("description") or e.get("error") or e)
                                                           if isinstance(e, dict) else str(e) for e in errors))
         parser = data_parser_of(data)
-        if parser in read_v0038.DATA_PARSERS and not self.structured and v0038 is not None:
-            reader = v0038
-        elif parser in read_data_parser.DATA_PARSERS and self.structured:
-            reader = data_parser
-        else:
+        reader = v0038 if parser in read_v0038.DATA_PARSERS else data_parser
+        if parser != self.data_parser or reader is None:
             raise UnsupportedSlurm(f"Slurm {self.release} answered in {parser}, which hops-slurm does not read "
-                                   f"(it reads {', '.join(sorted(KNOWN_DATA_PARSERS))})")
+                                   f"(it reads Slurm {self.release} in {self.data_parser})")
         try:
             return reader(data)
         except (KeyError, TypeError, ValueError) as exc:
@@ -89,11 +88,10 @@ class Dialect:
 
 #: The releases read here, each recorded from the real daemons (tests/data/slurm-output/<release>/).
 DIALECTS = {
-    "22.05": Dialect("22.05", structured=False),
-    "24.11": Dialect("24.11", structured=True),
-    "26.05": Dialect("26.05", structured=True),
+    "22.05": Dialect("22.05", structured=False, data_parser="openapi/v0.0.38"),
+    "24.11": Dialect("24.11", structured=True, data_parser="data_parser/v0.0.42"),
+    "26.05": Dialect("26.05", structured=True, data_parser="data_parser/v0.0.45"),
 }
-KNOWN_DATA_PARSERS = read_v0038.DATA_PARSERS | read_data_parser.DATA_PARSERS
 
 _VERSION = re.compile(r"^slurm(?:-wlm)?\s+(\d+)\.(\d+)\.(\d+)\S*\s*$")
 

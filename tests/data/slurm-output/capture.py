@@ -26,6 +26,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from hops_slurm.minicluster.accounting import DB_USER, Accounting
 from hops_slurm.minicluster.cluster import Minicluster, hostname
 from hops_slurm.minicluster.spec import MiniclusterSpec
 from hops_slurm.report.sacct import sacct_command
+from hops_slurm.slurm.cli import CliSlurm
 
 HERE = Path(__file__).resolve().parent
 HOOK = HERE.parents[2] / "hooks" / "job_submit.lua"
@@ -295,6 +297,29 @@ def record(c: Cluster, out: Path, release: str) -> None:
         (out / "scontrol-show-job-999.txt").write_text(f"exit {gone.returncode}\n--- stdout\n{gone.stdout}--- stderr\n{gone.stderr}")
 
 
+def check_adapter(c: Cluster) -> str:
+    """Read the live cluster through the adapter, its clients found on PATH (for a root: wrapper scripts
+    that run them inside it), and check what the scenario made."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, SLURM_CONF=str(SPEC.conf_path))
+        if c.root is not None:
+            for cmd in ("scontrol", "squeue", "sinfo", "scancel"):
+                wrapper = Path(tmp) / cmd
+                wrapper.write_text(f'#!/bin/sh\nexec chroot {c.root} env SLURM_CONF={SPEC.conf_path} {cmd} "$@"\n')
+                wrapper.chmod(0o755)
+            env["PATH"] = f"{tmp}:{env['PATH']}"
+        api = CliSlurm(env)
+        job = api.job("17")
+        free = {n.name: n.gpus_free for n in api.nodes()}
+        resv = [r.name for r in api.reservations()]
+        ok = (job is not None and job.gpu_alloc == {"a100-1": (1, 5), "a100-2": (2, 3, 6)} and job.reservation == "hops-job-17"
+              and free == {"a100-1": 0, "a100-2": 1, "v100-1": 0, "v100-2": 4} and resv == ["hops-job-17"]
+              and len(api.jobs()) == 21)
+        if not ok:
+            sys.exit(f"capture: the adapter read job 17 {job}, free GPUs {free}, reservations {resv}")
+        return f"adapter (Slurm {api.dialect.release}, clients on PATH): job 17 on {job.gpu_alloc if job else None}, free {free}"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("release", choices=["22.05", "24.11", "26.05"])
@@ -318,6 +343,7 @@ def main() -> None:
             sys.exit(f"capture: asked for {a.release}, the cluster runs {version}")
         roles = scenario(c)
         record(c, a.out / a.release, a.release)
+        print(f"capture: {check_adapter(c)}")
         print(f"capture: Slurm {version}; wrote {a.out / a.release}; jobs {roles}")
     finally:
         if host_cluster:

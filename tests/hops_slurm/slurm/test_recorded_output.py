@@ -88,7 +88,7 @@ def release(request: pytest.FixtureRequest) -> str:
 def test_release_and_data_parser_are_read_from_slurm_itself(release: str) -> None:
     api = Replay(release)
     assert api.dialect is DIALECTS[release]
-    assert api.dialect.structured == (release != "22.05")
+    assert api.dialect.structured == (release != "22.05") and api.dialect.data_parser == DATA_PARSERS[release]
     main = "squeue.json" if release == "22.05" else "scontrol-show-job.json"
     assert data_parser_of(json.loads((api.dir / main).read_text())) == DATA_PARSERS[release]
 
@@ -207,9 +207,12 @@ def _with_data_parser(path: Path, parser: str) -> str:
 def test_an_unknown_data_parser_is_refused_naming_it() -> None:
     jobs = _with_data_parser(RECORDED / "26.05" / "scontrol-show-job.json", "data_parser/v0.0.46")
     api = Replay("26.05", {("scontrol", "show", "job", "--json"): jobs})
-    with pytest.raises(UnsupportedSlurm, match=r"Slurm 26\.05 answered in data_parser/v0\.0\.46, which hops-slurm does not read"):
+    with pytest.raises(UnsupportedSlurm, match=r"Slurm 26\.05 answered in data_parser/v0\.0\.46, which hops-slurm does not "
+                                               r"read \(it reads Slurm 26\.05 in data_parser/v0\.0\.45\)"):
         api.jobs()
-    # a known data_parser where the release's commands do not expect it is refused as well
+    # a data_parser read for another release is refused as well: only what was recorded is read
+    with pytest.raises(UnsupportedSlurm, match="Slurm 26.05 answered in data_parser/v0.0.42"):
+        DIALECTS["26.05"].jobs((RECORDED / "24.11" / "scontrol-show-job.json").read_text())
     with pytest.raises(UnsupportedSlurm, match="answered in data_parser/v0.0.42"):
         DIALECTS["22.05"].jobs((RECORDED / "24.11" / "scontrol-show-job.json").read_text())
     with pytest.raises(UnsupportedSlurm, match="answered in openapi/v0.0.38"):
