@@ -1,27 +1,44 @@
 --[[
-hops-slurm submit hook (Slurm JobSubmitPlugins=lua; file beside slurm.conf; Lua 5.1 as Slurm 22.05 links it).
+hops-slurm submit hook (Slurm JobSubmitPlugins=lua; file beside slurm.conf). Lua 5.1 as Debian's Slurm
+links it (22.05 to 26.05 on Debian and Ubuntu); written for 5.1 only, tested with lua5.1.
 
 Where it sits: first stop of every job. A job whose batch script has #HOPS lines (or whose --comment
-starts with "hops:") is validated with the same grammar as hops_slurm/directives.py and the same test
-vectors (tests/data/directives); a malformed job is rejected with a message naming the key; a valid
-one gets its canonical directives in admin_comment ("hops:<canonical>"), is put in the Hops partition
-when it named none, and is held (priority 0) until the Hops engine places and releases it. A Hops job
-may not ask for GPUs itself (--gres/--gpus): the engine decides how many and of which type. Jobs
-without directives are left alone.
+starts with "hops:") is validated with the grammar of docs/directives-grammar.md, the same one
+hops_slurm/directives.py implements (tests/hooks/ runs both on the same bytes and compares); a malformed
+job is rejected with a message naming the key; a valid one gets its canonical directives in
+admin_comment ("hops:<canonical>"), is put in the Hops partition when it named none, and is held
+(priority 0) until the Hops engine places and releases it. A Hops job may not ask for GPUs itself
+(--gres/--gpus): the engine decides how many and of which type. Jobs without directives are left alone.
+
+Cost: slurmctld holds its job lock while this runs, for every job. Lengths are capped before any pattern
+runs, and every pattern is linear in its subject (no nested or adjacent unbounded repetitions); numbers
+are read by their digits (never through a float that could round them). Worst case over 1 MB of input:
+docs/results/hook.md (`hops-slurm bench hook`).
 ]]
 
 HOPS_PARTITION = "hops"
 
+local MAX_HEADER = 32768 -- #HOPS lines come before the first command, within this many bytes
+local MAX_LINE = 1024 -- bytes in one #HOPS line
+local MAX_LINES = 16 -- #HOPS lines in one script
+local MAX_COMMENT = 1024 -- bytes of a hops: comment
 local MAX_GPUS = 1024
 local MAX_CHOICES = 8
-local MAX_SAMPLES = 1e15
 local MAX_BATCH = 65536
-local MAX_PARAMS = 1e13
 local MAX_EPOCHS = 100000
-local MAX_LR = 1000.0
+local SAMPLES_EXP = 15 -- samples and dataset-size at most 10^15
+local PARAMS_EXP = 13 -- params at most 10^13
+local MAX_ENTRYPOINT = 128 -- bytes of model=pkg.mod:fn (keeps every canonical form under MAX_COMMENT)
+local MAX_NUMBER_LEN = 24
+local MAX_RATE_LEN = 32
+local MAX_RATE_DIGITS = 15 -- significant digits of a learning rate (a double keeps 15 exactly)
+local MIN_RATE_EXP = -9 -- learning rates from 1e-9 ...
+local MAX_RATE_EXP = 3 -- ... to 1000
+local RATE_RANGE = "1e-9..1000"
 local COMMENT_PREFIX = "hops:"
 local KEYS = { "gpus", "levels", "samples", "epochs", "dataset-size", "batch-size", "model", "lr", "lr-scale", "params" }
-local SUFFIX = { [""] = 1, K = 1e3, M = 1e6, G = 1e9 }
+local SUFFIX_ZEROS = { K = 3, M = 6, G = 9 }
+local ALLOWED = "one #HOPS line holds printable ASCII separated by spaces or tabs; lines end at \\n"
 
 local hops = {}
 
@@ -29,13 +46,26 @@ local function fail(key, msg)
 	error({ key = key, message = "#HOPS " .. key .. ": " .. msg }, 0)
 end
 
+-- 'text' with \ and ' escaped, cut to n bytes (the grammar's quote(); tokens are printable ASCII)
 local function quote(s, n)
-	-- Python's repr() of a short string, as the Python model shows it
 	s = string.sub(s, 1, n or 40)
-	if string.find(s, "'", 1, true) and not string.find(s, '"', 1, true) then
-		return '"' .. s .. '"'
-	end
-	return "'" .. string.gsub(s, "'", "\\'") .. "'"
+	s = string.gsub(s, "\\", "\\\\")
+	s = string.gsub(s, "'", "\\'")
+	return "'" .. s .. "'"
+end
+
+-- Any text from a user shown in a log or message: bytes outside printable ASCII as \xHH, cut to n bytes.
+local function printable(s, n)
+	s = string.sub(tostring(s), 1, n or 200)
+	return (string.gsub(s, "[^ -~]", function(c)
+		return string.format("\\x%02X", string.byte(c))
+	end))
+end
+
+-- index just after the run of digits starting at pos
+local function skip_digits(s, pos)
+	local _, e = string.find(s, "^[0-9]*", pos)
+	return e + 1
 end
 
 local function is_known_key(k)
@@ -48,12 +78,12 @@ local function is_known_key(k)
 end
 
 local function valid_key_syntax(k)
-	return string.len(k) <= 32 and string.find(k, "^[a-z][a-z%-]*$") ~= nil
+	return string.len(k) >= 1 and string.len(k) <= 32 and string.find(k, "^[a-z][a-z%-]*$") ~= nil
 end
 
 local function bounded_int(key, value, lo, hi)
-	if not string.find(value, "^%d+$") or string.len(value) > 7 then
-		fail(key, quote(value) .. " is not a whole number")
+	if string.len(value) > 7 or not string.find(value, "^[0-9]+$") then
+		fail(key, quote(value) .. " is not a whole number of at most 7 digits")
 	end
 	local n = tonumber(value)
 	if n < lo or n > hi then
@@ -62,27 +92,50 @@ local function bounded_int(key, value, lo, hi)
 	return n
 end
 
-local function quantity(key, value, hi)
-	-- positive whole quantity with an optional K/M/G suffix, computed exactly in integers
-	local int, frac, suffix = string.match(value, "^(%d+)%.?(%d*)([KMG]?)$")
-	local has_dot = string.find(value, ".", 1, true) ~= nil
-	if not int or string.len(value) > 24 or (has_dot and frac == "") then
-		fail(key, quote(value) .. " is not a number (use e.g. 1200000 or 1.2M)")
+-- A positive whole quantity with an optional K/M/G suffix, at most 10^exp: digits[.digits][K|M|G].
+-- Computed on the digit string; the result (<= 10^15 < 2^53) is exact as a Lua number.
+local function quantity(key, value, exp)
+	local bad = quote(value) .. " is not a number (use e.g. 1200000 or 1.2M)"
+	local len = string.len(value)
+	if len > MAX_NUMBER_LEN then
+		fail(key, bad)
 	end
-	local mult = SUFFIX[suffix]
-	local n = tonumber(int) * mult
-	if frac ~= "" then
-		local scale = 10 ^ string.len(frac)
-		local part = tonumber(frac) * mult
-		if part % scale ~= 0 then
-			fail(key, value .. " is not a whole number")
+	local i = skip_digits(value, 1)
+	local int, frac = string.sub(value, 1, i - 1), ""
+	if int == "" then
+		fail(key, bad)
+	end
+	if string.sub(value, i, i) == "." then
+		local j = skip_digits(value, i + 1)
+		frac = string.sub(value, i + 1, j - 1)
+		if frac == "" then
+			fail(key, bad)
 		end
-		n = n + part / scale
+		i = j
 	end
-	if n < 1 or n > hi then
-		fail(key, value .. " is outside 1.." .. string.format("%.0e", hi))
+	local zeros = SUFFIX_ZEROS[string.sub(value, i, i)]
+	if zeros then
+		i = i + 1
+	else
+		zeros = 0
 	end
-	return n
+	if i ~= len + 1 then
+		fail(key, bad)
+	end
+	if string.len(frac) < zeros then
+		frac = frac .. string.rep("0", zeros - string.len(frac))
+	end
+	if string.find(string.sub(frac, zeros + 1), "[^0]") then
+		fail(key, quote(value) .. " is not a whole number")
+	end
+	local digits = int .. string.sub(frac, 1, zeros)
+	local first = string.find(digits, "[^0]")
+	digits = first and string.sub(digits, first) or ""
+	local nd = string.len(digits)
+	if nd == 0 or nd > exp + 1 or (nd == exp + 1 and digits ~= "1" .. string.rep("0", exp)) then
+		fail(key, quote(value) .. " is outside 1..10^" .. exp)
+	end
+	return tonumber(digits)
 end
 
 local function split(s, sep)
@@ -99,12 +152,12 @@ local function split(s, sep)
 end
 
 local function parse_gpus(value, levels)
-	if string.find(value, "-", 1, true) then
-		local i = string.find(value, "-", 1, true)
-		local lo = bounded_int("gpus", string.sub(value, 1, i - 1), 1, MAX_GPUS)
-		local hi = bounded_int("gpus", string.sub(value, i + 1), 1, MAX_GPUS)
+	local dash = string.find(value, "-", 1, true)
+	if dash then
+		local lo = bounded_int("gpus", string.sub(value, 1, dash - 1), 1, MAX_GPUS)
+		local hi = bounded_int("gpus", string.sub(value, dash + 1), 1, MAX_GPUS)
 		if lo >= hi then
-			fail("gpus", "range " .. value .. " must go from a smaller to a larger count")
+			fail("gpus", "range " .. quote(value) .. " must go from a smaller to a larger count")
 		end
 		local span = hi - lo + 1
 		local n
@@ -114,11 +167,12 @@ local function parse_gpus(value, levels)
 			n = math.min(span, MAX_CHOICES)
 		end
 		if n > span then
-			fail("levels", string.format("%d levels do not fit in the range %s (%d counts)", n, value, span))
+			fail("levels", string.format("%d levels do not fit in the range %s (%d counts)", n, quote(value), span))
 		end
+		-- equal-interval levels from lo to hi, rounded half up, in integers
 		local seen, counts = {}, {}
 		for k = 0, n - 1 do
-			local c = lo + math.floor((hi - lo) * k / (n - 1) + 0.5)
+			local c = lo + math.floor((2 * (hi - lo) * k + (n - 1)) / (2 * (n - 1)))
 			if not seen[c] then
 				seen[c] = true
 				table.insert(counts, c)
@@ -138,17 +192,13 @@ local function parse_gpus(value, levels)
 	for _, item in ipairs(items) do
 		table.insert(counts, bounded_int("gpus", item, 1, MAX_GPUS))
 	end
-	local sorted = {}
-	for i, c in ipairs(counts) do
-		sorted[i] = c
-	end
-	table.sort(sorted)
-	for i = 2, #sorted do
-		if sorted[i] == sorted[i - 1] then
-			fail("gpus", string.format("duplicate count %d", sorted[i]))
+	table.sort(counts)
+	for i = 2, #counts do
+		if counts[i] == counts[i - 1] then
+			fail("gpus", string.format("duplicate count %d", counts[i]))
 		end
 	end
-	return sorted
+	return counts
 end
 
 local function parse_samples(raw)
@@ -158,7 +208,7 @@ local function parse_samples(raw)
 				fail(other, "give either samples= or epochs= with dataset-size=, not both")
 			end
 		end
-		return quantity("samples", raw["samples"], MAX_SAMPLES)
+		return quantity("samples", raw["samples"], SAMPLES_EXP)
 	end
 	if raw["epochs"] == nil and raw["dataset-size"] == nil then
 		fail("samples", "required key is missing (or give epochs= and dataset-size=)")
@@ -170,17 +220,21 @@ local function parse_samples(raw)
 		fail("dataset-size", "epochs= needs dataset-size=")
 	end
 	local epochs = bounded_int("epochs", raw["epochs"], 1, MAX_EPOCHS)
-	local size = quantity("dataset-size", raw["dataset-size"], MAX_SAMPLES)
-	if epochs * size > MAX_SAMPLES then
-		fail("epochs", string.format("epochs x dataset-size exceeds %.0e samples", MAX_SAMPLES))
+	local size = quantity("dataset-size", raw["dataset-size"], SAMPLES_EXP)
+	-- in integers: size * epochs <= 10^15 exactly when size <= floor(10^15 / epochs)
+	if size > math.floor(10 ^ SAMPLES_EXP / epochs) then
+		fail("epochs", "epochs x dataset-size exceeds 10^" .. SAMPLES_EXP .. " samples")
 	end
 	return epochs * size
 end
 
 local function valid_entrypoint(v)
+	if string.len(v) > MAX_ENTRYPOINT then
+		return false
+	end
 	local colon = string.find(v, ":", 1, true)
 	local mod, fn = string.sub(v, 1, colon - 1), string.sub(v, colon + 1)
-	if not string.find(fn, "^[A-Za-z_][A-Za-z0-9_]*$") or string.len(fn) > 64 then
+	if string.len(fn) > 64 or not string.find(fn, "^[A-Za-z_][A-Za-z0-9_]*$") then
 		return false
 	end
 	local parts = split(mod, ".")
@@ -188,7 +242,7 @@ local function valid_entrypoint(v)
 		return false
 	end
 	for _, p in ipairs(parts) do
-		if not string.find(p, "^[A-Za-z_][A-Za-z0-9_]*$") or string.len(p) > 64 then
+		if string.len(p) > 64 or not string.find(p, "^[A-Za-z_][A-Za-z0-9_]*$") then
 			return false
 		end
 	end
@@ -208,12 +262,74 @@ local function parse_model(value)
 	return value
 end
 
-local function valid_rate(s)
-	local mant, exp = string.match(s, "^(%d+%.?%d*)(.*)$")
-	if not mant or string.sub(mant, -1) == "." then
-		return false
+-- A learning rate digits[.digits][e|E[+|-]digits], read as D x 10^e on its digits; returns the
+-- canonical plain decimal (no exponent, no leading or trailing zeros beyond "0.").
+local function parse_rate(s)
+	local bad = quote(s) .. " is not a learning rate (e.g. 0.1, 3e-4)"
+	local len = string.len(s)
+	if len > MAX_RATE_LEN then
+		fail("lr", bad)
 	end
-	return exp == "" or string.find(exp, "^[eE]%-?%d%d?$") ~= nil
+	local i = skip_digits(s, 1)
+	local int, frac, e = string.sub(s, 1, i - 1), "", 0
+	if int == "" then
+		fail("lr", bad)
+	end
+	if string.sub(s, i, i) == "." then
+		local j = skip_digits(s, i + 1)
+		frac = string.sub(s, i + 1, j - 1)
+		if frac == "" then
+			fail("lr", bad)
+		end
+		i = j
+	end
+	local c = string.sub(s, i, i)
+	if c == "e" or c == "E" then
+		i = i + 1
+		local sign = 1
+		c = string.sub(s, i, i)
+		if c == "-" then
+			sign, i = -1, i + 1
+		elseif c == "+" then
+			i = i + 1
+		end
+		local j = skip_digits(s, i)
+		local digits = string.sub(s, i, j - 1)
+		if digits == "" or string.len(digits) > 3 then
+			fail("lr", bad)
+		end
+		e, i = sign * tonumber(digits), j
+	end
+	if i ~= len + 1 then
+		fail("lr", bad)
+	end
+	local d = int .. frac
+	e = e - string.len(frac)
+	local first = string.find(d, "[1-9]")
+	local range = quote(s) .. " is outside " .. RATE_RANGE
+	if not first then
+		fail("lr", range)
+	end
+	d = string.sub(d, first)
+	local last = string.len(d)
+	while string.byte(d, last) == 48 do
+		last = last - 1
+	end
+	e = e + string.len(d) - last
+	d = string.sub(d, 1, last)
+	if last > MAX_RATE_DIGITS then
+		fail("lr", quote(s) .. " has more than " .. MAX_RATE_DIGITS .. " significant digits")
+	end
+	local adjusted = last - 1 + e
+	if adjusted < MIN_RATE_EXP or adjusted > MAX_RATE_EXP or (adjusted == MAX_RATE_EXP and d ~= "1") then
+		fail("lr", range)
+	end
+	if e >= 0 then
+		return d .. string.rep("0", e)
+	elseif last + e > 0 then
+		return string.sub(d, 1, last + e) .. "." .. string.sub(d, last + e + 1)
+	end
+	return "0." .. string.rep("0", -e - last) .. d
 end
 
 local function parse_lr(value, scale, gpus)
@@ -229,15 +345,8 @@ local function parse_lr(value, scale, gpus)
 		if not at then
 			fail("lr", quote(item) .. " must be VALUE@GPUS, e.g. 0.1@8")
 		end
-		local rate_s, count_s = string.sub(item, 1, at - 1), string.sub(item, at + 1)
-		if not valid_rate(rate_s) then
-			fail("lr", quote(rate_s) .. " is not a learning rate")
-		end
-		local rate = tonumber(rate_s)
-		if not (rate > 0 and rate <= MAX_LR) then
-			fail("lr", rate_s .. " is outside (0, " .. string.format("%g", MAX_LR) .. "]")
-		end
-		local count = bounded_int("lr", count_s, 1, MAX_GPUS)
+		local rate = parse_rate(string.sub(item, 1, at - 1))
+		local count = bounded_int("lr", string.sub(item, at + 1), 1, MAX_GPUS)
 		if entries[count] ~= nil then
 			fail("lr", string.format("two learning rates for %d GPUs", count))
 		end
@@ -273,7 +382,7 @@ local function parse_lr(value, scale, gpus)
 	return { { order[1], entries[order[1]] } }, scale or "linear"
 end
 
--- tokens: list of "key=value" strings; returns the canonical string or raises {key, message}
+-- tokens: list of "key=value" strings (printable ASCII); returns the canonical string or raises {key, message}
 function hops.parse_tokens(tokens)
 	local raw = {}
 	for _, tok in ipairs(tokens) do
@@ -307,7 +416,7 @@ function hops.parse_tokens(tokens)
 	local lr, lr_scale = parse_lr(raw["lr"], raw["lr-scale"], gpus)
 	local params = nil
 	if raw["params"] ~= nil then
-		params = quantity("params", raw["params"], MAX_PARAMS)
+		params = quantity("params", raw["params"], PARAMS_EXP)
 	end
 	local parts = {
 		"gpus=" .. table.concat(gpus, ","),
@@ -318,7 +427,7 @@ function hops.parse_tokens(tokens)
 	if lr ~= nil then
 		local items = {}
 		for _, e in ipairs(lr) do
-			table.insert(items, string.format("%.10g@%d", e[2], e[1]))
+			table.insert(items, e[2] .. "@" .. e[1])
 		end
 		table.insert(parts, "lr=" .. table.concat(items, ","))
 	end
@@ -331,37 +440,85 @@ function hops.parse_tokens(tokens)
 	return table.concat(parts, " ")
 end
 
--- The #HOPS lines of a script, read like #SBATCH: up to the first command line.
-function hops.directive_tokens(script)
-	local tokens = {}
-	local first = true
-	for line in string.gmatch((script or "") .. "\n", "([^\n]*)\n") do
-		local stripped = string.match(line, "^%s*(.-)%s*$")
-		local skip = first and string.sub(stripped, 1, 2) == "#!"
-		first = false
-		if not skip and stripped ~= "" then
-			if string.sub(stripped, 1, 1) ~= "#" then
-				break
-			end
-			if string.find(stripped, "^#HOPS%s") or stripped == "#HOPS" then
-				for tok in string.gmatch(string.sub(stripped, 6), "%S+") do
-					table.insert(tokens, tok)
-				end
-			end
-		end
+-- The tokens of one #HOPS line (or hops: comment) after its prefix; `where` names it in errors.
+-- Every byte must be a tab or printable ASCII (checked before the line is split).
+local function line_tokens(text, where, offset, tokens)
+	local bad = string.find(text, "[^\t -~]")
+	if bad then
+		fail("syntax", string.format("%s, byte %d: 0x%02X is not allowed (%s)", where, bad + offset, string.byte(text, bad), ALLOWED))
 	end
-	return tokens
+	for tok in string.gmatch(text, "[^ \t]+") do
+		table.insert(tokens, tok)
+	end
+end
+
+local function line_number(s, pos)
+	local _, n = string.gsub(string.sub(s, 1, pos - 1), "\n", "")
+	return n + 1
+end
+
+-- The #HOPS lines of a script, read like #SBATCH: up to the first command line, within the first
+-- MAX_HEADER bytes. Returns the tokens and whether any #HOPS line was found. Two pattern scans over at
+-- most MAX_HEADER bytes and one plain search (memchr speed) of the rest, whatever the script holds.
+function hops.directive_tokens(script)
+	local s = script or ""
+	local h = string.sub(s, 1, MAX_HEADER)
+	-- the header ends where the first line with a byte other than space/tab starts with something but '#'
+	local stop
+	if string.find(h, "^[ \t]*[^# \t\n]") then
+		stop = 1
+	else
+		local nl = string.find(h, "\n[ \t]*[^# \t\n]")
+		stop = nl and nl + 1 or nil
+	end
+	if stop == nil then
+		if string.len(s) > MAX_HEADER then
+			if string.find(s, "#HOPS", 1, true) then
+				fail("syntax", string.format("no command in the first %d bytes: #HOPS lines must come before the first command, within the first %d bytes", MAX_HEADER, MAX_HEADER))
+			end
+			return {}, false
+		end
+		stop = string.len(h) + 1
+	end
+	local header = "\n" .. string.sub(h, 1, stop - 1) .. "\n"
+	local tokens, found, pos = {}, 0, 1
+	while true do
+		local nl = string.find(header, "\n[ \t]*#HOPS[^A-Za-z0-9_%-]", pos)
+		if not nl then
+			break
+		end
+		local start = nl + 1 -- the line's first byte in header (header[i] is s[i - 1])
+		local finish = string.find(header, "\n", start, true)
+		found = found + 1
+		local where = "line " .. line_number(s, start - 1)
+		if found > MAX_LINES then
+			fail("syntax", string.format("%s: more than %d #HOPS lines", where, MAX_LINES))
+		end
+		local length = finish - start
+		if length > MAX_LINE then
+			fail("syntax", string.format("%s: %d bytes long (at most %d in a #HOPS line)", where, length, MAX_LINE))
+		end
+		local line = string.sub(header, start, finish - 1)
+		local hash = string.find(line, "#", 1, true)
+		line_tokens(string.sub(line, hash + 5), where, hash + 4, tokens)
+		pos = finish
+	end
+	return tokens, found > 0
 end
 
 -- Returns nil (not a Hops job), or the canonical string; raises {key, message} when malformed.
 function hops.parse_job(script, comment)
-	local tokens = hops.directive_tokens(script)
-	local c = comment and string.match(comment, "^%s*(.-)%s*$") or ""
-	if string.sub(c, 1, string.len(COMMENT_PREFIX)) == COMMENT_PREFIX then
-		for tok in string.gmatch(string.sub(c, string.len(COMMENT_PREFIX) + 1), "%S+") do
-			table.insert(tokens, tok)
+	local tokens, found = hops.directive_tokens(script)
+	local c = comment or ""
+	local _, blank = string.find(c, "^[ \t]*") -- anchored: one C loop over the leading blanks
+	local first = blank + 1
+	if string.sub(c, first, first + string.len(COMMENT_PREFIX) - 1) == COMMENT_PREFIX then
+		if string.len(c) > MAX_COMMENT then
+			fail("syntax", string.format("comment: %d bytes long (at most %d in a hops: comment)", string.len(c), MAX_COMMENT))
 		end
-	elseif #tokens == 0 then
+		local skip = first + string.len(COMMENT_PREFIX) - 1
+		line_tokens(string.sub(c, skip + 1), "comment", skip, tokens)
+	elseif not found then
 		return nil
 	end
 	if #tokens == 0 then
@@ -370,7 +527,9 @@ function hops.parse_job(script, comment)
 	return hops.parse_tokens(tokens)
 end
 
--- Used by the tests to run the shared vectors through this file in a plain Lua interpreter.
+hops.printable = printable
+
+-- Used by the tests to run the same bytes through this file in a plain Lua interpreter.
 HOPS = hops
 
 ------------------------------------------------------------------------------------------------------
@@ -380,9 +539,14 @@ HOPS = hops
 function slurm_job_submit(job_desc, part_list, submit_uid)
 	local ok, result = pcall(hops.parse_job, job_desc.script, job_desc.comment)
 	if not ok then
-		local msg = type(result) == "table" and result.message or ("#HOPS: internal error: " .. tostring(result))
+		local msg
+		if type(result) == "table" then
+			msg = result.message
+		else
+			msg = "#HOPS: internal error in the submit hook: " .. printable(result)
+		end
 		slurm.log_user("%s", msg)
-		slurm.log_info("hops: rejected job from uid %d: %s", submit_uid, msg)
+		slurm.log_info("hops: rejected job from uid %s: %s", tostring(submit_uid), msg)
 		return slurm.ERROR
 	end
 	if result == nil then
@@ -391,14 +555,14 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 	for _, field in ipairs({ "tres_per_node", "tres_per_job", "tres_per_socket", "tres_per_task" }) do
 		local v = job_desc[field]
 		if v ~= nil and string.find(v, "gpu", 1, true) then
-			slurm.log_user("#HOPS jobs get their GPUs from the #HOPS gpus= line: remove --gres/--gpus (got %s)", v)
+			slurm.log_user("#HOPS jobs get their GPUs from the #HOPS gpus= line: remove --gres/--gpus (got %s)", printable(v))
 			return slurm.ERROR
 		end
 	end
 	if job_desc.partition == nil then
 		job_desc.partition = HOPS_PARTITION
 	elseif job_desc.partition ~= HOPS_PARTITION then
-		slurm.log_user("#HOPS jobs run in partition %s (got --partition=%s)", HOPS_PARTITION, job_desc.partition)
+		slurm.log_user("#HOPS jobs run in partition %s (got --partition=%s)", HOPS_PARTITION, printable(job_desc.partition))
 		return slurm.ERROR
 	end
 	job_desc.admin_comment = COMMENT_PREFIX .. result

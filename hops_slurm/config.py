@@ -1,16 +1,23 @@
 """Site configuration (``etc/hops.toml``): one pydantic model the engine, planner and CLI read.
 
 Every value has the default DESIGN.md names (round 360 s, queue refresh 30 s, lambda 1, sigma 1.4,
-gap 0.01 ...). ``load_config`` reports every problem at once, each with its key path.
+gap 0.01 ...). ``load_config`` reports every problem at once, each with its key path. Validation is
+strict: no type coercion (``"30"`` is not a number, ``1`` is not a string), no ``inf``/``nan``, every
+number bounded above as well as below, names that reach ``scontrol`` limited to safe characters, paths
+non-empty (``state_dir`` and ``probe_python`` absolute, the others inside ``state_dir``), no existing
+directory among them world-writable, no unknown key; and every key is read by the engine or the CLI
+(``tests/hops_slurm/test_config.py`` checks that).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
@@ -18,18 +25,50 @@ from hops_slurm.validation import format_validation_error
 Priority = Literal["latency-ratio", "ftf", "las", "sjf", "srtf", "fifo"]
 
 
+def _as_path(v: object) -> object:
+    if isinstance(v, Path):
+        return v
+    if not isinstance(v, str):
+        raise ValueError("must be a path (a string)")
+    if not v.strip() or "\x00" in v:
+        raise ValueError("must be a non-empty path")
+    return Path(v)
+
+
+def _absolute(p: Path) -> Path:
+    if not p.is_absolute():
+        raise ValueError(f"must be an absolute path (got {str(p)!r})")
+    return p
+
+
+def _inside(p: Path) -> Path:
+    if ".." in p.parts:
+        raise ValueError(f"must not contain '..' (got {str(p)!r})")
+    return p
+
+
+def _python(v: str) -> str:
+    if v and not Path(v).is_absolute():
+        raise ValueError(f"must be '' or an absolute path to a python (got {v!r})")
+    return v
+
+
+AbsPath = Annotated[Path, BeforeValidator(_as_path), AfterValidator(_absolute)]
+SubPath = Annotated[Path, BeforeValidator(_as_path), AfterValidator(_inside)]  # relative: inside state_dir
+SlurmName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+DAY = 86400.0
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False)
 
 
 class SchedulerConfig(_Section):
-    round_length: float = Field(360.0, gt=0, description="seconds between rounds (every policy: Gavel's 360 s)")
-    queue_refresh: float = Field(30.0, gt=0, description="seconds between reads of Slurm's queue")
+    round_length: float = Field(360.0, ge=1, le=DAY, description="seconds between rounds (every policy: Gavel's 360 s)")
+    queue_refresh: float = Field(30.0, ge=1, le=DAY, description="seconds between reads of Slurm's queue")
     priority: Priority = "latency-ratio"
-    lambda_: float = Field(1.0, alias="lambda", ge=0, description="fairness knob in (prior + bias)^lambda")
-    sigma: float = Field(1.4, gt=0, description="placement-sensitivity threshold (eq. 10)")
-    restart_cost: float = Field(45.0, ge=0, description="seconds a preempted job loses to checkpoint and restart")
-    max_levels: int = Field(8, ge=1, le=64, description="most requirement levels a job may have (R_num)")
+    lambda_: float = Field(1.0, alias="lambda", ge=0, le=100, description="fairness knob in (prior + bias)^lambda")
+    sigma: float = Field(1.4, gt=0, le=100, description="placement-sensitivity threshold (eq. 10)")
 
     @model_validator(mode="after")
     def _refresh_within_round(self) -> SchedulerConfig:
@@ -41,22 +80,20 @@ class SchedulerConfig(_Section):
 class SolverConfig(_Section):
     name: Literal["CBC", "HiGHS"] = "CBC"
     mip_gap: float = Field(0.01, ge=0, lt=1, description="relative MIP gap at which the solver may stop")
-    time_limit: float = Field(30.0, gt=0, description="seconds; the best plan found so far is used after it")
+    time_limit: float = Field(30.0, ge=0.1, le=DAY, description="seconds; the best plan found so far is used after it")
 
 
 class SlurmConfig(_Section):
-    backend: Literal["cli", "pyslurm"] = "cli"
-    partition: str = Field("hops", min_length=1, description="partition whose jobs Hops manages")
-    profiler_partition: str = Field("profiler", min_length=1, description="partition the probes run in")
-    reservation_prefix: str = Field("hops_", min_length=1, description="names of the engine's node reservations")
+    partition: SlurmName = Field("hops", description="partition whose jobs Hops manages")
+    profiler_partition: SlurmName = Field("profiler", description="partition the probes run in")
 
 
 class PathsConfig(_Section):
-    state_dir: Path = Path("/var/lib/hops-slurm")
-    store: Path = Path("store.sqlite")  # relative paths are inside state_dir
-    journal: Path = Path("journal.sqlite")
-    engine_db: Path = Path("engine.sqlite")  # the engine's job accounting (wait, age, profiles)
-    records: Path = Path("records.sqlite")  # JobRecord/RoundRecord for `hops-slurm report --records`
+    state_dir: AbsPath = Path("/var/lib/hops-slurm")
+    store: SubPath = Path("store.sqlite")  # relative paths are inside state_dir
+    journal: SubPath = Path("journal.sqlite")
+    engine_db: SubPath = Path("engine.sqlite")  # the engine's job accounting (wait, age, profiles)
+    records: SubPath = Path("records.sqlite")  # JobRecord/RoundRecord for `hops-slurm report --records`
 
     def resolve(self, p: Path) -> Path:
         return p if p.is_absolute() else self.state_dir / p
@@ -65,18 +102,19 @@ class PathsConfig(_Section):
 class EngineConfig(_Section):
     """Settings of the live engine daemon (``hops-slurm daemon`` / ``plan --once``)."""
 
-    monitor_interval: float = Field(5.0, gt=0, description="seconds between checks for ended jobs (frees GPUs -> fragment plan)")
-    settle_timeout: float = Field(10.0, gt=0, description="seconds a round waits for released jobs to start")
-    env_dir: Path = Path("jobs")  # per-job HOPS_* environment files (relative: inside state_dir)
-    probe_dir: Path = Path("probes")  # probe scripts and results (relative: inside state_dir)
-    probe_python: str = Field("", description="python that runs `-m profiler.probe` in probe jobs ('' = the engine's own)")
+    monitor_interval: float = Field(5.0, ge=0.1, le=3600, description="seconds between checks for ended jobs (frees GPUs -> fragment plan)")
+    settle_timeout: float = Field(10.0, ge=0.1, le=3600, description="seconds a round waits for released jobs to start")
+    env_dir: SubPath = Path("jobs")  # per-job HOPS_* environment files (relative: inside state_dir)
+    probe_dir: SubPath = Path("probes")  # probe scripts and results (relative: inside state_dir)
+    probe_python: Annotated[str, AfterValidator(_python)] = Field(
+        "", max_length=4096, description="python that runs `-m profiler.probe` in probe jobs ('' = the engine's own)")
     probe_size: Literal["tiny", "default", "full"] = "default"
     probe_iterations: int = Field(15, ge=1, le=1000)
-    probe_time_limit: float = Field(300.0, gt=0, description="seconds a probe may run before it counts as failed")
-    probe_device: str = Field("auto", min_length=1, description="--device of the probe: auto, cpu, cuda")
+    probe_time_limit: float = Field(300.0, ge=1, le=DAY, description="seconds a probe may run before it counts as failed")
+    probe_device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$", description="--device of the probe: auto, cpu, cuda[:N]")
     probe_retries: int = Field(1, ge=0, le=5, description="resubmissions of a probe that crashed, timed out or left no record")
-    default_b_link: float = Field(1.0e10, gt=0, description="params/s within a node until `hops-slurm calibrate` measures it")
-    default_b_net: float = Field(1.0e9, gt=0, description="params/s across nodes until calibrated")
+    default_b_link: float = Field(1.0e10, ge=1e3, le=1e15, description="params/s within a node until `hops-slurm calibrate` measures it")
+    default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
 
 
 class SiteConfig(_Section):
@@ -95,7 +133,21 @@ class SiteConfig(_Section):
             )
         if self.slurm.partition == self.slurm.profiler_partition:
             raise ValueError("slurm.profiler_partition must differ from slurm.partition")
+        p = self.paths
+        for key, path in (("paths.state_dir", p.state_dir), ("engine.env_dir", p.resolve(self.engine.env_dir)),
+                          ("engine.probe_dir", p.resolve(self.engine.probe_dir))):
+            if _world_writable(path):
+                raise ValueError(f"{key} ({path}) is a world-writable directory: any user could plant files the "
+                                 "engine reads (chmod o-w, or choose another directory)")
         return self
+
+
+def _world_writable(path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False  # not there yet: the engine creates it
+    return stat.S_ISDIR(st.st_mode) and bool(st.st_mode & stat.S_IWOTH)
 
 
 def default_config_path() -> Path:
@@ -111,9 +163,15 @@ def parse_config(data: dict[str, object], source: str = "config") -> SiteConfig:
 
 def load_config(path: Path) -> SiteConfig:
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

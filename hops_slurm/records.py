@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class PlacementRecord(BaseModel):
     """One stretch of a job running in one config; a preemption ends it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     start: float
     end: float | None = None  # None while it still runs
@@ -24,7 +24,7 @@ class PlacementRecord(BaseModel):
 class JobRecord(BaseModel):
     """Everything reports need about one job."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     job_id: str
     name: str = ""
@@ -49,7 +49,7 @@ class JobRecord(BaseModel):
 class RoundRecord(BaseModel):
     """One planning (round plan or fragment plan)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     time: float
     plan_index: int = 0  # 0 = the round's main plan, 1.. = fragment plans inside the round

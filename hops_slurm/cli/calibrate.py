@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hops_slurm.cli._args import bounded_int
 from profiler.records import write_record
 
 
@@ -19,12 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-type", default=None, help="GPU type the measurement is stored under (default: cpu, or the local GPU)")
     p.add_argument("--launch", choices=("local", "env"), default="local",
                    help="local: spawn --procs processes here; env: join the group srun/torchrun describe")
-    p.add_argument("--procs", type=int, default=None, help="processes for --launch local (default: GPUs here, or 2)")
+    p.add_argument("--procs", type=bounded_int(2, 1024), default=None, help="processes for --launch local (default: GPUs here, or 2)")
     p.add_argument("--backend", default="auto", help="auto (nccl on GPUs, else gloo), gloo or nccl")
-    p.add_argument("--min-params", type=int, default=1 << 16, help="smallest message, float32 values")
-    p.add_argument("--max-params", type=int, default=1 << 22, help="largest message, float32 values")
-    p.add_argument("--steps", type=int, default=5, help="number of message sizes")
-    p.add_argument("--reps", type=int, default=5, help="repetitions per size")
+    p.add_argument("--min-params", type=bounded_int(1, 1 << 28), default=1 << 16, help="smallest message, float32 values")
+    p.add_argument("--max-params", type=bounded_int(1, 1 << 28), default=1 << 22, help="largest message, float32 values")
+    p.add_argument("--steps", type=bounded_int(2, 64), default=5, help="number of message sizes")
+    p.add_argument("--reps", type=bounded_int(1, 1000), default=5, help="repetitions per size")
     p.add_argument("--out", type=Path, default=None, help="record file (default calibration-<type>-<scope>.json)")
     p.set_defaults(func=_run)
 

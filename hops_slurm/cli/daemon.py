@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from hops_slurm.config import SiteConfig, default_config_path, load_config
+from hops_slurm.text import EscapingFormatter
 
 SYSTEM_CONFIG = Path("/etc/hops-slurm/hops.toml")
 
@@ -39,7 +40,7 @@ def info_logging(log_file: Path | None = None) -> None:
     root = logging.getLogger()
     if log_file is not None:
         handler = logging.FileHandler(log_file)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.handlers = [handler]
     if root.level > logging.INFO:
         root.setLevel(logging.INFO)

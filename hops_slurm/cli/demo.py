@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from hops_slurm.cli._args import bounded_float
 from hops_slurm.demo.run import JOBS_DIR, REPORT_DIR, SITE_CONFIG, WORKLOAD, run_demo
 from hops_slurm.minicluster.roots import RELEASES
 from hops_slurm.minicluster.spec import load_spec
@@ -20,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload", type=Path, default=WORKLOAD, help="arrival times of the scripts (default etc/demo/workload.toml)")
     p.add_argument("--config", type=Path, default=SITE_CONFIG, help="site config for the daemon (default etc/demo/hops.toml)")
     p.add_argument("--out", type=Path, default=REPORT_DIR, help="where report.md and the plots go (default docs/demo)")
-    p.add_argument("--timeout", type=float, default=900.0, help="give up when the workload has not ended after this many seconds")
+    p.add_argument("--timeout", type=bounded_float(0, 86400, low_open=True), default=900.0, help="give up when the workload has not ended after this many seconds")
     p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     p.set_defaults(func=lambda a: run_demo(sys.stdout, load_spec(a.spec, slurm=a.slurm), jobs_dir=a.jobs, workload=a.workload,
                                            site_config=a.config, report_dir=a.out, timeout=a.timeout, keep=a.keep))

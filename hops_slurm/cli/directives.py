@@ -1,14 +1,21 @@
-"""``hops-slurm directives check job.sh``: print the canonical #HOPS form or the error."""
+"""``hops-slurm directives check job.sh``: print the canonical #HOPS form or the error.
+
+Scripts are read as bytes, exactly as the submit hook sees them (docs/directives-grammar.md).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 from pathlib import Path
 
 from hops_slurm.directives import parse_script
 from hops_slurm.errors import HopsError
+from hops_slurm.text import printable
+
+MAX_READ = 64 * 1024 * 1024  # a batch script larger than this is not one (Slurm's own cap is 4 MB)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,29 +29,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     failed = 0
+    comment = None if args.comment is None else args.comment.encode("utf-8", "surrogateescape")
     for path in args.scripts:
-        text = sys.stdin.read() if str(path) == "-" else _read(path)
         name = "-" if str(path) == "-" else str(path)
+        shown = printable(name)
         try:
-            parsed = parse_script(text, comment=args.comment)
+            text = sys.stdin.buffer.read(MAX_READ + 1) if name == "-" else _read(path)
+            if len(text) > MAX_READ:
+                raise HopsError(f"{shown}: larger than {MAX_READ} bytes: not a batch script")
+            parsed = parse_script(text, comment=comment)
         except HopsError as exc:
             failed += 1
             if args.json:
-                print(json.dumps({"script": name, "ok": False, "error": str(exc), "key": getattr(exc, "key", None)}))
+                print(json.dumps({"script": shown, "ok": False, "error": str(exc), "key": getattr(exc, "key", None)}))
             else:
-                print(f"{name}: error: {exc}", file=sys.stderr)
+                print(f"{shown}: error: {printable(exc)}", file=sys.stderr)
             continue
         if args.json:
-            print(json.dumps({"script": name, "ok": True, "hops": parsed is not None,
+            print(json.dumps({"script": shown, "ok": True, "hops": parsed is not None,
                               "canonical": parsed.canonical() if parsed else None,
                               "directives": parsed.model_dump(mode="json") if parsed else None}))
         else:
-            print(f"{name}: {parsed.canonical() if parsed else '(no #HOPS directives: not a Hops job)'}")
+            print(f"{shown}: {parsed.canonical() if parsed else '(no #HOPS directives: not a Hops job)'}")
     return 1 if failed else 0
 
 
-def _read(path: Path) -> str:
+def _read(path: Path) -> bytes:
+    """A regular file's first bytes: a directory, FIFO or device is refused before it is opened."""
     try:
-        return path.read_text()
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise HopsError(f"cannot read {printable(path)}: not a regular file")
+        with path.open("rb") as f:
+            return f.read(MAX_READ + 1)
     except OSError as exc:
-        raise HopsError(f"cannot read {path}: {exc.strerror}") from None
+        raise HopsError(f"cannot read {printable(path)}: {exc.strerror}") from None

@@ -16,6 +16,7 @@ import time
 from datetime import UTC
 from pathlib import Path
 
+from hops_slurm.cli._args import bounded_int
 from hops_slurm.errors import HopsError
 from hops_slurm.report.accounting import JobFilter, build_rows, normalise_states, select_jobs
 from hops_slurm.report.sacct import apply_sacct, cross_check, run_sacct
@@ -68,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", action="store_true", help="also one row per placement (JOBID.N), like sacct steps")
     p.add_argument("--summary", action="store_true", help="RAQLR, LR, wait, JCT, fragments, utilisation over --window")
     p.add_argument("--window", default="24h", help="summary window: 24h, 90m, 7d, [D-]HH:MM:SS (default 24h)")
-    p.add_argument("--total-gpus", type=int, help="cluster size for utilisation (default: from the plan records)")
+    p.add_argument("--total-gpus", type=bounded_int(1, 10**7), help="cluster size for utilisation (default: from the plan records)")
     p.add_argument("--plot", type=Path, metavar="DIR", help="write lr_jct_cdf.png, wait_vs_age.png, gpu_use.png")
     p.add_argument(
         "--sacct",

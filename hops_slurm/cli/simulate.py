@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hops_slurm.cli._args import bounded_float
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
@@ -34,9 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "planner parameters: hops:restart_penalty=0.1,sigma=1.2")
     p.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default 0)")
     p.add_argument("--out", type=Path, default=Path("sim-out"), help="output folder (default sim-out)")
-    p.add_argument("--round-seconds", type=float, default=360.0, help="round length (default 360)")
-    p.add_argument("--refresh-seconds", type=float, default=30.0, help="queue refresh / fragment plans (default 30)")
-    p.add_argument("--restart-seconds", type=float, default=60.0, help="restart cost after preemption (default 60)")
+    p.add_argument("--round-seconds", type=bounded_float(0, 86400, low_open=True), default=360.0, help="round length (default 360)")
+    p.add_argument("--refresh-seconds", type=bounded_float(0, 86400, low_open=True), default=30.0, help="queue refresh / fragment plans (default 30)")
+    p.add_argument("--restart-seconds", type=bounded_float(0, 86400), default=60.0, help="restart cost after preemption (default 60)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=_run)
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, EngineState
 from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.text import printable
 
 FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "age", "window", "plan")
 HEADERS = {"jobid": "JOBID", "name": "NAME", "user": "USER", "state": "ST", "priority": "PRIORITY", "lr": "LR",
@@ -87,7 +88,7 @@ def _cell(row: QueueRow, f: str) -> str:
         return f"{v:.3f}"
     if f == "window":
         return "yes" if v else "no"
-    return str(v)
+    return printable(v)  # job and user names are the users' text
 
 
 def render(rows: Sequence[QueueRow], fields: Sequence[str] = FIELDS, *, parsable: bool = False,

@@ -84,27 +84,35 @@ class JsonlSource:
 
     def files(self) -> list[Path]:
         if self.path.is_dir():
-            found = sorted(self.path.glob("*.jsonl"))
+            found = sorted(p for p in self.path.glob("*.jsonl") if p.is_file())
             if not found:
                 raise RecordsError(f"{self.path}: folder has no *.jsonl record files")
             return found
         if not self.path.exists():
             raise RecordsError(f"{self.path}: no such records file or folder")
+        if not self.path.is_file():
+            raise RecordsError(f"{self.path}: not a regular file (a records file or folder is expected)")
         return [self.path]
 
     def load(self) -> RecordSet:
         jobs: dict[str, JobRecord] = {}
         rounds: list[RoundRecord] = []
         for file in self.files():
-            with file.open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
+            with file.open("rb") as fh:
+                for lineno, raw in enumerate(fh, 1):
+                    where = f"{file}:{lineno}"
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise RecordsError(f"{where}: not UTF-8 text (byte {exc.start + 1}); is this a records file?") from None
                     if not line.strip():
                         continue
-                    where = f"{file}:{lineno}"
                     try:
                         obj = json.loads(line)
                     except json.JSONDecodeError as exc:
                         raise RecordsError(f"{where}: not JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise RecordsError(f"{where}: JSON nested too deeply") from None
                     record = _parse_line(obj, where)
                     if isinstance(record, JobRecord):
                         jobs[record.job_id] = record
@@ -126,7 +134,7 @@ def _parse_line(obj: object, where: str) -> JobRecord | RoundRecord:
         if kind == "round":
             return RoundRecord.model_validate(data)
     except ValidationError as exc:
-        raise RecordsError(f"{where}: invalid {kind} record: {exc}") from None
+        raise RecordsError(f"{where}: invalid {kind} record: {_first_problem(exc)}") from None
     raise RecordsError(f"{where}: unknown record kind {kind!r} (expected 'job' or 'round')")
 
 
@@ -139,6 +147,12 @@ class SqliteSource:
     def load(self) -> RecordSet:
         if not self.path.is_file():
             raise RecordsError(f"{self.path}: no such database")
+        try:
+            return self._load()
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise RecordsError(f"{self.path}: cannot read the database: {exc} (truncated or not a hops-slurm database?)") from None
+
+    def _load(self) -> RecordSet:
         con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -163,7 +177,14 @@ def _validate_json(model: type[_R], text: str, where: str) -> _R:
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
-        raise RecordsError(f"{where}: invalid record: {exc}") from None
+        raise RecordsError(f"{where}: invalid record: {_first_problem(exc)}") from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {err['msg']}{more}"
 
 
 def open_source(path: str | Path) -> RecordSource:

@@ -16,6 +16,9 @@ from datetime import tzinfo
 from hops_slurm.errors import HopsError
 from hops_slurm.report.accounting import JobRow
 from hops_slurm.report.timefmt import format_elapsed, format_time
+from hops_slurm.text import printable
+
+MAX_WIDTH = 1000  # widest --format column (sacct's own widths are small; this only bounds memory)
 
 
 @dataclass(frozen=True)
@@ -103,15 +106,15 @@ def parse_format(spec: str) -> list[Column]:
         name, _, width_text = part.partition("%")
         fld = FIELDS.get(name.strip().lower())
         if fld is None:
-            raise HopsError(f"unknown field {name!r} in --format; fields: {', '.join(f.name for f in FIELDS.values())}")
+            raise HopsError(f"unknown field {printable(name, 40)!r} in --format; fields: {', '.join(f.name for f in FIELDS.values())}")
         width, left = fld.width, False
         if width_text:
             try:
                 w = int(width_text)
             except ValueError:
-                raise HopsError(f"bad width {width_text!r} in --format field {part!r}: use e.g. {fld.name}%12") from None
-            if w == 0:
-                raise HopsError(f"width 0 in --format field {part!r}")
+                raise HopsError(f"bad width {printable(width_text, 40)!r} in --format field {printable(part, 60)}: use e.g. {fld.name}%12") from None
+            if w == 0 or abs(w) > MAX_WIDTH:
+                raise HopsError(f"width {w} in --format field {printable(part, 60)} is outside 1..{MAX_WIDTH}")
             width, left = abs(w), w < 0
         columns.append(Column(fld, width, left))
     if not columns:
@@ -120,6 +123,7 @@ def parse_format(spec: str) -> list[Column]:
 
 
 def _fit(text: str, col: Column) -> str:
+    text = printable(text)
     if len(text) > col.width:
         text = text[: col.width - 1] + "+"
     return text.ljust(col.width) if col.left else text.rjust(col.width)
@@ -142,7 +146,7 @@ def render_parsable2(rows: Sequence[JobRow], columns: Sequence[Column], style: T
     if header:
         lines.append("|".join(c.field.name for c in columns))
     for row in rows:
-        lines.append("|".join(c.field.text(row, style).replace("|", "/") for c in columns))
+        lines.append("|".join(printable(c.field.text(row, style)).replace("|", "/") for c in columns))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

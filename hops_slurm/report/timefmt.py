@@ -76,11 +76,25 @@ def _year(yy: str | None, today: datetime) -> int:
     return value if len(yy) == 4 else 2000 + value
 
 
+#: Times and durations beyond this many seconds (about 3000 years) are typing errors, not times.
+MAX_SECONDS = 1e11
+
+
+def _bounded(value: float, text: str, what: str, low: float) -> float:
+    if not math.isfinite(value) or not low <= value <= MAX_SECONDS:
+        raise TimeFormatError(f"{what} {text!r} is outside {low:g}..{MAX_SECONDS:g} seconds")
+    return value
+
+
 def parse_time(text: str, now: float, tz: tzinfo | None = None) -> float:
     """Seconds since the epoch for a Slurm time string, relative to ``now`` (seconds) in zone ``tz``.
 
     ``tz=None`` means the local zone, as ``sacct`` does. Raises :class:`TimeFormatError`.
     """
+    return _bounded(_parse_time(text, now, tz), text, "time", -MAX_SECONDS)
+
+
+def _parse_time(text: str, now: float, tz: tzinfo | None = None) -> float:
     s = text.strip()
     low = s.lower()
     if not s:
@@ -144,6 +158,10 @@ def _parse_calendar(s: str, base: datetime) -> datetime:
 def parse_duration(text: str) -> float:
     """Seconds in a duration: ``24h``, ``90m``, ``2d``, ``3600`` / ``3600s`` (a bare number is seconds),
     ``1w``, or Slurm's time-limit forms ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``."""
+    return _bounded(_parse_duration(text), text, "duration", 1.0)
+
+
+def _parse_duration(text: str) -> float:
     s = text.strip().lower()
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", s)
     if m and m.group(2) in _UNITS:

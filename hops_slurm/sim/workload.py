@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from hops_slurm.text import read_utf8
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.groundtruth import GroundTruth, family
 
@@ -151,7 +152,7 @@ def philly_workload(trace: str, jobs: int | None) -> tuple[JobSpec, ...]:
     if not path.is_file():
         raise HopsError(f"philly trace {trace!r} not found; known: {', '.join(philly_traces())}")
     out = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(read_utf8(path, "workload file").splitlines(), 1):
         fields = line.split("\t")
         if len(fields) != 7:
             raise HopsError(f"{path}:{lineno}: expected 7 tab-separated fields, got {len(fields)}")
@@ -194,7 +195,7 @@ def file_workload(path: Path) -> tuple[JobSpec, ...]:
         raise HopsError(f"workload file {path} not found")
     rows: list[tuple[int, dict]] = []
     if path.suffix == ".jsonl":
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        for lineno, line in enumerate(read_utf8(path, "workload file").splitlines(), 1):
             if line.strip():
                 try:
                     rows.append((lineno, json.loads(line)))

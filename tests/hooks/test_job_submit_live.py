@@ -8,13 +8,18 @@ key; scripts without directives run untouched.
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from hops_slurm.hooklua import run_python
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hook_corpus import corpus  # noqa: E402
 
 pytestmark = pytest.mark.slurm
 
@@ -80,3 +85,59 @@ def test_hops_job_with_its_own_gpu_request_is_refused(minicluster: Minicluster) 
     plain = _sbatch(minicluster, VECTORS.parent / "plain-gpu.sh", "--gres=gpu:a100:1", "-H")
     assert plain.returncode == 0, plain.stderr  # a job without #HOPS lines may ask for GPUs as usual
     minicluster.run(["scancel", plain.stdout.strip()], check=False)
+
+
+def test_generated_corpus_through_sbatch_matches_python(minicluster: Minicluster, tmp_path: Path) -> None:
+    """The differential corpus, inside slurmctld: what sbatch answers equals the Python parser's verdict."""
+    def utf8(b: bytes | None) -> bool:
+        try:
+            (b or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    # A job that Slurm keeps must have UTF-8 text: squeue --json passes a comment's or name's bytes through
+    # as they are, and the engine's reader (hops_slurm/slurm/cli.py) decodes strictly, so one such job
+    # would break every later test that reads the queue. Refused inputs may hold any byte.
+    cases = [(s, c) for s, c in corpus(4242, 600)
+             if s.startswith(b"#!") and b"\x00" not in s and (c is None or b"\x00" not in c)
+             and ((utf8(s) and utf8(c)) or run_python(s, c).kind == "ERR")][:120]
+    accepted: dict[str, str] = {}
+    checked = refused_by_hook = not_hook = 0
+    wrong = []
+    env = minicluster.env()
+    for i, (script, comment) in enumerate(cases):
+        path = tmp_path / f"c{i}.sh"
+        path.write_bytes(script)
+        argv: list[str | bytes] = ["sbatch", "--parsable", "-H", "-o", "/dev/null", "-D", str(tmp_path)]
+        if comment is not None:
+            argv.append(b"--comment=" + comment)
+        result = subprocess.run([*argv, str(path)], env=env, capture_output=True, timeout=60)
+        err = result.stderr.decode("utf-8", "replace")
+        py = run_python(script, comment)
+        if result.returncode == 0:
+            job_id = result.stdout.decode().strip().split(";")[0]
+            accepted[job_id] = py.text if py.kind == "OK" else ""
+            if py.kind not in ("OK", "NONE"):
+                wrong.append((i, "accepted by slurmctld", py))
+            checked += 1
+        elif "#HOPS" in err:
+            refused_by_hook += 1
+            checked += 1
+            if py.kind != "ERR" or py.text not in err:
+                wrong.append((i, err.strip()[-300:], py))
+        else:
+            not_hook += 1  # refused by sbatch itself before the hook ran (e.g. DOS line breaks)
+    try:
+        # bytes: a job's comment may hold bytes that are not UTF-8, and squeue --json passes them through
+        out = subprocess.run(["squeue", "--json"], env=env, capture_output=True, timeout=60, check=True).stdout
+        jobs = {str(j["job_id"]): j for j in json.loads(out.decode("utf-8", "replace"))["jobs"]}
+        for job_id, canonical in accepted.items():
+            assert (jobs[job_id].get("admin_comment") or "") == (f"hops:{canonical}" if canonical else ""), job_id
+    finally:
+        if accepted:
+            minicluster.run(["scancel", *accepted], check=False)
+    print(f"\nsbatch differential: {len(cases)} cases, {checked} answered by the hook's verdict "
+          f"({refused_by_hook} refused by the hook), {not_hook} refused by sbatch first")
+    assert wrong == []
+    assert checked >= 80 and refused_by_hook >= 20

@@ -76,3 +76,12 @@ def test_learning_rate_scaling(gpus_set: str, lr_directive: str, gpus: int, lr: 
 def test_no_learning_rate_means_none() -> None:
     d = parse_script("#HOPS gpus=1 samples=1M batch-size=8 model=resnet18\n")
     assert d is not None and d.lr_for(1) is None
+
+
+def test_job_environment_learning_rate_hides_float_noise_and_keeps_given_digits() -> None:
+    from hops_slurm.directives import format_lr
+
+    d = parse_script("#HOPS gpus=3,8 samples=1M batch-size=8 model=resnet18 lr=0.1@8\n")
+    assert d is not None and format_lr(d.lr_for(3)) == "0.0375"  # 0.1 * 3 / 8 is 0.037500000000000006 as a float
+    e = parse_script("#HOPS gpus=4 samples=1M batch-size=8 model=resnet18 lr=0.123456789012345@4\n")
+    assert e is not None and format_lr(e.lr_for(4)) == "0.123456789012345"

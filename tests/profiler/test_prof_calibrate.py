@@ -56,5 +56,5 @@ def test_cli_measures_gloo_link_bandwidth(tmp_path: Path, capsys: pytest.Capture
     assert (record.gpu_type, record.scope, record.backend, record.world_size, record.nodes) == ("cpu", "link", "gloo", 2, 1)
     assert [p.params for p in record.points] == [1 << 14, 1 << 17, 1 << 20]
     assert record.bandwidth == pytest.approx(0.5 / record.slope)
-    # A 4 MB all-reduce takes longer than a 64 KB one.
-    assert record.points[-1].seconds > record.points[0].seconds
+    # Behaviour, not speed (timings belong in benchmarks): every point was measured and the fit is positive.
+    assert all(p.seconds > 0 for p in record.points) and record.slope > 0 and record.bandwidth > 0
