@@ -536,7 +536,18 @@ HOPS = hops
 -- Slurm entry points
 ------------------------------------------------------------------------------------------------------
 
+-- The engine's reservations (hops-gate, hops-j<job>, hops-p<job>) are for the jobs the engine puts in
+-- them (root does that); a user asking for one, at submission or by an update, is refused.
+function hops.foreign_reservation(job_desc, uid)
+	local r = job_desc.reservation
+	return uid ~= 0 and type(r) == "string" and string.sub(r, 1, 5) == "hops-"
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
+	if hops.foreign_reservation(job_desc, submit_uid) then
+		slurm.log_user("reservation %s belongs to the Hops engine: submit without --reservation", job_desc.reservation)
+		return slurm.ERROR
+	end
 	local ok, result = pcall(hops.parse_job, job_desc.script, job_desc.comment)
 	if not ok then
 		local msg
@@ -571,6 +582,10 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	if hops.foreign_reservation(job_desc, modify_uid) then
+		slurm.log_user("reservation %s belongs to the Hops engine", job_desc.reservation)
+		return slurm.ERROR
+	end
 	return slurm.SUCCESS
 end
 

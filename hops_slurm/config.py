@@ -117,8 +117,19 @@ class EngineConfig(_Section):
     default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
 
 
+class FailOpenConfig(_Section):
+    """What happens to held Hops jobs while the daemon is gone (``hops-slurm failopen``, run by a timer)."""
+
+    mode: Literal["hold", "release"] = Field("hold", description="hold: jobs wait for the daemon; release: "
+                                             "after `grace` they go to Slurm's own scheduling")
+    grace: float = Field(900.0, ge=60.0, le=7 * 86400.0, description="seconds without a sign of the daemon "
+                         "before a held job is released")
+    gpus: Literal["min", "max"] = Field("min", description="which count of the job's gpus= list it asks Slurm for")
+
+
 class SiteConfig(_Section):
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    failopen: FailOpenConfig = Field(default_factory=FailOpenConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     solver: SolverConfig = Field(default_factory=SolverConfig)
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)

@@ -8,6 +8,9 @@ of the store and turns them into store rows with :mod:`profiler.ingest`).
   (``hops-slurm calibrate``).
 
 All times are seconds; bandwidths are parameters (float32 values) per second, the unit of eq. 2.
+Every record is validated on read: finite numbers within bounds (:data:`MAX_SECONDS`,
+:data:`MAX_THROUGHPUT` ...), bounded texts and lists; the probes and recorders that write them run as
+the job's owner, so what they write is untrusted input.
 """
 
 from __future__ import annotations
@@ -16,9 +19,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 SCHEMA_VERSION = 1
+
+# Bounds. Records are written by probes and recorders that run as the job's owner, so every record is
+# untrusted input: no NaN or infinity anywhere, every number within what a real training job can show.
+MAX_SECONDS = 86400.0  # one timed phase, step or window
+MAX_THROUGHPUT = 1.0e8  # samples/s of a whole job
+MAX_SAMPLES_PER_LIST = 100_000
+MAX_TEXT = 256
+MAX_GPUS = 1024  # as hops_slurm.directives.MAX_GPUS
+MAX_BATCH = 65536
+MAX_PARAMS = 10**13
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+SecondsList = Annotated[list[Seconds], Field(max_length=MAX_SAMPLES_PER_LIST)]
 
 
 def utc_now() -> datetime:
@@ -26,7 +43,7 @@ def utc_now() -> datetime:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     schema_version: int = SCHEMA_VERSION
 
 
@@ -34,38 +51,38 @@ class ProbeResult(_Record):
     """A successful probe: the basic time components of one training iteration on one GPU type."""
 
     kind: Literal["probe"] = "probe"
-    model: str  # zoo name ("resnet18") or entrypoint ("pkg.module:build")
+    model: Text  # zoo name ("resnet18") or entrypoint ("pkg.module:build")
     source: Literal["zoo", "entrypoint"]
-    size: str = ""  # zoo size setting ("tiny", "default", "full"); "" for entrypoints
-    signature: str
-    gpu_type: str  # "cpu" for CPU probes
-    device: str  # "cpu" or "cuda:0"
-    node: str
-    batch_size: int = Field(gt=0)
-    input_shape: tuple[int, ...]
-    params: int = Field(ge=0)
-    iterations: int = Field(gt=0)
-    warmup: int = Field(ge=0)
+    size: Text = ""  # zoo size setting ("tiny", "default", "full"); "" for entrypoints
+    signature: Text
+    gpu_type: Text  # "cpu" for CPU probes
+    device: Text  # "cpu" or "cuda:0"
+    node: Text
+    batch_size: int = Field(gt=0, le=MAX_BATCH)
+    input_shape: tuple[Annotated[int, Field(ge=0, le=10**9)], ...] = Field(max_length=16)
+    params: int = Field(ge=0, le=MAX_PARAMS)
+    iterations: int = Field(gt=0, le=MAX_SAMPLES_PER_LIST)
+    warmup: int = Field(ge=0, le=MAX_SAMPLES_PER_LIST)
     # Medians over the measured iterations (phase "components": every phase synchronised).
-    t_data: float = Field(ge=0)  # intrinsic data time per batch (loader alone, incl. copy to device)
-    t_forward: float = Field(ge=0)  # forward pass + loss
-    t_backward: float = Field(ge=0)
-    t_update: float = Field(ge=0)  # optimizer step + zero_grad
-    t_iter_observed: float = Field(gt=0)  # free-running loop, median wall clock per iteration
-    t_wait_observed: float = Field(ge=0)  # free-running loop, median wait for the next batch
-    data_samples: list[float]  # per-batch data times (loader alone)
-    forward_samples: list[float]
-    backward_samples: list[float]
-    update_samples: list[float]
+    t_data: Seconds  # intrinsic data time per batch (loader alone, incl. copy to device)
+    t_forward: Seconds  # forward pass + loss
+    t_backward: Seconds
+    t_update: Seconds  # optimizer step + zero_grad
+    t_iter_observed: float = Field(gt=0, le=MAX_SECONDS)  # free-running loop, median wall clock per iteration
+    t_wait_observed: Seconds  # free-running loop, median wait for the next batch
+    data_samples: SecondsList  # per-batch data times (loader alone)
+    forward_samples: SecondsList
+    backward_samples: SecondsList
+    update_samples: SecondsList
     pattern: Literal[1, 2]
     pattern_determined: bool  # False: data time too small to tell the patterns apart (default 1)
-    pattern_margin: float  # (P2 - P1) / P2 of the two eq. 1 predictions; how separable they were
-    peak_memory_bytes: int = Field(ge=0)
+    pattern_margin: float = Field(ge=-1e6, le=1e6)  # (P2 - P1) / P2 of the two eq. 1 predictions
+    peak_memory_bytes: int = Field(ge=0, le=2**50)
     memory_source: Literal["cuda_max_allocated", "process_max_rss"]
     timing: Literal["cuda_events", "wall_clock_sync"]
-    threads: int
-    torch_version: str
-    probe_seconds: float = Field(ge=0)
+    threads: int = Field(ge=0, le=100_000)
+    torch_version: Text
+    probe_seconds: Seconds
     measured_at: datetime = Field(default_factory=utc_now)
 
     @property
@@ -77,11 +94,11 @@ class ProbeFailure(_Record):
     """A probe that could not finish; ``reason`` says what to fix."""
 
     kind: Literal["probe_failure"] = "probe_failure"
-    model: str
-    gpu_type: str
-    node: str
+    model: Text
+    gpu_type: Text
+    node: Text
     error: Literal["bad_entrypoint", "out_of_memory", "time_limit", "error"]
-    reason: str
+    reason: Annotated[str, Field(max_length=4096)]
     measured_at: datetime = Field(default_factory=utc_now)
 
 
@@ -89,20 +106,31 @@ class RuntimeRecord(_Record):
     """One window of running-mode measurements of a job (one process's view)."""
 
     kind: Literal["runtime"] = "runtime"
-    signature: str
-    gpu_type: str
-    node: str
-    rank: int = 0
-    gpus: int = Field(gt=0)  # GPUs (processes) of the whole job
-    nodes: int = Field(gt=0)
-    batch_size: int = Field(gt=0)  # per process
-    steps: int = Field(gt=0)
-    window_seconds: float = Field(gt=0)
-    throughput: float = Field(ge=0)  # samples/s of the whole job over the window
-    data_times: list[float]  # per step: time blocked waiting for the next batch
-    sync_waits: list[float]  # sampled: time waiting for the other processes
-    step_times: list[float]  # per step: wall time of the step body
+    signature: Text
+    gpu_type: Text
+    node: Text
+    rank: int = Field(0, ge=0, le=MAX_GPUS)
+    gpus: int = Field(gt=0, le=MAX_GPUS)  # GPUs (processes) of the whole job
+    nodes: int = Field(gt=0, le=MAX_GPUS)
+    batch_size: int = Field(gt=0, le=MAX_BATCH)  # per process
+    steps: int = Field(gt=0, le=10**9)
+    window_seconds: float = Field(gt=0, le=MAX_SECONDS)
+    throughput: float = Field(ge=0, le=MAX_THROUGHPUT)  # samples/s of the whole job over the window
+    data_times: SecondsList  # per step: time blocked waiting for the next batch
+    sync_waits: SecondsList  # sampled: time waiting for the other processes
+    step_times: SecondsList  # per step: wall time of the step body
     measured_at: datetime = Field(default_factory=utc_now)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RuntimeRecord:
+        """The throughput is what the window's steps give (steps x batch x GPUs / window), within 1 %."""
+        expected = self.steps * self.batch_size * self.gpus / self.window_seconds
+        if abs(self.throughput - expected) > 0.01 * expected + 1e-9:
+            raise ValueError(f"throughput {self.throughput:g} samples/s disagrees with steps x batch x gpus / window "
+                             f"= {expected:g}")
+        if self.nodes > self.gpus:
+            raise ValueError(f"{self.nodes} nodes for {self.gpus} GPUs")
+        return self
 
 
 class CalibrationPoint(BaseModel):

@@ -161,12 +161,17 @@ class Recorder:
             return None
         window = max(time.perf_counter() - self._window_start, 1e-9)
         steps = len(self._steps)
-        record = RuntimeRecord(
-            signature=self.signature, gpu_type=self.gpu_type, node=self.node, rank=self.rank,
-            gpus=self.world_size, nodes=self.nodes, batch_size=self.batch_size, steps=steps,
-            window_seconds=window, throughput=steps * self.batch_size * self.world_size / window,
-            data_times=self._data[:steps], sync_waits=self._sync, step_times=self._steps,
-        )
+        try:
+            record = RuntimeRecord(
+                signature=self.signature, gpu_type=self.gpu_type, node=self.node, rank=self.rank,
+                gpus=self.world_size, nodes=self.nodes, batch_size=self.batch_size, steps=steps,
+                window_seconds=window, throughput=steps * self.batch_size * self.world_size / window,
+                data_times=self._data[:steps], sync_waits=self._sync, step_times=self._steps,
+            )
+        except ValueError as exc:  # out of the bounds the engine accepts: never stop the training loop for it
+            log.warning("runtime recorder: window dropped (%s)", str(exc).splitlines()[0])
+            self._reset_window()
+            return None
         self._reset_window()
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)

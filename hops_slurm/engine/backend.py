@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from estimator.estimate import Estimator
 from hops_slurm.backend import Enactment
+from hops_slurm.engine.aside import per_job
 from hops_slurm.engine.jobs import FALLBACK_AGE, estimate, fallback_throughput, job_view
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmNode
@@ -34,7 +35,8 @@ from planner.views import ClusterView, Config, JobView, NodeView, Plan
 class SlurmBackend:
     """``tracked``: the engine's live bookkeeping (job id -> :class:`JobState`), shared with the engine;
     ``estimator_for``: builds an :class:`Estimator` for a cluster view (None: every job uses the fallback);
-    ``job_env``: extra environment per job id for the env files (recorder settings)."""
+    ``job_env``: extra environment per job id for the env files (recorder settings); ``set_aside``: called
+    with a job whose estimate or view fails (:mod:`hops_slurm.engine.aside`): it is left out of the plan."""
 
     api: SlurmApi
     enactor: Enactor
@@ -42,6 +44,7 @@ class SlurmBackend:
     partition: str = "hops"
     estimator_for: Callable[[ClusterView], Estimator | None] = lambda _c: None
     job_env: Callable[[str, Mapping[str, int]], dict[str, str]] = lambda _j, _c: {}
+    set_aside: Callable[[JobState, str], None] = lambda _j, _r: None
     round_id: str = ""
     jobs: list[SlurmJob] = field(default_factory=list)
     nodes: list[SlurmNode] = field(default_factory=list)
@@ -86,7 +89,8 @@ class SlurmBackend:
         out = []
         for js in self.tracked.values():
             seen = listing.get(js.job_id)
-            if seen is None or not (seen.pending or seen.active) or js.profile not in (PROFILE_DONE, PROFILE_FAILED):
+            if seen is None or not (seen.pending or seen.active) or js.profile not in (PROFILE_DONE, PROFILE_FAILED) \
+                    or js.aside:
                 continue
             out.append(js)
         return out
@@ -98,17 +102,24 @@ class SlurmBackend:
         cluster = cluster_view(self.nodes, self.jobs, fragment=False, partition=self.partition)
         estimator = self.estimator_for(cluster) if cluster.nodes else None
         memo: dict[tuple[object, ...], object] = {}
-        est = {js.job_id: estimate(js, estimator, memo) for js in self.schedulable()}
+        est = {}
+        for js in self.schedulable():
+            got = per_job(js, "estimating its throughput", lambda js=js: estimate(js, estimator, memo), self.set_aside)
+            if got is not None:
+                est[js.job_id] = got
         ages = [a for _f, a, _s in est.values() if a]
         fallback_age = sum(ages) / len(ages) if ages else FALLBACK_AGE
         views = []
         for js in self.schedulable():
             seen = listing[js.job_id]
-            if fragment and (seen.active or js.job_id in placed):
+            if js.job_id not in est or (fragment and (seen.active or js.job_id in placed)):
                 continue
             fn, age, sens = est[js.job_id]
-            views.append(job_view(js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
-                                  current=seen.gpu_config() if seen.active else None))
+            view = per_job(js, "planning", lambda js=js, seen=seen, fn=fn, age=age, sens=sens: job_view(
+                js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
+                current=seen.gpu_config() if seen.active else None), self.set_aside)
+            if view is not None:
+                views.append(view)
         return tuple(views)
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:

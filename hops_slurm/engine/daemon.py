@@ -7,7 +7,9 @@ belongs to the thread that opened it); a step already queued is not queued twice
 (every ``round_length`` s, first one right after start) and the monitor (every ``monitor_interval`` s:
 ended jobs -> fragment plan). SIGTERM or SIGINT stops the timetable; the step in progress is finished (the handler only sets a flag)
 (each Slurm step is journaled, so even an abandoned one would be repaired by the next start), then the
-stores are closed and the lock released. Exit status 0.
+stores are closed and the lock released. Exit status 0. A step that fails (Slurm unreachable, a
+command refused, the disk full) is logged and retried at its next turn; before that turn the engine
+repairs Slurm's state from the journal (:meth:`Engine.recover`), as it does after a crash.
 """
 
 from __future__ import annotations
@@ -24,15 +26,23 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hops_slurm.engine.engine import Engine
+from hops_slurm.errors import HopsError
 
 log = logging.getLogger(__name__)
 
 
-def _run_step(name: str, fn: Callable[[], object]) -> None:
+def _run_step(name: str, fn: Callable[[], object]) -> bool:
+    """Run one step; False if it failed (logged: one line for a failure the message explains, Slurm
+    unreachable or the disk full, a traceback for anything else)."""
     try:
         fn()
+    except HopsError as exc:  # SlurmError, StateError: the message says what went wrong
+        log.error("%s failed; retrying at its next turn: %s", name, exc)
+        return False
     except Exception:  # noqa: BLE001 - one failed step must not stop the daemon; the next one retries
         log.exception("%s failed; retrying at its next turn", name)
+        return False
+    return True
 
 
 class _Steps:
@@ -69,6 +79,7 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    engine.recover_later = True
     engine.open()
     cfg = engine.config
     steps = _Steps()
@@ -87,11 +98,16 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
     log.info("hops-slurm engine running: round %gs, refresh %gs, monitor %gs, state %s",
              cfg.scheduler.round_length, cfg.scheduler.queue_refresh, cfg.engine.monitor_interval, engine.state_dir)
     scheduler.start()
+    damaged = engine.needs_recovery  # a step failed half-way: repair from the journal before the next one
     try:
         while not stop.is_set():
             name = steps.get(timeout=0.5)
             if name is not None and not stop.is_set():
-                _run_step(name, work[name])
+                if damaged:
+                    damaged = not _run_step("recovery", engine.recover)
+                    if damaged:
+                        continue
+                damaged = not _run_step(name, work[name])
     finally:
         scheduler.shutdown(wait=False)
         engine.close()

@@ -15,69 +15,43 @@ runtime metrics files, and run a fragment plan when GPUs are idle and profiled j
 
 Crash testing: with ``HOPS_ENGINE_CRASH_AFTER=k`` in the environment the process exits (``os._exit``,
 as abrupt as SIGKILL) right after the k-th journaled action of a round has been carried out, before the
-journal marks it done.
+journal marks it done; with ``HOPS_ENGINE_CRASH_AT=KIND[:before]`` at the first journaled action of
+that kind, anywhere (:mod:`hops_slurm.engine.crashpoints`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
+from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
+from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
+from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import Planning, plan_once
-from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState, account
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
+from hops_slurm.engine.userfiles import make_place, make_root, owner_of
+from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
-from hops_slurm.slurm.api import SlurmApi, SlurmJob
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
 
 log = logging.getLogger(__name__)
 
-CRASH_ENV = "HOPS_ENGINE_CRASH_AFTER"
-PAUSE_ENV = "HOPS_ENGINE_CRASH_PAUSE_FILE"  # with CRASH_ENV: wait there to be killed
 PRIORITY_NAMES = {"latency-ratio": "lr"}
-
-
-class CrashingJournal(Journal):
-    """A journal that stops the engine after ``after`` round actions were carried out, before the journal
-    marks the last one done (test crash point). With ``pause_file`` it writes its pid there and waits to be
-    killed from outside (SIGKILL: the real thing); without, it ends the process at once (``os._exit``)."""
-
-    def __init__(self, path: Path | str, after: int, pause_file: Path | None = None) -> None:
-        super().__init__(path)
-        self.after = after
-        self.pause_file = pause_file
-        self.count = 0
-        self._round_actions: set[int] = set()
-
-    def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
-        action_id = super().intend(kind, job_id, args, round_id)
-        if round_id.startswith("round"):
-            self._round_actions.add(action_id)
-        return action_id
-
-    def finish(self, action_id: int, status: str = "done", error: str = "") -> None:
-        if action_id in self._round_actions:
-            self.count += 1
-            if self.count >= self.after:
-                log.error("crash point reached after %d round actions", self.count)
-                logging.shutdown()
-                if self.pause_file is None:
-                    os._exit(99)
-                self.pause_file.write_text(str(os.getpid()))
-                while True:  # until the test kills the process
-                    time.sleep(3600)
-        super().finish(action_id, status, error)
 
 
 def make_policy(config: SiteConfig) -> Any:
@@ -102,7 +76,7 @@ class Engine:
             from hops_slurm.slurm.cli import CliSlurm
 
             api = CliSlurm(self.env)
-        self.api = api
+        self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
         self.dry_run = dry_run
         paths = config.paths
         self.state_dir = paths.state_dir
@@ -122,54 +96,76 @@ class Engine:
         self.last_planning: Planning | None = None
         self._round_no = 0
         self._opened = False
+        self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
+        self.needs_recovery = False
 
     # ----- lifecycle --------------------------------------------------------------------------------
     def open(self) -> Engine:
-        from estimator.store import ThroughputStore
-
         if not self.dry_run:
             self.lock.acquire()
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            store_path = self.config.paths.resolve(self.config.paths.store)
-            if self.dry_run:
-                self.store = ThroughputStore(store_path, read_only=True) if store_path.exists() else None
-                jpath = self.config.paths.resolve(self.config.paths.journal)
-                self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
-            else:
-                self.store = ThroughputStore(store_path)
-                self.metrics_dir.mkdir(parents=True, exist_ok=True)
-                self.metrics_dir.chmod(0o1777)  # jobs of every user append their runtime records here
-                crash = os.environ.get(CRASH_ENV)
-                pause = os.environ.get(PAUSE_ENV)
-                jpath = self.config.paths.resolve(self.config.paths.journal)
-                self.journal = CrashingJournal(jpath, int(crash), Path(pause) if pause else None) if crash \
-                    else Journal(jpath)
-            self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
-            self.tracked = self.state.jobs()
-            self._round_no = int(self.state.meta("rounds", "0"))
-            managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
-            self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
-                                   settle_timeout=self.config.engine.settle_timeout)
-            self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
-                                        estimator_for=self._estimator_for, job_env=self._job_env)
-            if self.store is not None and not self.dry_run:
-                e = self.config.engine
-                self.profiler = ProfilerFlow(
-                    ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
-                                  e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state, self.store, self.env)
-                self.profiler.adopt(self.tracked.values())
-            if not self.dry_run:
-                report = self.journal.reconcile(self.api, gate_nodes=managed)
-                if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
-                    log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
-                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
-                                report.deleted_reservations)
-            self._opened = True
+            with storage_errors(self.state_dir):
+                self._open()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _open(self) -> None:
+        from estimator.store import ThroughputStore
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        store_path = self.config.paths.resolve(self.config.paths.store)
+        if self.dry_run:
+            self.store = ThroughputStore(store_path, read_only=True) if store_path.exists() else None
+            jpath = self.config.paths.resolve(self.config.paths.journal)
+            self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
+        else:
+            self.store = ThroughputStore(store_path)
+            # users reach their own places below (probes, runtime records) but cannot list the directory
+            self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
+            make_root(self.metrics_dir)
+            self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
+        self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
+        self.tracked = self.state.jobs()
+        self._round_no = int(self.state.meta("rounds", "0"))
+        managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
+        self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
+                               settle_timeout=self.config.engine.settle_timeout)
+        self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
+                                    estimator_for=self._estimator_for, job_env=self._job_env,
+                                    set_aside=self._set_aside)
+        if self.store is not None and not self.dry_run:
+            e = self.config.engine
+            self.profiler = ProfilerFlow(
+                ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
+                              e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
+                self.store, self.env, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes)
+            self.profiler.adopt(self.tracked.values())
+        if not self.dry_run:
+            try:
+                report = self.journal.reconcile(self.api, gate_nodes=managed)
+            except SlurmError as exc:
+                if not self.recover_later:
+                    raise
+                log.error("repairing Slurm's state from the journal failed (%s); retrying before the first step", exc)
+                self.needs_recovery = True
+            else:
+                if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
+                    log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
+                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
+                                report.deleted_reservations)
+        self._opened = True
+
+    def recover(self) -> None:
+        """After a step failed half-way (Slurm unreachable, a command refused, the disk full): repair
+        Slurm's state from the journal as after a restart (:func:`hops_slurm.slurm.reconcile.reconcile`)."""
+        assert self.journal is not None and self.enactor is not None
+        if self.dry_run:
+            return
+        report = self.journal.reconcile(self.api, gate_nodes=self.enactor.managed_nodes)
+        log.info("recovered after a failed step: held %s, rolled back %s, deleted reservations %s",
+                 report.held, report.rolled_back, report.deleted_reservations)
 
     def close(self) -> None:
         for thing in (self.store, self.journal, self.state):
@@ -197,10 +193,18 @@ class Engine:
         return Estimator.for_cluster(self.store, cluster)
 
     def _job_env(self, job_id: str, config: Mapping[str, int]) -> dict[str, str]:
+        """Recorder settings for a job about to start: its own place for runtime records (owned by its
+        owner, :mod:`hops_slurm.engine.metrics`), its signature and GPU type."""
         js = self.tracked.get(job_id)
         types = {n.gpu_type for n in (self.backend.nodes if self.backend else []) if n.name in config}
-        env = {"HOPS_METRICS_FILE": str(self.metrics_dir / f"{job_id}.jsonl"),
-               "HOPS_GPU_TYPE": types.pop() if len(types) == 1 else "mixed"}
+        env = {"HOPS_GPU_TYPE": types.pop() if len(types) == 1 else "mixed"}
+        if js is not None and not self.dry_run:
+            try:
+                place = make_place(self.metrics_dir, job_id, owner_of(js.user))
+            except (HopsError, OSError) as exc:  # the job runs without a recorder file
+                log.warning("job %s: no place for runtime records: %s", job_id, exc)
+            else:
+                env["HOPS_METRICS_FILE"] = str(place / RUNTIME_FILE)
         if js is not None and js.signature:
             env["HOPS_JOB_SIGNATURE"] = js.signature
         return env
@@ -220,6 +224,10 @@ class Engine:
     # ----- steps ----------------------------------------------------------------------------------------
     def refresh(self) -> dict[str, Any]:
         """Read Slurm, hold new jobs, settle released ones, account, profile. Returns what changed."""
+        with storage_errors(self.state_dir):
+            return self._refresh()
+
+    def _refresh(self) -> dict[str, Any]:
         assert self.backend is not None and self.enactor is not None and self.state is not None
         b = self.backend
         b.read()
@@ -227,10 +235,11 @@ class Engine:
         if not self.dry_run:
             self.enactor.round_id = "refresh"
             self.enactor.ensure_gate()
+            out["evicted"] = self.enactor.evict_foreign(b.jobs)
             out["held"] = self.enactor.hold_new(b.jobs)
             settled = self.enactor.settle(timeout=0.0)
             out["mismatched"] = dict(settled.mismatched)
-            if out["held"] or settled.verified or settled.mismatched:
+            if out["held"] or out["evicted"] or settled.verified or settled.mismatched:
                 b.read()
         gpu_types = sorted({n.gpu_type for n in b.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
         self._ensure_calibrations(set(gpu_types))
@@ -248,6 +257,7 @@ class Engine:
                         ended=seen.end_time if seen else None, ran=self.enactor.planned_config(js.job_id))
                 js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
                 if not self.dry_run:
+                    self._ingest_metrics(js)  # its last records count too
                     cancel_probes(js, self.env)
                 if self.profiler is not None:
                     self.profiler.forget(js.job_id)
@@ -255,71 +265,109 @@ class Engine:
                 out["ended"].append(js.job_id)
                 changed.append(js)
                 continue
-            if seen.active:
-                # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
-                # job was released on (the enactor verifies and records the real one when it settles)
-                config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
-                account(js, now, "RUNNING", config, started=seen.start_time)
-            else:
-                account(js, now, "PENDING", {})
-            if self.profiler is not None and self.profiler.advance(js, gpu_types, listing):
-                if js.profile == PROFILE_DONE:
+            per_job(js, "reading its state from Slurm", lambda js=js, seen=seen: self._account(js, seen, now),
+                    self._set_aside)
+            self._review_aside(js, seen)
+            if not js.aside and self.profiler is not None:
+                moved = per_job(js, "profiling", lambda js=js: self.profiler.advance(js, gpu_types, listing),  # type: ignore[union-attr]
+                                self._set_aside)
+                if moved and js.profile == PROFILE_DONE:
                     out["profiled"].append(js.job_id)
             changed.append(js)
+        out["aside"] = {js.job_id: js.aside for js in self.tracked.values() if js.aside}
         if not self.dry_run:
-            self._ingest_metrics()
+            for js in self.tracked.values():
+                self._ingest_metrics(js)
+            if self.profiler is not None:
+                self.profiler.tidy(self.tracked)
             self._refresh_ages()
             for js in changed:
                 self.state.save(js)
             from hops_slurm.report.source import write_sqlite
 
             write_sqlite(self.records_path, [self._job_record(js) for js in changed])
+            touch_heartbeat(self.state_dir)  # hops-slurm failopen: the engine is alive
         return out
 
     def _new_state(self, job: SlurmJob, now: float) -> JobState:
-        return JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
-                        submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
-                        last_state="PENDING")
+        js = JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
+                      submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
+                      last_state="PENDING")
+        per_job(js, "not scheduled", lambda: check_directives(js), self._set_aside)
+        return js
+
+    def _account(self, js: JobState, seen: SlurmJob, now: float) -> None:
+        assert self.enactor is not None
+        if seen.active:
+            # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
+            # job was released on (the enactor verifies and records the real one when it settles)
+            config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
+            account(js, now, "RUNNING", config, started=seen.start_time)
+        else:
+            account(js, now, "PENDING", {})
+
+    # ----- jobs set aside (one bad job never stops the round: hops_slurm.engine.aside) ---------------
+    def _set_aside(self, js: JobState, reason: str) -> None:
+        js.aside = reason
+        if self.profiler is not None:
+            self.profiler.forget(js.job_id)
+
+    def _review_aside(self, js: JobState, seen: SlurmJob) -> None:
+        """Take a job back when Slurm now shows other stored directives that parse (an administrator
+        corrected them); keep the owner's view (the job's Comment) in step with the engine's: the
+        set-aside reason while aside, and no engine-written comment (set aside, released by failopen)
+        once the job is back in play."""
+        if js.aside and seen.directives is not None and seen.directives != js.directives:
+            js.directives = seen.directives
+            try:
+                check_directives(js)
+            except ValueError as exc:
+                js.aside = reason_text("not scheduled", exc)
+            else:
+                log.info("job %s: its directives parse again; taken back", js.job_id)
+                js.aside, js.profile, js.probes, js.profile_error = "", PROFILE_NEW, {}, ""
+        if self.dry_run or self.journal is None:
+            return
+        want = COMMENT_PREFIX + js.aside if js.aside else ""
+        ours = seen.comment.startswith((COMMENT_PREFIX, FAILOPEN_COMMENT))  # written by the engine or failopen
+        if seen.comment == want or (not js.aside and not ours):
+            return
+        try:
+            with self.journal.action("aside", js.job_id, {"reason": js.aside}, "refresh"):
+                self.api.update_job(js.job_id, {"Comment": want})
+        except SlurmError as exc:  # shown at the next refresh
+            log.warning("job %s: cannot write its set-aside reason into Slurm: %s", js.job_id, exc)
 
     def _refresh_ages(self) -> None:
         """Eq. 9 age once a job is profiled (kept in the state for the queue view and JobRecord)."""
         if self.store is None or self.backend is None:
             return
-        for js in self.tracked.values():
-            if js.profile == PROFILE_DONE and js.age is None and js.signature:
-                from hops_slurm.engine.jobs import estimate
-                from hops_slurm.slurm.views import cluster_view
+        from hops_slurm.engine.jobs import estimate
+        from hops_slurm.slurm.views import cluster_view
 
+        for js in self.tracked.values():
+            if js.profile == PROFILE_DONE and js.age is None and js.signature and not js.aside:
                 cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False,
                                        partition=self.config.slurm.partition)
-                _fn, js.age, js.sensitivity = estimate(js, self._estimator_for(cluster))
+                got = per_job(js, "estimating its run time", lambda js=js: estimate(js, self._estimator_for(cluster)),
+                              self._set_aside)
+                if got is not None:
+                    _fn, js.age, js.sensitivity = got
 
-    def _ingest_metrics(self) -> None:
-        """Append new lines of running jobs' metrics files to the store (offsets kept in the state)."""
-        if self.store is None or self.state is None or not self.metrics_dir.is_dir():
+    def _ingest_metrics(self, js: JobState) -> None:
+        """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.metrics`),
+        checked against where Slurm ran it (after this refresh's accounting)."""
+        if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
-        from profiler.ingest import ingest_runtime
-        from profiler.records import RuntimeRecord, parse_record
-
-        for path in sorted(self.metrics_dir.glob("*.jsonl")):
-            key = f"metrics:{path.name}"
-            offset = int(self.state.meta(key, "0"))
-            with path.open("rb") as fh:
-                fh.seek(offset)
-                data = fh.read()
-            end = data.rfind(b"\n") + 1
-            for line in data[:end].decode(errors="replace").splitlines():
-                try:
-                    rec = parse_record(line)
-                    if isinstance(rec, RuntimeRecord):
-                        ingest_runtime(self.store, rec)
-                except Exception as exc:  # noqa: BLE001 - one bad line must not stop the engine
-                    log.warning("%s: skipping a metrics line: %s", path, exc)
-            if end:
-                self.state.set_meta(key, str(offset + end))
+        types = {n.name: n.gpu_type for n in self.backend.nodes}
+        per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
+                self._set_aside)
 
     def _job_record(self, js: JobState) -> JobRecord:
-        d = HopsDirectives.from_canonical(js.directives) if js.directives else None
+        try:
+            d = HopsDirectives.from_canonical(js.directives) if js.directives else None
+        except Exception:  # noqa: BLE001 - a job set aside for its directives still gets its record
+            d = None
         types = {n.name: n.gpu_type for n in (self.backend.nodes if self.backend else [])}
         placements = []
         for p in js.placements:
@@ -335,6 +383,10 @@ class Engine:
 
     def round(self, *, fragment: bool = False) -> Planning | None:
         """One planning (a round plan, or a fragment plan on idle GPUs) on the last read of Slurm."""
+        with storage_errors(self.state_dir):
+            return self._round(fragment)
+
+    def _round(self, fragment: bool) -> Planning | None:
         assert self.backend is not None and self.state is not None
         if not fragment:
             self._round_no += 1
@@ -379,6 +431,21 @@ class Engine:
         """The periodic refresh: then a fragment plan if profiled jobs wait and GPUs are idle."""
         self.refresh()
         self.round(fragment=True)
+
+
+@contextmanager
+def storage_errors(state_dir: Path) -> Iterator[None]:
+    """The engine's storage failing (disk full, read-only, corrupt) becomes one :class:`StateError` that
+    names it; the daemon logs it on one line and retries the step."""
+    try:
+        yield
+    except StateError:
+        raise
+    except Exception as exc:
+        if not disk_failure(exc):
+            raise
+        raise StateError(f"the engine's files under {state_dir} cannot be written ({exc}); free space or fix the "
+                         "file system: Slurm's state is repaired from the journal on the next step") from exc
 
 
 def plan_summary(p: Planning) -> dict[str, Any]:

@@ -62,7 +62,9 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
         if seen is None or not (seen.pending or seen.active):
             continue
         wait = js.wait + (max(0.0, now - js.last_seen) if js.last_state == "PENDING" and seen.pending else 0.0)
-        if js.profile not in (PROFILE_DONE, PROFILE_FAILED):
+        if js.aside:
+            where = f"set aside: {js.aside}"
+        elif js.profile not in (PROFILE_DONE, PROFILE_FAILED):
             where = f"profiling ({js.profile})"
         elif seen.active and seen.gpu_config():
             where = ",".join(f"{n}:{k}" for n, k in seen.gpu_config().items())

@@ -3,19 +3,39 @@
 Where it sits: every refresh the engine (:mod:`hops_slurm.engine.engine`) reads Slurm's jobs and
 calls :meth:`EngineState.account` to add the time since the last refresh to each Hops job's wait (while
 pending) or run time and GPU-seconds (while running); profiling progress (probe job per GPU type,
-signature, failures) and the eq. 9 age live here too. All of it survives a restart of the daemon.
+signature, failures), the eq. 9 age and why a job was set aside (``aside``) live here too. All of it survives a restart of the daemon.
 Slurm stays the source of truth for which jobs exist; rows of jobs Slurm no longer lists are closed.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hops_slurm.errors import HopsError
+
 PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "done", "failed"
+
+
+class StateError(HopsError):
+    """The engine's own files (state, journal, records, store) cannot be written: disk full, read-only,
+    corrupt. Not any job's fault: the step stops and is retried."""
+
+
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+
+
+def disk_failure(exc: BaseException) -> bool:
+    """True for failures of the engine's storage rather than of a job."""
+    from estimator.errors import StoreError
+
+    if isinstance(exc, (sqlite3.Error, StoreError, StateError)):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -40,7 +60,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     signature TEXT NOT NULL DEFAULT '',
     profile_error TEXT NOT NULL DEFAULT '',
     age REAL,
-    sensitivity REAL
+    sensitivity REAL,
+    aside TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS models (
     model_key TEXT PRIMARY KEY,
@@ -77,6 +98,7 @@ class JobState:
     profile_error: str = ""
     age: float | None = None
     sensitivity: float | None = None
+    aside: str = ""  # why the engine set this job aside (not profiled nor planned); "" = in play
 
     @property
     def active(self) -> bool:
@@ -97,6 +119,9 @@ class EngineState:
         with self.db:
             self.db.executescript(_SCHEMA)
             self.db.execute("PRAGMA journal_mode=WAL")
+            columns = {r["name"] for r in self.db.execute("PRAGMA table_info(jobs)")}
+            if "aside" not in columns:  # a state database from before set-aside jobs existed
+                self.db.execute("ALTER TABLE jobs ADD COLUMN aside TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self.db.close()

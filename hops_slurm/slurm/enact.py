@@ -128,6 +128,12 @@ def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], 
     return fields
 
 
+def _gpu_count(tres: str) -> int:
+    """The GPU count of a ``gres:gpu[:type]:N`` request (0 for none): the field's last number."""
+    tail = tres.rsplit(":", 1)[-1] if tres else ""
+    return int(tail) if tail.isdigit() else (0 if not tres else -1)
+
+
 # ----- job environment ----------------------------------------------------------------------------
 def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
     """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
@@ -241,13 +247,49 @@ class Enactor:
             held.append(job.job_id)
         return held
 
+    def evict_foreign(self, jobs: list[SlurmJob] | None = None) -> list[str]:
+        """Detach pending jobs that use a Hops reservation they were not given: a job without ``#HOPS``
+        (or another Hops job) asking for ``hops-j<id>`` (possible for that job's owner, whom the
+        reservation names) or a non-root job in the gate. Only the job ``<id>`` belongs in ``hops-j<id>``
+        and only its probes (``hops-probe-<id>-...``) in ``hops-p<id>``. A foreign job that already
+        started is reported (it ran on a Hops reservation before a refresh could see it)."""
+        evicted = []
+        for job in jobs if jobs is not None else self.api.jobs():
+            resv = job.reservation
+            if not resv.startswith("hops-") or not (job.pending or job.active):
+                continue
+            if resv == GATE:
+                allowed = job.user == "root"
+            elif resv.startswith(JOB_RESERVATION_PREFIX):
+                allowed = job.is_hops and resv == job_reservation(job.job_id)
+            elif resv.startswith("hops-p"):
+                allowed = job.name.startswith(f"hops-probe-{resv[len('hops-p'):]}-")
+            else:
+                allowed = False
+            if allowed:
+                continue
+            if job.active:
+                log.error("job %s (%s) runs in Hops reservation %s it was not given", job.job_id, job.user, resv)
+                continue
+            with self.journal.action("detach", job.job_id, {"reservation": resv, "foreign": True}, self.round_id):
+                self.api.update_job(job.job_id, {"Reservation": ""})
+            evicted.append(job.job_id)
+        return evicted
+
     def _placed_pending(self, job: SlurmJob) -> bool:
-        """Released into its own reservation with the journaled placement still in force (the owner may
-        edit a pending job's NodeList; an edited one is no longer placed)."""
+        """Released into its own reservation with the journaled placement still in force. The owner may
+        edit a pending job (NodeList, GPUs per node or per job): an edited one is no longer placed, and
+        :meth:`hold_new` puts it back on hold before it starts (one that started anyway is requeue-held
+        when its allocation is read back: :meth:`settle`)."""
         if not (job.pending and not job.held and job.reservation == job_reservation(job.job_id)):
             return False
         planned = self.planned_config(job.job_id)
-        return planned is not None and set(job.required_nodes) == set(planned)
+        if planned is None or set(job.required_nodes) != set(planned):
+            return False
+        placed = self.journal.last_done(job.job_id, "place")
+        fields = placed.args.get("fields", {}) if placed is not None else {}
+        return _gpu_count(job.tres_per_node) == _gpu_count(fields.get("TresPerNode", "")) and \
+            _gpu_count(job.tres_per_job) == _gpu_count(fields.get("TresPerJob", ""))
 
     # ----- applying a plan --------------------------------------------------------------------------
     def apply(self, assignments: Mapping[str, Mapping[str, int] | None], *,
@@ -363,7 +405,13 @@ class Enactor:
                 log.warning("job %s not placed: %s", job_id, exc)
                 continue
             try:
-                self.place(job, want, fields, env=hops_job_env(job.directives, want, job_env.get(job_id)),
+                env = hops_job_env(job.directives, want, job_env.get(job_id))
+            except (ValueError, HopsError) as exc:  # its stored directives no longer read back: this job only
+                result.refused[job_id] = f"its directives cannot be read back: {exc}"
+                log.warning("job %s not placed: %s", job_id, result.refused[job_id])
+                continue
+            try:
+                self.place(job, want, fields, env=env,
                            reservations=[r for r in reservations if r.name == job_reservation(job_id)])
             except SlurmError as exc:
                 result.refused[job_id] = str(exc)

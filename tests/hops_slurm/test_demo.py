@@ -238,7 +238,7 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     logs = spec.state_dir / "demo" / "logs"
     assert "(1 GPUs, lr 0.02)" in next(logs.glob("c-*.out")).read_text()
     metrics = spec.state_dir / "demo" / "engine" / "metrics"
-    assert len(list(metrics.glob("*.jsonl"))) == 3
+    assert len(list(metrics.glob("*/runtime.jsonl"))) == 3  # one place per job, owned by its owner
     report = (tmp_path / "report" / "report.md").read_text()
     assert report.count("COMPLETED") == 3
     assert list((tmp_path / "report").glob("*.png"))

@@ -1,0 +1,100 @@
+"""Runtime records of running jobs -> the store, read only from each job's own place and only for that job.
+
+Where it sits: the engine gives every job it places a place ``<state_dir>/metrics/<job_id>/`` owned
+by the job's owner (:func:`hops_slurm.engine.userfiles.make_place`) and the environment
+``HOPS_METRICS_FILE=<place>/runtime.jsonl`` (:mod:`profiler.runtime` appends JSON lines there, as
+the owner). Each refresh :func:`ingest_job` reads what was appended since the last time (the offset
+is kept in the engine state), at most :data:`MAX_READ` bytes, and ingests the complete lines.
+
+A line is accepted only if it is a valid :class:`profiler.records.RuntimeRecord` (finite, bounded
+values whose throughput agrees with its steps) *for this job*: its signature is the job's own (the
+engine's ``<owner>/<hash>``), and its node is one the job runs or ran on, with that node's GPU type (or ``mixed`` for a job
+placed across GPU types, as its ``HOPS_GPU_TYPE`` says).
+A record for another job's signature is refused (a user cannot feed measurements to someone else's
+jobs, nor to a signature of their own other jobs through this one). Refusals are counted and logged,
+never raised: a job's records cannot stop the refresh.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hops_slurm.engine.state import EngineState, JobState
+from hops_slurm.engine.userfiles import owner_of, read_owned
+
+log = logging.getLogger(__name__)
+
+RUNTIME_FILE = "runtime.jsonl"
+MAX_READ = 1 << 20  # bytes of new records read per job and refresh
+MAX_LINE = 1 << 16
+
+
+@dataclass
+class MetricsReport:
+    accepted: int = 0
+    refused: list[str] = field(default_factory=list)
+
+
+def job_nodes(job: JobState) -> set[str]:
+    """Every node the job runs or ran on (its current config and its placements)."""
+    nodes = set(job.config)
+    for p in job.placements:
+        nodes.update(p.get("config", {}))
+    return nodes
+
+
+def check_runtime(record: object, job: JobState, node_types: Mapping[str, str]) -> None:
+    """Raise ValueError unless ``record`` is a runtime record of ``job`` (see the module docstring)."""
+    from profiler.records import RuntimeRecord
+
+    if not isinstance(record, RuntimeRecord):
+        raise ValueError(f"not a runtime record (kind {getattr(record, 'kind', '?')})")
+    if not job.signature or record.signature != job.signature:
+        raise ValueError(f"signature {record.signature[:60]!r} is not this job's")
+    if record.node not in job_nodes(job):
+        raise ValueError(f"node {record.node[:60]!r} is not one this job ran on")
+    mixed = len({node_types.get(n) for n in job_nodes(job)}) > 1  # the engine tells such a job "mixed"
+    if record.gpu_type != node_types.get(record.node) and not (mixed and record.gpu_type == "mixed"):
+        raise ValueError(f"GPU type {record.gpu_type[:30]!r} is not node {record.node}'s")
+
+
+def ingest_job(store: object, state: EngineState, place_root: Path, job: JobState,
+               node_types: Mapping[str, str]) -> MetricsReport:
+    """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring)."""
+    from profiler.ingest import ingest_runtime
+    from profiler.records import parse_record
+
+    report = MetricsReport()
+    place = place_root / job.job_id
+    if not place.exists():
+        return report
+    key = f"metrics:{job.job_id}"
+    offset = int(state.meta(key, "0"))
+    data = read_owned(place, RUNTIME_FILE, owner_of(job.user).uid, offset=offset, cap=MAX_READ)
+    if not data:
+        return report
+    end = data.rfind(b"\n") + 1
+    if end == 0 and len(data) >= MAX_READ:  # one line longer than we ever read: skip it
+        end = len(data)
+        report.refused.append(f"a line longer than {MAX_READ} bytes")
+    for raw in data[:end].split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            if len(raw) > MAX_LINE:
+                raise ValueError(f"line of {len(raw)} bytes (at most {MAX_LINE})")
+            record = parse_record(raw.decode("utf-8"))
+            check_runtime(record, job, node_types)
+        except ValueError as exc:  # pydantic's ValidationError and UnicodeDecodeError are ValueErrors
+            report.refused.append(str(exc).splitlines()[0][:200])
+            continue
+        ingest_runtime(store, record)  # type: ignore[arg-type]
+        report.accepted += 1
+    state.set_meta(key, str(offset + end))
+    if report.refused:
+        reasons = list(dict.fromkeys(report.refused))
+        log.warning("job %s: %d runtime record(s) refused: %s", job.job_id, len(report.refused), "; ".join(reasons[:3]))
+    return report

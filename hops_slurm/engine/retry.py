@@ -1,0 +1,73 @@
+"""Reads of Slurm retried once: a transient failure of ``squeue``/``sinfo``/``scontrol show`` costs a
+retry, not a whole step.
+
+Where it sits: the engine wraps its :class:`hops_slurm.slurm.api.SlurmApi` in :class:`RetryingReads`.
+Reads are idempotent, so one more try after ``pause`` seconds is safe; a second failure raises as
+before (the step stops and the daemon repairs from the journal before the next one). Operations that
+change Slurm (hold, release, update, reservations) are never retried here: each is journaled, and a
+failed one is repaired from the journal, not repeated blindly.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class RetryingReads:
+    """A :class:`SlurmApi` that retries each read once after ``pause`` seconds."""
+
+    def __init__(self, api: SlurmApi, pause: float = 1.0) -> None:
+        self.inner = api
+        self.pause = pause
+        self.name = getattr(api, "name", "slurm")
+
+    def _read(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except SlurmError as exc:
+            log.warning("reading %s failed (%s); one more try", what, exc)
+            time.sleep(self.pause)
+            return fn()
+
+    # ----- reads, retried once --------------------------------------------------------------------
+    def jobs(self) -> list[SlurmJob]:
+        return self._read("jobs", self.inner.jobs)
+
+    def job(self, job_id: str) -> SlurmJob | None:
+        return self._read(f"job {job_id}", lambda: self.inner.job(job_id))
+
+    def nodes(self) -> list[SlurmNode]:
+        return self._read("nodes", self.inner.nodes)
+
+    def reservations(self) -> list[SlurmReservation]:
+        return self._read("reservations", self.inner.reservations)
+
+    # ----- changes, never retried here ----------------------------------------------------------------
+    def hold(self, job_id: str) -> None:
+        self.inner.hold(job_id)
+
+    def release(self, job_id: str) -> None:
+        self.inner.release(job_id)
+
+    def requeue_hold(self, job_id: str) -> None:
+        self.inner.requeue_hold(job_id)
+
+    def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        self.inner.update_job(job_id, fields)
+
+    def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
+        self.inner.create_reservation(name, nodes, users, flags)
+
+    def delete_reservation(self, name: str) -> None:
+        self.inner.delete_reservation(name)
+
+    def cancel(self, job_id: str) -> None:
+        self.inner.cancel(job_id)

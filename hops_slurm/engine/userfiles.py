@@ -1,0 +1,116 @@
+"""Per-job places that a job's owner writes and the engine (root) reads: made and read with least privilege.
+
+Where it sits: the profiler flow (:mod:`hops_slurm.engine.profiling`) gives each probing job a place
+``<probe_dir>/<job_id>/`` and the engine gives each placed job a place ``<state_dir>/metrics/<job_id>/``
+for its runtime records (:mod:`hops_slurm.engine.metrics`). The owner's processes (probes and the
+runtime recorder run as the owner) write there; the engine only reads.
+
+* :func:`make_place`: the parent is root's and writable by no one else (0755); the place itself is a
+  directory owned by the job's owner, mode 0700 (other users cannot read or plant files in it).
+* :func:`read_owned`: opens one file of a place without following links and without blocking
+  (``O_NOFOLLOW | O_NONBLOCK``; the place itself with ``O_DIRECTORY | O_NOFOLLOW``), then checks on the
+  open descriptors that the place and the file belong to the job's owner and that the file is a
+  regular file (no FIFO, device, directory or symlink; a hard link to someone else's file shows their
+  uid and is refused), and reads at most ``cap`` bytes. Anything else raises :class:`UnsafeFile`.
+
+Nothing the engine imports or executes comes from these places: it reads bytes and validates them as
+JSON records (:mod:`profiler.records`).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+
+
+class UnsafeFile(HopsError):
+    """A file in a job's place is not what the engine may read (wrong owner, not a regular file ...)."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    user: str
+    uid: int
+    gid: int
+
+
+def owner_of(user: str) -> Owner:
+    """The job owner's uid and primary gid on this host (HopsError if the name is unknown here)."""
+    try:
+        pw = pwd.getpwnam(user)
+    except (KeyError, TypeError, ValueError):
+        raise HopsError(f"its owner {user[:64]!r} is not a user on the engine's host") from None
+    return Owner(user, pw.pw_uid, pw.pw_gid)
+
+
+def _safe_name(job_id: str) -> str:
+    if not job_id.isdigit() or len(job_id) > 20:
+        raise UnsafeFile(f"job id {job_id[:30]!r} is not a number")
+    return job_id
+
+
+def make_root(root: Path) -> Path:
+    """The parent of the places: created if missing, root's (the engine's) own, 0755."""
+    root.mkdir(parents=True, exist_ok=True)
+    st = os.lstat(root)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise UnsafeFile(f"{root} is not a directory")
+    if st.st_uid != os.geteuid():
+        os.chown(root, os.geteuid(), os.getegid())
+    os.chmod(root, 0o755)
+    return root
+
+
+def make_place(root: Path, job_id: str, owner: Owner) -> Path:
+    """``<root>/<job_id>/``, a directory owned by ``owner``, mode 0700 (created, or taken over)."""
+    make_root(root)
+    place = root / _safe_name(job_id)
+    try:
+        os.mkdir(place, 0o700)
+    except FileExistsError:
+        st = os.lstat(place)  # only the engine writes in root: a non-directory here is its own leftover
+        if not stat.S_ISDIR(st.st_mode):
+            place.unlink()
+            os.mkdir(place, 0o700)
+    os.chown(place, owner.uid, owner.gid, follow_symlinks=False)
+    os.chmod(place, 0o700)
+    return place
+
+
+def read_owned(place: Path, name: str, uid: int, *, offset: int = 0, cap: int = 1 << 20) -> bytes | None:
+    """Up to ``cap`` bytes of ``place/name`` from ``offset``; None if the file does not exist (yet).
+    Raises :class:`UnsafeFile` unless the place and the file are ``uid``'s and the file is regular."""
+    if "/" in name or name in ("", ".", ".."):
+        raise UnsafeFile(f"bad file name {name!r}")
+    try:
+        dfd = os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP (a symlink), ENOTDIR
+        raise UnsafeFile(f"{place} is not the job's directory ({exc.strerror})") from None
+    try:
+        st = os.fstat(dfd)
+        if st.st_uid != uid:
+            raise UnsafeFile(f"{place} belongs to uid {st.st_uid}, not the job's owner (uid {uid})")
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise UnsafeFile(f"{place / name} cannot be opened safely ({exc.strerror})") from None
+        try:
+            fst = os.fstat(fd)
+            if not stat.S_ISREG(fst.st_mode):
+                raise UnsafeFile(f"{place / name} is not a regular file")
+            if fst.st_uid != uid:
+                raise UnsafeFile(f"{place / name} belongs to uid {fst.st_uid}, not the job's owner (uid {uid})")
+            return os.pread(fd, max(0, cap), offset)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dfd)
