@@ -106,6 +106,10 @@ class Journal:
         rows = self.db["actions"].rows_where(" and ".join(where) or None, params, order_by="id")
         return [_action(r) for r in rows]
 
+    def last_id(self) -> int:
+        """The id of the newest action (0 for an empty journal)."""
+        return int(self.db.conn.execute("select coalesce(max(id), 0) from actions").fetchone()[0])
+
     def counts_since(self, after_id: int) -> tuple[dict[tuple[str, str], int], int]:
         """Finished actions with an id above ``after_id``, counted by (kind, status), and the highest id
         counted (the metrics exporter keeps it, so each action is counted once). Actions still

@@ -8,6 +8,7 @@ RoundRecord JSONL, summary.json, results.md and PNG plots.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-seconds", type=bounded_float(0, 86400, low_open=True), default=360.0, help="round length (default 360)")
     p.add_argument("--refresh-seconds", type=bounded_float(0, 86400, low_open=True), default=30.0, help="queue refresh / fragment plans (default 30)")
     p.add_argument("--restart-seconds", type=bounded_float(0, 86400), default=60.0, help="restart cost after preemption (default 60)")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
     p.set_defaults(func=_run)
 
 
@@ -54,7 +55,9 @@ def _run(args: argparse.Namespace) -> int:
         make_policy(name)  # fail on a bad name before any run starts
     cluster = load_cluster(args.cluster)
     options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
-    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=not args.no_progress)
+    # the bar only on a terminal; in logs and pipes the command is quiet until its results
+    progress = not args.no_progress and sys.stderr.isatty()
+    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}")
     write_summary(results, args.out, header)

@@ -128,6 +128,7 @@ class Engine:
             self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
             make_root(self.metrics_dir)
             self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
+            self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
         self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))

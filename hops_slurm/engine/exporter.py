@@ -162,6 +162,10 @@ class EngineMetrics:
             if store is not None:
                 self.store_signatures.set(len(store.signatures()))
 
+    def count_journal_from(self, action_id: int) -> None:
+        """Count only actions after ``action_id`` (the journal's newest when the engine opened)."""
+        self._journal_id = action_id
+
     def journal(self, journal: Any) -> None:
         """Count the journal's actions finished since the last call (each once)."""
         counts, last = journal.counts_since(self._journal_id)

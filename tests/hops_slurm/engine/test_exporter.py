@@ -145,3 +145,15 @@ def test_metrics_config_defaults_off_on_loopback() -> None:
     cfg = parse_config({})
     assert cfg.metrics.port == 0 and cfg.metrics.address == "127.0.0.1"
     assert parse_config({"metrics": {"port": 9480, "address": "::1"}}).metrics.address == "::1"
+
+
+def test_journal_counting_starts_where_told() -> None:
+    journal = Journal(":memory:")
+    with journal.action("hold", "1"):
+        pass
+    m = EngineMetrics()
+    m.count_journal_from(journal.last_id())
+    with journal.action("hold", "2"):
+        pass
+    m.journal(journal)
+    assert m.registry.get_sample_value("hops_holds_total") == 1
