@@ -124,7 +124,7 @@ class EngineMetrics:
                 self.window_jobs.set(len(diag.get("window") or ()))
                 for job in queued:
                     lr = latency_ratio(job)
-                    if math.isfinite(lr):
+                    if job.age > 0 and math.isfinite(lr):  # no age yet (not profiled): no ratio
                         self.queued_lr.observe(lr)
             if result is not None:
                 if result.refused:

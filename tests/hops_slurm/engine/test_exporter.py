@@ -157,3 +157,40 @@ def test_journal_counting_starts_where_told() -> None:
         pass
     m.journal(journal)
     assert m.registry.get_sample_value("hops_holds_total") == 1
+
+
+def test_a_planning_sets_durations_queue_and_enactment_values() -> None:
+    from hops_slurm.backend import Planning
+    from hops_slurm.records import RoundRecord
+    from hops_slurm.slurm.enact import EnactResult
+    from planner.views import JobView, Plan
+
+    def job(job_id: str, wait: float, age: float, current: dict[str, int] | None) -> JobView:
+        return JobView(job_id=job_id, requirements=(1, 2), submit_time=0.0, wait=wait, age=age, sensitivity=1.0,
+                       throughput=lambda c: 1.0, current=current)
+
+    jobs = (job("1", 30.0, 10.0, None), job("2", 5.0, 0.0, None), job("3", 0.0, 10.0, {"n1": 2}))
+    plan = Plan({"1": None, "2": None, "3": {"n1": 2}},
+                {"window": ["1", "2", "3"], "gap": 0.004, "solve_time": 0.25, "fallback": None})
+    record = RoundRecord(time=1000.0, active_jobs=3, unassigned_jobs=2, idle_gpus_after=2, gpus_in_use=2,
+                         total_gpus=4, solve_seconds=0.3)
+    m = EngineMetrics()
+    m.planning(Planning(plan, jobs, None, record, read_seconds=0.5, plan_seconds=0.3, enact_seconds=1.0), False,
+               EnactResult(refused={"1": "node down"}))
+    v = m.registry.get_sample_value
+    assert v("hops_planning_duration_seconds_sum", {"kind": "round"}) == pytest.approx(1.8)
+    assert v("hops_planning_phase_duration_seconds_sum", {"kind": "round", "phase": "enact"}) == 1.0
+    assert v("hops_solver_duration_seconds_sum", {"kind": "round"}) == 0.25
+    assert v("hops_solver_gap_ratio", {"kind": "round"}) == 0.004
+    assert v("hops_queue_length") == 2 and v("hops_window_jobs") == 3 and v("hops_active_jobs") == 3
+    assert v("hops_queued_latency_ratio_count") == 1  # job 2 has no age yet: no ratio
+    assert v("hops_queued_latency_ratio_bucket", {"le": "2.0"}) == 0 and v("hops_queued_latency_ratio_bucket", {"le": "5.0"}) == 1
+    assert v("hops_fragmented_gpus") == 2 and v("hops_gpus", {"state": "idle"}) == 2
+    assert v("hops_enactment_errors_total", {"reason": "refused"}) == 1
+    # a fragment plan leaves the round's queue values alone
+    frag = RoundRecord(time=1010.0, plan_index=1, active_jobs=1, unassigned_jobs=0, idle_gpus_after=0,
+                       gpus_in_use=4, total_gpus=4, fallback="greedy")  # as plan_once copies it from the plan
+    m.planning(Planning(Plan({"1": {"n2": 2}}, {"fallback": "greedy"}), jobs[:1], None, frag), True, None)
+    assert v("hops_queue_length") == 2 and v("hops_fragmented_gpus") == 0
+    assert math.isnan(v("hops_solver_gap_ratio", {"kind": "fragment"}))
+    assert v("hops_solver_fallbacks_total", {"kind": "fragment", "fallback": "greedy"}) == 1
