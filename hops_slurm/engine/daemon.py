@@ -90,6 +90,8 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
             endpoint = serve(engine.metrics, cfg.metrics.address, cfg.metrics.port)
         except OSError as exc:
             engine.close()
+            for s, h in previous.items():
+                signal.signal(s, h)
             raise HopsError(f"metrics endpoint {cfg.metrics.address}:{cfg.metrics.port}: "
                             f"{exc.strerror or exc} (set [metrics] port in hops.toml)") from None
         log.info("metrics on http://%s:%d/metrics", cfg.metrics.address, cfg.metrics.port)
