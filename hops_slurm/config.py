@@ -11,6 +11,7 @@ directory among them world-writable, no unknown key; and every key is read by th
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import stat
 import tomllib
@@ -127,9 +128,27 @@ class FailOpenConfig(_Section):
     gpus: Literal["min", "max"] = Field("min", description="which count of the job's gpus= list it asks Slurm for")
 
 
+def _ip_address(v: str) -> str:
+    try:
+        return str(ipaddress.ip_address(v))
+    except ValueError:
+        raise ValueError(f"must be an IP address such as 127.0.0.1 or ::1 (got {v[:64]!r})") from None
+
+
+class MetricsConfig(_Section):
+    """The daemon's Prometheus endpoint (:mod:`hops_slurm.engine.exporter`); off unless ``port`` is set."""
+
+    port: int = Field(0, ge=0, le=65535, description="TCP port of the /metrics endpoint; 0 = no endpoint")
+    address: Annotated[str, AfterValidator(_ip_address)] = Field(
+        "127.0.0.1", min_length=2, max_length=45, description="address it listens on (loopback unless set)")
+    raqlr_window: float = Field(3600.0, ge=60.0, le=30 * 86400.0, description="seconds: RAQLR (eq. 7) averages "
+                                "the jobs that ended within this window")
+
+
 class SiteConfig(_Section):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     failopen: FailOpenConfig = Field(default_factory=FailOpenConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     solver: SolverConfig = Field(default_factory=SolverConfig)
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)

@@ -106,6 +106,26 @@ class Journal:
         rows = self.db["actions"].rows_where(" and ".join(where) or None, params, order_by="id")
         return [_action(r) for r in rows]
 
+    def last_id(self) -> int:
+        """The id of the newest action (0 for an empty journal)."""
+        return int(self.db.conn.execute("select coalesce(max(id), 0) from actions").fetchone()[0])
+
+    def counts_since(self, after_id: int) -> tuple[dict[tuple[str, str], int], int]:
+        """Finished actions with an id above ``after_id``, counted by (kind, status), and the highest id
+        counted (the metrics exporter keeps it, so each action is counted once). Actions still
+        ``intended`` are left for a later call."""
+        rows = self.db.conn.execute(
+            "select kind, status, count(*), max(id) from actions where id > ? and status != ? group by kind, status",
+            (after_id, INTENDED)).fetchall()
+        first_open = self.db.conn.execute("select min(id) from actions where id > ? and status = ?",
+                                          (after_id, INTENDED)).fetchone()[0]
+        if first_open is not None:  # count only up to the first open action; the rest next time
+            rows = self.db.conn.execute(
+                "select kind, status, count(*), max(id) from actions where id > ? and id < ? group by kind, status",
+                (after_id, first_open)).fetchall()
+        counts = {(str(k), str(st)): int(n) for k, st, n, _m in rows}
+        return counts, max([after_id, *(int(m) for *_r, m in rows)])
+
     def open_actions(self) -> list[Action]:
         return self.actions(status=INTENDED)
 

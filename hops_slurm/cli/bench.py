@@ -1,4 +1,4 @@
-"""``hops-slurm bench NAME|all``: run benchmarks from :mod:`hops_slurm.bench`, results as Markdown."""
+"""``hops-slurm bench NAME|all``: run benchmarks from :mod:`hops_slurm.bench`, results as Markdown (a\nprogress bar on stderr when it is a terminal, :mod:`hops_slurm.progress`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hops_slurm.bench import discover
 from hops_slurm.errors import HopsError
+from hops_slurm.progress import StepBar
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +33,11 @@ def _run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if not chosen:
         print("no benchmarks defined yet")
-    for name in chosen:
-        start = time.perf_counter()
-        path = benches[name].run(args.out)
-        print(f"{name}: wrote {path} in {time.perf_counter() - start:.1f} s")
+    with StepBar(len(chosen), "benchmarks") as bar:  # on a terminal only
+        for name in chosen:
+            bar.start(name)
+            start = time.perf_counter()
+            path = benches[name].run(args.out)
+            bar.done()
+            bar.print(f"{name}: wrote {path} in {time.perf_counter() - start:.1f} s")
     return 0

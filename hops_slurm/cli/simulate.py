@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fragment-plans", choices=("at-once", "at-ticks"), default="at-once",
                    help="fragment plans right after each round plan and at refresh ticks (at-once, the paper's), "
                         "or only at refresh ticks (at-ticks, for the ablation)")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
     p.set_defaults(func=_run)
 
 
@@ -59,7 +59,9 @@ def _run(args: argparse.Namespace) -> int:
     cluster = load_cluster(args.cluster)
     options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds,
                       fragment_at_once=args.fragment_plans == "at-once")
-    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=not args.no_progress)
+    # the bar only on a terminal; in logs and pipes the command is quiet until its results
+    progress = not args.no_progress and sys.stderr.isatty()
+    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}")
     write_summary(results, args.out, header)

@@ -5,7 +5,8 @@ A :class:`BackgroundScheduler` keeps the timetable; its jobs only queue the step
 main thread runs the steps one at a time (they share Slurm state, and the journal's SQLite connection
 belongs to the thread that opened it); a step already queued is not queued twice. The steps: the refresh (every ``queue_refresh`` s, followed by a fragment plan), the round
 (every ``round_length`` s, first one right after start) and the monitor (every ``monitor_interval`` s:
-ended jobs -> fragment plan). SIGTERM or SIGINT stops the timetable; the step in progress is finished (the handler only sets a flag)
+ended jobs -> fragment plan). With ``[metrics] port`` set it serves the engine's Prometheus
+metrics (:mod:`hops_slurm.engine.exporter`) on ``address:port`` while it runs. SIGTERM or SIGINT stops the timetable; the step in progress is finished (the handler only sets a flag)
 (each Slurm step is journaled, so even an abandoned one would be repaired by the next start), then the
 stores are closed and the lock released. Exit status 0. A step that fails (Slurm unreachable, a
 command refused, the disk full) is logged and retried at its next turn; before that turn the engine
@@ -26,6 +27,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hops_slurm.engine.engine import Engine
+from hops_slurm.engine.exporter import serve
 from hops_slurm.errors import HopsError
 
 log = logging.getLogger(__name__)
@@ -82,6 +84,17 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
     engine.recover_later = True
     engine.open()
     cfg = engine.config
+    endpoint = None
+    if cfg.metrics.port:
+        try:
+            endpoint = serve(engine.metrics, cfg.metrics.address, cfg.metrics.port)
+        except OSError as exc:
+            engine.close()
+            for s, h in previous.items():
+                signal.signal(s, h)
+            raise HopsError(f"metrics endpoint {cfg.metrics.address}:{cfg.metrics.port}: "
+                            f"{exc.strerror or exc} (set [metrics] port in hops.toml)") from None
+        log.info("metrics on http://%s:%d/metrics", cfg.metrics.address, cfg.metrics.port)
     steps = _Steps()
     work: dict[str, Callable[[], object]] = {"round": engine.full_round, "refresh": engine.refresh_and_fill,
                                              "monitor": engine.monitor}
@@ -108,8 +121,13 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
                     if damaged:
                         continue
                 damaged = not _run_step(name, work[name])
+                if damaged:
+                    engine.metrics.step_failed(name)
     finally:
         scheduler.shutdown(wait=False)
+        if endpoint is not None:
+            endpoint.shutdown()
+            endpoint.server_close()
         engine.close()
         for s, h in previous.items():
             signal.signal(s, h)

@@ -35,6 +35,7 @@ from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
+from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
@@ -94,6 +95,7 @@ class Engine:
         self.policy = make_policy(config)
         self.tracked: dict[str, JobState] = {}
         self.last_planning: Planning | None = None
+        self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self._round_no = 0
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
@@ -126,6 +128,7 @@ class Engine:
             self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
             make_root(self.metrics_dir)
             self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
+            self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
         self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
@@ -285,7 +288,11 @@ class Engine:
                 self.state.save(js)
             from hops_slurm.report.source import write_sqlite
 
-            write_sqlite(self.records_path, [self._job_record(js) for js in changed])
+            records = [self._job_record(js) for js in changed]
+            write_sqlite(self.records_path, records)
+            self.metrics.refresh(self.tracked.values(), [r for r in records if r.end is not None], now,
+                                 self.config.paths.resolve(self.config.paths.store), self.store)
+            self.metrics.journal(self.journal)
             touch_heartbeat(self.state_dir)  # hops-slurm failopen: the engine is alive
         return out
 
@@ -403,6 +410,9 @@ class Engine:
 
             write_sqlite(self.records_path, [], [planning.record])
             res = self.backend.last_result
+            self.metrics.planning(planning, fragment, res)
+            assert self.journal is not None
+            self.metrics.journal(self.journal)
             log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",
                      tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
                      res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
