@@ -48,6 +48,7 @@ from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
+from hops_slurm.text import id_list
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +154,8 @@ class Engine:
             else:
                 if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
                     log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
-                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
-                                report.deleted_reservations)
+                                "deleted reservations %s", len(report.interrupted), id_list(report.held),
+                                id_list(report.rolled_back), report.deleted_reservations)
         self._opened = True
 
     def recover(self) -> None:
@@ -165,7 +166,7 @@ class Engine:
             return
         report = self.journal.reconcile(self.api, gate_nodes=self.enactor.managed_nodes)
         log.info("recovered after a failed step: held %s, rolled back %s, deleted reservations %s",
-                 report.held, report.rolled_back, report.deleted_reservations)
+                 id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
         for thing in (self.store, self.journal, self.state):
