@@ -23,6 +23,7 @@ read by their digits (never rounded through a float), and every canonical form p
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Literal
@@ -141,7 +142,13 @@ class HopsDirectives(BaseModel):
 
     @classmethod
     def from_canonical(cls, text: str | bytes) -> HopsDirectives:
-        """Read back what the hook stored in admin_comment (``hops:`` optional): the same grammar."""
+        """Read back what the hook stored in admin_comment (``hops:`` optional): the same grammar.
+        Remembered (the model is frozen): the engine reads every queued job's directives several times a
+        round, 10,000 jobs and more; errors are raised again on every call."""
+        return _from_canonical(text)
+
+    @classmethod
+    def _parse_canonical(cls, text: str | bytes) -> HopsDirectives:
         raw = _to_bytes(text)
         if not raw.lstrip(b" \t").startswith(COMMENT_PREFIX.encode()):
             raw = COMMENT_PREFIX.encode() + raw
@@ -149,6 +156,11 @@ class HopsDirectives(BaseModel):
         if parsed is None:  # pragma: no cover - a hops: comment always gives directives or an error
             raise DirectiveError("gpus", "no directives given")
         return parsed
+
+
+@functools.lru_cache(maxsize=32768)
+def _from_canonical(text: str | bytes) -> HopsDirectives:
+    return HopsDirectives._parse_canonical(text)
 
 
 # ------------------------------------------------------------------------------------------------

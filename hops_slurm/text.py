@@ -70,3 +70,11 @@ def read_utf8(path: Path, what: str = "file", limit: int = 64 * 1024 * 1024) -> 
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise HopsError(f"{what} {shown}: not UTF-8 text (byte {exc.start + 1})") from None
+
+
+def id_list(ids: list[str], shown: int = 20) -> str:
+    """Job ids for a log line, bounded: ``[1, 2, 3]``, or the first ``shown`` and how many more (a
+    restart with 10,000 queued jobs would otherwise log all of them on one line)."""
+    if len(ids) <= shown:
+        return "[" + ", ".join(ids) + "]"
+    return "[" + ", ".join(ids[:shown]) + f", ... {len(ids) - shown} more]"

@@ -2,7 +2,8 @@
 
 Every module in this package that defines ``NAME`` and ``run(out_dir: Path) -> Path`` is one
 benchmark; ``run`` writes its Markdown result under ``out_dir`` (``docs/results`` from ``make bench``)
-and returns the path. Benchmarks measure; tests assert behaviour.
+and returns the path. A module with ``IN_ALL = False`` (a long one, e.g. ``load``) runs only by name, not
+in ``all``. Benchmarks measure; tests assert behaviour.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hops_slurm.engine.engine import Engine
 
 NAME = "engine"
 log = logging.getLogger(__name__)
@@ -55,6 +59,48 @@ sleep 3600
 SHAPES = (("1,2,4", "resnet18"), ("1,2", "mobilenetv2"), ("1", "vgg11"), ("2,4", "resnet18"))
 
 
+def wait_profiled(engine: Engine, jobs: int, timeout: float) -> float:
+    """Refresh ``engine`` until ``jobs`` Hops jobs are profiled (schedulable); the seconds it took (not a
+    round: the first refreshes hold the new jobs and run the probes)."""
+    start = time.monotonic()
+    while True:
+        engine.refresh()
+        if len(engine.backend.schedulable()) >= jobs:  # type: ignore[union-attr]
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            raise RuntimeError(f"probes did not finish in {timeout:.0f} s")
+        time.sleep(2.0)
+
+
+def timed_round(engine: Engine, number: int) -> dict[str, float | int | str]:
+    """One round as the daemon runs it (refresh, then plan and enact), timed by phase: one table row."""
+    t0 = time.perf_counter()
+    engine.refresh()
+    t1 = time.perf_counter()
+    planning = engine.round()
+    t2 = time.perf_counter()
+    res = engine.backend.last_result  # type: ignore[union-attr]
+    if planning is None or res is None:
+        raise RuntimeError("the round planned nothing (no profiled jobs)")
+    return {"round": number, "read": t1 - t0, "views": planning.read_seconds, "plan": planning.plan_seconds,
+            "enact": planning.enact_seconds, "total": t2 - t0, "placed": len(planning.plan.placed()),
+            "gpus": f"{planning.record.gpus_in_use}/{planning.record.total_gpus}", "started": len(res.started),
+            "preempted": len(res.preempted), "kept": len(res.kept), "refused": len(res.refused),
+            "mismatched": len(res.mismatched)}
+
+
+ROUND_HEADER = [
+    "| round | read (refresh) | job views | plan (ILP) | enact | total | jobs placed | GPUs in use | started | preempted | kept | refused | mismatched |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def round_line(row: dict[str, float | int | str]) -> str:
+    return (f"| {row['round']} | {row['read']:.2f} | {row['views']:.2f} | {row['plan']:.2f} | {row['enact']:.2f} | "
+            f"{row['total']:.2f} | {row['placed']} | {row['gpus']} | {row['started']} | {row['preempted']} | {row['kept']} | "
+            f"{row['refused']} | {row['mismatched']} |")
+
+
 def run(out_dir: Path) -> Path:
     from hops_slurm.config import parse_config
     from hops_slurm.engine.engine import Engine
@@ -86,28 +132,9 @@ def run(out_dir: Path) -> Path:
             subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-D", str(work), str(script)], env=env,
                            check=True, capture_output=True, timeout=30)
         with Engine(cfg, api=CliSlurm(env), env=env) as engine:
-            start = time.monotonic()
-            while True:  # profiling (not timed): refresh until every job is profiled
-                engine.refresh()
-                if len(engine.backend.schedulable()) >= JOBS:  # type: ignore[union-attr]
-                    break
-                if time.monotonic() - start > 600:
-                    raise RuntimeError("probes did not finish in 600 s")
-                time.sleep(2.0)
-            profiling = time.monotonic() - start
+            profiling = wait_profiled(engine, JOBS, timeout=600)
             for r in range(3):
-                t0 = time.perf_counter()
-                engine.refresh()
-                t1 = time.perf_counter()
-                planning = engine.round()
-                t2 = time.perf_counter()
-                res = engine.backend.last_result  # type: ignore[union-attr]
-                assert planning is not None and res is not None
-                rows.append({"round": r + 1, "read": t1 - t0, "views": planning.read_seconds, "plan": planning.plan_seconds,
-                             "enact": planning.enact_seconds, "total": t2 - t0, "placed": len(planning.plan.placed()),
-                             "gpus": f"{planning.record.gpus_in_use}/{planning.record.total_gpus}", "started": len(res.started),
-                             "preempted": len(res.preempted), "kept": len(res.kept), "refused": len(res.refused),
-                             "mismatched": len(res.mismatched)})
+                rows.append(timed_round(engine, r + 1))
                 time.sleep(2.0)
     finally:
         cluster.down()
@@ -120,13 +147,9 @@ def run(out_dir: Path) -> Path:
         f"daemon does. Profiling before the first round (real probes, tiny zoo size, not timed): {profiling:.1f} s.",
         "Produced by `hops-slurm bench engine` (hops_slurm/bench/engine.py). Seconds per round:",
         "",
-        "| round | read (refresh) | job views | plan (ILP) | enact | total | jobs placed | GPUs in use | started | preempted | kept | refused | mismatched |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *ROUND_HEADER,
     ]
-    for row in rows:
-        lines.append(f"| {row['round']} | {row['read']:.2f} | {row['views']:.2f} | {row['plan']:.2f} | {row['enact']:.2f} | "
-                     f"{row['total']:.2f} | {row['placed']} | {row['gpus']} | {row['started']} | {row['preempted']} | {row['kept']} | {row['refused']} | "
-                     f"{row['mismatched']} |")
+    lines += [round_line(row) for row in rows]
     lines += ["", f"Median total: {statistics.median(float(r['total']) for r in rows):.2f} s per round. "
               "read = squeue/sinfo + admin holds of new jobs + settle + bookkeeping; job views = estimator "
               "snapshots per job; enact = journaled scontrol steps and the wait (at most settle_timeout) "

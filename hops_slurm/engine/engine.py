@@ -49,6 +49,7 @@ from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
+from hops_slurm.text import id_list
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +157,8 @@ class Engine:
             else:
                 if report.interrupted or report.rolled_back or report.deleted_reservations or report.held:
                     log.warning("reconciled after restart: %d interrupted actions, held %s, rolled back %s, "
-                                "deleted reservations %s", len(report.interrupted), report.held, report.rolled_back,
-                                report.deleted_reservations)
+                                "deleted reservations %s", len(report.interrupted), id_list(report.held),
+                                id_list(report.rolled_back), report.deleted_reservations)
         self._opened = True
 
     def recover(self) -> None:
@@ -168,7 +169,7 @@ class Engine:
             return
         report = self.journal.reconcile(self.api, gate_nodes=self.enactor.managed_nodes)
         log.info("recovered after a failed step: held %s, rolled back %s, deleted reservations %s",
-                 report.held, report.rolled_back, report.deleted_reservations)
+                 id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
         for thing in (self.store, self.journal, self.state):
@@ -284,8 +285,7 @@ class Engine:
             if self.profiler is not None:
                 self.profiler.tidy(self.tracked)
             self._refresh_ages()
-            for js in changed:
-                self.state.save(js)
+            self.state.save_all(changed)  # one transaction (one commit per job was 3 ms each)
             from hops_slurm.report.source import write_sqlite
 
             records = [self._job_record(js) for js in changed]
@@ -352,14 +352,18 @@ class Engine:
         from hops_slurm.engine.jobs import estimate
         from hops_slurm.slurm.views import cluster_view
 
-        for js in self.tracked.values():
-            if js.profile == PROFILE_DONE and js.age is None and js.signature and not js.aside:
-                cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False,
-                                       partition=self.config.slurm.partition)
-                got = per_job(js, "estimating its run time", lambda js=js: estimate(js, self._estimator_for(cluster)),
-                              self._set_aside)
-                if got is not None:
-                    _fn, js.age, js.sensitivity = got
+        todo = [js for js in self.tracked.values()
+                if js.profile == PROFILE_DONE and js.age is None and js.signature and not js.aside]
+        if not todo:
+            return
+        # one cluster view and estimator for the whole refresh (not one per job: O(jobs^2) with 10,000 queued)
+        cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False, partition=self.config.slurm.partition)
+        estimator = self._estimator_for(cluster)
+        memo: dict[tuple[object, ...], object] = {}  # jobs of one model share one store read
+        for js in todo:
+            got = per_job(js, "estimating its run time", lambda js=js: estimate(js, estimator, memo), self._set_aside)
+            if got is not None:
+                _fn, js.age, js.sensitivity = got
 
     def _ingest_metrics(self, js: JobState) -> None:
         """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.metrics`),

@@ -42,8 +42,14 @@ def estimate(job: JobState, estimator: Estimator | None,
 
     def cached(key: tuple[object, ...], make: object) -> object:
         if key not in memo:
-            memo[key] = make()  # type: ignore[operator]
-        return memo[key]
+            try:
+                memo[key] = make()  # type: ignore[operator]
+            except EstimateUnavailable as exc:  # remembered too: one store read per model, not per job
+                memo[key] = exc
+        got = memo[key]
+        if isinstance(got, EstimateUnavailable):
+            raise got
+        return got
 
     sig = job.signature
     try:

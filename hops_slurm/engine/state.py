@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,15 +137,24 @@ class EngineState:
         return {r["job_id"]: _job(r) for r in self.db.execute(sql)}
 
     def save(self, job: JobState) -> None:
-        row = dict(job.__dict__)
-        for k in _JSON_FIELDS:
-            row[k] = json.dumps(row[k], sort_keys=True)
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        updates = ", ".join(f"{k} = excluded.{k}" for k in row if k != "job_id")
+        self.save_all([job])
+
+    def save_all(self, jobs: Iterable[JobState]) -> None:
+        """Insert or update ``jobs`` in one transaction (all or none)."""
+        rows = []
+        for job in jobs:
+            row = dict(job.__dict__)
+            for k in _JSON_FIELDS:
+                row[k] = json.dumps(row[k], sort_keys=True)
+            rows.append(row)
+        if not rows:
+            return
+        cols = ", ".join(rows[0])
+        marks = ", ".join("?" for _ in rows[0])
+        updates = ", ".join(f"{k} = excluded.{k}" for k in rows[0] if k != "job_id")
         with self.db:
-            self.db.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks}) ON CONFLICT(job_id) DO UPDATE SET {updates}",
-                            list(row.values()))
+            self.db.executemany(f"INSERT INTO jobs ({cols}) VALUES ({marks}) ON CONFLICT(job_id) DO UPDATE SET {updates}",
+                                [list(row.values()) for row in rows])
 
     # ----- model cache: a model already profiled on every GPU type is not probed again ---------------
     def known_model(self, key: str) -> tuple[str, list[str]] | None:

@@ -59,6 +59,8 @@ def render_slurm_conf(spec: MiniclusterSpec, hostname: str, job_submit_lua: bool
         f"JobCompType=jobcomp/filetxt",
         f"JobCompLoc={s / 'log' / 'jobcomp.txt'}",
     ]
+    if spec.max_job_count is not None:
+        lines.append(f"MaxJobCount={spec.max_job_count}")
     if job_submit_lua:
         lines.append("JobSubmitPlugins=lua")
     if spec.accounting:

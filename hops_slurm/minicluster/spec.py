@@ -79,6 +79,9 @@ class MiniclusterSpec(BaseModel):
     # 22.05: the host's Debian 12 packages; 24.11 / 26.05: a Debian trixie / sid root (roots.py).
     slurm: Literal["22.05", "24.11", "26.05"] = "22.05"
     ports: Ports = Field(default_factory=Ports)
+    # slurm.conf MaxJobCount (jobs slurmctld keeps in memory, pending + running + recently ended); unset:
+    # Slurm's default (10000). The load benchmark (etc/minicluster/load.toml) raises it.
+    max_job_count: int | None = Field(default=None, ge=1000, le=2_000_000)
     nodes: list[NodeGroup]
     partitions: list[Partition]
 

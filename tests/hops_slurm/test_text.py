@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.errors import HopsError
-from hops_slurm.text import EscapingFormatter, printable, read_utf8
+from hops_slurm.text import EscapingFormatter, id_list, printable, read_utf8
 
 
 @pytest.mark.parametrize(("raw", "shown"), [
@@ -31,3 +31,11 @@ def test_read_utf8_names_the_file(tmp_path: Path) -> None:
         read_utf8(bad, "workload")
     with pytest.raises(HopsError, match="not a regular file"):
         read_utf8(tmp_path, "workload")
+
+
+def test_id_list_is_bounded_for_long_queues() -> None:
+    assert id_list([]) == "[]"
+    assert id_list(["1", "2"]) == "[1, 2]"
+    long = id_list([str(i) for i in range(10000)])
+    assert long.startswith("[0, 1, 2,") and long.endswith(", 19, ... 9980 more]")
+    assert len(long) < 200

@@ -48,3 +48,20 @@ def test_partition_must_name_known_nodes() -> None:
         MiniclusterSpec.model_validate(
             {"nodes": [{"prefix": "n", "count": 1, "gpu_type": "a", "gpus": 1}], "partitions": [{"name": "p", "nodes": ["zz"]}]}
         )
+
+
+def test_max_job_count_is_written_only_when_set() -> None:
+    plain = load_spec()
+    assert plain.max_job_count is None
+    assert "MaxJobCount" not in conf.render_slurm_conf(plain, "myhost")
+    raised = load_spec(Path(__file__).resolve().parents[3] / "etc" / "minicluster" / "load.toml")
+    assert raised.max_job_count == 20000
+    assert "MaxJobCount=20000\n" in conf.render_slurm_conf(raised, "myhost")
+
+
+def test_max_job_count_below_a_usable_queue_is_refused(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text('max_job_count = 10\n[[nodes]]\nprefix = "n"\ncount = 1\ngpu_type = "a100"\ngpus = 1\n'
+                    '[[partitions]]\nname = "hops"\n')
+    with pytest.raises(MiniclusterError, match="max_job_count"):
+        load_spec(spec)

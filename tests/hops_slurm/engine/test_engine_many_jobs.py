@@ -1,0 +1,116 @@
+"""The engine with a long queue (the load benchmark's findings, as behaviour; timings live in
+``hops-slurm bench load``): per-refresh work is done once per refresh or per model, not once per job.
+
+On the in-memory stand-in for slurmctld (standin.py): every count below would be one per job (and the
+cluster view one pass over all jobs per job: quadratic) before the fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from estimator.errors import EstimateUnavailable
+from hops_slurm.config import parse_config
+from hops_slurm.directives import DirectiveError, HopsDirectives
+from hops_slurm.engine.engine import Engine
+from hops_slurm.engine.jobs import estimate
+from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
+from standin import StandInSlurm
+
+JOBS = 60
+
+
+def _engine(tmp_path: Path, api: StandInSlurm) -> Engine:
+    config = parse_config({"engine": {"settle_timeout": 0.2, "probe_size": "tiny"},
+                           "paths": {"state_dir": str(tmp_path / "state")}})
+    engine = Engine(config, api=api).open()
+    assert engine.state is not None
+    engine.state.remember_model("root/resnet18|b8|tiny", "sig-resnet18", ["a100"])
+    return engine
+
+
+def test_a_refresh_builds_one_cluster_view_for_all_new_ages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hops_slurm.slurm.views as views
+
+    api = StandInSlurm()
+    for i in range(JOBS):
+        api.submit(str(i + 1), f"gpus=1,2 samples={1000 + i} batch-size=8 model=resnet18")
+    engine = _engine(tmp_path, api)
+    built: list[int] = []
+    real = views.cluster_view
+    monkeypatch.setattr(views, "cluster_view", lambda *a, **k: built.append(1) or real(*a, **k))
+    estimators: list[int] = []
+    real_for = engine._estimator_for
+    monkeypatch.setattr(engine, "_estimator_for", lambda c: estimators.append(1) or real_for(c))
+    try:
+        engine.refresh()
+        assert all(js.profile == PROFILE_DONE for js in engine.tracked.values())  # every job needed its age
+        assert len(built) == 1 and len(estimators) == 1
+        built.clear()
+        engine.refresh()  # the stand-in's store has no data: the ages are tried again, still with one view
+        assert len(built) == 1
+    finally:
+        engine.close()
+
+
+def test_refresh_saves_every_job_and_a_batch_is_all_or_nothing(tmp_path: Path) -> None:
+    state = EngineState(tmp_path / "engine.sqlite")
+    jobs = [JobState(job_id=str(i), name=f"j{i}", user="root", directives="gpus=1 samples=10 batch-size=8 model=resnet18",
+                     submit_time=1.0, first_seen=1.0, last_seen=1.0, last_state="PENDING") for i in range(JOBS)]
+    state.save_all(jobs)
+    assert set(state.jobs()) == {str(i) for i in range(JOBS)}
+    jobs[3].wait = 42.0
+    state.save_all([jobs[3]])
+    assert state.get("3").wait == 42.0  # type: ignore[union-attr]
+    bad = JobState(job_id="x", name="x", user="root", directives="", submit_time=1.0, first_seen=1.0, last_seen=1.0,
+                   last_state="PENDING")
+    bad.probes = {"a100": {1, 2}}  # type: ignore[dict-item]  # not JSON: the whole batch fails
+    jobs[4].wait = 7.0
+    with pytest.raises(TypeError):
+        state.save_all([jobs[4], bad])
+    assert state.get("4").wait == 0.0  # type: ignore[union-attr]  # rolled back with it
+    state.save_all([])
+    assert len(state.jobs()) == JOBS
+    state.close()
+
+
+class _CountingEstimator:
+    """Answers like an estimator with no data for any signature, counting the store reads."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def throughput_fn(self, sig: str) -> object:
+        self.calls += 1
+        raise EstimateUnavailable(f"no throughput for {sig}")
+
+    def expected_age(self, sig: str, samples: float, gpus: object) -> float:
+        self.calls += 1
+        raise EstimateUnavailable("no age")
+
+    def sensitivity(self, sig: str) -> float:
+        self.calls += 1
+        raise EstimateUnavailable("no sensitivity")
+
+
+def test_a_model_without_estimates_is_read_once_for_all_its_jobs() -> None:
+    est = _CountingEstimator()
+    memo: dict[tuple[object, ...], object] = {}
+    jobs = [JobState(job_id=str(i), name="j", user="root", directives="gpus=1 samples=10 batch-size=8 model=resnet18",
+                     submit_time=1.0, first_seen=1.0, last_seen=1.0, last_state="PENDING", profile=PROFILE_DONE,
+                     signature="root/sig") for i in range(JOBS)]
+    for js in jobs:
+        assert estimate(js, est, memo) == (None, None, None)  # each job still gets the fallback
+    assert est.calls == 1
+
+
+def test_read_back_directives_are_reused_and_errors_still_raise() -> None:
+    text = "gpus=1,2 samples=100 batch-size=8 model=resnet18"
+    first = HopsDirectives.from_canonical(text)
+    assert HopsDirectives.from_canonical(text) is first
+    assert HopsDirectives.from_canonical("hops:" + text) == first
+    for _ in range(2):
+        with pytest.raises(DirectiveError):
+            HopsDirectives.from_canonical("gpus=0 samples=100 batch-size=8 model=resnet18")
