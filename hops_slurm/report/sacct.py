@@ -334,7 +334,8 @@ def _run_sacct_once(
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
     log.debug("running %s", args)
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        proc = subprocess.run(args, capture_output=True, text=True, encoding="utf-8", errors="replace",  # raw job names
+                              timeout=timeout, env=env, check=False)
     except FileNotFoundError:
         raise SacctError("sacct not found on PATH: install Slurm's client tools, or run the report without --sacct") from None
     except subprocess.TimeoutExpired:

@@ -42,7 +42,10 @@ class CliSlurm:
     def _run(self, argv: list[str]) -> str:
         log.debug("slurm: %s", argv)
         try:
-            proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=self.timeout, check=False)
+            # errors="replace": Slurm passes job names and comments through as raw bytes, so one job whose
+            # name is not UTF-8 must not make the whole listing unreadable (it reads with U+FFFD instead).
+            proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, encoding="utf-8",
+                                  errors="replace", timeout=self.timeout, check=False)
         except FileNotFoundError as exc:
             raise SlurmCommandError(argv, 127, f"{argv[0]} not found: install the Slurm client commands") from exc
         except subprocess.TimeoutExpired as exc:

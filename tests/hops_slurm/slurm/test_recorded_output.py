@@ -271,3 +271,28 @@ def test_the_clients_are_whatever_path_finds(tmp_path: Path) -> None:
     assert [r.name for r in api.reservations()] == ["hops-job-17"]
     with pytest.raises(SlurmCommandError, match=r"exit 3\): unexpected: show job --json"):
         api.jobs()
+
+
+def test_a_job_name_that_is_not_utf8_does_not_make_the_listing_unreadable(tmp_path: Path) -> None:
+    """Slurm passes a job's name through ``--json`` as raw bytes: a job named with invalid UTF-8 must not
+    stop the engine reading every other job (it reads with U+FFFD in its name)."""
+    d = RECORDED / "24.11"
+    raw = (d / "scontrol-show-job.json").read_bytes()
+    hostile = HOSTILE_NAME.encode()
+    assert hostile in raw
+    jobs_file = tmp_path / "jobs.json"
+    jobs_file.write_bytes(raw.replace(hostile, b"bad\xff\xfename", 1))
+    script = tmp_path / "scontrol"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        f'  "--version") cat "{d / "scontrol-version.txt"}" ;;\n'
+        f'  "show job --json") cat "{jobs_file}" ;;\n'
+        '  *) echo "unexpected: $*" >&2; exit 3 ;;\n'
+        "esac\n"
+    )
+    script.chmod(0o755)
+    jobs = CliSlurm(env={"PATH": f"{tmp_path}:/usr/bin:/bin", "SLURM_CONF": "/nonexistent"}).jobs()
+    by_id = {j.job_id: j for j in jobs}
+    assert by_id["17"].name == "bad\ufffd\ufffdname"
+    assert len(jobs) == len(Replay("24.11").jobs())
