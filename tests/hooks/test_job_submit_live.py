@@ -129,11 +129,10 @@ def test_generated_corpus_through_sbatch_matches_python(minicluster: Minicluster
         else:
             not_hook += 1  # refused by sbatch itself before the hook ran (e.g. DOS line breaks)
     try:
-        # bytes: a job's comment may hold bytes that are not UTF-8, and squeue --json passes them through
-        out = subprocess.run(["squeue", "--json"], env=env, capture_output=True, timeout=60, check=True).stdout
-        jobs = {str(j["job_id"]): j for j in json.loads(out.decode("utf-8", "replace"))["jobs"]}
+        # read through the adapter, as the engine reads them, on whichever release runs
+        jobs = {j.job_id: j for j in CliSlurm(env).jobs()}
         for job_id, canonical in accepted.items():
-            assert (jobs[job_id].get("admin_comment") or "") == (f"hops:{canonical}" if canonical else ""), job_id
+            assert jobs[job_id].admin_comment == (f"hops:{canonical}" if canonical else ""), job_id
     finally:
         if accepted:
             minicluster.run(["scancel", *accepted], check=False)
