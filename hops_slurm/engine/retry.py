@@ -1,11 +1,14 @@
-"""Reads of Slurm retried once: a transient failure of ``squeue``/``sinfo``/``scontrol show`` costs a
-retry, not a whole step.
+"""Reads and idempotent changes of Slurm retried once: a transient failure of ``squeue``/``sinfo``/
+``scontrol show`` or of an ``scontrol hold|release|update`` costs a retry, not a whole step.
 
 Where it sits: the engine wraps its :class:`hops_slurm.slurm.api.SlurmApi` in :class:`RetryingReads`.
-Reads are idempotent, so one more try after ``pause`` seconds is safe; a second failure raises as
-before (the step stops and the daemon repairs from the journal before the next one). Operations that
-change Slurm (hold, release, update, reservations) are never retried here: each is journaled, and a
-failed one is repaired from the journal, not repeated blindly.
+Reads are idempotent, and so are hold, release and setting job fields (doing them twice leaves the same
+state), so one more try after ``pause`` seconds is safe; a second failure raises as before (the step
+stops and the daemon repairs from the journal before the next one). Without the retry, a failure that
+recurs every N calls livelocks a placement whose steps take exactly N calls: every attempt fails at
+the same step (seen with the every-7th-call fault injector). Operations that are not idempotent
+(requeuehold, creating or deleting a reservation, cancel) are never retried here: each is journaled,
+and a failed one is repaired from the journal, not repeated blindly.
 """
 
 from __future__ import annotations
@@ -33,35 +36,37 @@ class RetryingReads:
         try:
             return fn()
         except SlurmError as exc:
-            log.warning("reading %s failed (%s); one more try", what, exc)
+            log.warning("%s failed (%s); one more try", what, exc)
             time.sleep(self.pause)
             return fn()
 
     # ----- reads, retried once --------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
-        return self._read("jobs", self.inner.jobs)
+        return self._read("reading jobs", self.inner.jobs)
 
     def job(self, job_id: str) -> SlurmJob | None:
-        return self._read(f"job {job_id}", lambda: self.inner.job(job_id))
+        return self._read(f"reading job {job_id}", lambda: self.inner.job(job_id))
 
     def nodes(self) -> list[SlurmNode]:
-        return self._read("nodes", self.inner.nodes)
+        return self._read("reading nodes", self.inner.nodes)
 
     def reservations(self) -> list[SlurmReservation]:
-        return self._read("reservations", self.inner.reservations)
+        return self._read("reading reservations", self.inner.reservations)
 
-    # ----- changes, never retried here ----------------------------------------------------------------
+    # ----- idempotent changes, retried once ------------------------------------------------------------
     def hold(self, job_id: str) -> None:
-        self.inner.hold(job_id)
+        self._read(f"holding job {job_id}", lambda: self.inner.hold(job_id))
 
     def release(self, job_id: str) -> None:
-        self.inner.release(job_id)
+        self._read(f"releasing job {job_id}", lambda: self.inner.release(job_id))
+
+    def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        self._read(f"updating job {job_id}", lambda: self.inner.update_job(job_id, fields))
+
+    # ----- changes that are not idempotent, never retried here ------------------------------------------
 
     def requeue_hold(self, job_id: str) -> None:
         self.inner.requeue_hold(job_id)
-
-    def update_job(self, job_id: str, fields: dict[str, str]) -> None:
-        self.inner.update_job(job_id, fields)
 
     def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
         self.inner.create_reservation(name, nodes, users, flags)
