@@ -125,11 +125,13 @@ exec {real} "$@"
 def test_scontrol_failing_every_seventh_call(eng) -> None:  # noqa: ANN001
     bindir = eng.workdir / "faultbin"
     bindir.mkdir()
-    (bindir / "scontrol").write_text(INJECTOR.format(real=shutil.which("scontrol")))
+    # the cluster's own clients (on 24.11/26.05: the wrappers that run them inside the Debian root)
+    path = eng.env.get("PATH", os.environ["PATH"])
+    (bindir / "scontrol").write_text(INJECTOR.format(real=shutil.which("scontrol", path=path)))
     (bindir / "scontrol").chmod(0o755)
     count = eng.workdir / "scontrol.count"
     jobs = [eng.submit(gpus="1,2") for _ in range(3)]
-    daemon = eng.daemon(extra_env={"PATH": f"{bindir}:{os.environ['PATH']}", "HOPS_FAULT_EVERY": "7",
+    daemon = eng.daemon(extra_env={"PATH": f"{bindir}:{path}", "HOPS_FAULT_EVERY": "7",
                                    "HOPS_FAULT_COUNT": str(count)})
     try:
         eng.wait(lambda: all(eng.jobs()[j].state == "RUNNING" for j in jobs), timeout=180,
