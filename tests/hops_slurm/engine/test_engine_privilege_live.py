@@ -128,14 +128,16 @@ def test_a_user_cannot_ask_for_a_hops_reservation(eng) -> None:  # noqa: ANN001
     eng.cluster.run(["scontrol", "create", "reservation", "ReservationName=hops-j999999", f"Nodes={nodes[0]}",
                      f"Users={user}", "StartTime=now", "Duration=UNLIMITED", "Flags=OVERLAP,IGNORE_JOBS"])
     try:
-        as_user = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={eng.cluster.conf_path}"]
-        sub = subprocess.run([*as_user, "sbatch", "--parsable", "-o", "/dev/null", "--reservation=hops-j999999",
-                              "--wrap", "sleep 60"], env=eng.env, capture_output=True, text=True, timeout=30)
+        def as_user(*argv: str) -> list[str]:  # runuser on the host, chroot --userspec in a Debian root
+            return eng.cluster.user_argv(user, list(argv))
+
+        sub = subprocess.run([*as_user("sbatch", "--parsable", "-o", "/dev/null", "--reservation=hops-j999999",
+                              "--wrap", "sleep 60")], env=eng.env, capture_output=True, text=True, timeout=30)
         assert sub.returncode != 0 and "belongs to the Hops engine" in sub.stderr, (sub.stdout, sub.stderr)
-        job = subprocess.run([*as_user, "sbatch", "--parsable", "-o", "/dev/null", "-H", "--wrap", "sleep 60"],
+        job = subprocess.run(as_user("sbatch", "--parsable", "-o", "/dev/null", "-H", "--wrap", "sleep 60"),
                              env=eng.env, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
         eng.submitted.append(job)
-        upd = subprocess.run([*as_user, "scontrol", "update", f"JobId={job}", "Reservation=hops-j999999"],
+        upd = subprocess.run(as_user("scontrol", "update", f"JobId={job}", "Reservation=hops-j999999"),
                              env=eng.env, capture_output=True, text=True, timeout=30)
         assert upd.returncode != 0, (upd.stdout, upd.stderr)
         assert eng.detail(job).reservation == ""
