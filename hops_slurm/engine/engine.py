@@ -358,6 +358,12 @@ class Engine:
             return
         # one cluster view and estimator for the whole refresh (not one per job: O(jobs^2) with 10,000 queued)
         cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False, partition=self.config.slurm.partition)
+        if not any(n.usable and n.gpus_total > 0 for n in self.backend.nodes):
+            # no usable GPU node in this view (e.g. slurmctld just restarted and the nodes have not
+            # registered yet): a condition of the cluster, not of any job, so nobody is set aside; the
+            # ages are made at a later refresh
+            log.info("no usable GPU nodes at this refresh: job ages wait for the next one")
+            return
         estimator = self._estimator_for(cluster)
         memo: dict[tuple[object, ...], object] = {}  # jobs of one model share one store read
         for js in todo:
