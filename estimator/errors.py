@@ -6,7 +6,7 @@ Every message says what is wrong and what to do about it; callers never get a si
 
 from __future__ import annotations
 
-from hops_slurm.errors import HopsError
+from planner.errors import HopsError
 
 
 class StoreError(HopsError):

@@ -22,10 +22,6 @@ from planner.views import ClusterView, Config, ThroughputFn
 
 log = logging.getLogger(__name__)
 
-#: Layer names, top-down.
-LAYERS = ("entity", "type", "theory")
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A per-GPU throughput (samples/s) and the layer that answered."""

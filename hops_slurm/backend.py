@@ -1,6 +1,6 @@
 """The backend interface: what the round loop needs from a cluster, live (Slurm) or simulated.
 
-Data flow (DESIGN.md, "one engine, two backends")::
+Data flow (docs/design.md, "Principles": one engine, two backends)::
 
     round loop (hops_slurm.sim.loop.run_rounds) --reads--> Backend.cluster_view / job_views
                  |                                    policy.plan(...) -> Plan

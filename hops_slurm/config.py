@@ -1,7 +1,10 @@
 """Site configuration (``etc/hops.toml``): one pydantic model the engine, planner and CLI read.
 
-Every value has the default DESIGN.md names (round 360 s, queue refresh 30 s, lambda 1, sigma 1.4,
-gap 0.01 ...). ``load_config`` reports every problem at once, each with its key path. Validation is
+Every key is optional. The ``[planner]`` section is derived from :class:`planner.params.PlannerParams`:
+the same keys as a policy name's settings (``hops:sigma=1.2``), the same defaults and the same checks
+(:func:`planner.params.check`; meanings and defaults in docs/design.md, "Planner parameters"); this
+module adds only the strict reading of types. The other defaults are documented where they are
+declared, below. ``load_config`` reports every problem at once, each with its key path. Validation is
 strict: no type coercion (``"30"`` is not a number, ``1`` is not a string), no ``inf``/``nan``, every
 number bounded above as well as below, names that reach ``scontrol`` limited to safe characters, paths
 non-empty (``state_dir`` and ``probe_python`` absolute, the others inside ``state_dir``), no existing
@@ -11,19 +14,21 @@ directory among them world-writable, no unknown key; and every key is read by th
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import ipaddress
 import os
 import stat
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model,
+                      model_validator)
 
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
-
-Priority = Literal["latency-ratio", "ftf", "las", "sjf", "srtf", "fifo"]
+from planner.params import FIELD_TYPES, PlannerParams, check, setting_key
 
 
 def _as_path(v: object) -> object:
@@ -67,9 +72,6 @@ class _Section(BaseModel):
 class SchedulerConfig(_Section):
     round_length: float = Field(360.0, ge=1, le=DAY, description="seconds between rounds (every policy: Gavel's 360 s)")
     queue_refresh: float = Field(30.0, ge=1, le=DAY, description="seconds between reads of Slurm's queue")
-    priority: Priority = "latency-ratio"
-    lambda_: float = Field(1.0, alias="lambda", ge=0, le=100, description="fairness knob in (prior + bias)^lambda")
-    sigma: float = Field(1.4, gt=0, le=100, description="placement-sensitivity threshold (eq. 10)")
 
     @model_validator(mode="after")
     def _refresh_within_round(self) -> SchedulerConfig:
@@ -78,10 +80,25 @@ class SchedulerConfig(_Section):
         return self
 
 
-class SolverConfig(_Section):
-    name: Literal["CBC", "HiGHS"] = "CBC"
-    mip_gap: float = Field(0.01, ge=0, lt=1, description="relative MIP gap at which the solver may stop")
-    time_limit: float = Field(30.0, ge=0.1, le=DAY, description="seconds; the best plan found so far is used after it")
+class _PlannerBase(_Section):
+    def params(self) -> PlannerParams:
+        return PlannerParams(**{f.name: getattr(self, f.name) for f in dataclasses.fields(PlannerParams)})
+
+
+def _planner_section() -> type[_PlannerBase]:
+    """``[planner]``: one field per :class:`PlannerParams` field, its default and its check."""
+    fields: dict[str, Any] = {
+        f.name: (Annotated[FIELD_TYPES[f.name], AfterValidator(functools.partial(check, f.name))],
+                 Field(f.default, alias=setting_key(f.name)))
+        for f in dataclasses.fields(PlannerParams)
+    }
+    return create_model("PlannerSection", __base__=_PlannerBase, **fields)
+
+
+if TYPE_CHECKING:
+    PlannerSection = _PlannerBase
+else:
+    PlannerSection = _planner_section()
 
 
 class SlurmConfig(_Section):
@@ -150,15 +167,34 @@ class SiteConfig(_Section):
     failopen: FailOpenConfig = Field(default_factory=FailOpenConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
-    solver: SolverConfig = Field(default_factory=SolverConfig)
+    planner_section: PlannerSection = Field(default_factory=PlannerSection, alias="planner")
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     paths: PathsConfig = Field(default_factory=PathsConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        """Keys of earlier releases get a message saying where they went, not just "unknown key"."""
+        if isinstance(data, dict):
+            old = [f"solver.{k}" for k in data.get("solver") or {}] if isinstance(data.get("solver"), dict) else []
+            scheduler = data.get("scheduler")
+            old += [f"scheduler.{k}" for k in ("priority", "lambda", "sigma") if isinstance(scheduler, dict) and k in scheduler]
+            if old or "solver" in data:
+                raise ValueError(f"{', '.join(old) or '[solver]'}: the planner's settings moved to [planner] (priority, "
+                                 "lambda, sigma, solver, gap, time_limit ...; docs/design.md, 'Planner parameters')")
+        return data
+
+    @property
+    def planner(self) -> PlannerParams:
+        """The planner parameters of this site (``[planner]``), as :class:`planner.hops.HopsPolicy` takes them."""
+        return self.planner_section.params()
+
     @model_validator(mode="after")
     def _solver_within_round(self) -> SiteConfig:
-        if self.solver.time_limit >= self.scheduler.round_length:
+        limit = self.planner_section.time_limit  # type: ignore[attr-defined]
+        if limit >= self.scheduler.round_length:
             raise ValueError(
-                f"solver.time_limit ({self.solver.time_limit:g} s) must be shorter than scheduler.round_length"
+                f"planner.time_limit ({limit:g} s) must be shorter than scheduler.round_length"
                 f" ({self.scheduler.round_length:g} s)"
             )
         if self.slurm.partition == self.slurm.profiler_partition:

@@ -52,7 +52,6 @@ MIN_RATE_EXP, MAX_RATE_EXP = -9, 3  # learning rates from 1e-9 to 1000
 RATE_RANGE = "1e-9..1000"
 
 KEYS = ("gpus", "levels", "samples", "epochs", "dataset-size", "batch-size", "model", "lr", "lr-scale", "params")
-CANONICAL_ORDER = ("gpus", "samples", "batch-size", "model", "lr", "lr-scale", "params")
 COMMENT_PREFIX = "hops:"
 _ALLOWED = r"one #HOPS line holds printable ASCII separated by spaces or tabs; lines end at \n"
 

@@ -1,13 +1,15 @@
 """Exception types shared by every part of hops-slurm.
 
-Each carries a message a person can act on; the CLI prints it without a traceback.
+Each carries a message a person can act on; the CLI prints it without a traceback. The root,
+:class:`HopsError`, is defined in :mod:`planner.errors` (so that the pure packages can raise it) and
+re-exported here.
 """
 
 from __future__ import annotations
 
+from planner.errors import HopsError
 
-class HopsError(Exception):
-    """Base class: an error with a message meant for the user or administrator."""
+__all__ = ["ConfigError", "DirectiveError", "HopsError", "MiniclusterError"]
 
 
 class ConfigError(HopsError):

@@ -3,9 +3,9 @@
 Where it sits: :mod:`hops_slurm.slurm.enact` wraps each Slurm operation (hold, place, reserve, attach,
 release, requeuehold, detach, unreserve) in :meth:`Journal.action`, which writes the intent to SQLite,
 runs the operation, then marks it ``done`` (or ``failed`` with Slurm's message). A crash (SIGKILL,
-power loss) leaves the action ``intended``; on start the engine calls :meth:`Journal.reconcile`, which
-marks those ``interrupted`` and repairs Slurm's state (:func:`hops_slurm.slurm.reconcile.reconcile`):
-no job lost, none left released outside its reservation, no stray reservation. The journal also keeps
+power loss) leaves the action ``intended``; on start the engine calls
+:func:`hops_slurm.slurm.reconcile.reconcile`, which marks those ``interrupted`` (:meth:`Journal.mark_interrupted`)
+and repairs Slurm's state: no job lost, none left released outside its reservation, no stray reservation. The journal also keeps
 the allocations that actually started (GPU indices per node), as read back from Slurm.
 """
 
@@ -17,13 +17,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlite_utils
-
-if TYPE_CHECKING:
-    from hops_slurm.slurm.api import SlurmApi
-    from hops_slurm.slurm.reconcile import ReconcileReport
 
 INTENDED, DONE, FAILED, INTERRUPTED = "intended", "done", "failed", "interrupted"
 
@@ -154,11 +150,6 @@ class Journal:
             self.finish(a.id, INTERRUPTED, "engine stopped before this action was confirmed")
         return open_
 
-    def reconcile(self, api: SlurmApi, *, gate_nodes: list[str] | None = None, timeout: float = 15.0) -> ReconcileReport:
-        """Repair a half-enacted round against what Slurm says (see :mod:`hops_slurm.slurm.reconcile`)."""
-        from hops_slurm.slurm.reconcile import reconcile
-
-        return reconcile(api, self, gate_nodes=gate_nodes, timeout=timeout)
 
 
 def _action(r: dict[str, Any]) -> Action:

@@ -65,5 +65,5 @@ class RoundRecord(BaseModel):
 
     @property
     def fragments(self) -> int:
-        """Avg.frag contribution (DESIGN.md): idle GPUs while some job is still unassigned."""
+        """Avg.frag contribution (docs/design.md, "Reading the paper"): idle GPUs while some job is still unassigned."""
         return self.idle_gpus_after if self.unassigned_jobs > 0 else 0

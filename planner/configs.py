@@ -5,8 +5,8 @@ Third step of a planning, after the window (:mod:`planner.window`) and before th
 
 Per GPU type, with S_t the free GPUs of node t and R = (R_1 < ... < R_n) the job's requirements:
 
-* aggregated: ``{t: R_k}`` for every node t of the type with R_k ≤ S_t (DESIGN.md reads "R_k < S_t"
-  as ≤);
+* aggregated: ``{t: R_k}`` for every node t of the type with R_k ≤ S_t (the paper's "R_k < S_t" read
+  as ≤: docs/design.md, "Reading the paper: the smaller choices");
 * distributed, for low-sensitivity jobs (ρ ≤ σ), and for high-sensitivity jobs only when R_1 exceeds
   the largest node of the type (they cannot run otherwise): from each start node, the consecutive
   nodes of the type (cluster order, nodes with free GPUs), each filled with all its free GPUs, the

@@ -1,5 +1,5 @@
-"""Running jobs keep their nodes: the mapping applied to a finished plan (DESIGN.md: "a job whose
-config is unchanged keeps running").
+"""Running jobs keep their nodes: the mapping applied to a finished plan (docs/design.md: "a job
+whose config is unchanged keeps running").
 
 Last step of a round plan, after the ILP (:mod:`planner.ilp`) or a fallback: the chosen signatures
 are mapped to concrete nodes so that every running job whose signature is unchanged (an equivalent

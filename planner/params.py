@@ -1,12 +1,22 @@
-"""Planner parameters: the knobs the site config (or a simulation run) hands to :mod:`planner.hops`.
+"""Planner parameters: the one model of the knobs of :class:`planner.hops.HopsPolicy`.
 
-Sits at the edge of the planner: the engine/simulator build one :class:`PlannerParams` from the site
-configuration and pass it to :class:`planner.hops.HopsPolicy`; every other planner module reads it.
+Where it sits: at the planner's edge. Every way of setting these values ends here, with these defaults
+and these checks: the site configuration's ``[planner]`` section (:mod:`hops_slurm.config` derives its
+pydantic section from the fields below and checks each value with :func:`check`), the ``key=value``
+settings of a policy name (``hops:restart_penalty=0.1``, :meth:`PlannerParams.with_settings`), and code.
+What each parameter means and why its default is what it is: docs/design.md, "Planner parameters".
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from planner.priorities import PRIORITIES
 
 SOLVERS = ("CBC", "HiGHS")
 FORMULATIONS = ("compact", "plain")
@@ -15,67 +25,122 @@ WINDOW_RULES = ("waiting", "active", "all")
 
 @dataclass(frozen=True)
 class PlannerParams:
-    """Parameters of one Hops planner.
+    """Parameters of one Hops planner (docs/design.md, "Planner parameters"). ``lambda_`` is spelled
+    ``lambda`` in configuration files and policy names; ``None`` means the priority's own λ."""
 
-    ``lambda_`` is the fairness knob of eq. 11 (``None``: the priority's default, 1, or 2 for FTF as
-    DESIGN.md says); ``sigma`` the sensitivity threshold (eq. 10); ``window`` the service-window rule
-    (``"waiting"``: the paper's rule, the window cut from the waiting queue by minimum requirements with
-    running jobs always planned; ``"active"``: the same cut over every active job, running ones
-    included, the reading before docs/design.md, kept for the ablation; ``"all"``: no window);
-    ``gap`` the relative MIP gap; ``node_limit`` branch-and-bound nodes per solve (the deterministic
-    limit); ``time_limit`` seconds per solve, a safety net only; ``solver`` ``"CBC"`` or ``"HiGHS"``;
-    ``priority`` a name
-    from :mod:`planner.priorities`; ``formulation`` ``"compact"`` (node classes aggregated, exact, fast)
-    or ``"plain"`` (eq. 11-13 with one binary per concrete config, the reference).
-
-    ``restart_penalty`` (not in the paper's eq. 11; 0 = the paper's objective) prices a move: the
-    fraction of its gain G a running job's candidate loses when it is not the job's current config
-    (another node, class or GPU count: one restart, the simulator's 60 s, a checkpoint/restore live).
-    In the compact formulation the current signature is free and the post-solve mapping pins it to
-    the nodes the job holds (:mod:`planner.keep`). Must be in [0, 1). The default is chosen with
-    evidence in docs/results/restart-ablation.md.
-
-    ``pin_running``: when a compact plan moves a running job to an equivalent placement (same classes
-    and GPU counts on other nodes, a restart for nothing), solve again with running jobs pinned to the
-    nodes they hold; False only for the ablation.
-
-    ``entity_tolerance`` (> 0): nodes of one server class whose estimated throughput differs by more
-    than this fraction become different planner classes (:mod:`planner.entities`); 0 turns it off.
-    """
-
+    priority: str = "lr"
     lambda_: float | None = None
     sigma: float = 1.4
     window: str = "waiting"
-    gap: float = 0.01
-    node_limit: int = 2000
-    time_limit: float = 60.0
-    solver: str = "CBC"
-    priority: str = "lr"
-    formulation: str = "compact"
     sensitivity_adjustment: bool = True
     restart_penalty: float = 0.2
     pin_running: bool = True
     entity_tolerance: float = 0.05
+    formulation: str = "compact"
+    solver: str = "CBC"
+    gap: float = 0.01
+    node_limit: int = 2000
+    time_limit: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.solver not in SOLVERS:
-            raise ValueError(f"planner solver {self.solver!r} unknown; choose one of {', '.join(SOLVERS)}")
-        if self.formulation not in FORMULATIONS:
-            raise ValueError(f"planner formulation {self.formulation!r} unknown; choose one of {', '.join(FORMULATIONS)}")
-        if self.window not in WINDOW_RULES:
-            raise ValueError(f"planner window rule {self.window!r} unknown; choose one of {', '.join(WINDOW_RULES)}")
-        if not 0.0 <= self.gap < 1.0:
-            raise ValueError(f"planner gap {self.gap} must be in [0, 1), e.g. 0.01 for 1%")
-        if self.time_limit <= 0:
-            raise ValueError(f"planner time_limit {self.time_limit} must be positive seconds")
-        if self.sigma <= 0:
-            raise ValueError(f"planner sigma {self.sigma} must be positive (the paper uses 1.4)")
-        if not 0.0 <= self.restart_penalty < 1.0:
-            raise ValueError(
-                f"planner restart_penalty {self.restart_penalty} must be in [0, 1); 0 is the paper's objective")
-        if self.node_limit < 1:
-            raise ValueError(f"planner node_limit {self.node_limit} must be a positive number of nodes")
-        if not 0.0 <= self.entity_tolerance < 1.0:
-            raise ValueError(f"planner entity_tolerance {self.entity_tolerance} must be in [0, 1); 0 turns it off")
-        if self.lambda_ is not None and self.lambda_ < 0:
-            raise ValueError(f"planner lambda_ {self.lambda_} must be >= 0")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            try:
+                check(f.name, value)
+            except ValueError as exc:
+                raise ValueError(f"planner {setting_key(f.name)} = {value!r}: {exc}") from None
+
+    def with_settings(self, text: str) -> PlannerParams:
+        """These parameters with ``key=value,...`` applied (the settings after a policy name's colon):
+        each value is read as its field's type (``true``/``false`` for switches, ``none`` for an unset
+        λ); an unknown key or a bad value raises ValueError naming it."""
+        values: dict[str, object] = {}
+        for item in (x for x in text.split(",") if x.strip()):
+            key, eq, raw = (part.strip() for part in item.partition("="))
+            name = field_name(key)
+            if not eq or name not in FIELD_TYPES:
+                raise ValueError(f"{item!r} is not key=value with a planner parameter ({', '.join(setting_keys())})")
+            values[name] = _read(name, raw)
+        return dataclasses.replace(self, **values)
+
+
+#: field -> its type (``bool``, ``int``, ``float``, ``float | None``, ``str``), for the edges that read text
+FIELD_TYPES: dict[str, Any] = typing.get_type_hints(PlannerParams)
+
+
+def field_name(key: str) -> str:
+    """The field a configuration key names (``lambda`` -> ``lambda_``)."""
+    return "lambda_" if key == "lambda" else key
+
+
+def setting_key(name: str) -> str:
+    """The key a field is spelled with in configuration files and policy names."""
+    return name.rstrip("_")
+
+
+def setting_keys() -> list[str]:
+    return [setting_key(f.name) for f in dataclasses.fields(PlannerParams)]
+
+
+def _number(low: float, high: float, *, low_open: bool = False, high_open: bool = False,
+            integer: bool = False) -> Callable[[object], bool]:
+    def ok(v: object) -> bool:
+        if isinstance(v, bool) or not isinstance(v, int if integer else (int, float)) or not math.isfinite(v):
+            return False
+        return (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
+    return ok
+
+
+def _choice(names: typing.Iterable[str]) -> Callable[[object], bool]:
+    allowed = tuple(names)
+    return lambda v: isinstance(v, str) and v in allowed
+
+
+def _switch(v: object) -> bool:
+    return isinstance(v, bool)
+
+
+_lambda = _number(0.0, 100.0)
+
+#: field -> (test, what a valid value is): the one validation of every planner parameter
+RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "priority": (_choice(PRIORITIES), f"one of {', '.join(PRIORITIES)}"),
+    "lambda_": (lambda v: v is None or _lambda(v), "a number in [0, 100], or unset for the priority's own "
+                "(1; 2 with ftf)"),
+    "sigma": (_number(0.0, 100.0, low_open=True), "a number in (0, 100] (the paper uses 1.4)"),
+    "window": (_choice(WINDOW_RULES), f"one of {', '.join(WINDOW_RULES)}"),
+    "sensitivity_adjustment": (_switch, "true or false"),
+    "restart_penalty": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 is the paper's objective"),
+    "pin_running": (_switch, "true or false"),
+    "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
+    "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
+    "solver": (_choice(SOLVERS), f"one of {', '.join(SOLVERS)}"),
+    "gap": (_number(0.0, 1.0, high_open=True), "a number in [0, 1), e.g. 0.01 for 1%"),
+    "node_limit": (_number(1, 10_000_000, integer=True), "a whole number of branch-and-bound nodes in [1, 10^7]"),
+    "time_limit": (_number(0.1, 86400.0), "seconds in [0.1, 86400]"),
+}
+
+
+def check(name: str, value: object) -> object:
+    """``value`` if it is valid for the field ``name``; else ValueError saying what a valid one is."""
+    test, what = RULES[name]
+    if not test(value):
+        raise ValueError(f"must be {what}")
+    return value
+
+
+def _read(name: str, raw: str) -> object:
+    kind = FIELD_TYPES[name]
+    text = raw.lower()
+    if kind is bool:
+        if text not in ("true", "false"):
+            raise ValueError(f"{setting_key(name)}={raw!r} is not valid: must be true or false")
+        return text == "true"
+    if kind is str:
+        return raw
+    if text == "none" and type(None) in typing.get_args(kind):
+        return None
+    try:
+        return int(raw) if kind is int else float(raw)
+    except ValueError:
+        raise ValueError(f"{setting_key(name)}={raw!r} is not valid: must be a number") from None

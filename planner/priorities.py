@@ -88,7 +88,7 @@ PRIORITIES: dict[str, PriorityFn] = {
     "fifo": fifo_priority,
 }
 
-#: λ (eq. 11) each priority uses unless the parameters say otherwise (DESIGN.md: 2 with FTF).
+#: λ (eq. 11) each priority uses unless the parameters say otherwise (2 with FTF: docs/design.md, "Reading the paper").
 DEFAULT_LAMBDA: dict[str, float] = {"ftf": 2.0}
 
 

@@ -17,7 +17,7 @@ GPUs, it is the whole queue. Jobs no configuration can serve never enter the que
 
 Sensitivity adjustment (§3.6), for fragment plans only: if the window's mean sensitivity ρ_set is
 above the whole queue's ρ_queue, walk the queue from the window boundary backward (toward its tail)
-and admit each job with ρ_i < ρ_queue whose minimum requirement fits the idle GPUs (≤, as DESIGN.md
+and admit each job with ρ_i < ρ_queue whose minimum requirement fits the idle GPUs (≤, as docs/design.md
 reads "R_k < S_t"), recomputing ρ_set, until ρ_set ≤ ρ_queue or the queue ends.
 """
 

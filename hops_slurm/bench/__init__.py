@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
-
-BenchRun = Callable[[Path], Path]
 
 
 def discover() -> dict[str, ModuleType]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from planner.baselines import POLICY_NAMES, make_policy
+from planner.policies import BASELINES, make_policy
 from planner.views import ClusterView, Config, JobView, NodeView
 
 NAME = "baselines-round"
@@ -81,7 +81,7 @@ def run(out_dir: Path) -> Path:
         "| policy | plan time (s) | jobs placed | GPUs used |",
         "|---|---|---|---|",
     ]
-    for name in POLICY_NAMES:
+    for name in BASELINES:
         policy = make_policy(name)
         start = time.perf_counter()
         plan = policy.plan(view, jobs, 3600.0)

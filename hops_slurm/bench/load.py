@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -144,7 +143,7 @@ def _rpc_usec(log: Path, jobs: set[str]) -> list[float]:
 def _daemon_config(work: Path, state: Path) -> Path:
     path = work / "hops.toml"
     path.write_text(
-        "[scheduler]\nround_length = 60\nqueue_refresh = 10\n"
+        "[scheduler]\nround_length = 60\nqueue_refresh = 10\n[planner]\ntime_limit = 30\n"
         "[engine]\nprobe_size = \"tiny\"\nprobe_iterations = 3\nprobe_device = \"cpu\"\nsettle_timeout = 10\n"
         f"[paths]\nstate_dir = \"{state}\"\n")
     return path
@@ -156,6 +155,7 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.config import load_config
     from hops_slurm.engine.engine import Engine
     from hops_slurm.minicluster.cluster import Minicluster
+    from hops_slurm.minicluster.processes import stop_child
     from hops_slurm.minicluster.spec import load_spec
     from hops_slurm.slurm.cli import CliSlurm
 
@@ -193,13 +193,8 @@ def run(out_dir: Path) -> Path:
         daemon_rss = peak_rss_mib(daemon.pid) if daemon_alive else float("nan")
         load_end = load()
     finally:
-        if daemon is not None and daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+        if daemon is not None:
+            stop_child(daemon, timeout=60)
         cluster.down()
     ok = [p for p in paced if not p[2]]
     errors = [p[2] for p in paced if p[2]]
@@ -219,7 +214,7 @@ def run(out_dir: Path) -> Path:
         "",
         f"{JOBS} jobs submitted by {SUBMITTERS} parallel sbatch processes in {fill_s:.0f} s "
         f"({JOBS / fill_s:.0f} jobs/s), {len(fill_errors)} errors{': ' + fill_errors[0] if fill_errors else ''}. "
-        f"Then one in-process engine (CLI backend, CBC, time limit {cfg.solver.time_limit:g} s) held and profiled them "
+        f"Then one in-process engine (CLI backend, CBC, time limit {cfg.planner.time_limit:g} s) held and profiled them "
         f"in {profiling:.0f} s (not a round: every new job gets an admin hold, one probe per model and GPU type), "
         "and ran rounds as the daemon does. Seconds per round:",
         "",

@@ -2,8 +2,7 @@
 
 Data flow: hops_slurm.sim.runner.compare on paper-64 (Table 3) and paper-512 (Table 4, FTF, the
 priority ablation, the rate sweep) -> docs/results/paper-tables.md with the paper's numbers beside
-ours, plus the plots and per-run records under docs/results/paper-tables/. Policies that are not
-installed are listed as missing, never silently dropped. ``HOPS_BENCH_SEEDS`` (default ``0,1,2``)
+ours, plus the plots and per-run records under docs/results/paper-tables/. ``HOPS_BENCH_SEEDS`` (default ``0,1,2``)
 and ``HOPS_BENCH_QUICK=1`` (paper-64 only, one seed: a quick look) shorten it.
 """
 
@@ -11,12 +10,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
-from hops_slurm.sim.policies import available_policies
 from hops_slurm.sim.runner import Options, compare
 
 NAME = "paper-tables"
@@ -43,25 +42,30 @@ SWEEP = ["hops", "sia-lr", "gavel-lr"]
 RIGID = ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill"]
 
 
-def _usable(names: list[str]) -> tuple[list[str], list[str]]:
-    have = set(available_policies())
-    hops_ok = "hops" in have
-    ok = [n for n in names if n in have or (hops_ok and n.startswith(("hops-", "hops:")))]
-    return ok, [n for n in names if n not in ok]
+def bench_seeds() -> list[int]:
+    """The seeds of every simulation benchmark: ``HOPS_BENCH_SEEDS`` (default ``0,1,2``)."""
+    return [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
+
+
+def write_report(out_dir: Path, name: str, intro: list[str], sections: Callable[[list[int], Path], list[str]]) -> Path:
+    """``out_dir/<name>.md``: the ``intro`` lines, then the :func:`section` texts ``sections(seeds, data)``
+    returns; their per-run records and plots go under ``data`` = ``out_dir/<name>/``."""
+    data = out_dir / name
+    data.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.md"
+    path.write_text("\n".join([*intro, *sections(bench_seeds(), data)]) + "\n")
+    return path
 
 
 def section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
              tag: str, paper: str = "", options: Options | None = None, note: str = "") -> str:
-    ok, missing = _usable(names)
     lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}."
              + (f" {note}" if note else ""), ""]
     if paper:
         lines += ["Paper:", "", paper, "Ours (mean ± sample std over seeds):", ""]
-    if not ok:
-        return "\n".join(lines + [f"Not run: none of {', '.join(names)} is installed.", ""])
     start = time.perf_counter()
     try:
-        results = compare(load_cluster(cluster), workload, ok, seeds, out / tag, options or Options(), progress=False)
+        results = compare(load_cluster(cluster), workload, names, seeds, out / tag, options or Options(), progress=False)
     except HopsError as exc:  # the workload or cluster itself: no run could start
         return "\n".join(lines + [f"Failed: {exc}", ""])
     write_summary(results, out / tag)
@@ -69,8 +73,6 @@ def section(title: str, cluster: str, workload: str, names: list[str], seeds: li
         return "\n".join(lines + [markdown_table(results), ""])
     plots = write_plots(results, out, prefix=f"{tag}-")
     lines.append(markdown_table(results))
-    if missing:
-        lines.append(f"Not installed, not run: {', '.join(missing)}.")
     lines.append(f"Wall time {time.perf_counter() - start:.0f} s.")
     lines += ["", *[f"![{p.stem}]({out.name}/{p.name})" for p in plots], ""]
     return "\n".join(lines)
@@ -103,7 +105,7 @@ def _part(name: str, seeds: list[int], data: Path) -> str:
 
 
 def run(out_dir: Path) -> Path:
-    seeds = [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
+    seeds = bench_seeds()
     quick = os.environ.get("HOPS_BENCH_QUICK") == "1"
     chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
     if quick:

@@ -14,10 +14,9 @@ change added alone to the earlier planner ("before + X"), and each change taken 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from hops_slurm.bench.paper_tables import section
+from hops_slurm.bench.paper_tables import section, write_report
 from hops_slurm.sim.runner import Options
 
 NAME = "planner-ablation"
@@ -41,27 +40,29 @@ AT_ONCE = [
 ]
 
 
-def run(out_dir: Path) -> Path:
-    seeds = [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
-    data = out_dir / "planner-ablation"
-    data.mkdir(parents=True, exist_ok=True)
-    text = "\n".join([
-        "# Planner ablation: the paper rules of docs/design.md, one at a time (512 GPUs, paper workload)",
-        "",
-        "Written by `hops-slurm bench planner-ablation`. Policy names carry the planner parameters",
-        "(planner/params.py): `window=active` cuts the service window from every active job (the earlier",
-        "reading; the default `waiting` cuts it from the waiting queue and always plans running jobs);",
-        "`restart_penalty=p` prices a move of a running job with one restart ((1 - p) of its gain);",
-        "`pin_running=false` lets a compact plan move running jobs to equivalent nodes; `entity_tolerance=0`",
-        "turns entity classes off. The first table plans fragments only at the 30 s refresh ticks (as before),",
-        "the second also right after each round plan, at the same instant (the paper's); Avg.frag is counted",
-        "after the plans of the round's instant in both. Same columns as docs/results/paper-tables.md.",
-        "",
+INTRO = [
+    "# Planner ablation: the paper rules of docs/design.md, one at a time (512 GPUs, paper workload)",
+    "",
+    "Written by `hops-slurm bench planner-ablation`. Policy names carry the planner parameters",
+    "(planner/params.py): `window=active` cuts the service window from every active job (the earlier",
+    "reading; the default `waiting` cuts it from the waiting queue and always plans running jobs);",
+    "`restart_penalty=p` prices a move of a running job with one restart ((1 - p) of its gain);",
+    "`pin_running=false` lets a compact plan move running jobs to equivalent nodes; `entity_tolerance=0`",
+    "turns entity classes off. The first table plans fragments only at the 30 s refresh ticks (as before),",
+    "the second also right after each round plan, at the same instant (the paper's); Avg.frag is counted",
+    "after the plans of the round's instant in both. Same columns as docs/results/paper-tables.md.",
+    "",
+]
+
+
+def _sections(seeds: list[int], data: Path) -> list[str]:
+    return [
         section("Fragment plans at refresh ticks only", "paper-512", "paper", AT_TICKS, seeds, data, "ticks",
                 options=Options(fragment_at_once=False), note="`--fragment-plans at-ticks`."),
         section("Fragment plans at once after the round plan (the paper's) and at refresh ticks", "paper-512",
                 "paper", AT_ONCE, seeds, data, "once", note="`--fragment-plans at-once` (the default)."),
-    ])
-    path = out_dir / "planner-ablation.md"
-    path.write_text(text + "\n")
-    return path
+    ]
+
+
+def run(out_dir: Path) -> Path:
+    return write_report(out_dir, NAME, INTRO, _sections)

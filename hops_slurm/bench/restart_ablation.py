@@ -13,10 +13,9 @@ sia-lr and gavel-lr run beside it as the paper ran them. ``HOPS_BENCH_SEEDS`` (d
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from hops_slurm.bench.paper_tables import section
+from hops_slurm.bench.paper_tables import section, write_report
 
 NAME = "restart-ablation"
 PENALTIES = [0.0, 0.1, 0.2, 0.3]
@@ -29,23 +28,20 @@ SETUPS = [
 ]
 
 
+INTRO = [
+    "# Priced moves: the planner's restart penalty on three workloads",
+    "",
+    "Written by `hops-slurm bench restart-ablation`. `hops:restart_penalty=p` keeps (1 - p) of the gain G",
+    "of every config of a running job other than its current one in round plans: a move (another node,",
+    "class or GPU count) must win by that margin to pay for its restart (docs/design.md; p = 0 is eq. 11",
+    "as printed). Running jobs are pinned to their nodes against equivalent moves in every row",
+    "(`pin_running`). Each preemption costs the job 60 s in the simulator. Same columns as",
+    "docs/results/paper-tables.md.",
+    "",
+]
+
+
 def run(out_dir: Path) -> Path:
-    seeds = [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
-    data = out_dir / "restart-ablation"
-    data.mkdir(parents=True, exist_ok=True)
-    text = "\n".join([
-        "# Priced moves: the planner's restart penalty on three workloads",
-        "",
-        "Written by `hops-slurm bench restart-ablation`. `hops:restart_penalty=p` keeps (1 - p) of the gain G",
-        "of every config of a running job other than its current one in round plans: a move (another node,",
-        "class or GPU count) must win by that margin to pay for its restart (docs/design.md; p = 0 is eq. 11",
-        "as printed). Running jobs are pinned to their nodes against equivalent moves in every row",
-        "(`pin_running`). Each preemption costs the job 60 s in the simulator. Same columns as",
-        "docs/results/paper-tables.md.",
-        "",
-        *(section(title, cluster, workload, POLICIES, seeds, data, f"{cluster}-{workload}")
-          for title, cluster, workload in SETUPS),
-    ])
-    path = out_dir / "restart-ablation.md"
-    path.write_text(text + "\n")
-    return path
+    return write_report(out_dir, NAME, INTRO, lambda seeds, data: [
+        section(title, cluster, workload, POLICIES, seeds, data, f"{cluster}-{workload}")
+        for title, cluster, workload in SETUPS])

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.bench.machine import load, machine_line
-from planner.hops import HopsPolicy
 from planner.params import PlannerParams
+from planner.policies import make_policy
 from planner.views import ClusterView, Config, JobView, NodeView
 
 NAME = "solver"
@@ -144,7 +144,7 @@ def measure(gpus: int, formulation: str, solver: str, seeds: Sequence[int], time
         cluster = make_cluster(gpus, rng)
         speeds = node_speeds(cluster, seed * 104729 + gpus) if entities else None
         jobs = make_jobs(cluster, max(40, int(0.6 * gpus)), rng, speeds)
-        policy = HopsPolicy(PlannerParams(solver=solver, formulation=formulation, time_limit=time_limit))
+        policy = make_policy("hops", PlannerParams(solver=solver, formulation=formulation, time_limit=time_limit))
         t0 = time.perf_counter()
         plan = policy.plan(cluster, jobs, now=0.0)
         row.plan_times.append(time.perf_counter() - t0)

@@ -15,8 +15,8 @@ from hops_slurm.cli._args import bounded_float
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
-from hops_slurm.sim.policies import available_policies, make_policy, split_policy_list
 from hops_slurm.sim.runner import Options, compare
+from planner.policies import make_policy, policy_names, split_policy_list
 
 
 def _ints(text: str) -> list[int]:
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    policies = split_policy_list(args.policies) if args.policies else available_policies()
+    policies = split_policy_list(args.policies) if args.policies else policy_names()
     if not policies:
         raise HopsError("no policies given")
     if not args.seeds:

@@ -49,22 +49,11 @@ from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
+from hops_slurm.slurm.reconcile import reconcile
 from hops_slurm.text import id_list
+from planner.policies import make_policy
 
 log = logging.getLogger(__name__)
-
-PRIORITY_NAMES = {"latency-ratio": "lr"}
-
-
-def make_policy(config: SiteConfig) -> Any:
-    from planner.hops import HopsPolicy
-    from planner.params import PlannerParams
-
-    s = config.scheduler
-    return HopsPolicy(PlannerParams(
-        lambda_=s.lambda_, sigma=s.sigma, gap=config.solver.mip_gap, time_limit=config.solver.time_limit,
-        solver=config.solver.name, priority=PRIORITY_NAMES.get(s.priority, s.priority)))
-
 
 class Engine:
     """See the module docstring. ``api``: the Slurm backend (default: the CLI backend with this process's
@@ -93,7 +82,7 @@ class Engine:
         self.enactor: Enactor | None = None
         self.backend: SlurmBackend | None = None
         self.profiler: ProfilerFlow | None = None
-        self.policy = make_policy(config)
+        self.policy = make_policy("hops", config.planner)
         self.tracked: dict[str, JobState] = {}
         self.last_planning: Planning | None = None
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
@@ -148,7 +137,7 @@ class Engine:
             self.profiler.adopt(self.tracked.values())
         if not self.dry_run:
             try:
-                report = self.journal.reconcile(self.api, gate_nodes=managed)
+                report = reconcile(self.api, self.journal, gate_nodes=managed)
             except SlurmError as exc:
                 if not self.recover_later:
                     raise
@@ -167,7 +156,7 @@ class Engine:
         assert self.journal is not None and self.enactor is not None
         if self.dry_run:
             return
-        report = self.journal.reconcile(self.api, gate_nodes=self.enactor.managed_nodes)
+        report = reconcile(self.api, self.journal, gate_nodes=self.enactor.managed_nodes)
         log.info("recovered after a failed step: held %s, rolled back %s, deleted reservations %s",
                  id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 

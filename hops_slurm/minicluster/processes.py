@@ -14,6 +14,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,19 @@ def stop_pid(pid: int, timeout: float = 10.0) -> None:
                 return
             time.sleep(0.05)
     log.warning("process %d survived SIGKILL", pid)
+
+
+def stop_child(proc: subprocess.Popen[Any], timeout: float = 30.0) -> int:
+    """Stop a child of this process: SIGTERM (a daemon finishes its current step), SIGKILL after
+    ``timeout`` seconds; returns its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def _reap(pid: int) -> None:

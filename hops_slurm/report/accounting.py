@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord
@@ -116,6 +117,11 @@ def _config_of(job: JobRecord) -> tuple[dict[str, int], str]:
     return dict(last.config), last.gpu_type
 
 
+def _identity(job: JobRecord) -> dict[str, Any]:
+    """The columns a job's row and its placement rows share."""
+    return {"name": job.name, "user": job.user, "account": job.account, "partition": job.partition, "submit": job.submit}
+
+
 def job_row(job: JobRecord, now: float) -> JobRow:
     """The accounting row of ``job`` as of ``now`` (waits of unfinished jobs run up to ``now``)."""
     config, gpu_type = _config_of(job)
@@ -125,11 +131,7 @@ def job_row(job: JobRecord, now: float) -> JobRow:
         start = min(p.start for p in job.placements)
     return JobRow(
         job_id=job.job_id,
-        name=job.name,
-        user=job.user,
-        account=job.account,
-        partition=job.partition,
-        submit=job.submit,
+        **_identity(job),
         start=start,
         end=job.end,
         wait=wait,
@@ -162,11 +164,7 @@ def history_rows(job: JobRecord, now: float) -> list[JobRow]:
         rows.append(
             JobRow(
                 job_id=f"{job.job_id}.{i}",
-                name=job.name,
-                user=job.user,
-                account=job.account,
-                partition=job.partition,
-                submit=job.submit,
+                **_identity(job),
                 start=p.start,
                 end=p.end,
                 wait=max(0.0, p.start - queued_since),

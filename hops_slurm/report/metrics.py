@@ -3,7 +3,7 @@
 Reports (live and simulated) and the simulator's tables call these; nothing here reads files, Slurm
 or the wall clock: every function that depends on time takes ``now`` explicitly.
 
-Definitions (Hops, SoCC '24, and DESIGN.md):
+Definitions (Hops, SoCC '24, and docs/design.md, "Reading the paper"):
 - wait: time queued, not running, since submission, summed over preemptions.
 - LR (eq. 6, the priority of eq. 8): ``wait / age`` with ``age`` the eq. 9 estimate made before the
   job first ran (``JobRecord.age_estimate``).

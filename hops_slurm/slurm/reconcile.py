@@ -1,6 +1,6 @@
 """Crash recovery: bring Slurm back to a state the engine can plan from, guided by the journal.
 
-Where it sits: called once when the engine starts (:meth:`hops_slurm.journal.Journal.reconcile`),
+Where it sits: called by the engine when it starts (:class:`hops_slurm.engine.engine.Engine`),
 before the first round, after a crash at any step of :mod:`hops_slurm.slurm.enact`. Slurm is the truth;
 the journal says which actions were in flight. Afterwards every Hops job is in one of three states:
 

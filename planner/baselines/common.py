@@ -20,7 +20,7 @@ def lr_weights(jobs: Sequence[JobView], exponent: float = 1.0) -> dict[str, floa
     """Priority weights ``(prior_i + bias) ** exponent`` with the LR priority (Hops eq. 11).
 
     ``bias = |min prior| + 0.01`` when any prior is <= 0, else 0 (the project's reading of eq. 11,
-    DESIGN.md "weights"), so every weight is positive.
+    docs/design.md, "Reading the paper"), so every weight is positive.
     """
     priors = {j.job_id: latency_ratio(j) for j in jobs}
     if not priors:

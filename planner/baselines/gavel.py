@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import mip
 
-from hops_slurm.errors import HopsError
+from planner.errors import HopsError
 from planner.baselines.common import (
     free_by_node,
     latency_ratio,

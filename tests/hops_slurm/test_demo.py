@@ -141,11 +141,12 @@ def test_workload_rejects_arrivals_for_missing_scripts(tmp_path: Path) -> None:
 def test_site_config_copy_changes_only_the_overrides(tmp_path: Path) -> None:
     dest = write_site_config(SITE_CONFIG, tmp_path / "hops.toml", {
         "paths": {"state_dir": str(tmp_path / "engine")}, "engine": {"probe_python": "/x/probe-python"},
-        "solver": {"name": "HiGHS"}})
+        "planner": {"solver": "HiGHS"}})
     original, copy = load_config(SITE_CONFIG), load_config(dest)
     assert copy.paths.state_dir == tmp_path / "engine"
-    assert copy.engine.probe_python == "/x/probe-python" and copy.solver.name == "HiGHS"
-    assert copy.model_copy(update={"paths": original.paths, "engine": original.engine, "solver": original.solver}) == original
+    assert copy.engine.probe_python == "/x/probe-python" and copy.planner.solver == "HiGHS"
+    assert copy.model_copy(update={"paths": original.paths, "engine": original.engine,
+                                   "planner_section": original.planner_section}) == original
     assert copy.engine.model_copy(update={"probe_python": original.engine.probe_python}) == original.engine
     assert original.scheduler.round_length <= 120 and original.scheduler.queue_refresh <= 5  # minutes, not hours
 

@@ -11,7 +11,6 @@ import json
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.minicluster.processes import stop_child
 from slurm_helpers import TEST_USER, ensure_test_user, wait_until  # noqa: F401
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
@@ -151,7 +151,7 @@ def write_config(path: Path, state_dir: Path) -> None:
 [scheduler]
 round_length = 8
 queue_refresh = 4
-[solver]
+[planner]
 time_limit = 5
 [engine]
 probe_size = "tiny"
@@ -183,13 +183,7 @@ def eng(minicluster: Minicluster, engine_state: Path) -> Iterator[EngineEnv]:
     e = EngineEnv(minicluster, CliSlurm(minicluster.env()), engine_state, config, workdir)
     yield e
     for proc in e.daemons:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc, timeout=30)
     probes = [j.job_id for j in e.api.jobs() if j.name.startswith("hops-probe-") and (j.pending or j.active)]
     if e.submitted or probes:
         minicluster.run(["scancel", *e.submitted, *probes], check=False)

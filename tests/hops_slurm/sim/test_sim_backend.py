@@ -7,8 +7,8 @@ from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.loop import LoopSettings, run_rounds
 from hops_slurm.sim.metrics import summarize
-from hops_slurm.sim.policies import FifoGreedy
 from hops_slurm.sim.workload import JobSpec
+from planner.baselines import FifoGreedy
 from planner.views import Plan, Policy
 
 R50 = "ResNet-50 (batch size 64)"

@@ -4,13 +4,13 @@ import json
 
 from hops_slurm.cli import main
 from hops_slurm.records import JobRecord, RoundRecord
-from hops_slurm.sim.policies import available_policies
+from planner.policies import policy_names
 
 
 def test_paper_64_smoke_run_all_available_policies(tmp_path, capsys):
     out = tmp_path / "sim"
     assert main(["simulate", "--cluster", "paper-64", "--seeds", "0", "--out", str(out), "--no-progress"]) == 0
-    policies = available_policies()
+    policies = policy_names()
     summary = json.loads((out / "summary.json").read_text())
     assert [r["policy"] for r in summary["runs"]] == policies
     for name in policies:

@@ -14,8 +14,9 @@ from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.loop import LoopSettings, run_rounds
 from hops_slurm.sim.metrics import summarize
 from hops_slurm.sim.output import markdown_table, write_summary
-from hops_slurm.sim.policies import FifoGreedy, available_policies, make_policy
 from hops_slurm.sim.workload import JobSpec, load_workload
+from planner.baselines import FifoGreedy
+from planner.policies import make_policy, policy_names
 from planner.views import Plan, Policy
 
 R50 = "ResNet-50 (batch size 64)"
@@ -81,7 +82,7 @@ def test_hops_runs_are_reproducible(tmp_path) -> None:
 
 def test_no_policy_writes_solver_logs_to_stdout(tmp_path, capfd) -> None:
     cluster = load_cluster("paper-64")
-    names = available_policies()
+    names = policy_names()
     assert {"hops", "sia", "sia-lr", "gavel", "gavel-lr", "themis"} <= set(names)
     runner.compare(cluster, "paper:jobs=8", names, [0], None, progress=False)
     assert capfd.readouterr().out == ""

@@ -16,6 +16,7 @@ from hops_slurm.journal import Journal
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.slurm.cli import CliSlurm
 from hops_slurm.slurm.enact import GATE, Enactor, job_reservation, reservation_job
+from hops_slurm.slurm.reconcile import reconcile
 
 pytestmark = pytest.mark.slurm
 
@@ -111,7 +112,7 @@ def test_killed_mid_round_then_reconciled(method: str, nth: int, after: bool, st
         dying.apply(plan, round_id="r2")
 
     restarted = Journal(db)
-    report = restarted.reconcile(api)
+    report = reconcile(api, restarted)
     assert [x.id for x in report.interrupted] == [x.id for x in journal.actions(status="interrupted")]
     assert [x.kind for x in report.interrupted] == [step]
     check_consistent(api, restarted, [a, b, c, d])

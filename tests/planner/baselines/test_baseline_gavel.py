@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from baseline_helpers import check_plan, cluster, job, run_rounds, typed_throughput
 
-from planner.baselines import make_policy, max_min_fairness_allocation
+from planner.baselines import max_min_fairness_allocation
+from planner.policies import make_policy
 from planner.views import freeze_config
 
 # Gavel OSDI '20 §4.1 worked example (gavel-osdi20.txt; digest §1.4 (b)): columns V100, K80;

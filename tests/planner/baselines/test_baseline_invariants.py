@@ -9,8 +9,8 @@ from baseline_helpers import check_plan, cluster, job, typed_throughput
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.baselines import POLICY_NAMES, make_policy
 from planner.baselines.common import median_requirement
+from planner.policies import BASELINES, make_policy
 from planner.views import ClusterView, JobView
 
 TYPES = ("v100", "p100", "k80")
@@ -46,7 +46,7 @@ def scenarios(draw) -> tuple[ClusterView, tuple[JobView, ...]]:
 def test_every_policy_places_validly(scenario) -> None:
     view, jobs = scenario
     by_id = {j.job_id: j for j in jobs}
-    for name in POLICY_NAMES:
+    for name in BASELINES:
         policy = make_policy(name)
         for now in (0.0, 360.0):  # two rounds: the second exercises kept state (counters, leases)
             plan = policy.plan(view, jobs, now)

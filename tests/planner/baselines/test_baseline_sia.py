@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from baseline_helpers import check_plan, cluster, job, run_rounds, typed_throughput
 
-from planner.baselines import make_policy, sia_config_space
+from planner.baselines import sia_config_space
 from planner.baselines.sia import job_configs, requirement_config_space
+from planner.policies import make_policy
 from planner.views import freeze_config
 
 

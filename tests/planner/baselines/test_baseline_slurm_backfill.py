@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from baseline_helpers import check_plan, cluster, job, run_rounds, typed_throughput
 
-from planner.baselines import make_policy
+from planner.policies import make_policy
 from planner.views import freeze_config
 
 

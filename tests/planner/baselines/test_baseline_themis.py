@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from baseline_helpers import check_plan, cluster, job, run_rounds, typed_throughput
 
-from planner.baselines import make_policy
 from planner.baselines.themis import finish_time_fairness, phase_time, successive_halving_shared_time
+from planner.policies import make_policy
 from planner.views import freeze_config
 
 # Themis NSDI '20 §4.3.3 (themis-nsdi20.md; digest §1.5): a 4-job successive-halving app, serial iteration
