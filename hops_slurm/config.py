@@ -1,4 +1,4 @@
-"""Site configuration (``etc/hops.toml``): one pydantic model the engine, planner and CLI read.
+"""Site configuration (``etc/hops.toml``): one pydantic model the engine and the CLI read.
 
 Every key is optional. The ``[planner]`` section is derived from :class:`planner.params.PlannerParams`:
 the same keys as a policy name's settings (``hops:sigma=1.2``), the same defaults and the same checks
