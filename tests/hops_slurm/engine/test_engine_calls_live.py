@@ -24,7 +24,7 @@ def test_a_placing_round_reads_the_job_listing_at_most_twice(eng) -> None:  # no
     job = eng.submit(gpus="1,2")
     with Engine(load_config(eng.config), api=api, env=eng.env) as engine:
         deadline = time.monotonic() + 180
-        while job not in {js.job_id for js in engine.backend.schedulable()}:  # type: ignore[union-attr]
+        while job not in {js.job_id for js in engine.schedulable()}:
             assert time.monotonic() < deadline, f"job {job} not profiled: {eng.describe()}"
             engine.refresh()  # holds it, runs its probes (not the measured round)
             time.sleep(1.0)

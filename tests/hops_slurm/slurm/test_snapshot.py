@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hops_slurm.slurm.api import SlurmJob, SlurmNode
-from hops_slurm.slurm.views import cluster_view, current_configs
+from hops_slurm.slurm.snapshot import cluster_view, current_configs
 
 HOPS = "hops:gpus=1,2 samples=10 batch-size=1 model=m"
 NODES = [
