@@ -41,7 +41,7 @@ from hops_slurm.engine.jobs import directives_of, estimate, job_views, schedulab
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
-from hops_slurm.engine.rounds import Planning, plan_once
+from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
 from hops_slurm.engine.userfiles import make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
@@ -423,38 +423,55 @@ class Engine:
             return self._round(fragment)
 
     def _round(self, fragment: bool) -> Planning | None:
+        """The instant's plannings (:func:`hops_slurm.engine.rounds.plan_instant`, the simulator's too): a
+        round plan or a fragment plan, then fragment plans while they place jobs on idle GPUs; each one
+        recorded. Returns the first."""
         assert self.backend is not None and self.state is not None
         if not fragment:
             self._round_no += 1
-        tag = f"round{self._round_no}" + ("-fragment" if fragment else "")
+        tag = f"round{self._round_no}"
         b = self.backend
-        b.round_id = tag
-        b.views = job_views(self.schedulable(), b.listing, self._estimator(), time.time(), self._set_aside)
+        b.round_id = tag + ("-fragment" if fragment else "")
         b.job_env = {}
+
+        def views() -> None:  # the job views on the current snapshot, handed to the backend
+            b.views = job_views(self.schedulable(), b.listing, self._estimator(), time.time(), self._set_aside)
 
         def before_enacting(plan: Any) -> None:  # the environment of the jobs this plan starts
             b.job_env = self._job_envs(plan.placed())
 
-        planning = plan_once(b, self.policy, 1 if fragment else 0, fragment=fragment, dry_run=self.dry_run,
-                             before_apply=before_enacting)
-        if planning is None:
-            return None
-        self.last_planning = planning
-        if not self.dry_run:
-            self.state.set_meta("rounds", str(self._round_no))
-            self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
-            from hops_slurm.report.source import write_sqlite
+        def recorded(planning: Planning) -> None:
+            self._record(planning, b.round_id)
+            b.round_id = tag + "-fragment"  # what follows at this instant is a fragment plan
+            views()  # on the snapshot read after enactment
 
-            write_sqlite(self.records_path, [], [planning.record])
-            res = self.backend.last_result
-            self.metrics.planning(planning, fragment, res)
-            assert self.journal is not None
-            self.metrics.journal(self.journal)
-            log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",
-                     tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
-                     res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
-                     planning.plan_seconds, planning.enact_seconds)
-        return planning
+        views()
+        limit = LoopSettings().max_plans_per_instant + (0 if fragment else 1)
+        plannings = plan_instant(b, self.policy, fragment=fragment, index=1 if fragment else 0, limit=limit,
+                                 dry_run=self.dry_run, before_apply=before_enacting, on_planning=recorded)
+        if not plannings:
+            return None
+        self.last_planning = plannings[0]
+        return plannings[0]
+
+    def _record(self, planning: Planning, tag: str) -> None:
+        """One planning into the engine state (``hops-slurm queue``), records.sqlite, the metrics and the log."""
+        if self.dry_run:
+            return
+        assert self.state is not None and self.backend is not None and self.journal is not None
+        fragment = planning.record.plan_index > 0
+        self.state.set_meta("rounds", str(self._round_no))
+        self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
+        from hops_slurm.report.source import write_sqlite
+
+        write_sqlite(self.records_path, [], [planning.record])
+        res = self.backend.last_result
+        self.metrics.planning(planning, fragment, res)
+        self.metrics.journal(self.journal)
+        log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",
+                 tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
+                 res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
+                 planning.plan_seconds, planning.enact_seconds)
 
     def monitor(self) -> bool:
         """Notice ended or failed jobs (their GPUs are free now): refresh and run a fragment plan. True if
