@@ -99,6 +99,7 @@ class Engine:
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self._round_no = 0
         self._estimator_memo: tuple[object, Any] | None = None
+        self._refreshes = 0
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
         self.needs_recovery = False
@@ -196,13 +197,13 @@ class Engine:
         return Estimator.for_cluster(self.store, cluster)
 
     def _estimator(self) -> Any:
-        """One estimator per snapshot of Slurm (the refresh's ages and the plans share it); None without
-        a store or without a usable GPU node."""
+        """One estimator per refresh and set of nodes (the refresh's ages and the plans after it share
+        it; the store learns between refreshes); None without a store or without a usable GPU node."""
         assert self.backend is not None
-        snap = self.backend.snapshot
-        if self._estimator_memo is None or self._estimator_memo[0] is not snap.nodes:
-            cluster = snap.cluster_view(fragment=False, partition=self.config.slurm.partition)
-            self._estimator_memo = (snap.nodes, self._estimator_for(cluster) if cluster.nodes else None)
+        cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
+        key = (self._refreshes, tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes))
+        if self._estimator_memo is None or self._estimator_memo[0] != key:
+            self._estimator_memo = (key, self._estimator_for(cluster) if cluster.nodes else None)
         return self._estimator_memo[1]
 
     def schedulable(self) -> list[JobState]:
@@ -251,6 +252,7 @@ class Engine:
     def _refresh(self, listing: list[SlurmJob] | None) -> dict[str, Any]:
         assert self.backend is not None and self.enactor is not None and self.state is not None
         b = self.backend
+        self._refreshes += 1
         snap = b.read(listing)
         out: dict[str, Any] = {"held": [], "ended": [], "profiled": []}
         if not self.dry_run:
