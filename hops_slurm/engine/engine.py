@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from hops_slurm.config import SiteConfig
+from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
-from hops_slurm.engine.jobs import directives_of, estimate, job_views, schedulable
+from hops_slurm.engine.jobs import estimate, job_views, schedulable
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
@@ -403,7 +404,7 @@ class Engine:
 
     def _job_record(self, js: JobState) -> JobRecord:
         try:
-            d = directives_of(js.directives) if js.directives else None
+            d = HopsDirectives.from_canonical(js.directives) if js.directives else None
         except Exception:  # noqa: BLE001 - a job set aside for its directives still gets its record
             d = None
         types = {n.name: n.gpu_type for n in (self.backend.snapshot.nodes if self.backend else ())}

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
 
 from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
@@ -32,12 +31,6 @@ log = logging.getLogger(__name__)
 FALLBACK_AGE = 3600.0
 
 
-@lru_cache(maxsize=4096)
-def directives_of(canonical: str) -> HopsDirectives:
-    """A job's stored ``#HOPS`` directives, parsed once per distinct text (not once per use per round)."""
-    return HopsDirectives.from_canonical(canonical)
-
-
 def fallback_throughput(config: Config) -> float:
     return float(sum(config.values()))
 
@@ -48,7 +41,7 @@ def estimate(job: JobState, estimator: Estimator | None,
     ``cache``: shared by the jobs of one planning, so jobs of one model share one snapshot read."""
     if estimator is None or job.profile != PROFILE_DONE or not job.signature:
         return None, None, None
-    d = directives_of(job.directives)
+    d = HopsDirectives.from_canonical(job.directives)  # parsed once per text (remembered)
     memo = cache if cache is not None else {}
 
     def cached(key: tuple[object, ...], make: object) -> object:
@@ -83,7 +76,7 @@ def estimate(job: JobState, estimator: Estimator | None,
 
 def job_view(job: JobState, now: float, *, throughput: object | None, age: float | None,
              sensitivity: float | None, fallback_age: float, current: Config | None) -> JobView:
-    d = directives_of(job.directives)
+    d = HopsDirectives.from_canonical(job.directives)  # parsed once per text (remembered)
     wait = job.wait + (max(0.0, now - job.last_seen) if job.last_state == "PENDING" else 0.0)
     return JobView(
         job_id=job.job_id,
