@@ -2,7 +2,7 @@
 
 Data flow (docs/design.md, "Principles": one engine, two backends)::
 
-    round loop (hops_slurm.sim.loop.run_rounds) --reads--> Backend.cluster_view / job_views
+    round loop (hops_slurm.engine.rounds)   --reads--> Backend.cluster_view / job_views
                  |                                    policy.plan(...) -> Plan
                  +--------------enacts-------------> Backend.apply(plan)  (start / preempt / keep)
                  +--------------waits--------------> Backend.wait_until(t)
@@ -15,6 +15,7 @@ places holds/reservations). Kept deliberately small.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -69,9 +70,12 @@ class Planning:
     enact_seconds: float = 0.0
 
 
-def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, dry_run: bool = False) -> Planning | None:
+def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, dry_run: bool = False,
+              before_apply: Callable[[Plan], None] | None = None) -> Planning | None:
     """Plan once; None when there is nothing to plan (no job, or a fragment plan with no idle GPU).
-    ``dry_run``: plan but do not enact (the record then describes the cluster as it is)."""
+    ``dry_run``: plan but do not enact (the record then describes the cluster as it is);
+    ``before_apply``: the caller's own step between planning and enacting (the live engine prepares the
+    environment of the jobs the plan starts)."""
     t0 = time.perf_counter()
     jobs = backend.job_views(fragment=fragment)
     if not jobs:
@@ -83,6 +87,8 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     t1 = time.perf_counter()
     plan = policy.plan(cluster, jobs, now, fragment=fragment)
     t2 = time.perf_counter()
+    if before_apply is not None and not dry_run:
+        before_apply(plan)
     enactment = None if dry_run else backend.apply(plan, fragment=fragment)
     t3 = time.perf_counter()
     placed = plan.placed()

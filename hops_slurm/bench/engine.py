@@ -65,7 +65,7 @@ def wait_profiled(engine: Engine, jobs: int, timeout: float) -> float:
     start = time.monotonic()
     while True:
         engine.refresh()
-        if len(engine.backend.schedulable()) >= jobs:  # type: ignore[union-attr]
+        if len(engine.schedulable()) >= jobs:  # type: ignore[union-attr]
             return time.monotonic() - start
         if time.monotonic() - start > timeout:
             raise RuntimeError(f"probes did not finish in {timeout:.0f} s")

@@ -25,7 +25,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,11 @@ from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
-from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
+from hops_slurm.engine.jobs import estimate, job_views, schedulable
+from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
-from hops_slurm.engine.rounds import Planning, plan_once
+from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
 from hops_slurm.engine.userfiles import make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
@@ -87,6 +88,8 @@ class Engine:
         self.last_planning: Planning | None = None
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self._round_no = 0
+        self._estimator_memo: tuple[object, Any] | None = None
+        self._refreshes = 0
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
         self.needs_recovery = False
@@ -125,9 +128,7 @@ class Engine:
         managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=self.config.engine.settle_timeout)
-        self.backend = SlurmBackend(self.api, self.enactor, self.tracked, partition=self.config.slurm.partition,
-                                    estimator_for=self._estimator_for, job_env=self._job_env,
-                                    set_aside=self._set_aside)
+        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition)
         if self.store is not None and not self.dry_run:
             e = self.config.engine
             self.profiler = ProfilerFlow(
@@ -185,12 +186,29 @@ class Engine:
             return None
         return Estimator.for_cluster(self.store, cluster)
 
-    def _job_env(self, job_id: str, config: Mapping[str, int]) -> dict[str, str]:
+    def _estimator(self) -> Any:
+        """One estimator per refresh and set of nodes (the refresh's ages and the plans after it share
+        it; the store learns between refreshes); None without a store or without a usable GPU node."""
+        assert self.backend is not None
+        cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
+        key = (self._refreshes, tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes))
+        if self._estimator_memo is None or self._estimator_memo[0] != key:
+            self._estimator_memo = (key, self._estimator_for(cluster) if cluster.nodes else None)
+        return self._estimator_memo[1]
+
+    def schedulable(self) -> list[JobState]:
+        """Tracked jobs Slurm lists as pending or running, profiled (or failed), not set aside."""
+        assert self.backend is not None
+        return schedulable(self.tracked.values(), self.backend.listing)
+
+    def _job_envs(self, job_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        return {j: self._job_env(j) for j in job_ids}
+
+    def _job_env(self, job_id: str) -> dict[str, str]:
         """Recorder settings for a job about to start: its own place for runtime records (owned by its
-        owner, :mod:`hops_slurm.engine.metrics`), its signature and GPU type."""
+        owner, :mod:`hops_slurm.engine.runtime_records`) and its signature (the live backend adds its GPU type)."""
         js = self.tracked.get(job_id)
-        types = {n.gpu_type for n in (self.backend.nodes if self.backend else []) if n.name in config}
-        env = {"HOPS_GPU_TYPE": types.pop() if len(types) == 1 else "mixed"}
+        env: dict[str, str] = {}
         if js is not None and not self.dry_run:
             try:
                 place = make_place(self.metrics_dir, job_id, owner_of(js.user))
@@ -215,29 +233,37 @@ class Engine:
                         "`hops-slurm calibrate` measures it", t)
 
     # ----- steps ----------------------------------------------------------------------------------------
-    def refresh(self) -> dict[str, Any]:
-        """Read Slurm, hold new jobs, settle released ones, account, profile. Returns what changed."""
+    def refresh(self, listing: list[SlurmJob] | None = None) -> dict[str, Any]:
+        """Read Slurm (``listing``: a job listing just read, reused), hold new jobs, settle released ones,
+        account, profile. Returns what changed."""
         with storage_errors(self.state_dir):
-            return self._refresh()
+            return self._refresh(listing)
 
-    def _refresh(self) -> dict[str, Any]:
+    def _refresh(self, listing: list[SlurmJob] | None) -> dict[str, Any]:
         assert self.backend is not None and self.enactor is not None and self.state is not None
         b = self.backend
-        b.read()
+        self._refreshes += 1
+        snap = b.read(listing)
         out: dict[str, Any] = {"held": [], "ended": [], "profiled": []}
         if not self.dry_run:
             self.enactor.round_id = "refresh"
-            self.enactor.ensure_gate()
-            out["evicted"] = self.enactor.evict_foreign(b.jobs)
-            out["held"] = self.enactor.hold_new(b.jobs)
-            settled = self.enactor.settle(timeout=0.0)
+            gated = self.enactor.ensure_gate(snap.reservations)
+            out["evicted"] = self.enactor.evict_foreign(snap.jobs)
+            out["held"] = self.enactor.hold_new(snap.jobs)
+            settled = self.enactor.settle(snapshot=snap)
             out["mismatched"] = dict(settled.mismatched)
-            if out["held"] or out["evicted"] or settled.verified or settled.mismatched:
-                b.read()
-        gpu_types = sorted({n.gpu_type for n in b.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
+            if settled.mismatched:
+                snap = b.read()  # requeue-held again: read it all back
+            elif out["held"] or out["evicted"] or settled.verified or gated:
+                # the engine's own commands, which succeeded: the snapshot is brought up to date without
+                # another job listing (the reservations, created or deleted, are read again)
+                snap = snap.held(out["held"]).detached([*out["evicted"], *settled.verified])
+                b.keep(snap.with_reservations(self.api.reservations()) if gated or settled.verified else snap)
+                snap = b.snapshot
+        gpu_types = sorted({n.gpu_type for n in snap.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
         self._ensure_calibrations(set(gpu_types))
         now = time.time()
-        listing = {j.job_id: j for j in b.jobs}
+        listing = snap.listing
         for job in b.jobs:
             if job.is_hops and job.partition == self.config.slurm.partition and job.job_id not in self.tracked \
                     and (job.pending or job.active):
@@ -338,22 +364,18 @@ class Engine:
         """Eq. 9 age once a job is profiled (kept in the state for the queue view and JobRecord)."""
         if self.store is None or self.backend is None:
             return
-        from hops_slurm.engine.jobs import estimate
-        from hops_slurm.slurm.views import cluster_view
-
         todo = [js for js in self.tracked.values()
                 if js.profile == PROFILE_DONE and js.age is None and js.signature and not js.aside]
         if not todo:
             return
-        # one cluster view and estimator for the whole refresh (not one per job: O(jobs^2) with 10,000 queued)
-        cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False, partition=self.config.slurm.partition)
-        if not any(n.usable and n.gpus_total > 0 for n in self.backend.nodes):
+        # one cluster view and estimator per snapshot (not one per job: O(jobs^2) with 10,000 queued)
+        if not self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition):
             # no usable GPU node in this view (e.g. slurmctld just restarted and the nodes have not
             # registered yet): a condition of the cluster, not of any job, so nobody is set aside; the
             # ages are made at a later refresh
             log.info("no usable GPU nodes at this refresh: job ages wait for the next one")
             return
-        estimator = self._estimator_for(cluster)
+        estimator = self._estimator()
         memo: dict[tuple[object, ...], object] = {}  # jobs of one model share one store read
         for js in todo:
             got = per_job(js, "estimating its run time", lambda js=js: estimate(js, estimator, memo), self._set_aside)
@@ -361,11 +383,11 @@ class Engine:
                 _fn, js.age, js.sensitivity = got
 
     def _ingest_metrics(self, js: JobState) -> None:
-        """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.metrics`),
+        """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),
         checked against where Slurm ran it (after this refresh's accounting)."""
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
-        types = {n.name: n.gpu_type for n in self.backend.nodes}
+        types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
         per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
                 self._set_aside)
 
@@ -374,7 +396,7 @@ class Engine:
             d = HopsDirectives.from_canonical(js.directives) if js.directives else None
         except Exception:  # noqa: BLE001 - a job set aside for its directives still gets its record
             d = None
-        types = {n.name: n.gpu_type for n in (self.backend.nodes if self.backend else [])}
+        types = {n.name: n.gpu_type for n in (self.backend.snapshot.nodes if self.backend else ())}
         placements = []
         for p in js.placements:
             ts = {types.get(n, "") for n in p["config"]}
@@ -393,41 +415,67 @@ class Engine:
             return self._round(fragment)
 
     def _round(self, fragment: bool) -> Planning | None:
+        """The instant's plannings (:func:`hops_slurm.engine.rounds.plan_instant`, the simulator's too): a
+        round plan or a fragment plan, then fragment plans while they place jobs on idle GPUs; each one
+        recorded. Returns the first."""
         assert self.backend is not None and self.state is not None
         if not fragment:
             self._round_no += 1
-        tag = f"round{self._round_no}" + ("-fragment" if fragment else "")
-        self.backend.round_id = tag
-        planning = plan_once(self.backend, self.policy, 1 if fragment else 0, fragment=fragment, dry_run=self.dry_run)
-        if planning is None:
-            return None
-        self.last_planning = planning
-        if not self.dry_run:
-            self.state.set_meta("rounds", str(self._round_no))
-            self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
-            from hops_slurm.report.source import write_sqlite
+        tag = f"round{self._round_no}"
+        b = self.backend
+        b.round_id = tag + ("-fragment" if fragment else "")
+        b.job_env = {}
 
-            write_sqlite(self.records_path, [], [planning.record])
-            res = self.backend.last_result
-            self.metrics.planning(planning, fragment, res)
-            assert self.journal is not None
-            self.metrics.journal(self.journal)
-            log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",
-                     tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
-                     res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
-                     planning.plan_seconds, planning.enact_seconds)
-        return planning
+        def views() -> None:  # the job views on the current snapshot, handed to the backend
+            b.views = job_views(self.schedulable(), b.listing, self._estimator(), time.time(), self._set_aside)
+
+        def before_enacting(plan: Any) -> None:  # the environment of the jobs this plan starts
+            b.job_env = self._job_envs(plan.placed())
+
+        def recorded(planning: Planning) -> None:
+            self._record(planning, b.round_id)
+            b.round_id = tag + "-fragment"  # what follows at this instant is a fragment plan
+            views()  # on the snapshot read after enactment
+
+        views()
+        limit = LoopSettings().max_plans_per_instant + (0 if fragment else 1)
+        plannings = plan_instant(b, self.policy, fragment=fragment, index=1 if fragment else 0, limit=limit,
+                                 dry_run=self.dry_run, before_apply=before_enacting, on_planning=recorded)
+        if not plannings:
+            return None
+        self.last_planning = plannings[0]
+        return plannings[0]
+
+    def _record(self, planning: Planning, tag: str) -> None:
+        """One planning into the engine state (``hops-slurm queue``), records.sqlite, the metrics and the log."""
+        if self.dry_run:
+            return
+        assert self.state is not None and self.backend is not None and self.journal is not None
+        fragment = planning.record.plan_index > 0
+        self.state.set_meta("rounds", str(self._round_no))
+        self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
+        from hops_slurm.report.source import write_sqlite
+
+        write_sqlite(self.records_path, [], [planning.record])
+        res = self.backend.last_result
+        self.metrics.planning(planning, fragment, res)
+        self.metrics.journal(self.journal)
+        log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",
+                 tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
+                 res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
+                 planning.plan_seconds, planning.enact_seconds)
 
     def monitor(self) -> bool:
         """Notice ended or failed jobs (their GPUs are free now): refresh and run a fragment plan. True if
         something ended."""
         assert self.backend is not None
-        listing = {j.job_id: j for j in self.api.jobs()}
+        jobs = self.api.jobs()
+        listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
         if not ended:
             return False
         log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
-        self.refresh()
+        self.refresh(jobs)  # this listing is the refresh's snapshot
         self.round(fragment=True)
         return True
 

@@ -1,7 +1,8 @@
 """Job views for the planner from the engine's bookkeeping and the estimator (live side of JobView).
 
-Where it sits: :class:`hops_slurm.engine.backend.SlurmBackend.job_views` calls :func:`job_view` for each
-profiled Hops job. Throughput, eq. 9 age and eq. 10 sensitivity come from
+Where it sits: the engine builds the job views of a planning with :func:`job_views` (one
+:func:`job_view` per schedulable Hops job) and hands them to the live backend
+(:attr:`hops_slurm.engine.backend.SlurmBackend.views`). Throughput, eq. 9 age and eq. 10 sensitivity come from
 :class:`estimator.estimate.Estimator` over the throughput store; wait, run time and GPU-seconds from
 :class:`hops_slurm.engine.state.JobState`.
 
@@ -15,11 +16,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable, Iterable, Mapping
 
 from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
 from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine.state import PROFILE_DONE, JobState
+from hops_slurm.engine.aside import per_job
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
+from hops_slurm.slurm.api import SlurmJob
 from planner.views import Config, JobView, freeze_config
 
 log = logging.getLogger(__name__)
@@ -37,7 +41,7 @@ def estimate(job: JobState, estimator: Estimator | None,
     ``cache``: shared by the jobs of one planning, so jobs of one model share one snapshot read."""
     if estimator is None or job.profile != PROFILE_DONE or not job.signature:
         return None, None, None
-    d = HopsDirectives.from_canonical(job.directives)
+    d = HopsDirectives.from_canonical(job.directives)  # parsed once per text (remembered)
     memo = cache if cache is not None else {}
 
     def cached(key: tuple[object, ...], make: object) -> object:
@@ -72,7 +76,7 @@ def estimate(job: JobState, estimator: Estimator | None,
 
 def job_view(job: JobState, now: float, *, throughput: object | None, age: float | None,
              sensitivity: float | None, fallback_age: float, current: Config | None) -> JobView:
-    d = HopsDirectives.from_canonical(job.directives)
+    d = HopsDirectives.from_canonical(job.directives)  # parsed once per text (remembered)
     wait = job.wait + (max(0.0, now - job.last_seen) if job.last_state == "PENDING" else 0.0)
     return JobView(
         job_id=job.job_id,
@@ -88,3 +92,42 @@ def job_view(job: JobState, now: float, *, throughput: object | None, age: float
         current=freeze_config(current) if current else None,
         user=job.user,
     )
+
+
+def schedulable(tracked: Iterable[JobState], listing: Mapping[str, SlurmJob]) -> list[JobState]:
+    """Tracked jobs Slurm lists as pending or running, profiled (or failed), not set aside."""
+    out = []
+    for js in tracked:
+        seen = listing.get(js.job_id)
+        if seen is None or not (seen.pending or seen.active) or js.profile not in (PROFILE_DONE, PROFILE_FAILED) \
+                or js.aside:
+            continue
+        out.append(js)
+    return out
+
+
+def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: Estimator | None, now: float,
+              set_aside: Callable[[JobState, str], None]) -> tuple[JobView, ...]:
+    """The planner's view of each job (``jobs``: the schedulable ones): estimates first (jobs of one model
+    share one store read), then the views; a job whose estimate or view fails is set aside and left out."""
+    jobs = list(jobs)
+    memo: dict[tuple[object, ...], object] = {}
+    est = {}
+    for js in jobs:
+        got = per_job(js, "estimating its throughput", lambda js=js: estimate(js, estimator, memo), set_aside)
+        if got is not None:
+            est[js.job_id] = got
+    ages = [a for _f, a, _s in est.values() if a]
+    fallback_age = sum(ages) / len(ages) if ages else FALLBACK_AGE
+    views = []
+    for js in jobs:
+        if js.job_id not in est:
+            continue
+        seen = listing[js.job_id]
+        fn, age, sens = est[js.job_id]
+        view = per_job(js, "planning", lambda js=js, seen=seen, fn=fn, age=age, sens=sens: job_view(
+            js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
+            current=seen.gpu_config() if seen.active else None), set_aside)
+        if view is not None:
+            views.append(view)
+    return tuple(views)

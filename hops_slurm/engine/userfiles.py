@@ -2,7 +2,7 @@
 
 Where it sits: the profiler flow (:mod:`hops_slurm.engine.profiling`) gives each probing job a place
 ``<probe_dir>/<job_id>/`` and the engine gives each placed job a place ``<state_dir>/metrics/<job_id>/``
-for its runtime records (:mod:`hops_slurm.engine.metrics`). The owner's processes (probes and the
+for its runtime records (:mod:`hops_slurm.engine.runtime_records`). The owner's processes (probes and the
 runtime recorder run as the owner) write there; the engine only reads.
 
 * :func:`make_place`: the parent is root's and writable by no one else (0755); the place itself is a

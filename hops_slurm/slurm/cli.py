@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -24,6 +25,15 @@ log = logging.getLogger(__name__)
 
 _INVALID_JOB = "Invalid job id specified"
 T = TypeVar("T")
+
+
+def command_label(argv: list[str]) -> str:
+    """A Slurm command by what it does, without its arguments: ``squeue``, ``sinfo``, ``scontrol show job``,
+    ``scontrol update``, ``scontrol create reservation`` (options, ids and ``K=V`` fields left out)."""
+    words = [a for a in argv[1:] if a.isalpha()][:2]
+    if argv and argv[0] == "scontrol" and words and words[0] not in ("show", "create"):
+        words = words[:1]
+    return " ".join([argv[0] if argv else "", *words]) if argv else ""
 
 
 class CliSlurm:
@@ -37,10 +47,13 @@ class CliSlurm:
         self.env = dict(env) if env is not None else None
         self.timeout = timeout
         self._dialect = dialect
+        #: commands run so far, by :func:`command_label` (``hops-slurm bench calls`` and the live tests read it)
+        self.calls: Counter[str] = Counter()
 
     # ----- running commands -----------------------------------------------------------------------
     def _run(self, argv: list[str]) -> str:
         log.debug("slurm: %s", argv)
+        self.calls[command_label(argv)] += 1
         try:
             # errors="replace": Slurm passes job names and comments through as raw bytes, so one job whose
             # name is not UTF-8 must not make the whole listing unreadable (it reads with U+FFFD instead).
@@ -60,6 +73,10 @@ class CliSlurm:
         if self._dialect is None:
             self._dialect = dialect_for(self._run(["scontrol", "--version"]))
         return self._dialect
+
+    def listing_label(self) -> str:
+        """The label of this release's job listing (``squeue`` on 22.05, ``scontrol show job`` later)."""
+        return command_label(self.dialect.jobs_argv())
 
     def _read(self, argv: list[str], read: Callable[[str], list[T]]) -> list[T]:
         """Run ``argv`` and read its output with one of the dialect's readers."""

@@ -37,33 +37,23 @@ import logging
 import os
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, job_reservation, placed_config,  # noqa: F401
+                                      released_config, reservation_job)
 
 log = logging.getLogger(__name__)
 
-GATE = "hops-gate"
-JOB_RESERVATION_PREFIX = "hops-j"
 DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
 
 
 class PlacementError(HopsError):
     """A config cannot be enacted exactly on Slurm (unknown node, too many GPUs, unrealisable split)."""
-
-
-def job_reservation(job_id: str) -> str:
-    return f"{JOB_RESERVATION_PREFIX}{job_id}"
-
-
-def reservation_job(name: str) -> str | None:
-    """The job id a per-job reservation belongs to, None for other reservations."""
-    rest = name[len(JOB_RESERVATION_PREFIX):] if name.startswith(JOB_RESERVATION_PREFIX) else ""
-    return rest if rest.isdigit() else None
 
 
 # ----- placement arithmetic (pure) ----------------------------------------------------------------
@@ -128,12 +118,6 @@ def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], 
     return fields
 
 
-def _gpu_count(tres: str) -> int:
-    """The GPU count of a ``gres:gpu[:type]:N`` request (0 for none): the field's last number."""
-    tail = tres.rsplit(":", 1)[-1] if tres else ""
-    return int(tail) if tail.isdigit() else (0 if not tres else -1)
-
-
 # ----- job environment ----------------------------------------------------------------------------
 def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
     """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
@@ -190,6 +174,8 @@ class EnactResult:
     refused: dict[str, str] = field(default_factory=dict)
     mismatched: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
     verified: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    #: the read after enactment (None: nothing was released, or not settled)
+    after: Snapshot | None = None
 
 
 class Enactor:
@@ -219,9 +205,10 @@ class Enactor:
     def gate_nodes(self) -> list[str]:
         return list(self.managed_nodes) if self.managed_nodes else [n.name for n in self.api.nodes()]
 
-    def ensure_gate(self) -> bool:
-        """Create the gate reservation if it is missing; True if it was created."""
-        if any(r.name == GATE for r in self.api.reservations()):
+    def ensure_gate(self, reservations: Collection[SlurmReservation] | None = None) -> bool:
+        """Create the gate reservation if it is missing; True if it was created. ``reservations``: the
+        round's read of them (else they are read here)."""
+        if any(r.name == GATE for r in (reservations if reservations is not None else self.api.reservations())):
             return False
         nodes = self.gate_nodes()
         with self.journal.action("gate", "", {"nodes": nodes}, self.round_id):
@@ -233,7 +220,7 @@ class Enactor:
             with self.journal.action("ungate", "", {}, self.round_id):
                 self.api.delete_reservation(GATE)
 
-    def hold_new(self, jobs: list[SlurmJob] | None = None) -> list[str]:
+    def hold_new(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
         """Admin-hold every pending Hops job that is neither admin-held nor validly placed: fresh from the
         submit hook (user hold), released by its owner, or placed but edited by its owner since."""
         held = []
@@ -247,7 +234,7 @@ class Enactor:
             held.append(job.job_id)
         return held
 
-    def evict_foreign(self, jobs: list[SlurmJob] | None = None) -> list[str]:
+    def evict_foreign(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
         """Detach pending jobs that use a Hops reservation they were not given: a job without ``#HOPS``
         (or another Hops job) asking for ``hops-j<id>`` (possible for that job's owner, whom the
         reservation names) or a non-root job in the gate. Only the job ``<id>`` belongs in ``hops-j<id>``
@@ -277,33 +264,33 @@ class Enactor:
         return evicted
 
     def _placed_pending(self, job: SlurmJob) -> bool:
-        """Released into its own reservation with the journaled placement still in force. The owner may
-        edit a pending job (NodeList, GPUs per node or per job): an edited one is no longer placed, and
+        """Placed and pending (:func:`hops_slurm.slurm.snapshot.placed_config`). The owner may edit a
+        pending job (NodeList, GPUs per node or per job): an edited one is no longer placed, and
         :meth:`hold_new` puts it back on hold before it starts (one that started anyway is requeue-held
         when its allocation is read back: :meth:`settle`)."""
-        if not (job.pending and not job.held and job.reservation == job_reservation(job.job_id)):
-            return False
-        planned = self.planned_config(job.job_id)
-        if planned is None or set(job.required_nodes) != set(planned):
-            return False
-        placed = self.journal.last_done(job.job_id, "place")
-        fields = placed.args.get("fields", {}) if placed is not None else {}
-        return _gpu_count(job.tres_per_node) == _gpu_count(fields.get("TresPerNode", "")) and \
-            _gpu_count(job.tres_per_job) == _gpu_count(fields.get("TresPerJob", ""))
+        return placed_config(job, self.journal) is not None
 
     # ----- applying a plan --------------------------------------------------------------------------
     def apply(self, assignments: Mapping[str, Mapping[str, int] | None], *,
               job_env: Mapping[str, Mapping[str, str]] | None = None, round_id: str = "",
-              settle: bool = True) -> EnactResult:
+              settle: bool = True, snapshot: Snapshot | None = None) -> EnactResult:
         """Enact ``{job_id: config or None}`` for the jobs named (others are left alone): keep unchanged
         running configs, requeue-hold changed or dropped ones, then place, gate and release the rest.
         Each started job's env file gets :func:`hops_job_env` (HOPS_GPUS, HOPS_LR) plus ``job_env[job]``
-        (e.g. runtime-recorder settings)."""
+        (e.g. runtime-recorder settings).
+
+        ``snapshot``: the round's read of Slurm (else one is read here); the enactment acts on it and,
+        when it released jobs and ``settle`` is set, waits for their GPUs to show as used on their nodes
+        (the node listing, polled) and reads the job listing once more: the result's ``after``. Released
+        jobs that started by then are verified (:meth:`settle`); the others stay placed and pending, and
+        the next refresh settles them. A round that preempts also waits, reading the job listing, until
+        the preempted jobs are pending again."""
         self.round_id = round_id
         result = EnactResult()
-        self.ensure_gate()
-        jobs = {j.job_id: j for j in self.api.jobs()}
-        self.hold_new([j for j in jobs.values() if j.job_id in assignments])
+        snap = snapshot if snapshot is not None else Snapshot.read(self.api)
+        self.ensure_gate(snap.reservations)
+        snap = snap.held(self.hold_new([j for j in snap.jobs if j.job_id in assignments]))
+        jobs = snap.listing
         to_place: dict[str, dict[str, int]] = {}
         for job_id, config in assignments.items():
             job = jobs.get(str(job_id))
@@ -315,45 +302,66 @@ class Enactor:
                 if want and job.gpu_config() == want:
                     result.kept.append(job.job_id)
                     continue
-                self._preempt(job)
+                self._preempt(job, attached=job_reservation(job.job_id) in snap.reservation_map)
                 result.preempted.append(job.job_id)
             elif self._placed_pending(job):
                 if want and self.planned_config(job.job_id) == want:
                     result.kept.append(job.job_id)  # placed last time and still waiting for its GPUs
                     continue
                 if not want:
-                    self._unplace(job)
+                    self._unplace(job, attached=job_reservation(job.job_id) in snap.reservation_map)
                     result.unplaced.append(job.job_id)
             if want:
                 to_place[job.job_id] = want
-        self._hold_requeued(result.preempted)
+        pending = self._hold_requeued(result.preempted)
+        free: dict[str, int] = {}
         if to_place:
-            self._place_all(to_place, result, job_env or {})
+            free = self._place_all(to_place, result, job_env or {}, snap, pending, result.preempted)
         if settle and result.started:
-            self.settle(result.started, result)
+            after = self._await_start(result.started, snap, free)
+            self.settle(result.started, result, snapshot=after)
+            result.after = (Snapshot.read(self.api) if result.mismatched else  # requeue-held again: read it all
+                            after.detached(list(result.verified)).with_reservations(self.api.reservations()))
         return result
 
-    def _preempt(self, job: SlurmJob) -> None:
+    def _await_start(self, started: list[str], snap: Snapshot, free_after: Mapping[str, int]) -> Snapshot:
+        """Wait (up to ``settle_timeout``) until the nodes of the ``started`` jobs show their GPUs in use
+        (``free_after``: free GPUs per node once they run), polling the node listing only; then read the
+        job listing once. The snapshot of both."""
+        wanted = {n for j in started for n in (self.planned_config(j) or {})}
+        deadline = time.monotonic() + self.settle_timeout
+        nodes = list(snap.nodes)
+        while True:
+            nodes = self.api.nodes()
+            if all(len(n.gpus_used) >= n.gpus_total - free_after.get(n.name, 0) for n in nodes if n.name in wanted) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(self.poll)
+        return snap.with_jobs(self.api.jobs(), nodes)
+
+    def _preempt(self, job: SlurmJob, attached: bool | None = None) -> None:
         with self.journal.action("requeuehold", job.job_id, {"config": job.gpu_config()}, self.round_id):
             self.api.requeue_hold(job.job_id)
-        self._drop_reservation(job.job_id)
+        self._drop_reservation(job.job_id, attached)
 
-    def _hold_requeued(self, job_ids: list[str]) -> None:
+    def _hold_requeued(self, job_ids: list[str]) -> dict[str, SlurmJob]:
         """``requeuehold`` leaves a *user* hold (JobHeldUser: the owner could release it): once the jobs are
-        pending again, make it an admin hold."""
+        pending again, make it an admin hold. The job listing it waited on (empty when none was preempted)."""
         if not job_ids:
-            return
+            return {}
         jobs = self._wait_pending(job_ids)
         for job_id in job_ids:
             job = jobs.get(job_id)
             if job is not None and job.pending and job.reason != "JobHeldAdmin":
                 with self.journal.action("hold", job_id, {"reason": "after requeue"}, self.round_id):
                     self.api.hold(job_id)
+                jobs[job_id] = job.model_copy(update={"priority": 0, "reason": "JobHeldAdmin"})
+        return jobs
 
-    def _unplace(self, job: SlurmJob) -> None:
+    def _unplace(self, job: SlurmJob, attached: bool | None = None) -> None:
         with self.journal.action("hold", job.job_id, {"reason": "withdrawn from plan"}, self.round_id):
             self.api.hold(job.job_id)
-        self._drop_reservation(job.job_id)
+        self._drop_reservation(job.job_id, attached)
 
     def _drop_reservation(self, job_id: str, attached: bool | None = None) -> None:
         """Detach the job from its reservation and delete it (``attached``: known from a fresh read,
@@ -378,18 +386,16 @@ class Enactor:
             time.sleep(self.poll)
 
     def _place_all(self, to_place: dict[str, dict[str, int]], result: EnactResult,
-                   job_env: Mapping[str, Mapping[str, str]]) -> None:
-        jobs = self._wait_pending(list(to_place))
-        nodes = {n.name: n for n in self.api.nodes()}
-        reservations = self.api.reservations()
+                   job_env: Mapping[str, Mapping[str, str]], snap: Snapshot, requeued: Mapping[str, SlurmJob],
+                   preempted: list[str]) -> dict[str, int]:
+        """Place, gate and release each job of ``to_place``; the free GPUs per node once they run.
+        ``requeued``: the listing read after the preempted jobs became pending (their state now)."""
+        jobs = {**snap.listing, **requeued}
+        nodes = snap.node_map
+        reservations = [r for r in snap.reservations if r.name not in {job_reservation(j) for j in preempted}]
         order = list(nodes)
-        # free GPUs once the preempted jobs are gone: total minus what jobs that stay running hold
-        free = {n: nodes[n].gpus_total for n in nodes}
-        for job in jobs.values():
-            if job.active:
-                for n, idx in job.gpu_alloc.items():
-                    if n in free:
-                        free[n] -= len(idx)
+        # free GPUs once the preempted jobs are gone (:meth:`Snapshot.free_gpus`)
+        free = snap.free_gpus(freed=preempted)
         for job_id, want in to_place.items():
             job = jobs.get(job_id)
             if job is None or not job.pending:
@@ -420,6 +426,7 @@ class Enactor:
             for n, k in want.items():
                 free[n] -= k
             result.started.append(job_id)
+        return free
 
     def place(self, job: SlurmJob, config: Mapping[str, int], fields: Mapping[str, str],
               env: Mapping[str, str] | None = None, reservations: list[SlurmReservation] | None = None) -> None:
@@ -454,34 +461,40 @@ class Enactor:
 
     # ----- after release ----------------------------------------------------------------------------
     def planned_config(self, job_id: str) -> dict[str, int] | None:
-        last = self.journal.last_done(job_id, "release")
-        return {n: int(k) for n, k in last.args["config"].items()} if last else None
+        return released_config(self.journal, job_id)
 
     def settle(self, job_ids: list[str] | None = None, result: EnactResult | None = None,
-               timeout: float | None = None) -> EnactResult:
-        """Wait (up to ``timeout``) for released jobs to start; read back and record each allocation;
-        detach and delete its reservation when it matches the plan, requeue-hold it when it does not.
-        Jobs still pending when time runs out stay placed (gated by their reservation)."""
+               timeout: float | None = None, snapshot: Snapshot | None = None) -> EnactResult:
+        """Read back and record the allocation of each released job that started; detach and delete its
+        reservation when it matches the plan, requeue-hold it when it does not. With ``snapshot`` that
+        read is the snapshot's (no Slurm read, no waiting); else the job listing is read until every job
+        started or ``timeout`` ran out. Jobs still pending stay placed (gated by their reservation).
+        ``job_ids``: default every job in its own reservation."""
         result = result if result is not None else EnactResult()
         deadline = time.monotonic() + (self.settle_timeout if timeout is None else timeout)
-        waiting = set(job_ids if job_ids is not None else
-                      [j.job_id for j in self.api.jobs() if j.reservation == job_reservation(j.job_id)])
+        listing = snapshot.listing if snapshot is not None else None
+        if job_ids is None:
+            jobs = listing.values() if listing is not None else self.api.jobs()
+            job_ids = [j.job_id for j in jobs if j.reservation == job_reservation(j.job_id)]
+        waiting = set(job_ids)
+        reservations = snapshot.reservation_map if snapshot is not None else None
         while waiting:
-            listing = {j.job_id: j for j in self.api.jobs()}  # one listing per pass; one job read per started job
+            if listing is None:
+                listing = {j.job_id: j for j in self.api.jobs()}  # one listing per pass
             for job_id in sorted(waiting):
                 seen = listing.get(job_id)
                 if seen is None or not (seen.pending or seen.active):
-                    self._drop_reservation_if_any(job_id)
+                    if reservations is None or job_reservation(job_id) in reservations:
+                        self._drop_reservation_if_any(job_id)
                     waiting.discard(job_id)
-                elif seen.active and seen.gpu_alloc:
-                    job = self.api.job(job_id)
-                    # right after start the detail record may not list GRES for every node yet
-                    if job is not None and job.gpu_alloc and all(job.gpu_alloc.values()):
-                        self._verify(job, result)
-                        waiting.discard(job_id)
-            if not waiting or time.monotonic() > deadline:
+                # right after start the record may not list GRES for every node yet
+                elif seen.active and seen.gpu_alloc and all(seen.gpu_alloc.values()):
+                    self._verify(seen, result)
+                    waiting.discard(job_id)
+            if not waiting or snapshot is not None or time.monotonic() > deadline:
                 break
             time.sleep(self.poll)
+            listing = None
         return result
 
     def _drop_reservation_if_any(self, job_id: str) -> None:

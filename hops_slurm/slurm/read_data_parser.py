@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hops_slurm.slurm.api import ACTIVE_STATES, SlurmJob, SlurmNode, SlurmReservation
-from hops_slurm.slurm.parse import (canonical_tres, expand_hostlist, gpu_allocation, job_state, node_state,
-                                    null_text, parse_gpu_gres, slurm_number)
+from hops_slurm.slurm.api import SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.parse import expand_hostlist, job_state, node_state, null_text, slurm_number
+from hops_slurm.slurm.read_common import job_record, node_record
 
 #: What ``meta.plugin.data_parser`` says: 24.11 and 26.05 (the fields read here are the same in both).
 DATA_PARSERS = frozenset({"data_parser/v0.0.42", "data_parser/v0.0.45"})
@@ -35,30 +35,7 @@ def jobs(data: Mapping[str, Any]) -> list[SlurmJob]:
 
 
 def job(j: Mapping[str, Any]) -> SlurmJob:
-    nodes = expand_hostlist(null_text(j.get("nodes")))
-    state = job_state(list(j["job_state"]))
-    return SlurmJob(
-        job_id=str(j["job_id"]),
-        name=str(j.get("name") or ""),
-        user=str(j.get("user_name") or ""),
-        state=state,
-        reason=null_text(j.get("state_reason")),
-        priority=_int(j.get("priority")),
-        partition=str(j.get("partition") or ""),
-        comment=null_text(j.get("comment")),
-        admin_comment=null_text(j.get("admin_comment")),
-        submit_time=float(_int(j.get("submit_time"))),
-        start_time=float(_int(j.get("start_time"))),
-        end_time=float(_int(j.get("end_time"))),
-        nodes=tuple(nodes),
-        required_nodes=tuple(expand_hostlist(null_text(j.get("required_nodes")))),
-        node_count=_int(j.get("node_count")),
-        tres_per_node=canonical_tres(j.get("tres_per_node") or ""),
-        tres_per_job=canonical_tres(j.get("tres_per_job") or ""),
-        gpu_alloc=gpu_allocation(nodes, list(j.get("gres_detail") or [])) if state in ACTIVE_STATES else {},
-        reservation=null_text(j.get("resv_name")),
-        restart_count=_int(j.get("restart_cnt")),
-    )
+    return job_record(j, state=job_state(list(j["job_state"])), number=_int)
 
 
 def nodes(data: Mapping[str, Any]) -> list[SlurmNode]:
@@ -68,21 +45,8 @@ def nodes(data: Mapping[str, Any]) -> list[SlurmNode]:
 
 
 def node(n: Mapping[str, Any]) -> SlurmNode:
-    total = parse_gpu_gres(n.get("gres") or "")
-    used = parse_gpu_gres(n.get("gres_used") or "")
     state, flags = node_state(list(n["state"]))
-    return SlurmNode(
-        name=str(n["name"]),
-        state=state,
-        flags=flags,
-        gpu_type=total.gpu_type if total else "",
-        gpus_total=total.count if total else 0,
-        gpus_used=used.indices if used else (),
-        partitions=tuple(n.get("partitions") or ()),
-        features=tuple(dict.fromkeys(str(f) for f in n.get("features") or () if f)),
-        cpus=_int(n.get("cpus")),
-        alloc_cpus=_int(n.get("alloc_cpus")),
-    )
+    return node_record(n, state=state, flags=flags, features=n.get("features") or (), number=_int)
 
 
 def reservations(data: Mapping[str, Any]) -> list[SlurmReservation]:

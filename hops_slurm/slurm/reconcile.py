@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from hops_slurm.journal import Action, Journal
 from hops_slurm.slurm.api import SlurmApi
-from hops_slurm.slurm.enact import Enactor, job_reservation, reservation_job
+from hops_slurm.slurm.enact import Enactor
+from hops_slurm.slurm.snapshot import Snapshot, job_reservation, placed_config, reservation_job
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,9 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
     enactor = Enactor(api, journal, managed_nodes=gate_nodes)
     enactor.round_id = "reconcile"
     report.gate_created = enactor.ensure_gate()
-    _wait_until_settled(api, timeout)
-    reservations = {r.name: r for r in api.reservations()}
+    snap = _settled_snapshot(api, timeout)
     keep: set[str] = set()
-    for job in api.jobs():
+    for job in snap.jobs:
         if not job.is_hops or not (job.pending or job.active):
             continue
         own = job_reservation(job.job_id)
@@ -58,13 +58,7 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
                     api.update_job(job.job_id, {"Reservation": ""})
                 report.detached.append(job.job_id)
             continue
-        placed = enactor.planned_config(job.job_id)
-        complete = (
-            not job.held and job.reservation == own and own in reservations and placed is not None
-            and set(reservations[own].nodes) == set(placed) and set(job.required_nodes) == set(placed)
-            and _released_after_last_change(journal, job.job_id)
-        )
-        if complete:
+        if placed_config(job, journal, snap.reservation_map) is not None:  # complete: left to start
             keep.add(own)
             report.kept_placed.append(job.job_id)
             continue
@@ -84,15 +78,13 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
     return report
 
 
-def _wait_until_settled(api: SlurmApi, timeout: float, poll: float = 0.2) -> None:
+def _settled_snapshot(api: SlurmApi, timeout: float, poll: float = 0.2) -> Snapshot:
     """A job requeued just before the crash passes through COMPLETING before it is pending (user-held):
-    wait (up to ``timeout``) until no Hops job is completing, so it is repaired as the pending job it becomes."""
+    read Slurm until (up to ``timeout``) no Hops job is completing, so it is repaired as the pending job it
+    becomes. The last read."""
     deadline = time.monotonic() + timeout
-    while any(j.is_hops and j.state == "COMPLETING" for j in api.jobs()) and time.monotonic() < deadline:
+    while True:
+        snap = Snapshot.read(api)
+        if not any(j.is_hops and j.state == "COMPLETING" for j in snap.jobs) or time.monotonic() >= deadline:
+            return snap
         time.sleep(poll)
-
-
-def _released_after_last_change(journal: Journal, job_id: str) -> bool:
-    """The job's last placement step in the journal is a confirmed release (no later place/hold/preempt)."""
-    steps = [a for a in journal.actions(job_id=job_id) if a.kind in ("place", "reserve", "attach", "release", "hold", "requeuehold")]
-    return bool(steps) and steps[-1].kind == "release" and steps[-1].status == "done"

@@ -1,9 +1,13 @@
 """A stand-in for slurmctld in the engine's unit tests: an in-memory :class:`hops_slurm.slurm.api.SlurmApi`.
 
 Named a stand-in because it is one: it keeps jobs, nodes and reservations in dicts and records every
-operation, but never starts a job (a released job stays pending). The live tests
-(``test_engine_live.py``, ``test_engine_faults_live.py``) run the same engine against real daemons;
-these unit tests only ask what the engine does around one bad job, without a cluster.
+operation. By default it never starts a job (a released job stays pending); with ``starts=True`` it
+models the one thing of slurmctld's scheduler the engine relies on: a released Hops job in its own
+reservation starts at the next read on its required nodes when their GPUs are free (lowest indices
+first; a per-job GPU count split greedily in node order, as 22.05 does), and a requeued job frees its
+GPUs. The live tests (``test_engine_live.py``, ``test_engine_faults_live.py``) run the same engine
+against real daemons; these unit tests ask what the engine's own logic does (one bad job, the round,
+crash points and recovery), in-process and without root.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from hops_slurm.slurm.api import SlurmCommandError, SlurmJob, SlurmNode, SlurmRe
 class StandInSlurm:
     name = "stand-in"
 
-    def __init__(self, gpus_per_node: int = 4, nodes: int = 2) -> None:
+    def __init__(self, gpus_per_node: int = 4, nodes: int = 2, starts: bool = False) -> None:
+        self.starts = starts
+        self.reads: dict[str, int] = {"jobs": 0, "job": 0, "nodes": 0, "reservations": 0}
         self._jobs: dict[str, SlurmJob] = {}
         self._nodes = [SlurmNode(name=f"n{i}", state="idle", gpu_type="a100", gpus_total=gpus_per_node,
                                  partitions=("hops",), cpus=16) for i in range(1, nodes + 1)]
@@ -44,17 +50,61 @@ class StandInSlurm:
             self.faults += 1
             raise SlurmCommandError(list(call), 1, "stand-in fault")
 
+    # ----- the scheduler (starts=True) --------------------------------------------------------------
+    def _used(self) -> dict[str, set[int]]:
+        used: dict[str, set[int]] = {n.name: set() for n in self._nodes}
+        for j in self._jobs.values():
+            if j.active:
+                for n, idx in j.gpu_alloc.items():
+                    used[n].update(idx)
+        return used
+
+    def _schedule(self) -> None:
+        if not self.starts:
+            return
+        from hops_slurm.slurm.enact import greedy_split
+
+        for j in list(self._jobs.values()):
+            own = self._resv.get(f"hops-j{j.job_id}")
+            if not (j.pending and not j.held and own is not None and j.reservation == own.name and j.required_nodes) \
+                    or not set(j.required_nodes) <= set(own.nodes):
+                continue
+            used = self._used()
+            total = {n.name: n.gpus_total for n in self._nodes}
+            free = {n: total[n] - len(used[n]) for n in j.required_nodes}
+            per_node = j.tres_per_node.rsplit(":", 1)[-1] if j.tres_per_node else ""
+            per_job = j.tres_per_job.rsplit(":", 1)[-1] if j.tres_per_job else ""
+            if per_node.isdigit():
+                want: dict[str, int] | None = {n: int(per_node) for n in j.required_nodes}
+            elif per_job.isdigit():
+                want = greedy_split(int(per_job), list(j.required_nodes), free)
+            else:
+                continue
+            if want is None or any(k > free[n] for n, k in want.items()):
+                continue  # waits for its GPUs
+            alloc = {n: tuple(sorted(set(range(total[n])) - used[n]))[:k] for n, k in want.items()}
+            self._change(j.job_id, state="RUNNING", reason="None", nodes=tuple(want), gpu_alloc=alloc,
+                         start_time=1000.0 + len(self.calls))
+
     # ----- SlurmApi --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
+        self.reads["jobs"] += 1
+        self._schedule()
         return list(self._jobs.values())
 
     def job(self, job_id: str) -> SlurmJob | None:
+        self.reads["job"] += 1
+        self._schedule()
         return self._jobs.get(job_id)
 
     def nodes(self) -> list[SlurmNode]:
-        return list(self._nodes)
+        self.reads["nodes"] += 1
+        self._schedule()
+        used = self._used()
+        return [n.model_copy(update={"gpus_used": tuple(sorted(used[n.name]))}) for n in self._nodes]
 
     def reservations(self) -> list[SlurmReservation]:
+        self.reads["reservations"] += 1
         return list(self._resv.values())
 
     def hold(self, job_id: str) -> None:

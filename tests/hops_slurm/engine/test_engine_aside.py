@@ -110,7 +110,6 @@ def test_an_estimate_that_raises_sets_only_that_job_aside(tmp_path: Path, monkey
             raise EstimateUnavailable("no data")
 
     monkeypatch.setattr(engine, "_estimator_for", lambda _cluster: Poisoned())
-    engine.backend.estimator_for = lambda _cluster: Poisoned()  # type: ignore[union-attr,assignment,return-value]
     try:
         _round(engine)
         assert "division by zero" in engine.tracked["1"].aside

@@ -32,15 +32,15 @@ def _engine(tmp_path: Path, api: StandInSlurm) -> Engine:
 
 
 def test_a_refresh_builds_one_cluster_view_for_all_new_ages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hops_slurm.slurm.views as views
+    from hops_slurm.slurm.snapshot import Snapshot
 
     api = StandInSlurm()
     for i in range(JOBS):
         api.submit(str(i + 1), f"gpus=1,2 samples={1000 + i} batch-size=8 model=resnet18")
     engine = _engine(tmp_path, api)
     built: list[int] = []
-    real = views.cluster_view
-    monkeypatch.setattr(views, "cluster_view", lambda *a, **k: built.append(1) or real(*a, **k))
+    real = Snapshot.cluster_view
+    monkeypatch.setattr(Snapshot, "cluster_view", lambda *a, **k: built.append(1) or real(*a, **k))
     estimators: list[int] = []
     real_for = engine._estimator_for
     monkeypatch.setattr(engine, "_estimator_for", lambda c: estimators.append(1) or real_for(c))

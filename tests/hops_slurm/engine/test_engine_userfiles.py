@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine.metrics import RUNTIME_FILE, ingest_job
+from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import check_probe
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Owner, UnsafeFile, make_place, read_owned

@@ -20,7 +20,7 @@ import pytest
 from hops_slurm.slurm.api import SlurmCommandError, SlurmError, SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
 from hops_slurm.slurm.dialect import DIALECTS, UnsupportedSlurm, data_parser_of, dialect_for
-from hops_slurm.slurm.views import cluster_view
+from hops_slurm.slurm.snapshot import cluster_view
 from tests_paths import DATA
 
 RECORDED = DATA / "slurm-output"

@@ -1,0 +1,63 @@
+"""What every Slurm release's JSON has in common: one job record and one node record -> the views of
+:mod:`hops_slurm.slurm.api`.
+
+Where it sits: the readers of 22.05 (:mod:`hops_slurm.slurm.read_v0038`, openapi/v0.0.38) and of 23.02 and
+later (:mod:`hops_slurm.slurm.read_data_parser`, data_parser 0.0.42/0.0.45) name the same fields; they
+differ in how a number is written (plain, or a ``{"set", "infinite", "number"}`` object), how a state is
+written (a word, or a list of a base state and flags) and how node features come (a comma list, or a
+list). Each reader passes its own ``number`` and the state it read; the field mapping is here, once. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from hops_slurm.slurm.api import ACTIVE_STATES, SlurmJob, SlurmNode
+from hops_slurm.slurm.parse import canonical_tres, expand_hostlist, gpu_allocation, null_text, parse_gpu_gres
+
+
+def job_record(j: Mapping[str, Any], *, state: str, number: Callable[[object], int]) -> SlurmJob:
+    """One job of ``squeue --json`` (22.05) or ``scontrol show job --json`` (23.02+); ``state``: its base state."""
+    nodes = expand_hostlist(null_text(j.get("nodes")))
+    return SlurmJob(
+        job_id=str(j["job_id"]),
+        name=str(j.get("name") or ""),
+        user=str(j.get("user_name") or ""),
+        state=state,
+        reason=null_text(j.get("state_reason")),
+        priority=number(j.get("priority")),
+        partition=str(j.get("partition") or ""),
+        comment=null_text(j.get("comment")),
+        admin_comment=null_text(j.get("admin_comment")),
+        submit_time=float(number(j.get("submit_time"))),
+        start_time=float(number(j.get("start_time"))),
+        end_time=float(number(j.get("end_time"))),
+        nodes=tuple(nodes),
+        required_nodes=tuple(expand_hostlist(null_text(j.get("required_nodes")))),
+        node_count=number(j.get("node_count")),
+        tres_per_node=canonical_tres(j.get("tres_per_node") or ""),
+        tres_per_job=canonical_tres(j.get("tres_per_job") or ""),
+        gpu_alloc=gpu_allocation(nodes, list(j.get("gres_detail") or [])) if state in ACTIVE_STATES else {},
+        reservation=null_text(j.get("resv_name")),
+        restart_count=number(j.get("restart_cnt")),
+    )
+
+
+def node_record(n: Mapping[str, Any], *, state: str, flags: Iterable[str], features: Iterable[object],
+                number: Callable[[object], int]) -> SlurmNode:
+    """One node of ``sinfo --json`` (22.05) or ``scontrol show nodes --json`` (23.02+)."""
+    total = parse_gpu_gres(n.get("gres") or "")
+    used = parse_gpu_gres(n.get("gres_used") or "")
+    return SlurmNode(
+        name=str(n["name"]),
+        state=state,
+        flags=tuple(flags),
+        gpu_type=total.gpu_type if total else "",
+        gpus_total=total.count if total else 0,
+        gpus_used=used.indices if used else (),
+        partitions=tuple(n.get("partitions") or ()),
+        features=tuple(dict.fromkeys(str(f) for f in features if f)),
+        cpus=number(n.get("cpus")),
+        alloc_cpus=number(n.get("alloc_cpus")),
+    )

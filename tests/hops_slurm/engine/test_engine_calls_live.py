@@ -1,0 +1,37 @@
+"""How often a placing round asks Slurm, on the live minicluster: the job listing (``squeue`` on 22.05,
+``scontrol show job`` from 23.02 on) is read at most twice in a round that places a job (the round's
+snapshot and one re-read after enactment).
+
+Counted in the adapter (:attr:`hops_slurm.slurm.cli.CliSlurm.calls`, every client command by what it does).
+``pytest -s`` prints the counts of the measured round (docs/results/engine-core.md quotes them).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hops_slurm.config import load_config
+from hops_slurm.engine.engine import Engine
+from hops_slurm.slurm.cli import CliSlurm
+
+pytestmark = pytest.mark.slurm
+
+
+def test_a_placing_round_reads_the_job_listing_at_most_twice(eng) -> None:  # noqa: ANN001
+    api = CliSlurm(eng.cluster.env())
+    job = eng.submit(gpus="1,2")
+    with Engine(load_config(eng.config), api=api, env=eng.env) as engine:
+        deadline = time.monotonic() + 180
+        while job not in {js.job_id for js in engine.schedulable()}:
+            assert time.monotonic() < deadline, f"job {job} not profiled: {eng.describe()}"
+            engine.refresh()  # holds it, runs its probes (not the measured round)
+            time.sleep(1.0)
+        api.calls.clear()
+        planning = engine.full_round()
+        counts = dict(sorted(api.calls.items()))
+    print(f"\nSlurm {api.dialect.release}: client commands in one placing round: {counts}")
+    assert planning is not None and job in planning.plan.placed(), eng.describe()
+    assert planning.enactment is not None and job in planning.enactment.started
+    assert counts.get(api.listing_label(), 0) <= 2, f"job listing read {counts.get(api.listing_label())} times: {counts}"
