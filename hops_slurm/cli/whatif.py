@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -23,8 +24,8 @@ from hops_slurm.sim.runner import Options
 from hops_slurm.text import printable
 from hops_slurm.whatif import output
 from hops_slurm.whatif.assumptions import load_assumptions
-from hops_slurm.whatif.history import MAX_LISTED_PROBLEMS
-from hops_slurm.whatif.pipeline import DEFAULT_POLICIES, run_whatif
+from hops_slurm.whatif.history import MAX_LISTED_PROBLEMS, Problem
+from hops_slurm.whatif.pipeline import DEFAULT_POLICIES, NothingToReplay, run_whatif
 from hops_slurm.whatif.read_parsable2 import FORMAT
 
 EPILOG = f"""\
@@ -71,6 +72,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _print_problems(problems: list[Problem], out: Path | None) -> None:
+    for p in problems[:MAX_LISTED_PROBLEMS]:
+        print(printable(p.line(), 600), file=sys.stderr)
+    if len(problems) > MAX_LISTED_PROBLEMS:
+        more = f" (all in {printable(out / 'problems.txt', 200)})" if out else " (--out DIR lists them all)"
+        print(f"hops-slurm: warning: {len(problems) - MAX_LISTED_PROBLEMS} more problems not shown{more}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     columns = output.parse_format(args.format)  # a bad --format fails before any work
     policies = split_policy_list(args.policies)
@@ -82,19 +91,20 @@ def _run(args: argparse.Namespace) -> int:
     cluster = load_cluster(args.cluster) if args.cluster else None
     options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
     progress = not args.no_progress and sys.stderr.isatty()
-    result = run_whatif(args.export, cluster, assumptions, policies, options, progress)
+    try:
+        result = run_whatif(args.export, cluster, assumptions, policies, options, progress)
+    except NothingToReplay as exc:
+        _print_problems(exc.problems, None)
+        raise
     problems = result.problems
-    for p in problems[:MAX_LISTED_PROBLEMS]:
-        print(printable(p.line(), 600), file=sys.stderr)
-    if len(problems) > MAX_LISTED_PROBLEMS:
-        more = f" (all in {printable(args.out / 'problems.txt', 200)})" if args.out else " (--out DIR lists them all)"
-        print(f"hops-slurm: warning: {len(problems) - MAX_LISTED_PROBLEMS} more problems not shown{more}", file=sys.stderr)
+    _print_problems(problems, args.out)
     c = result.cluster
     meta = {"export": str(args.export), "source": result.selection.reading.source, "release": result.selection.reading.release,
             "rows": result.selection.reading.rows, "replayed": len(result.derived),
             "errors": result.selection.reading.errors, "warnings": result.selection.reading.warnings,
             "cluster": c.name, "cluster_gpus": c.total_gpus, "cluster_inferred": result.inferred,
-            "policies": list(policies), "round_seconds": args.round_seconds}
+            "policies": list(policies), "round_seconds": args.round_seconds,
+            "assumed_from": dict(Counter(d.source for d in result.derived))}
     if args.json:
         sys.stdout.write(json.dumps(output.document(result.rows, meta, problems), indent=2) + "\n")
     else:

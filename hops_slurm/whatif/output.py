@@ -192,11 +192,11 @@ def write_out(out: Path, sides: Sequence[Side], rows: Sequence[Row], derived: Se
     (out / "cluster.toml").write_text(_cluster_toml(cluster))
     with (out / "workload.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["job_id", "arrival", "model", "requirements", "samples", "user", "assumed_from"])
+        w.writerow(["job_id", "arrival", "model", "requirements", "samples", "user"])
         for d in derived:
             s = d.spec
             w.writerow([s.job_id, f"{s.arrival:.3f}", s.model, " ".join(map(str, s.requirements)),
-                        f"{s.total_samples:.6g}", s.user, d.source])
+                        f"{s.total_samples:.6g}", s.user])
     for side in sides:
         folder = out / side.label
         folder.mkdir(exist_ok=True)

@@ -24,6 +24,14 @@ from hops_slurm.whatif.replay import RECORDED, Side, infer_cluster, recorded_rec
 DEFAULT_POLICIES = ("slurm-backfill", "hops")
 
 
+class NothingToReplay(HopsError):
+    """No job of the export can be replayed; ``problems`` says why for each row."""
+
+    def __init__(self, message: str, problems: list[Problem]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
 @dataclass
 class WhatIf:
     selection: Selection
@@ -62,12 +70,12 @@ def run_whatif(export: Path, cluster: ClusterSpec | None, assumptions: Assumptio
     inferred = cluster is None
     if cluster is None:
         if not selection.jobs:
-            raise HopsError(f"no job in the export can be replayed ({selection.summary()})")
+            raise NothingToReplay(f"no job in the export can be replayed ({selection.summary()})", selection.reading.problems)
         cluster = infer_cluster(selection.jobs)
     per_node = max(k.gpus for k in cluster.server_kind)
     derived = derive_all(selection.jobs, assumptions, cluster.total_gpus, per_node, selection.reading.problems)
     if not derived:
-        raise HopsError(f"no job in the export can be replayed ({selection.summary()})")
+        raise NothingToReplay(f"no job in the export can be replayed ({selection.summary()})", selection.reading.problems)
     recorded = Side(RECORDED, recorded_records(selection.jobs, derived))
     lap("assumptions")
     sides = [recorded]

@@ -9,7 +9,8 @@ Usage (root, from the repository root; inside a test namespace, see docs/whatif.
 Brings up the local cluster of ``capture-cluster.toml`` (2 nodes x 4 fake v100 GPUs, slurmdbd and
 MariaDB, a fresh state directory so job ids start at 1) on that release, runs :data:`JOBS` (GPU jobs of
 1 to 8 GPUs that queue behind each other, one that fails, one cancelled while running, one cancelled
-while pending, one without GPUs), waits until they are over and slurmdbd has every record, and writes
+while pending (it asks for the whole cluster; a held job would never be eligible, and sacct leaves
+those out), one without GPUs), waits until they are over and slurmdbd has every record, and writes
 ``<release>/`` beside this file:
 
 * ``sacct.json``: ``sacct --allusers --allocations --json -S 2020-01-01``
@@ -46,7 +47,7 @@ JOBS = (
     ("broken-f", 1, 1, 5, "fail"),
     ("train-g", 4, 1, 20, "ok"),
     ("stopped-h", 2, 1, 120, "cancel-running"),
-    ("never-i", 1, 1, 10, "cancel-pending"),
+    ("never-i", 8, 2, 10, "cancel-pending"),  # the whole cluster, behind the others: pends, then cancelled
     ("cpu-j", 0, 1, 5, "ok"),
     ("train-k", 1, 1, 45, "ok"),
     ("train-l", 2, 1, 25, "ok"),
@@ -82,8 +83,6 @@ def main() -> None:
             argv = ["sbatch", "--parsable", "-o", "/dev/null", "-D", "/tmp", "-J", name, "-t", "5", "-N", str(nodes)]
             if gpus:
                 argv.append(f"--gres=gpu:{gpus // nodes}")
-            if fate == "cancel-pending":
-                argv.append("--hold")
             argv += ["--wrap", f"sleep {seconds}; exit 3" if fate == "fail" else f"sleep {seconds}"]
             job = cluster.run(argv).stdout.strip().split(";")[0]
             submitted.append((job, name, gpus, seconds, fate))
@@ -102,11 +101,21 @@ def main() -> None:
         ids = [s[0] for s in submitted]
         parsable = ["sacct", "--allusers", "--allocations", "--parsable2", "-S", SINCE, f"--format={FORMAT}"]
 
-        def settled() -> bool:  # slurmdbd has every job, each with its partition and (when it ran) its end
-            rows = [r.split("|") for r in cluster.run(parsable).stdout.splitlines()[1:]]
-            return len(rows) == len(ids) and all(r[3] and r[7] != "Unknown" for r in rows)
+        last: list[str] = []
 
-        _wait(settled, "sacct listing every job finished", 120)
+        def settled() -> bool:  # slurmdbd has every job, each that started with its partition (not a
+            # stand-in row, see hops_slurm/report/sacct.py) and its end
+            text = cluster.run(parsable).stdout
+            last[:] = [text]
+            rows = [r.split("|") for r in text.splitlines()[1:]]
+            return len(rows) == len(ids) and all(r[7] != "Unknown" and (r[3] or r[6] in ("None", "Unknown"))
+                                                 for r in rows)
+
+        try:
+            _wait(settled, "sacct listing every job finished", 120)
+        except SystemExit:
+            print(last[0] if last else "(no sacct output)", file=sys.stderr)
+            raise
         out.mkdir(parents=True, exist_ok=True)
         (out / "sacct-version.txt").write_text(version + "\n")
         (out / "sacct-parsable2.txt").write_text(cluster.run(parsable).stdout)
