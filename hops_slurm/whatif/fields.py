@@ -18,6 +18,8 @@ from hops_slurm.whatif.history import MAX_JOB_GPUS, MAX_TEXT
 _JOB_ID = re.compile(r"[0-9][0-9_+\[\]%,-]{0,63}")
 _STATE = re.compile(r"[A-Z_]{1,32}")
 _GPU_TYPE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: Slurm's 32-bit NO_VAL and INFINITE: "unset" where a field has no value (slurm.h)
+NO_VAL32 = (0xFFFFFFFE, 0xFFFFFFFF)
 #: the latest instant accepted (year 2100): later times are corrupt, not history
 MAX_EPOCH = 4102444800.0
 
@@ -68,6 +70,8 @@ def epoch(value: object, what: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RowError(f"{what} time {short(value)} is not a number")
+    if value in NO_VAL32:  # 24.11 gives a never-started job's start as NO_VAL (recorded)
+        return None
     t = float(value)
     if not math.isfinite(t) or t < 0 or t > MAX_EPOCH:
         raise RowError(f"{what} time {short(value)} is out of range")

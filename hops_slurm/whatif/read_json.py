@@ -7,7 +7,8 @@ Layouts (recorded from each release's slurmdbd in tests/data/sacct/<release>/, s
 docs/slurm-releases.md): ``meta.plugin.type`` ``openapi/dbv0.0.38`` is 22.05; ``meta.plugin.data_parser``
 ``data_parser/v0.0.42`` is 24.11 and ``data_parser/v0.0.45`` 26.05. The fields read are the same in the
 three except: ``state.current`` is a string in 22.05 and a list (base state first) from 24.11 on, and
-numbers that may be unset are ``{"set", "infinite", "number"}`` objects from 24.11 on. Fields read:
+numbers that may be unset are ``{"set", "infinite", "number"}`` objects from 24.11 on, and 24.11 gives
+the start of a job cancelled while pending as 4294967294 (Slurm's NO_VAL) where 22.05 gives 0. Fields read:
 ``job_id``, ``name``, ``user``, ``partition``, ``state.current``, ``time.{submission,start,end}`` (epoch
 seconds, 0 = unknown), ``tres.allocated[]`` / ``tres.requested[]`` (``{type, name, count}``; GPUs are
 ``type == "gres"`` with ``name`` ``gpu`` or ``gpu:TYPE``; node count ``type == "node"``) and

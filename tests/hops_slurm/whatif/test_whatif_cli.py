@@ -97,3 +97,15 @@ def test_no_replayable_job_is_an_error(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "line 2 (job 1): never started (PENDING): left out" in err
     assert "hops-slurm: error: no job in the export can be replayed" in err
+
+
+def test_progress_bar_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    from hops_slurm.sim.cluster import load_cluster
+    from hops_slurm.sim.runner import Options
+    from hops_slurm.whatif.assumptions import Assumptions
+    from hops_slurm.whatif.pipeline import run_whatif
+
+    run_whatif(SACCT / "22.05" / "sacct.json", load_cluster(CLUSTER), Assumptions(), ["slurm-backfill"],
+               Options(30.0, 5.0, 5.0), progress=True)
+    err = capsys.readouterr().err
+    assert "0/1 policies; slurm-backfill" in err and "1/1 policies" in err
