@@ -1,0 +1,219 @@
+"""The what-if's output: one row per side (Slurm as recorded, each simulated policy), as sacct prints.
+
+Where it sits: the last step of ``hops-slurm whatif``: :class:`~hops_slurm.whatif.replay.Side` lists in,
+text and files out. The row's metrics are the ``hops-slurm report`` summary's, computed by
+:mod:`hops_slurm.report.metrics` from the same kind of records for every side: average JCT and wait
+of the finished jobs, the largest latency ratio (wait / age), GPU utilisation (GPU-seconds held over
+the cluster's GPU-seconds from the first submission to the last end) and makespan.
+
+Shapes, as ``sacct``'s: fixed-width columns (``--format=Scheduler,AvgJCT%12``; ``%-N`` left-justified,
+values too long end in ``+``), ``--parsable2`` (``|`` between fields), ``--noheader``, and ``--json``
+(every field, raw numbers: seconds and fractions). ``--out DIR`` gets ``results.md``, ``summary.json``,
+the report's plots (``lr_jct_cdf.png``, ``wait_vs_age.png``, ``gpu_use.png``), per-side ``jobs.jsonl``,
+the simulator's input (``workload.csv``, usable with ``hops-slurm simulate --workload``),
+``cluster.toml`` and ``problems.txt``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+from hops_slurm.report import metrics
+from hops_slurm.report.plots import write_plots
+from hops_slurm.report.timefmt import format_elapsed
+from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.text import printable
+from hops_slurm.whatif.assumptions import Derived
+from hops_slurm.whatif.history import Problem
+from hops_slurm.whatif.replay import Side
+
+MAX_WIDTH = 1000
+
+
+@dataclass(frozen=True)
+class Row:
+    scheduler: str
+    jobs: int
+    finished: int
+    avg_jct: float | None
+    avg_wait: float | None
+    max_lr: float | None
+    raqlr: float | None  # mean LR of the finished jobs
+    utilisation: float | None
+    makespan: float | None
+    preemptions: int
+    error: str = ""
+
+
+def row_of(side: Side, total_gpus: int) -> Row:
+    done = [j for j in side.jobs if j.end is not None]
+    if not done:
+        return Row(side.label, len(side.jobs), 0, None, None, None, None, None, None, 0, side.error)
+    lrs = [lr for j in done if (lr := metrics.job_latency_ratio(j, j.end or 0.0)) is not None]
+    first = min(j.submit for j in side.jobs)
+    last = max(j.end or 0.0 for j in done)
+    return Row(
+        scheduler=side.label,
+        jobs=len(side.jobs),
+        finished=len(done),
+        avg_jct=metrics.mean([j.end - j.submit for j in done if j.end is not None]),
+        avg_wait=metrics.mean([metrics.wait_time(j, j.end or last) for j in done]),
+        max_lr=max(lrs, default=None),
+        raqlr=metrics.mean(lrs),
+        utilisation=metrics.gpu_utilisation(side.jobs, total_gpus, first, last),
+        makespan=last - first,
+        preemptions=sum(j.preemptions for j in side.jobs),
+        error=side.error,
+    )
+
+
+def _dur(x: float | None) -> str:
+    return "" if x is None else format_elapsed(x)
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    width: int
+    text: Callable[[Row], str]
+
+
+FIELDS = {f.name.lower(): f for f in (
+    Field("Scheduler", 16, lambda r: r.scheduler),
+    Field("Jobs", 6, lambda r: str(r.jobs)),
+    Field("Done", 6, lambda r: str(r.finished)),
+    Field("AvgJCT", 11, lambda r: _dur(r.avg_jct)),
+    Field("AvgWait", 11, lambda r: _dur(r.avg_wait)),
+    Field("MaxLR", 8, lambda r: _num(r.max_lr)),
+    Field("RAQLR", 8, lambda r: _num(r.raqlr, 3)),
+    Field("Util", 6, lambda r: "" if r.utilisation is None else f"{100 * r.utilisation:.1f}%"),
+    Field("Makespan", 11, lambda r: _dur(r.makespan)),
+    Field("Preemptions", 11, lambda r: str(r.preemptions)),
+    Field("Error", 30, lambda r: r.error),
+)}
+DEFAULT_FORMAT = "Scheduler,Jobs,Done,AvgJCT,AvgWait,MaxLR,Util,Makespan,Preemptions"
+
+
+@dataclass(frozen=True)
+class Column:
+    field: Field
+    width: int
+    left: bool = False
+
+
+def parse_format(spec: str) -> list[Column]:
+    """``Name[%[-]WIDTH],...`` as sacct's --format (names case-insensitive)."""
+    cols = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, _, width = part.partition("%")
+        fld = FIELDS.get(name.strip().lower())
+        if fld is None:
+            raise HopsError(f"unknown field {printable(name, 40)!r} in --format; fields: "
+                            f"{', '.join(f.name for f in FIELDS.values())}")
+        w, left = fld.width, False
+        if width:
+            try:
+                n = int(width)
+            except ValueError:
+                raise HopsError(f"bad width {printable(width, 20)!r} in --format field {printable(part, 60)}") from None
+            if n == 0 or abs(n) > MAX_WIDTH:
+                raise HopsError(f"width {n} in --format field {printable(part, 60)} is outside 1..{MAX_WIDTH}")
+            w, left = abs(n), n < 0
+        cols.append(Column(fld, w, left))
+    if not cols:
+        raise HopsError("--format names no fields")
+    return cols
+
+
+def _fit(text: str, col: Column) -> str:
+    text = printable(text)
+    if len(text) > col.width:
+        text = text[: col.width - 1] + "+"
+    return text.ljust(col.width) if col.left else text.rjust(col.width)
+
+
+def render(rows: Sequence[Row], cols: Sequence[Column], parsable2: bool, header: bool) -> str:
+    lines = []
+    if parsable2:
+        if header:
+            lines.append("|".join(c.field.name for c in cols))
+        lines += ["|".join(printable(c.field.text(r)).replace("|", "/") for c in cols) for r in rows]
+    else:
+        if header:
+            lines.append(" ".join(_fit(c.field.name, c) for c in cols))
+            lines.append(" ".join("-" * c.width for c in cols))
+        lines += [" ".join(_fit(c.field.text(r), c) for c in cols) for r in rows]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _finite(x: object) -> object:
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def document(rows: Sequence[Row], meta: dict[str, object], problems: Sequence[Problem]) -> dict[str, object]:
+    return {
+        "meta": {"generator": "hops-slurm whatif", **meta},
+        "schedulers": [{k: _finite(v) for k, v in asdict(r).items()} for r in rows],
+        "problems": [{"where": p.where, "severity": p.severity, "message": p.message} for p in problems],
+    }
+
+
+def markdown(rows: Sequence[Row], title: str) -> str:
+    head = "| Scheduler | Jobs | Done | Avg JCT (h) | Avg wait (h) | Max LR | GPU util. | Makespan (h) | Preemptions |"
+    lines = [f"# {title}", "", head, "|" + "---|" * 9]
+    for r in rows:
+        h = (lambda x: "" if x is None else f"{x / 3600:.2f}")
+        util = "" if r.utilisation is None else f"{100 * r.utilisation:.1f}%"
+        name = r.scheduler + (f" (FAILED: {printable(r.error, 80)})" if r.error else "")
+        lines.append(f"| {name} | {r.jobs} | {r.finished} | {h(r.avg_jct)} | {h(r.avg_wait)} | {_num(r.max_lr)} "
+                     f"| {util} | {h(r.makespan)} | {r.preemptions} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_out(out: Path, sides: Sequence[Side], rows: Sequence[Row], derived: Sequence[Derived],
+              cluster: ClusterSpec, problems: Sequence[Problem], meta: dict[str, object], title: str) -> list[Path]:
+    """Every file of ``--out`` (see the module notes); returns the plots written."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text(markdown(rows, title))
+    (out / "summary.json").write_text(json.dumps(document(rows, meta, problems), indent=2) + "\n")
+    (out / "problems.txt").write_text("".join(printable(p.line(), 600) + "\n" for p in problems))
+    (out / "cluster.toml").write_text(_cluster_toml(cluster))
+    with (out / "workload.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["job_id", "arrival", "model", "requirements", "samples", "user"])
+        for d in derived:
+            s = d.spec
+            w.writerow([s.job_id, f"{s.arrival:.3f}", s.model, " ".join(map(str, s.requirements)),
+                        f"{s.total_samples:.6g}", s.user])
+    for side in sides:
+        folder = out / side.label
+        folder.mkdir(exist_ok=True)
+        with (folder / "jobs.jsonl").open("w") as fh:
+            for rec in side.jobs:
+                fh.write(rec.model_dump_json() + "\n")
+        if side.error:
+            (folder / "error.txt").write_text(side.error + "\n")
+    done = [s for s in sides if s.jobs]
+    now = max((j.end or 0.0 for s in done for j in s.jobs), default=0.0)
+    return write_plots(out, {s.label: (s.jobs, s.rounds) for s in done}, now)
+
+
+def _cluster_toml(c: ClusterSpec) -> str:
+    lines = [f"name = {json.dumps(c.name)}", f"description = {json.dumps(c.description)}", "",
+             "[profiler]", f"gpus_per_type = {c.profiler.gpus_per_type}", f"probe_seconds = {c.profiler.probe_seconds}"]
+    for k in c.server_kind:
+        lines += ["", "[[server_kind]]", f"name = {json.dumps(k.name)}", f"gpu_type = {json.dumps(k.gpu_type)}",
+                  f"gpus = {k.gpus}", f"count = {k.count}", f"speed = {k.speed}"]
+    return "\n".join(lines) + "\n"
