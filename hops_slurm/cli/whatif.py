@@ -19,7 +19,7 @@ from pathlib import Path
 from hops_slurm.cli._args import bounded_float
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
-from hops_slurm.sim.policies import make_policy, split_policy_list
+from planner.policies import make_policy, split_policy_list
 from hops_slurm.sim.runner import Options
 from hops_slurm.text import printable
 from hops_slurm.whatif import output
