@@ -86,6 +86,8 @@ def simulate(
                                                           fragment_at_once=options.fragment_at_once), on_round=tick)
     except HopsError as exc:
         raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
+    finally:
+        backend.close()
     records = backend.job_records()
     return RunResult(policy_name, seed, records, rounds, backend.series, summarize(records, rounds),
                      time.perf_counter() - start)
