@@ -22,7 +22,7 @@ from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.loop import LoopSettings, run_rounds
-from hops_slurm.sim.metrics import RunMetrics, summarize
+from hops_slurm.report.metrics import RunMetrics, summarize
 from hops_slurm.sim.policies import make_policy
 from hops_slurm.sim.workload import JobSpec, load_workload
 

@@ -6,7 +6,7 @@ from hops_slurm.sim.backend import PolicyPlanError, SimBackend, SimSettings
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.loop import LoopSettings, run_rounds
-from hops_slurm.sim.metrics import summarize
+from hops_slurm.report.metrics import summarize
 from hops_slurm.sim.policies import FifoGreedy
 from hops_slurm.sim.workload import JobSpec
 from planner.views import Plan, Policy
