@@ -2,7 +2,9 @@
 
 Data flow: :func:`simulate` builds the SimBackend for a workload, drives a fresh policy through the
 round loop, and returns a :class:`RunResult`; :func:`compare` runs every (policy, seed) pair, writes
-each run's JobRecord / RoundRecord JSONL under ``out/<policy>/seed<k>/`` and shows a progress line.
+each run's JobRecord / RoundRecord JSONL and the live engine's records file (``records.sqlite``, the
+format ``hops-slurm report --records`` reads from a cluster) under ``out/<policy>/seed<k>/`` and
+shows a progress line.
 A run that fails (a policy error, the simulator's 90-day guard) does not lose the comparison: it is
 kept as a :class:`RunFailure` (``error.txt`` in its folder) and every other run still completes.
 """
@@ -19,6 +21,7 @@ from typing import TextIO
 
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
+from hops_slurm.report.source import write_sqlite
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.loop import LoopSettings, run_rounds
@@ -106,6 +109,9 @@ def write_run(result: RunResult, folder: Path) -> None:
         for t, used, norm in result.series:
             fh.write(f"{t:.3f},{used},{norm:.6f}\n")
     (folder / "metrics.json").write_text(json.dumps(result.metrics.table_row(), indent=2) + "\n")
+    sqlite = folder / "records.sqlite"
+    sqlite.unlink(missing_ok=True)  # write_sqlite appends plans: start from an empty file
+    write_sqlite(sqlite, result.jobs, result.rounds)
 
 
 @dataclass
