@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import sqlite3
+import statistics
 import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -454,6 +455,28 @@ class ThroughputStore:
             entity_aggregated=self._means("entity_aggregated", "server", "gpus", signature),
             entity_distributed=self._means("entity_distributed", "server", "nodes", signature),
         )
+
+    def entity_factors(self) -> dict[str, float]:
+        """Per server: how fast jobs ran there relative to their probe, over every job (§3.3's entity
+        layer, shared across jobs).
+
+        For each (server, signature) with 1-GPU records, the ratio of the server's mean per-GPU
+        throughput to the probe's (batch / (T_f + T_b + T_u) on the server's GPU type); a server's
+        factor is the median of its ratios. 1-GPU runs only: they measure the server alone (a
+        multi-GPU run mixes in communication, and a multi-node run is paced by its slowest node while
+        the recorder names one). Servers without such records have no factor.
+        """
+        with self._guard("read entity factors"):
+            rows = self.db.query(
+                "select e.server as server, avg(e.per_gpu) as v, "
+                "max(th.batch_size / (th.t_f + th.t_b + th.t_u)) as probe "
+                "from entity_aggregated e join theory th on th.signature = e.signature and th.gpu_type = e.gpu_type "
+                "where e.gpus = 1 and th.t_f + th.t_b + th.t_u > 0 group by e.server, e.signature")
+            ratios: dict[str, list[float]] = defaultdict(list)
+            for r in rows:
+                if r["probe"] and r["probe"] > 0:
+                    ratios[r["server"]].append(float(r["v"]) / float(r["probe"]))
+        return {server: statistics.median(values) for server, values in ratios.items()}
 
     def record_counts(self, signature: str) -> dict[str, int]:
         """How many rows each layer holds for ``signature`` (reports, tests)."""

@@ -38,6 +38,7 @@ class _CachedStore:
         self.store = store
         self._snaps: dict[str, JobSnapshot] = {}
         self._cal: dict[str, Calibration] | None = None
+        self._factors: dict[str, float] | None = None
 
     def snapshot(self, signature: str) -> JobSnapshot:
         snap = self._snaps.get(signature)
@@ -50,8 +51,14 @@ class _CachedStore:
             self._cal = self.store.calibrations()
         return dict(self._cal)
 
+    def entity_factors(self) -> dict[str, float]:
+        if self._factors is None:
+            self._factors = self.store.entity_factors()
+        return dict(self._factors)
+
     def forget(self, signature: str) -> None:
         self._snaps.pop(signature, None)
+        self._factors = None
 
 
 class Knowledge:
@@ -63,6 +70,7 @@ class Knowledge:
             self._tmp = tempfile.TemporaryDirectory(prefix="hops-sim-store-")
             store_path = Path(self._tmp.name) / "store.sqlite"
         self.store = ThroughputStore(store_path)
+        self.store.db.execute("PRAGMA synchronous=OFF")  # a temporary file: no need to survive a power cut
         self.truth = truth
         self.gpu_types = tuple(dict.fromkeys(n.gpu_type for n in cluster.nodes))
         for gpu_type in self.gpu_types:
@@ -98,8 +106,11 @@ class Knowledge:
         self._changed(record.signature)
 
     def _changed(self, signature: str) -> None:
+        before = self.source.entity_factors()
         self.source.forget(signature)
         self._fns.pop(signature, None)
+        if self.source.entity_factors() != before:  # every job's estimates on those servers change
+            self._fns.clear()
 
     # ----- what policies read -----------------------------------------------------------------------------
     def throughput_fn(self, signature: str) -> ThroughputFn:
