@@ -49,8 +49,13 @@ def _gpu_hours(jobs: list[JobRecord], nodes: set[str], start: float, end: float)
     return total
 
 
-def _errors(backend: SimBackend, degraded: set[str], healthy: list[str]) -> tuple[float, float, int]:
-    """Mean relative estimate error over active jobs on the degraded and on the healthy nodes."""
+Trace = list[tuple[float, float, float, int, float, float]]
+
+
+def _errors(backend: SimBackend, degraded: set[str], healthy: list[str]) -> tuple[float, float, int, float, float]:
+    """Mean relative estimate error over active jobs on the degraded and on the healthy nodes, the
+    number of active jobs, and the mean learned entity factor of the degraded and of the healthy
+    nodes (1.0 where nothing is learned yet)."""
     err: dict[bool, list[float]] = defaultdict(list)
     jobs = [j for j in backend.active.values() if j.ready_at <= backend.t]
     for job in jobs:
@@ -63,21 +68,24 @@ def _errors(backend: SimBackend, degraded: set[str], healthy: list[str]) -> tupl
                 continue
             err[node in degraded].append(abs(float(fn(config)) - truth) / truth)
     mean = {k: (sum(v) / len(v) if v else 0.0) for k, v in err.items()}
-    return mean.get(True, 0.0), mean.get(False, 0.0), len(jobs)
+    factors = backend.knowledge.estimator.entity_factors()
+    f_bad = sum(factors.get(n, 1.0) for n in degraded) / len(degraded)
+    f_ok = sum(factors.get(n, 1.0) for n in healthy) / len(healthy)
+    return mean.get(True, 0.0), mean.get(False, 0.0), len(jobs), f_bad, f_ok
 
 
-def one_run(cluster: ClusterSpec, policy: str, seed: int, track: bool) -> tuple[dict[str, float], list[tuple[float, float, float, int]]]:
+def one_run(cluster: ClusterSpec, policy: str, seed: int, track: bool) -> tuple[dict[str, float], Trace]:
     jobs = load_workload(WORKLOAD, seed, cluster_gpus=cluster.total_gpus)
     backend = SimBackend(cluster, jobs, SimSettings())
     degraded = {d.node for d in cluster.degraded}
     kinds = {k.name for n, k in cluster.nodes() if n in degraded}
     healthy = [n for n, k in cluster.nodes() if k.name in kinds and n not in degraded]
-    trace: list[tuple[float, float, float, int]] = []
+    trace: Trace = []
 
     def on_round(now: float) -> None:
         if track:
-            d, h, n = _errors(backend, degraded, healthy)
-            trace.append((now / 3600.0, d, h, n))
+            d, h, n, fb, fo = _errors(backend, degraded, healthy)
+            trace.append((now / 3600.0, d, h, n, fb, fo))
 
     try:
         rounds = run_rounds(backend, make_policy(policy), LoopSettings(), on_round=on_round)
@@ -95,21 +103,27 @@ def one_run(cluster: ClusterSpec, policy: str, seed: int, track: bool) -> tuple[
     return row, trace
 
 
-def _plot(traces: dict[int, list[tuple[float, float, float, int]]], path: Path) -> None:
+def _plot(traces: dict[int, Trace], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(7, 7), sharex=True)
     for seed, trace in traces.items():
         xs = [t[0] for t in trace]
-        ax.plot(xs, [100 * t[1] for t in trace], color="tab:red", alpha=0.8, label="degraded nodes" if seed == min(traces) else None)
-        ax.plot(xs, [100 * t[2] for t in trace], color="tab:blue", alpha=0.8, label="healthy v100-dgx nodes" if seed == min(traces) else None)
-    ax.set_xlabel("simulated hours")
+        first = seed == min(traces)
+        ax.plot(xs, [100 * t[1] for t in trace], color="tab:red", alpha=0.7, label="degraded nodes" if first else None)
+        ax.plot(xs, [100 * t[2] for t in trace], color="tab:blue", alpha=0.7, label="healthy v100-dgx nodes" if first else None)
+        bx.plot(xs, [t[4] for t in trace], color="tab:red", alpha=0.7, label="degraded nodes (truth 0.5)" if first else None)
+        bx.plot(xs, [t[5] for t in trace], color="tab:blue", alpha=0.7, label="healthy nodes (truth 1.0)" if first else None)
     ax.set_ylabel("mean |estimate - truth| / truth (%)")
-    ax.set_title("Hops' throughput estimates per node (active jobs' smallest request)")
+    ax.set_title("Hops' estimates per node (active jobs' smallest request), one line per seed")
     ax.legend()
+    bx.set_xlabel("simulated hours")
+    bx.set_ylabel("learned entity factor (mean)")
+    bx.set_ylim(0, 1.2)
+    bx.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -121,7 +135,7 @@ def run(out_dir: Path) -> Path:
     data = out_dir / "entities"
     data.mkdir(parents=True, exist_ok=True)
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
-    traces: dict[int, list[tuple[float, float, float, int]]] = {}
+    traces: dict[int, Trace] = {}
     start = time.perf_counter()
     for seed in seeds:
         for policy in POLICIES:
@@ -131,10 +145,11 @@ def run(out_dir: Path) -> Path:
                 traces[seed] = trace
     with (data / "estimate-error.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["seed", "hours", "degraded_error", "healthy_error", "active_jobs"])
+        w.writerow(["seed", "hours", "degraded_error", "healthy_error", "active_jobs", "degraded_factor",
+                    "healthy_factor"])
         for seed, trace in traces.items():
             for t in trace:
-                w.writerow([seed, f"{t[0]:.2f}", f"{t[1]:.4f}", f"{t[2]:.4f}", t[3]])
+                w.writerow([seed, f"{t[0]:.2f}", f"{t[1]:.4f}", f"{t[2]:.4f}", t[3], f"{t[4]:.4f}", f"{t[5]:.4f}"])
     _plot(traces, data / "estimate-error.png")
 
     def mean(policy: str, key: str) -> float:
@@ -163,14 +178,17 @@ def run(out_dir: Path) -> Path:
     lines += ["", "## Hops' estimate error over time", "",
               "Mean |estimate - truth| / truth of the active jobs' smallest request on one node, sampled every "
               "round (entities/estimate-error.csv); the table takes the sample nearest each hour, mean over seeds.", "",
-              "| hour | degraded nodes | healthy v100-dgx nodes | active jobs |", "|---|---|---|---|"]
+              "| hour | error, degraded nodes | error, healthy v100-dgx nodes | learned factor, degraded (truth 0.5) "
+              "| learned factor, healthy (truth 1.0) | active jobs |", "|---|---|---|---|---|---|"]
     horizon = int(max((t[0] for tr in traces.values() for t in tr), default=0))
-    for hour in [h for h in (0.5, 1, 2, 3, 4, 6, 8, 10, 12, 15, 18, 21, 24, 30) if h <= horizon]:
+    for hour in [h for h in (0.5, 1, 2, 3, 4, 6, 8, 10, 12, 15, 18, 21, 24, 30, 36, 42, 48) if h <= horizon]:
         picks = [min(tr, key=lambda t: abs(t[0] - hour)) for tr in traces.values() if tr]
         d = sum(p[1] for p in picks) / len(picks)
         h = sum(p[2] for p in picks) / len(picks)
         n = sum(p[3] for p in picks) / len(picks)
-        lines.append(f"| {hour:g} | {100 * d:.1f}% | {100 * h:.1f}% | {n:.0f} |")
+        fb = sum(p[4] for p in picks) / len(picks)
+        fo = sum(p[5] for p in picks) / len(picks)
+        lines.append(f"| {hour:g} | {100 * d:.1f}% | {100 * h:.1f}% | {fb:.2f} | {fo:.2f} | {n:.0f} |")
     lines += ["", "![estimate error](entities/estimate-error.png)", "",
               f"Wall time {time.perf_counter() - start:.0f} s.", ""]
     path = out_dir / "entities.md"
