@@ -2,6 +2,13 @@
 
 Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
 (entity layer → type layer → theoretical layer with eq. 1-5):
+
+Entity speed across jobs: where this job has no record on a server, the type or theoretical layer's
+answer is scaled by the server's *entity factor* (``entity_factors``: how fast jobs ran on that server
+relative to their type-level throughput, learned from every job's records; see
+:meth:`estimator.store.ThroughputStore.entity_factors`), so a slow server learned from one job is
+slow for the next job too. Unknown servers have factor 1.
+
 - :func:`per_gpu_throughput`: samples/s per GPU of a job on one node for a GPU/node count;
 - :func:`config_throughput`: a ``{node: gpus}`` config's samples/s = min per-GPU throughput × Σ GPUs;
 - :func:`sensitivity`: eq. (10), thr({0:1}) / per-GPU thr({0:1, 1:1}) on one GPU type;
@@ -38,10 +45,12 @@ def per_gpu_estimate(
     gpus: int,
     nodes: int,
     server: str | None = None,
+    entity_factors: Mapping[str, float] | None = None,
 ) -> Estimate:
     """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
     config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
-    distributed ones by node count. Raises :class:`EstimateUnavailable` when no layer can answer."""
+    distributed ones by node count. Below the entity layer the answer is scaled by ``server``'s entity
+    factor (module docstring). Raises :class:`EstimateUnavailable` when no layer can answer."""
     if gpus < 1 or not 1 <= nodes <= gpus:
         raise ValueError(f"need 1 <= nodes <= gpus, got gpus={gpus}, nodes={nodes}")
     aggregated = nodes == 1
@@ -51,10 +60,11 @@ def per_gpu_estimate(
         value = table.get((server, key_count))
         if value is not None:
             return Estimate(value, "entity")
+    factor = float((entity_factors or {}).get(server, 1.0)) if server else 1.0
     table = snap.type_aggregated if aggregated else snap.type_distributed
     value = table.get((gpu_type, key_count))
     if value is not None:
-        return Estimate(value, "type")
+        return Estimate(value * factor, "type")
     theory = snap.theory.get(gpu_type)
     if theory is None:
         raise EstimateUnavailable(
@@ -73,7 +83,7 @@ def per_gpu_estimate(
     value = per_gpu_theory_throughput(
         theory.components, theory.data, gpus=gpus, nodes=nodes, b_link=b_link, b_net=b_net
     )
-    return Estimate(value, "theory")
+    return Estimate(value * factor, "theory")
 
 
 def per_gpu_throughput(
@@ -84,9 +94,11 @@ def per_gpu_throughput(
     gpus: int,
     nodes: int = 1,
     server: str | None = None,
+    entity_factors: Mapping[str, float] | None = None,
 ) -> float:
     """:func:`per_gpu_estimate`'s value (samples/s per GPU)."""
-    return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server).per_gpu
+    return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
+                            entity_factors=entity_factors).per_gpu
 
 
 def config_throughput(
@@ -94,6 +106,7 @@ def config_throughput(
     snap: JobSnapshot,
     calibrations: Mapping[str, Calibration],
     nodes: Mapping[str, tuple[str, str]],
+    entity_factors: Mapping[str, float] | None = None,
 ) -> float:
     """Samples/s of the job in ``config`` (node -> GPUs): min over its nodes of the per-GPU throughput,
     times the config's GPU count (§3.5: the slowest GPU paces synchronous data parallelism).
@@ -109,7 +122,8 @@ def config_throughput(
         if node not in nodes:
             raise EstimateUnavailable(f"config names node {node!r}, which the estimator's node map does not know")
         gpu_type, server = nodes[node]
-        value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server)
+        value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server,
+                                   entity_factors=entity_factors)
         slowest = min(slowest, value)
     return slowest * total
 
@@ -189,6 +203,7 @@ class Estimator:
         """
         snap = self.source.snapshot(signature)
         calibrations = self.source.calibrations()
+        factors = self.entity_factors()
         cache: dict[tuple[tuple[str, int], ...], float] = {}
 
         def fn(config: Config) -> float:
@@ -198,7 +213,7 @@ class Estimator:
                 if unknown:
                     raise EstimateUnavailable(f"config names nodes {unknown} that the estimator's node map lacks")
                 try:
-                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes)
+                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes, factors)
                 except CalibrationMissing:
                     raise
                 except EstimateUnavailable as exc:
@@ -208,12 +223,18 @@ class Estimator:
 
         return fn
 
+    def entity_factors(self) -> dict[str, float]:
+        """The source's learned per-server speed factors (a source without them: none)."""
+        read = getattr(self.source, "entity_factors", None)
+        return dict(read()) if callable(read) else {}
+
     def per_gpu_throughput(
         self, signature: str, gpu_type: str, gpus: int, nodes: int = 1, server: str | None = None
     ) -> float:
         snap = self.source.snapshot(signature)
         return per_gpu_throughput(
-            snap, self.source.calibrations(), gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server
+            snap, self.source.calibrations(), gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
+            entity_factors=self.entity_factors() if server else None,
         )
 
     def sensitivity(self, signature: str, gpu_type: str | None = None) -> float:

@@ -90,6 +90,10 @@ class MemorySource:
 
     jobs: dict[str, JobSnapshot] = field(default_factory=dict)
     calibration: dict[str, Calibration] = field(default_factory=dict)
+    factors: dict[str, float] = field(default_factory=dict)  # server -> entity speed factor
+
+    def entity_factors(self) -> dict[str, float]:
+        return dict(self.factors)
 
     def snapshot(self, signature: str) -> JobSnapshot:
         return self.jobs.get(signature, JobSnapshot(signature))

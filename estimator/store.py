@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import sqlite3
+import statistics
 import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -454,6 +455,35 @@ class ThroughputStore:
             entity_aggregated=self._means("entity_aggregated", "server", "gpus", signature),
             entity_distributed=self._means("entity_distributed", "server", "nodes", signature),
         )
+
+    def entity_factors(self) -> dict[str, float]:
+        """Per server: how fast jobs ran there, over every job (§3.3's entity layer, shared across jobs).
+
+        Single-node records only (a multi-node run is paced by its slowest node while the recorder
+        names one). A 1-GPU record is compared with the job's probe on that GPU type (batch / (T_f +
+        T_b + T_u)); a record on more GPUs with the same job on the same GPU count on the fastest other
+        server of that type, when at least two servers ran it. A server's factor is the median of its
+        ratios; servers without such records have none.
+        """
+        with self._guard("read entity factors"):
+            rows = list(self.db.query(
+                "select e.server as server, e.signature as sig, e.gpu_type as t, e.gpus as gpus, avg(e.per_gpu) as v, "
+                "max(th.batch_size / (th.t_f + th.t_b + th.t_u)) as probe "
+                "from entity_aggregated e left join theory th on th.signature = e.signature and th.gpu_type = e.gpu_type "
+                "and th.t_f + th.t_b + th.t_u > 0 group by e.server, e.signature, e.gpu_type, e.gpus"))
+        best: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+        for r in rows:
+            best[(r["sig"], r["t"], r["gpus"])].append(float(r["v"]))
+        ratios: dict[str, list[float]] = defaultdict(list)
+        for r in rows:
+            if r["gpus"] == 1:
+                if r["probe"]:
+                    ratios[r["server"]].append(float(r["v"]) / float(r["probe"]))
+            else:
+                peers = best[(r["sig"], r["t"], r["gpus"])]
+                if len(peers) > 1 and max(peers) > 0:
+                    ratios[r["server"]].append(float(r["v"]) / max(peers))
+        return {server: statistics.median(values) for server, values in ratios.items()}
 
     def record_counts(self, signature: str) -> dict[str, int]:
         """How many rows each layer holds for ``signature`` (reports, tests)."""

@@ -2,8 +2,9 @@
 
 Data flow: hops_slurm.sim.runner.compare on paper-64 (Table 3) and paper-512 (Table 4, FTF, the
 priority ablation, the rate sweep) -> docs/results/paper-tables.md with the paper's numbers beside
-ours, plus the plots and per-run records under docs/results/paper-tables/. ``HOPS_BENCH_SEEDS`` (default ``0,1,2``)
-and ``HOPS_BENCH_QUICK=1`` (paper-64 only, one seed: a quick look) shorten it.
+ours, plus the plots and per-run records under docs/results/paper-tables/. ``HOPS_BENCH_SEEDS`` (default ``0,1,2``),
+``HOPS_BENCH_POLICIES`` (a comma-separated subset; the section then says which were left out) and
+``HOPS_BENCH_QUICK=1`` (paper-64 only, one seed: a quick look) shorten it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def write_report(out_dir: Path, name: str, intro: list[str], sections: Callable[
 
 def section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
              tag: str, paper: str = "", options: Options | None = None, note: str = "") -> str:
+    only = [p for p in os.environ.get("HOPS_BENCH_POLICIES", "").split(",") if p]
+    skipped = [n for n in names if only and n not in only]
+    names = [n for n in names if n not in skipped]
+    if skipped:
+        note = (note + " " if note else "") + f"Not re-run this time (HOPS_BENCH_POLICIES): {', '.join(skipped)}."
     lines = [f"## {title}", "", f"Cluster `{cluster}`, workload `{workload}`, seeds {','.join(map(str, seeds))}."
              + (f" {note}" if note else ""), ""]
     if paper:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hops_slurm.accounting import account  # noqa: F401 - per-job accounting, shared with the simulator
 from hops_slurm.errors import HopsError
 
 PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "done", "failed"
@@ -183,73 +184,3 @@ def _job(row: sqlite3.Row) -> JobState:
     for k in _JSON_FIELDS:
         data[k] = json.loads(data[k])
     return JobState(**data)
-
-
-def account(job: JobState, now: float, state: str, config: dict[str, int], *, started: float | None = None,
-            ended: float | None = None, ran: dict[str, int] | None = None) -> None:
-    """Bring ``job`` from its last refresh (``job.last_seen``) up to ``now``, when Slurm says ``state``
-    ("PENDING", "RUNNING" or "ENDED") and, running, ``config`` (GPUs per node). Pure bookkeeping.
-
-    Refreshes are seconds apart, so what happened in between is dated with Slurm's own times where it
-    has them: ``started`` (the job's start_time: when its current or last run began) and ``ended`` (its
-    end_time once ended), each clamped into (last_seen, now]. Without them the change is dated ``now``.
-    Wait is pending time, summed over preemptions; run time and GPU-seconds count the runs; each run is
-    one placement (start, end, config, preempted). A run Slurm restarted between two refreshes (a later
-    start_time, or another config) ends the previous placement as preempted. ``ran``: the config of a run
-    that began and ended between two refreshes (the engine passes the config it released the job on)."""
-
-    def at(t: float | None) -> float:
-        return now if not t else min(now, max(job.last_seen, t))
-
-    def open_run(t: float, cfg: dict[str, int]) -> None:
-        if job.first_start is None or t < job.first_start:
-            job.first_start = t
-        job.placements.append({"start": t, "end": None, "config": dict(cfg)})
-
-    def close_run(t: float, preempted: bool) -> None:
-        if job.placements and job.placements[-1].get("end") is None:
-            job.placements[-1]["end"] = t
-            job.placements[-1]["preempted"] = preempted
-
-    def add_run(t0: float, t1: float, cfg: dict[str, int]) -> None:
-        job.run_time += t1 - t0
-        job.gpu_seconds += (t1 - t0) * sum(cfg.values())
-
-    last = job.last_seen
-    if job.last_state == "RUNNING":
-        current = job.placements[-1] if job.placements and job.placements[-1].get("end") is None else None
-        if state == "RUNNING":
-            restarted = bool(started) and current is not None and started > float(current["start"]) + 1.0
-            if restarted or config != job.config:
-                t = at(started) if restarted else now
-                add_run(last, t, job.config)
-                close_run(t, preempted=True)
-                open_run(t, config)
-                add_run(t, now, config)
-            else:
-                add_run(last, now, config)
-        elif state == "ENDED":
-            t = at(ended)
-            add_run(last, t, job.config)
-            close_run(t, preempted=False)
-        else:  # requeued: preempted (Slurm keeps no end time of the run it requeued)
-            add_run(last, now, job.config)
-            close_run(now, preempted=True)
-    else:
-        if state == "RUNNING":
-            t = at(started)
-            job.wait += t - last
-            open_run(t, config)
-            add_run(t, now, config)
-        elif state == "ENDED" and ran and started and ended and started > last and ended > started:
-            t0 = at(started)
-            t1 = max(t0, at(ended))
-            job.wait += t0 - last
-            open_run(t0, ran)
-            add_run(t0, t1, ran)
-            close_run(t1, preempted=False)
-        else:
-            job.wait += now - last
-    job.config = dict(config) if state == "RUNNING" else {}
-    job.last_state = "RUNNING" if state == "RUNNING" else "PENDING"
-    job.last_seen = now

@@ -1,7 +1,8 @@
-"""The fairness and efficiency metrics of Hops, as pure functions over records.
+"""The fairness and efficiency metrics of Hops, as pure functions over records: the only metrics module.
 
-Reports (live and simulated) and the simulator's tables call these; nothing here reads files, Slurm
-or the wall clock: every function that depends on time takes ``now`` explicitly.
+Reports (live and simulated, ``hops-slurm report``) and the simulator's tables (:func:`summarize`,
+the paper's Tables 3/4 and Figs. 9/11/12) call these; nothing here reads files, Slurm or the wall
+clock: every function that depends on time takes ``now`` explicitly.
 
 Definitions (Hops, SoCC '24, and docs/design.md, "Reading the paper"):
 - wait: time queued, not running, since submission, summed over preemptions.
@@ -10,14 +11,22 @@ Definitions (Hops, SoCC '24, and docs/design.md, "Reading the paper"):
 - RAQLR (eq. 7): the mean LR of the jobs that died (ended) within the last ``h`` hours.
 - FTF rho (Themis, NSDI '20): ``T_shared / T_ideal``; ``T_shared`` is the job's time in the shared
   cluster, submission to finish (its JCT), and ``T_ideal`` is ``JobRecord.ideal_time``.
-- Avg.frag: idle GPUs after a round while some job is still unassigned, averaged over rounds.
+- Avg.frag: idle GPUs while some job is still unassigned, after the plans of a round's instant (the
+  round plan and the fragment plans that follow it at once; the paper: "after each round of
+  scheduling"), averaged over rounds.
+- :func:`summarize` (a whole run): only completed jobs enter the averages; ``unfinished`` counts the
+  others (a simulation cancels jobs a policy never places); makespan is the last completion minus the
+  first submission; rounds count up to the last completion; planner time per round sums the solve
+  seconds of a round's plans.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 
+from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 
 
@@ -135,9 +144,20 @@ def rounds_of(plans: Iterable[RoundRecord]) -> list[list[RoundRecord]]:
     return rounds
 
 
-def fragments_per_round(plans: Iterable[RoundRecord]) -> float | None:
-    """Avg.frag: per round, the fragments left after its last plan; averaged over rounds."""
-    per_round = [r[-1].fragments for r in rounds_of(plans)]
+def at_round_instant(rnd: Sequence[RoundRecord]) -> RoundRecord:
+    """The last plan at a round's own instant: the round plan, or the last fragment plan that followed
+    it at the same time (later refresh-tick plans of the round do not count)."""
+    last = rnd[0]
+    for plan in rnd[1:]:
+        if plan.time == rnd[0].time:
+            last = plan
+    return last
+
+
+def fragments_per_round(plans: Iterable[RoundRecord], until: float | None = None) -> float | None:
+    """Avg.frag: per round (up to ``until`` when given), the fragments left after the plans of its
+    instant; averaged over rounds."""
+    per_round = [at_round_instant(r).fragments for r in rounds_of(plans) if until is None or r[0].time <= until]
     return mean([float(f) for f in per_round])
 
 
@@ -183,3 +203,64 @@ def gpus_in_use_steps(jobs: Iterable[JobRecord], until: float) -> list[tuple[flo
     if steps and steps[-1][0] < until:
         steps.append((until, level))
     return steps
+
+
+@dataclass
+class RunMetrics:
+    """One run's table row (seconds) and its per-job distributions (see the module docstring)."""
+
+    jobs: int
+    unfinished: int
+    makespan: float
+    avg_jct: float
+    avg_wait: float
+    max_lr: float
+    avg_frag: float
+    max_rho: float
+    preemptions: int
+    planner_mean_seconds: float
+    planner_max_seconds: float
+    limit_hits: int  # plans a wall-clock solver limit ended (0: the run is reproducible on any load)
+    jct: list[float]
+    lr: list[float]
+    rho: list[float]
+
+    def table_row(self) -> dict[str, float]:
+        return {k: v for k, v in asdict(self).items() if not isinstance(v, list)}
+
+
+def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMetrics:
+    """A whole run's metrics from its records (the simulator's tables; any complete record set)."""
+    done = [j for j in jobs if j.end is not None]
+    if not done:
+        raise HopsError("no job completed: nothing to summarise")
+    ends = [float(j.end) for j in done]  # type: ignore[arg-type]
+    jcts = [e - j.submit for e, j in zip(ends, done)]
+    waits = [wait_time(j, e) for e, j in zip(ends, done)]
+    lr = [latency_ratio(w, j.age_estimate) for w, j in zip(waits, done)]
+    rho = [ftf_rho(c, j.ideal_time) for c, j in zip(jcts, done)]
+    last_end = max(ends)
+    per_round = [sum(p.solve_seconds for p in r) for r in rounds_of(rounds)] or [0.0]
+    return RunMetrics(
+        jobs=len(done),
+        unfinished=len(jobs) - len(done),
+        makespan=last_end - min(j.submit for j in done),
+        avg_jct=sum(jcts) / len(jcts),
+        avg_wait=sum(waits) / len(waits),
+        max_lr=max(math.inf if x is None else x for x in lr),
+        avg_frag=fragments_per_round(rounds, until=last_end) or 0.0,
+        max_rho=max(math.inf if x is None else x for x in rho),
+        preemptions=sum(j.preemptions for j in done),
+        planner_mean_seconds=sum(per_round) / len(per_round),
+        planner_max_seconds=max(per_round),
+        limit_hits=sum(1 for r in rounds if r.limit_hit),
+        jct=jcts,
+        lr=[math.inf if x is None else x for x in lr],
+        rho=[math.inf if x is None else x for x in rho],
+    )
+
+
+def cdf(values: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Sorted finite values and their cumulative fractions (for CDF plots)."""
+    xs = sorted(v for v in values if math.isfinite(v))
+    return xs, [(i + 1) / len(xs) for i in range(len(xs))]

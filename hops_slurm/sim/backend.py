@@ -7,12 +7,20 @@ starts, keeps or preempts them -> each running job progresses at the ground-trut
 actual placement (hops_slurm.sim.groundtruth), after a restart cost when it (re)starts from a
 checkpoint -> completion releases its GPUs at once and closes its JobRecord.
 
+What policies know comes from the production estimator (:mod:`hops_slurm.sim.knowledge`): each job's
+probe results go into a temporary throughput store when it arrives (a job whose owner already ran
+that model skips probing, as on the live engine), and every running job reports a runtime record
+``record_seconds`` after it (re)starts and then every ``record_every_seconds``; the store's type and
+entity layers learn from them. Accounting (wait, run time, GPU-seconds, placements) is
+:func:`hops_slurm.accounting.account`, the live engine's function.
+
 Restart cost: ``restart_seconds`` (default 60 s) of holding the GPUs without progress whenever a job
 resumes after a preemption or moves to another config. Gavel and Themis measure 5-10 s checkpoint
 save/load alone; Sia's measured restart penalties, which include re-launching the framework, are
 120-250 s; 60 s sits between. A job's first start costs nothing (it was launched by the probe path).
 
-Policies see only :mod:`hops_slurm.sim.observed` numbers, never ground truth.
+Policies never see ground truth: not the node speeds, not the server kinds (only what the cluster
+file says Slurm shows, :meth:`hops_slurm.sim.cluster.ClusterSpec.view`).
 """
 
 from __future__ import annotations
@@ -21,12 +29,14 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from hops_slurm.accounting import JobLedger, account
 from hops_slurm.backend import Enactment
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.cluster import ClusterSpec
-from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
-from hops_slurm.sim.observed import Observations, ProbeResult, age_eq9, sensitivity_eq10
+from hops_slurm.sim.groundtruth import GroundTruth
+from hops_slurm.sim.knowledge import Knowledge
+from hops_slurm.sim.measure import runtime_record, signature_of
 from hops_slurm.sim.workload import JobSpec
 from planner.views import ClusterView, Config, JobView, Plan, freeze_config
 
@@ -45,12 +55,13 @@ class _Job:
     spec: JobSpec
     ready_at: float
     record: JobRecord
+    ledger: JobLedger
+    signature: str
     config: Config | None = None
     rate: float = 0.0  # ground-truth samples/s in config
     resume_at: float = 0.0  # restart cost ends
+    next_record: float = math.inf  # when its recorder writes the next runtime record
     done: float = 0.0
-    run_time: float = 0.0
-    gpu_seconds: float = 0.0
     active_integral_at_submit: float = 0.0
     finished: bool = False
     ever_ran: bool = False
@@ -65,6 +76,9 @@ class SimSettings:
     #: the whole cluster idle this long with ready jobs, no arrivals or probes left: the policy cannot
     #: place them (e.g. a rigid request outside its config space); they are CANCELLED and reported
     stall_seconds: float = 24 * 3600.0
+    #: a running job's first runtime record comes this long after it (re)starts, then one every ...
+    record_seconds: float = 300.0
+    record_every_seconds: float = 3600.0
 
 
 @dataclass
@@ -72,7 +86,8 @@ class SimBackend:
     """The simulated cluster behind :class:`hops_slurm.backend.Backend` (see the module docstring).
 
     After a run: :meth:`job_records` (one JobRecord per job), ``series`` (time, GPUs in use,
-    normalised throughput) and ``obs`` (what the scheduler learned).
+    normalised throughput) and ``knowledge`` (the store and estimator: what the scheduler learned;
+    :meth:`close` removes its temporary store).
     """
 
     cluster: ClusterSpec
@@ -85,9 +100,9 @@ class SimBackend:
             self.truth.check_model(spec.model)
         self.speeds = self.cluster.node_speeds()
         self.capacity = {name: kind.gpus for name, kind in self.cluster.nodes()}
-        self.obs = Observations(
-            {n: k.gpu_type for n, k in self.cluster.nodes()}, {n: k.name for n, k in self.cluster.nodes()}
-        )
+        self.order = {name: i for i, (name, _k) in enumerate(self.cluster.nodes())}
+        self.knowledge = Knowledge(self.cluster.view(), self.truth)
+        self._profiled_at: dict[str, float] = {}  # signature -> when its probes finished
         self.gpus_per_type: dict[str, int] = {}
         for kind in self.cluster.server_kind:
             self.gpus_per_type[kind.gpu_type] = self.gpus_per_type.get(kind.gpu_type, 0) + kind.gpus * kind.count
@@ -146,14 +161,14 @@ class SimBackend:
                     job_id=job.spec.job_id,
                     requirements=job.spec.requirements,
                     submit_time=job.spec.arrival,
-                    wait=max(self.t - job.spec.arrival - job.run_time, 0.0),
+                    wait=job.ledger.wait,
                     age=job.age,
                     sensitivity=job.sensitivity,
-                    throughput=self.obs.throughput_fn(job.spec.job_id),
+                    throughput=self.knowledge.throughput_fn(job.signature),
                     total_samples=job.spec.total_samples,
                     done_samples=job.done,
-                    attained_gpu_seconds=job.gpu_seconds,
-                    run_time=job.run_time,
+                    attained_gpu_seconds=job.ledger.gpu_seconds,
+                    run_time=job.ledger.run_time,
                     current=job.config,
                     user=job.spec.user,
                 )
@@ -268,42 +283,54 @@ class SimBackend:
             return
         self._active_integral += len(self.active) * dt
         for job in self.active.values():
-            if job.config is None:
-                continue
-            useful = max(0.0, until - max(self.t, job.resume_at))
-            job.done = min(job.spec.total_samples, job.done + job.rate * useful)
-            job.run_time += dt
-            job.gpu_seconds += dt * sum(job.config.values())
+            if job.config is not None:
+                useful = max(0.0, until - max(self.t, job.resume_at))
+                job.done = min(job.spec.total_samples, job.done + job.rate * useful)
+                account(job.ledger, until, "RUNNING", dict(job.config))
+            else:
+                account(job.ledger, until, "PENDING", {})
         self.t = until
+        for job in self.active.values():
+            while job.config is not None and job.next_record <= self.t + EPS:
+                self._record(job, job.next_record)
+                job.next_record += self.settings.record_every_seconds
+
+    def _record(self, job: _Job, at: float) -> None:
+        """The job's recorder writes a window; the engine ingests it (what a metrics file gives live)."""
+        assert job.config is not None
+        nodes = sorted(job.config, key=self.order.__getitem__)
+        types = {self.speeds[n].gpu_type for n in nodes}
+        rec = runtime_record(job.signature, job.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
+                             gpus=sum(job.config.values()), nodes=len(nodes), throughput=job.rate,
+                             window=self.settings.record_seconds, at=at)
+        self.knowledge.ingest(rec)
 
     def _arrive(self) -> None:
         while self._next_arrival < len(self._pending_arrivals) and self._pending_arrivals[self._next_arrival].arrival <= self.t + EPS:
             spec = self._pending_arrivals[self._next_arrival]
             self._next_arrival += 1
-            ready = spec.arrival
-            for gpu_type, slots in self._profiler_free.items():
-                i = min(range(len(slots)), key=lambda k: slots[k])
-                start = max(spec.arrival, slots[i])
-                slots[i] = start + self.cluster.profiler.probe_seconds
-                ready = max(ready, slots[i])
-                best = {"a": NodeSpeed(gpu_type), "b": NodeSpeed(gpu_type)}
-                self.obs.record_probe(
-                    spec.job_id,
-                    gpu_type,
-                    ProbeResult(
-                        self.truth.throughput(spec.model, {"a": 1}, best),
-                        self.truth.throughput(spec.model, {"a": 2}, best),
-                        self.truth.throughput(spec.model, {"a": 1, "b": 1}, best),
-                    ),
-                )
+            signature = signature_of(spec.model, spec.user)
+            if signature in self._profiled_at:  # its owner ran this model before: no probe (the engine's model cache)
+                ready = max(spec.arrival, self._profiled_at[signature])
+            else:
+                ready = spec.arrival
+                for slots in self._profiler_free.values():
+                    i = min(range(len(slots)), key=lambda k: slots[k])
+                    start = max(spec.arrival, slots[i])
+                    slots[i] = start + self.cluster.profiler.probe_seconds
+                    ready = max(ready, slots[i])
+                self.knowledge.probe(signature, spec.model, at=spec.arrival,
+                                     probe_seconds=self.cluster.profiler.probe_seconds)
+                self._profiled_at[signature] = ready
             record = JobRecord(
                 job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
                 requirements=list(spec.requirements), total_samples=spec.total_samples,
             )
-            job = _Job(spec, ready, record, active_integral_at_submit=self._active_integral)
-            job.age = age_eq9(self.obs, spec.job_id, spec.total_samples, spec.requirements, self.gpus_per_type)
+            job = _Job(spec, ready, record, JobLedger(last_seen=spec.arrival), signature,
+                       active_integral_at_submit=self._active_integral)
+            job.age = self.knowledge.age(signature, spec.total_samples, spec.requirements)
             main_type = max(self.gpus_per_type, key=lambda t: self.gpus_per_type[t])
-            job.sensitivity = sensitivity_eq10(self.obs, spec.job_id, main_type)
+            job.sensitivity = self.knowledge.sensitivity(signature, main_type)
             record.age_estimate = job.age if math.isfinite(job.age) else None
             self.active[spec.job_id] = job
 
@@ -323,22 +350,17 @@ class SimBackend:
         job.config = config
         job.rate = self.truth.throughput(job.spec.model, config, self.speeds)
         job.resume_at = self.t + (self.settings.restart_seconds if job.ever_ran else 0.0)
+        job.next_record = job.resume_at + self.settings.record_seconds
         if not job.ever_ran:
-            job.record.start = self.t
             job.record.state = "RUNNING"
         job.ever_ran = True
-        types = {self.speeds[n].gpu_type for n in config}
-        job.record.placements.append(
-            PlacementRecord(start=self.t, config=dict(config), gpu_type=types.pop() if len(types) == 1 else "mixed")
-        )
-        self.obs.record_run(job.spec.job_id, config, job.rate)
+        account(job.ledger, self.t, "RUNNING", dict(config))
 
     def _stop(self, job: _Job, *, preempted: bool) -> None:
+        account(job.ledger, self.t, "PENDING" if preempted else "ENDED", {})
         job.config = None
         job.rate = 0.0
-        last = job.record.placements[-1]
-        last.end = self.t
-        last.preempted = preempted
+        job.next_record = math.inf
 
     def _ideal_time(self, job: _Job) -> float:
         """Themis T_id: run time alone on 1/N of the cluster, N = time-averaged active jobs over its life.
@@ -374,9 +396,23 @@ class SimBackend:
         else:
             self.series.append((self.t, used, norm))
 
+    def _placement(self, p: dict) -> PlacementRecord:
+        types = {self.speeds[n].gpu_type for n in p["config"]}
+        return PlacementRecord(start=p["start"], end=p.get("end"), config=dict(p["config"]),
+                               gpu_type=types.pop() if len(types) == 1 else "mixed",
+                               preempted=bool(p.get("preempted", False)))
+
     def job_records(self) -> list[JobRecord]:
-        out = [j.record for j in (*self.finished.values(), *self.cancelled.values(), *self.active.values())]
+        out = []
+        for j in (*self.finished.values(), *self.cancelled.values(), *self.active.values()):
+            j.record.start = j.ledger.first_start
+            j.record.placements = [self._placement(p) for p in j.ledger.placements]
+            out.append(j.record)
         return sorted(out, key=lambda r: (r.submit, r.job_id))
+
+    def close(self) -> None:
+        """Remove the temporary throughput store (the records stay readable)."""
+        self.knowledge.close()
 
 
 __all__ = ["SimBackend", "SimSettings", "PolicyPlanError"]

@@ -4,6 +4,12 @@ Data flow: a cluster file names server kinds (GPU type, GPUs per server, entity 
 and the profiler partition; the simulator expands it into nodes (``<kind>-<i>``, in file order = the
 adjacency order planners use for configs) and builds :class:`planner.views.NodeView` from it.
 
+What Slurm shows is kept apart from the truth. Policies see each node's GPU type and its server class:
+the first of the ``features`` an administrator set on that kind's nodes, or the GPU type where none is
+set (as :func:`hops_slurm.slurm.views.server_class` reads a live node). The kind's ``name`` and
+``speed``, and the per-node speeds of ``[[degraded]]`` nodes, are ground truth only: Hops has to learn
+them from what jobs measure (its entity layer).
+
 File format (TOML)::
 
     name = "paper-64"
@@ -16,8 +22,12 @@ File format (TOML)::
     gpu_type = "v100"          # must have measured data (k80, p100, v100)
     gpus = 4
     count = 2
-    speed = 1.0                # entity speed factor (1.0 = best server of this type)
+    speed = 1.0                # entity speed factor (1.0 = best server of this type): truth
+    features = ["tigerway"]    # what the administrator set in slurm.conf (Features=); optional
     paper_hardware = "TIGERWAY YK8100-8G RTX3090"
+    [[degraded]]               # optional: a node slower than its kind (truth only; Slurm shows nothing)
+    node = "v100-tigerway-01"
+    speed = 0.5
 """
 
 from __future__ import annotations
@@ -50,7 +60,20 @@ class ServerKind(BaseModel):
     gpus: int = Field(gt=0, le=64)
     count: int = Field(gt=0)
     speed: float = Field(default=1.0, gt=0.0, le=1.0)
+    features: list[str] = Field(default_factory=list, max_length=16)
     paper_hardware: str = ""
+
+    @property
+    def visible_class(self) -> str:
+        """The server class Slurm shows: the first administrator feature, else the GPU type."""
+        return self.features[0] if self.features else self.gpu_type
+
+
+class DegradedNode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    node: str
+    speed: float = Field(gt=0.0, le=1.0)
 
 
 class ProfilerSpec(BaseModel):
@@ -67,6 +90,7 @@ class ClusterSpec(BaseModel):
     description: str = ""
     profiler: ProfilerSpec = ProfilerSpec()
     server_kind: list[ServerKind] = Field(min_length=1)
+    degraded: list[DegradedNode] = Field(default_factory=list)
 
     def nodes(self) -> list[tuple[str, ServerKind]]:
         """(node name, its server kind) in adjacency order."""
@@ -84,13 +108,16 @@ class ClusterSpec(BaseModel):
         return tuple(dict.fromkeys(k.gpu_type for k in self.server_kind))
 
     def node_speeds(self) -> dict[str, NodeSpeed]:
-        return {name: NodeSpeed(kind.gpu_type, kind.speed) for name, kind in self.nodes()}
+        """Ground truth per node: GPU type and true speed (a degraded node's own, else its kind's)."""
+        slow = {d.node: d.speed for d in self.degraded}
+        return {name: NodeSpeed(kind.gpu_type, slow.get(name, kind.speed)) for name, kind in self.nodes()}
 
     def view(self, free: dict[str, int] | None = None) -> ClusterView:
-        """The policy's view: every node, ``free`` GPUs per node (all free when omitted)."""
+        """The policy's view (what Slurm shows): every node with its GPU type and visible server class,
+        ``free`` GPUs per node (all free when omitted)."""
         return ClusterView(
             tuple(
-                NodeView(name, kind.gpu_type, kind.name, kind.gpus, kind.gpus if free is None else free[name])
+                NodeView(name, kind.gpu_type, kind.visible_class, kind.gpus, kind.gpus if free is None else free[name])
                 for name, kind in self.nodes()
             )
         )
@@ -129,4 +156,9 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     names = [k.name for k in spec.server_kind]
     if len(set(names)) != len(names):
         raise ConfigError(f"{path}: server_kind names must be distinct, got {names}")
+    nodes = {name for name, _ in spec.nodes()}
+    for d in spec.degraded:
+        if d.node not in nodes:
+            raise ConfigError(f"{path}: degraded node {d.node!r} is not a node of this cluster (nodes are "
+                              f"<server_kind name>-<index>, e.g. {next(iter(sorted(nodes)))})")
     return spec

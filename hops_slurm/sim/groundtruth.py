@@ -3,7 +3,7 @@
 Data flow: ``hops_slurm/data/gavel/simulation_throughputs.json`` (measured steps/s, Narayanan et al.,
 OSDI 2020, MIT License; see hops_slurm/data/README.md) -> :class:`GroundTruth` -> the simulated cluster
 advances jobs at ``GroundTruth.throughput(model, config)``. Policies never see this object; they see
-:mod:`hops_slurm.sim.observed`.
+the production estimator, fed with what the simulated cluster measures (:mod:`hops_slurm.sim.measure`).
 
 Rules (documented in docs/simulator.md as well):
 
@@ -19,8 +19,8 @@ Rules (documented in docs/simulator.md as well):
 * 0.0 in the data means the model does not fit / was not measured there: the job cannot run there.
 * Mixed GPU types in one config: synchronous data-parallel training runs at the pace of its slowest
   member, so the config runs at the spread throughput of its slowest type (min over types).
-* Server entity speed: every node has a speed factor (its server kind's, from the cluster file, 1.0 for
-  the best server of a type); a config runs at the spread/consolidated throughput times the smallest
+* Server entity speed: every node has a speed factor (its server kind's from the cluster file, 1.0 for
+  the best server of a type, or its own where the file declares the node degraded); a config runs at the spread/consolidated throughput times the smallest
   factor among its nodes (the slowest server paces the job).
 """
 
@@ -50,7 +50,8 @@ class NodeSpeed:
     speed: float = 1.0
 
 
-def _batch_size(model: str) -> int:
+def batch_size(model: str) -> int:
+    """Per-worker batch size of a Gavel job type (1 for models without one)."""
     m = re.search(r"batch size (\d+)", model)
     return int(m.group(1)) if m else 1
 
@@ -125,7 +126,7 @@ class GroundTruth:
         return t8 * gain ** math.log2(n / 8)
 
     def samples_per_second(self, model: str, gpu_type: str, n: int, spread: bool) -> float:
-        return self.steps_per_second(model, gpu_type, n, spread) * _batch_size(model)
+        return self.steps_per_second(model, gpu_type, n, spread) * batch_size(model)
 
     def throughput(self, model: str, config: Mapping[str, int], nodes: Mapping[str, NodeSpeed]) -> float:
         """Samples/s of ``model`` placed as ``config`` (node -> GPUs) on ``nodes`` (name -> NodeSpeed)."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hops_slurm.sim.metrics import cdf
+from hops_slurm.report.metrics import cdf
 from hops_slurm.sim.runner import RunResult
 
 COLUMNS = (

@@ -2,7 +2,9 @@
 
 Data flow: :func:`simulate` builds the SimBackend for a workload, drives a fresh policy through the
 round loop, and returns a :class:`RunResult`; :func:`compare` runs every (policy, seed) pair, writes
-each run's JobRecord / RoundRecord JSONL under ``out/<policy>/seed<k>/`` and shows a progress line.
+each run's JobRecord / RoundRecord JSONL and the live engine's records file (``records.sqlite``, the
+format ``hops-slurm report --records`` reads from a cluster) under ``out/<policy>/seed<k>/`` and
+shows a progress line.
 A run that fails (a policy error, the simulator's 90-day guard) does not lose the comparison: it is
 kept as a :class:`RunFailure` (``error.txt`` in its folder) and every other run still completes.
 """
@@ -19,10 +21,11 @@ from typing import TextIO
 
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
+from hops_slurm.report.source import write_sqlite
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
-from hops_slurm.sim.metrics import RunMetrics, summarize
+from hops_slurm.report.metrics import RunMetrics, summarize
 from hops_slurm.sim.workload import JobSpec, load_workload
 from planner.policies import make_policy
 
@@ -86,6 +89,8 @@ def simulate(
                                                           fragment_at_once=options.fragment_at_once), on_round=tick)
     except HopsError as exc:
         raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
+    finally:
+        backend.close()
     records = backend.job_records()
     return RunResult(policy_name, seed, records, rounds, backend.series, summarize(records, rounds),
                      time.perf_counter() - start)
@@ -104,6 +109,9 @@ def write_run(result: RunResult, folder: Path) -> None:
         for t, used, norm in result.series:
             fh.write(f"{t:.3f},{used},{norm:.6f}\n")
     (folder / "metrics.json").write_text(json.dumps(result.metrics.table_row(), indent=2) + "\n")
+    sqlite = folder / "records.sqlite"
+    sqlite.unlink(missing_ok=True)  # write_sqlite appends plans: start from an empty file
+    write_sqlite(sqlite, result.jobs, result.rounds)
 
 
 @dataclass

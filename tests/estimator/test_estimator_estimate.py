@@ -154,3 +154,32 @@ def test_estimator_throughput_fn_for_cluster():
     source.jobs["job"] = snap(entity_aggregated={("v100-dgx", 1): 123.0})
     by_class = Estimator.for_cluster(source, cluster, entity="server_class").throughput_fn("job")
     assert by_class({"b": 1}) == 123.0
+
+
+def test_entity_factor_scales_the_layers_below_the_entity_layer_only():
+    s = snap(type_aggregated={("v100", 2): 800.0}, entity_aggregated={("b", 2): 300.0})
+    factors = {"a": 0.5}
+    # a: no record of this job there -> type layer x the server's learned factor; theory likewise
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=2, server="a", entity_factors=factors) == 400.0
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=1, server="a", entity_factors=factors) == \
+        pytest.approx(0.5 * 32 / 0.035)
+    # b: the job's own record wins; unknown servers have factor 1
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=2, server="b", entity_factors=factors) == 300.0
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=2, server="c", entity_factors=factors) == 800.0
+    fn = Estimator(MemorySource({"job": s}, dict(CALS), {"a": 0.5}), NODES).throughput_fn("job")
+    assert fn({"a": 1, "b": 1}) == pytest.approx(2 * min(0.5, 1.0) * per_gpu_throughput(
+        s, CALS, gpu_type="v100", gpus=2, nodes=2))
+
+
+def test_store_entity_factors_from_one_gpu_records_and_peers(tmp_path):
+    store = ThroughputStore(tmp_path / "s.sqlite")
+    store.put_theory("j", "v100", t_f=0.01, t_b=0.02, t_u=0.01, pattern=1, params=1e6, batch_size=40)  # probe 1000/s
+    store.add_runtime_samples("j", "v100", "slow", gpus=1, nodes=1, throughput=600.0)
+    store.add_runtime_samples("j", "v100", "fast", gpus=1, nodes=1, throughput=1000.0)
+    # 4 GPUs on one node: compared with the fastest other server that ran the job on 4 GPUs
+    store.add_runtime_samples("j", "v100", "slow", gpus=4, nodes=1, throughput=1600.0)
+    store.add_runtime_samples("j", "v100", "fast", gpus=4, nodes=1, throughput=3200.0)
+    # multi-node records name one node for a run paced by the slowest: left out
+    store.add_runtime_samples("j", "v100", "other", gpus=2, nodes=2, throughput=10.0)
+    f = store.entity_factors()
+    assert f == {"slow": pytest.approx(0.55), "fast": pytest.approx(1.0)}

@@ -6,7 +6,7 @@ from hops_slurm.sim.backend import PolicyPlanError, SimBackend, SimSettings
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
-from hops_slurm.sim.metrics import summarize
+from hops_slurm.report.metrics import summarize
 from hops_slurm.sim.workload import JobSpec
 from planner.baselines import FifoGreedy
 from planner.views import Plan, Policy
@@ -143,3 +143,33 @@ def test_jobs_a_policy_never_places_are_cancelled_and_counted(tmp_path):
     # idle from the last probe (t = 160) until the first round end after 160 + 3600
     assert backend.now() >= 3760.0 and backend.now() < 3760.0 + 360.0
     assert all(r.unassigned_jobs == r.active_jobs for r in rounds)
+
+
+def test_a_hidden_slow_node_is_learned_from_runtime_records_and_shared_across_jobs(tmp_path):
+    path = tmp_path / "hidden.toml"
+    path.write_text('name = "hidden"\n[profiler]\ngpus_per_type = 1\nprobe_seconds = 60.0\n'
+                    '[[server_kind]]\nname = "v"\ngpu_type = "v100"\ngpus = 4\ncount = 2\n'
+                    '[[degraded]]\nnode = "v-01"\nspeed = 0.5\n')
+    spec = load_cluster(path)
+    assert {n.server_class for n in spec.view().nodes} == {"v100"}  # Slurm shows nothing
+    thr1 = GroundTruth().samples_per_second(R50, "v100", 1, False)
+    jobs = (JobSpec("a", 0.0, R50, (1,), thr1 * 0.5 * 7200, "alice"),
+            JobSpec("b", 0.0, "ResNet-18 (batch size 64)", (1,), 1.0e9, "bob"))
+
+    class OnSecondNode(Policy):
+        name = "second-node"
+
+        def plan(self, cluster, jobs, now, *, fragment=False):
+            return Plan({j.job_id: {"v-01": 1} for j in jobs if j.job_id == "a"})
+
+    backend = SimBackend(spec, jobs, SimSettings(stall_seconds=3600.0))
+    before = backend.knowledge.throughput_fn("bob/ResNet-18 (batch size 64)")
+    assert before({"v-01": 1}) == pytest.approx(before({"v-00": 1}))
+    run_rounds(backend, OnSecondNode(), max_rounds=5)
+    # job a ran on the slow node: its own estimate there is its measured rate, and a job that never
+    # ran there (b, another owner and model) is now estimated slower there too
+    a_fn = backend.knowledge.throughput_fn("alice/" + R50)
+    assert a_fn({"v-01": 1}) == pytest.approx(0.5 * thr1, rel=1e-3)
+    b_fn = backend.knowledge.throughput_fn("bob/ResNet-18 (batch size 64)")
+    assert b_fn({"v-01": 1}) == pytest.approx(0.5 * b_fn({"v-00": 1}), rel=1e-3)
+    backend.close()

@@ -3,7 +3,7 @@
 import pytest
 
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
-from hops_slurm.sim.metrics import cdf, summarize
+from hops_slurm.report.metrics import cdf, summarize
 
 
 def records():

@@ -1,0 +1,110 @@
+"""Per-job accounting, one function for the live engine and the simulator.
+
+Where it sits: the live engine (:mod:`hops_slurm.engine.engine`) calls :func:`account` at every refresh
+with what Slurm says of each Hops job; the simulated cluster (:mod:`hops_slurm.sim.backend`) calls it
+whenever its virtual clock moves or a job starts, stops or ends. Either way the same rules turn
+"the job is PENDING / RUNNING in this config / ENDED at time t" into wait, run time, GPU-seconds and
+placements (one per run; a preemption ends one). Pure bookkeeping: no Slurm, no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Ledger(Protocol):
+    """What :func:`account` reads and writes (:class:`hops_slurm.engine.state.JobState` is one)."""
+
+    last_seen: float
+    last_state: str
+    wait: float
+    run_time: float
+    gpu_seconds: float
+    first_start: float | None
+    config: dict[str, int]
+    placements: list[dict[str, Any]]
+
+
+@dataclass
+class JobLedger:
+    """A plain :class:`Ledger` (the simulator's): starts PENDING at ``last_seen`` (the submission)."""
+
+    last_seen: float
+    last_state: str = "PENDING"
+    wait: float = 0.0
+    run_time: float = 0.0
+    gpu_seconds: float = 0.0
+    first_start: float | None = None
+    config: dict[str, int] = field(default_factory=dict)
+    placements: list[dict[str, Any]] = field(default_factory=list)
+
+
+def account(job: Ledger, now: float, state: str, config: dict[str, int], *, started: float | None = None,
+            ended: float | None = None, ran: dict[str, int] | None = None) -> None:
+    """Bring ``job`` from its last refresh (``job.last_seen``) up to ``now``, when Slurm says ``state``
+    ("PENDING", "RUNNING" or "ENDED") and, running, ``config`` (GPUs per node). Pure bookkeeping.
+
+    Refreshes are seconds apart, so what happened in between is dated with Slurm's own times where it
+    has them: ``started`` (the job's start_time: when its current or last run began) and ``ended`` (its
+    end_time once ended), each clamped into (last_seen, now]. Without them the change is dated ``now``.
+    Wait is pending time, summed over preemptions; run time and GPU-seconds count the runs; each run is
+    one placement (start, end, config, preempted). A run Slurm restarted between two refreshes (a later
+    start_time, or another config) ends the previous placement as preempted. ``ran``: the config of a run
+    that began and ended between two refreshes (the engine passes the config it released the job on)."""
+
+    def at(t: float | None) -> float:
+        return now if not t else min(now, max(job.last_seen, t))
+
+    def open_run(t: float, cfg: dict[str, int]) -> None:
+        if job.first_start is None or t < job.first_start:
+            job.first_start = t
+        job.placements.append({"start": t, "end": None, "config": dict(cfg)})
+
+    def close_run(t: float, preempted: bool) -> None:
+        if job.placements and job.placements[-1].get("end") is None:
+            job.placements[-1]["end"] = t
+            job.placements[-1]["preempted"] = preempted
+
+    def add_run(t0: float, t1: float, cfg: dict[str, int]) -> None:
+        job.run_time += t1 - t0
+        job.gpu_seconds += (t1 - t0) * sum(cfg.values())
+
+    last = job.last_seen
+    if job.last_state == "RUNNING":
+        current = job.placements[-1] if job.placements and job.placements[-1].get("end") is None else None
+        if state == "RUNNING":
+            restarted = bool(started) and current is not None and started > float(current["start"]) + 1.0
+            if restarted or config != job.config:
+                t = at(started) if restarted else now
+                add_run(last, t, job.config)
+                close_run(t, preempted=True)
+                open_run(t, config)
+                add_run(t, now, config)
+            else:
+                add_run(last, now, config)
+        elif state == "ENDED":
+            t = at(ended)
+            add_run(last, t, job.config)
+            close_run(t, preempted=False)
+        else:  # requeued: preempted (Slurm keeps no end time of the run it requeued)
+            add_run(last, now, job.config)
+            close_run(now, preempted=True)
+    else:
+        if state == "RUNNING":
+            t = at(started)
+            job.wait += t - last
+            open_run(t, config)
+            add_run(t, now, config)
+        elif state == "ENDED" and ran and started and ended and started > last and ended > started:
+            t0 = at(started)
+            t1 = max(t0, at(ended))
+            job.wait += t0 - last
+            open_run(t0, ran)
+            add_run(t0, t1, ran)
+            close_run(t1, preempted=False)
+        else:
+            job.wait += now - last
+    job.config = dict(config) if state == "RUNNING" else {}
+    job.last_state = "RUNNING" if state == "RUNNING" else "PENDING"
+    job.last_seen = now

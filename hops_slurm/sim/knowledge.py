@@ -1,0 +1,141 @@
+"""The production estimator inside a simulation: a temporary SQLite throughput store, fed as a cluster
+feeds it, read through :class:`estimator.estimate.Estimator` exactly as the live engine reads it.
+
+Data flow: the simulated cluster (:mod:`hops_slurm.sim.backend`) hands :class:`Knowledge` probe results
+and runtime records (:mod:`hops_slurm.sim.measure`); they go into :class:`estimator.store.ThroughputStore`
+through :mod:`profiler.ingest` (the engine's ingest functions); policies get
+:meth:`Knowledge.throughput_fn`, and every job its eq. (9) age and eq. (10) sensitivity from
+:mod:`estimator.estimate`. The entity key is the node (``Estimator.for_cluster``'s default, the
+engine's): what Hops learns about a node it learns from that node's records only.
+
+Speed: a snapshot is read from SQLite once per signature and kept until a record for that signature is
+ingested; each signature's throughput function (which caches per config) is kept as long.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from estimator.errors import EstimateUnavailable
+from estimator.estimate import Estimator
+from estimator.snapshot import Calibration, JobSnapshot
+from estimator.store import ThroughputStore
+from hops_slurm.sim.groundtruth import GroundTruth
+from hops_slurm.sim.measure import calibration, probe_result
+from planner.views import ClusterView, ThroughputFn
+from profiler.ingest import ingest_probe, ingest_runtime
+from profiler.records import RuntimeRecord
+
+
+class _CachedStore:
+    """A :class:`estimator.snapshot.SnapshotSource` over the store that re-reads a signature only after
+    a write to it."""
+
+    def __init__(self, store: ThroughputStore) -> None:
+        self.store = store
+        self._snaps: dict[str, JobSnapshot] = {}
+        self._cal: dict[str, Calibration] | None = None
+        self._factors: dict[str, float] | None = None
+
+    def snapshot(self, signature: str) -> JobSnapshot:
+        snap = self._snaps.get(signature)
+        if snap is None:
+            snap = self._snaps[signature] = self.store.snapshot(signature)
+        return snap
+
+    def calibrations(self) -> dict[str, Calibration]:
+        if self._cal is None:
+            self._cal = self.store.calibrations()
+        return dict(self._cal)
+
+    def entity_factors(self) -> dict[str, float]:
+        if self._factors is None:
+            self._factors = self.store.entity_factors()
+        return dict(self._factors)
+
+    def forget(self, signature: str) -> None:
+        self._snaps.pop(signature, None)
+        self._factors = None
+
+
+class Knowledge:
+    """What Hops (and every policy) knows in one simulation; see the module docstring."""
+
+    def __init__(self, cluster: ClusterView, truth: GroundTruth, *, store_path: Path | None = None) -> None:
+        self._tmp = None
+        if store_path is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="hops-sim-store-")
+            store_path = Path(self._tmp.name) / "store.sqlite"
+        self.store = ThroughputStore(store_path)
+        self.store.db.execute("PRAGMA synchronous=OFF")  # a temporary file: no need to survive a power cut
+        self.truth = truth
+        self.gpu_types = tuple(dict.fromkeys(n.gpu_type for n in cluster.nodes))
+        for gpu_type in self.gpu_types:
+            b_link, b_net = calibration(truth, gpu_type)
+            self.store.put_calibration(gpu_type, b_link=b_link, b_net=b_net, measured_at=0.0,
+                                       method="simulated: fitted to ground truth's 2-GPU runs (hops_slurm.sim.measure)")
+        self.source = _CachedStore(self.store)
+        self.estimator = Estimator.for_cluster(self.source, cluster)
+        self._fns: dict[str, ThroughputFn] = {}
+        self.records = 0
+
+    def close(self) -> None:
+        self.store.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    # ----- what the cluster reports ----------------------------------------------------------------------
+    def profiled(self, signature: str) -> bool:
+        return bool(self.store.profiled_types(signature))
+
+    def probe(self, signature: str, model: str, *, at: float, probe_seconds: float) -> None:
+        """Probe ``model`` on every GPU type (the profiler partition) and ingest the results."""
+        for gpu_type in self.gpu_types:
+            result = probe_result(self.truth, model, gpu_type, signature, at=at, probe_seconds=probe_seconds)
+            if result is not None:
+                ingest_probe(self.store, result)
+        self._changed(signature)
+
+    def ingest(self, record: RuntimeRecord) -> None:
+        ingest_runtime(self.store, record)
+        self.records += 1
+        self._changed(record.signature)
+
+    def _changed(self, signature: str) -> None:
+        before = self.source.entity_factors()
+        self.source.forget(signature)
+        self._fns.pop(signature, None)
+        if self.source.entity_factors() != before:  # every job's estimates on those servers change
+            self._fns.clear()
+
+    # ----- what policies read -----------------------------------------------------------------------------
+    def throughput_fn(self, signature: str) -> ThroughputFn:
+        fn = self._fns.get(signature)
+        if fn is None:
+            fn = self._fns[signature] = self.estimator.throughput_fn(signature)
+        return fn
+
+    def age(self, signature: str, total_samples: float, requirements: Sequence[int]) -> float:
+        """Eq. (9) (:meth:`Estimator.expected_age`); infinite when no type can run the job."""
+        try:
+            return self.estimator.expected_age(signature, total_samples, requirements)
+        except EstimateUnavailable:
+            return math.inf
+
+    def sensitivity(self, signature: str, gpu_type: str) -> float:
+        """Eq. (10) on ``gpu_type`` (:meth:`Estimator.sensitivity`); infinite when unknown there."""
+        try:
+            return self.estimator.sensitivity(signature, gpu_type)
+        except (EstimateUnavailable, ZeroDivisionError):
+            return math.inf
+
+    def per_gpu(self, signature: str, gpu_type: str, gpus: int, nodes: int, node: str) -> float:
+        """The estimate the planner would use for one node (reports: estimate error over time)."""
+        try:
+            return self.estimator.per_gpu_throughput(signature, gpu_type, gpus, nodes, server=node)
+        except EstimateUnavailable:
+            return 0.0
