@@ -24,8 +24,8 @@ from pathlib import Path
 from hops_slurm.records import JobRecord
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.cluster import ClusterSpec, load_cluster
-from hops_slurm.sim.loop import LoopSettings, run_rounds
-from hops_slurm.sim.policies import make_policy
+from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from planner.policies import make_policy
 from hops_slurm.sim.workload import load_workload
 from hops_slurm.report.metrics import summarize
 from planner.views import freeze_config

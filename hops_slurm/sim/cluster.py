@@ -6,7 +6,7 @@ adjacency order planners use for configs) and builds :class:`planner.views.NodeV
 
 What Slurm shows is kept apart from the truth. Policies see each node's GPU type and its server class:
 the first of the ``features`` an administrator set on that kind's nodes, or the GPU type where none is
-set (as :func:`hops_slurm.slurm.views.server_class` reads a live node). The kind's ``name`` and
+set (as :func:`hops_slurm.slurm.snapshot.server_class` reads a live node). The kind's ``name`` and
 ``speed``, and the per-node speeds of ``[[degraded]]`` nodes, are ground truth only: Hops has to learn
 them from what jobs measure (its entity layer).
 

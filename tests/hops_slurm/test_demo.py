@@ -156,6 +156,11 @@ def test_a_daemon_left_by_a_killed_demo_is_stopped_and_nothing_else(tmp_path: Pa
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "unrelated"])
     stale = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(config)])
     try:
+        # a child's command line is its parent's until it has exec'd (slow on a loaded machine)
+        deadline = time.monotonic() + 30
+        while (str(config) not in processes.cmdline(stale.pid) or "unrelated" not in processes.cmdline(other.pid)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert stop_stale_daemon(pid_file, config) is None  # no PID file
         pid_file.write_text(f"{other.pid}\n")
         assert stop_stale_daemon(pid_file, config) is None and other.poll() is None  # not ours: left alone
