@@ -32,7 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         chosen = [args.name]
     else:
         raise HopsError(f"unknown benchmark {args.name!r}; known: {', '.join(benches) or 'none'}")
-    if args.device == "cuda":
+    if getattr(args, "device", "cpu") == "cuda":  # a Namespace built by hand may lack it
         if chosen != ["profiler"]:
             raise HopsError("--device cuda: only the profiler benchmark has a GPU check (hops-slurm bench profiler --device cuda)")
         from hops_slurm.bench.profiler_gpu import require_cuda, run_gpu
