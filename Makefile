@@ -32,8 +32,9 @@ ifneq ($(SLURM),)
 	$(HOPS) minicluster install --spec tests/data/minicluster-accounting.toml --slurm $(SLURM)
 endif
 
+# HOPS_ONLY=1: the jobs under Hops only (no second run under Slurm's own backfill).
 demo: install slurm
-	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM))
+	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM)) $(if $(HOPS_ONLY),--hops-only)
 
 # Everything; the live tests on $(SLURM) (make test SLURM=24.11).
 test: install slurm

@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run benchmarks and write their results (Markdown) to --out")
     p.add_argument("name", help="benchmark name, or 'all'; 'list' shows the names")
     p.add_argument("--out", type=Path, default=Path("docs/results"), help="result folder (default docs/results)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="profiler only: cuda = check the 1-GPU predictions on this machine's GPU (profiler-gpu.md; never in CI)")
     p.set_defaults(func=_run)
 
 
@@ -30,6 +32,16 @@ def _run(args: argparse.Namespace) -> int:
         chosen = [args.name]
     else:
         raise HopsError(f"unknown benchmark {args.name!r}; known: {', '.join(benches) or 'none'}")
+    if getattr(args, "device", "cpu") == "cuda":  # a Namespace built by hand may lack it
+        if chosen != ["profiler"]:
+            raise HopsError("--device cuda: only the profiler benchmark has a GPU check (hops-slurm bench profiler --device cuda)")
+        from hops_slurm.bench.profiler_gpu import require_cuda, run_gpu
+
+        require_cuda()
+        start = time.perf_counter()
+        path = run_gpu(args.out)
+        print(f"profiler --device cuda: wrote {path} in {time.perf_counter() - start:.1f} s")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     if not chosen:
         print("no benchmarks defined yet")

@@ -13,7 +13,7 @@ from hops_slurm.minicluster.spec import load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run a real workload under the Hops daemon on a local fake-GPU Slurm cluster")
+    p = sub.add_parser("demo", help="run a real workload under the Hops daemon on a local fake-GPU Slurm cluster, then under Slurm's backfill")
     p.add_argument("--spec", type=Path, default=None, help="minicluster spec (default etc/minicluster/default.toml)")
     p.add_argument("--slurm", choices=RELEASES, default=None,
                    help="Slurm release of the cluster (default the spec's, 22.05); 24.11 / 26.05 run in a Debian root")
@@ -23,5 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=REPORT_DIR, help="where report.md and the plots go (default docs/demo)")
     p.add_argument("--timeout", type=bounded_float(0, 86400, low_open=True), default=900.0, help="give up when the workload has not ended after this many seconds")
     p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    p.add_argument("--hops-only", action="store_true",
+                   help="run the jobs under Hops only (skip the second run under Slurm's own backfill, rigid GPU counts)")
     p.set_defaults(func=lambda a: run_demo(sys.stdout, load_spec(a.spec, slurm=a.slurm), jobs_dir=a.jobs, workload=a.workload,
-                                           site_config=a.config, report_dir=a.out, timeout=a.timeout, keep=a.keep))
+                                           site_config=a.config, report_dir=a.out, timeout=a.timeout, keep=a.keep,
+                                           hops_only=a.hops_only))

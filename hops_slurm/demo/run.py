@@ -5,8 +5,10 @@ etc/demo/jobs at the times etc/demo/workload.toml gives (the hook rejects the ma
 the rest) -> ``hops-slurm daemon`` (a PID-tracked subprocess with etc/demo/hops.toml) profiles, plans
 and places them round by round -> the jobs (etc/demo/train.py: real CPU PyTorch, emulated GPU speed)
 train, checkpoint, resume after preemption, end -> the daemon's records -> ``hops-slurm report`` table
-and ``--summary`` on stdout, ``report.md`` and PNG plots into docs/demo -> daemon and cluster stopped,
-also on error or Ctrl-C. Running it twice is safe: the demo's own state is wiped at the start.
+and ``--summary`` on stdout, ``report.md`` and PNG plots into docs/demo -> daemon stopped -> unless
+``hops_only``, the same jobs again under Slurm's own backfill, rigid (:mod:`.rigid`), and both runs side
+by side (:mod:`.compare`; ``comparison.md`` into docs/demo) -> cluster stopped, also on error or Ctrl-C.
+Running it twice is safe: the demo's own state is wiped at the start.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from hops_slurm.text import read_utf8
 from hops_slurm.config import load_config
+from hops_slurm.demo.jobs import Progress, Submission, sbatch_script
 from hops_slurm.errors import ConfigError, HopsError
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
@@ -40,18 +43,11 @@ HOOK = ROOT / "hooks" / "job_submit.lua"
 PROBE_PYTHON = DEMO_DIR / "probe-python"
 #: ``hops-slurm`` run by this interpreter (``python -m`` cannot run the ``hops_slurm.cli`` package).
 HOPS_SLURM = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
-ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 MARKER = ".hops-demo"  # marks a folder the demo created and may wipe
 
 
 class DemoError(HopsError):
     """The demo could not finish: the daemon died, a job failed, or the workload did not end in time."""
-
-
-@dataclass(frozen=True)
-class Submission:
-    script: Path
-    at: float  # seconds after the first submission
 
 
 def load_workload(jobs_dir: Path = JOBS_DIR, workload: Path | None = WORKLOAD) -> list[Submission]:
@@ -197,28 +193,6 @@ def stop_stale_daemon(pid_file: Path, config: Path) -> int | None:
     return pid
 
 
-@dataclass
-class Progress:
-    """What the demo knows about its jobs: Slurm states as last seen."""
-
-    names: dict[str, str]  # job id -> script name
-    states: dict[str, str] = field(default_factory=dict)
-    gpus: dict[str, int] = field(default_factory=dict)
-
-    def ended(self) -> bool:
-        return all(self.states.get(j) in ENDED for j in self.names)
-
-    def line(self, elapsed: float, waiting: int) -> str:
-        running = [j for j in self.names if self.states.get(j) == "RUNNING"]
-        done = sum(1 for j in self.names if self.states.get(j) == "COMPLETED")
-        failed = sum(1 for j in self.names if self.states.get(j) in ENDED - {"COMPLETED"})
-        pending = len(self.names) - len(running) - done - failed
-        used = sum(self.gpus.get(j, 0) for j in running)
-        text = f"   [{elapsed:4.0f} s] {len(running)} running on {used} GPUs, {pending} pending, {done} completed"
-        text += f", {failed} failed" if failed else ""
-        return text + (f", {waiting} still to submit" if waiting else "")
-
-
 def poll_jobs(cluster: Minicluster, progress: Progress, env_dir: Path) -> None:
     """Update ``progress`` from ``squeue -t all --json`` (a job gone from it keeps its last state); a
     running job's GPU count is the HOPS_GPUS the engine wrote into its env file."""
@@ -266,8 +240,10 @@ def run_demo(
     timeout: float = 900.0,
     poll: float = 5.0,
     keep: bool = False,
+    hops_only: bool = False,
 ) -> int:
-    """Run the whole demo; 0 when every accepted job completed. ``report_dir=None``: no Markdown/PNGs."""
+    """Run the whole demo; 0 when every accepted job completed (in both runs). ``report_dir=None``: no
+    Markdown/PNGs. ``hops_only``: skip the second run under Slurm's own scheduling."""
     spec = spec or load_spec()
     submissions = load_workload(jobs_dir, workload)
     dirs = DemoDirs(spec.state_dir / "demo")
@@ -302,6 +278,8 @@ def run_demo(
                       if progress.states.get(j) != "COMPLETED"]
             if failed:
                 raise DemoError(f"jobs did not complete: {', '.join(failed)}; logs in {dirs.logs}")
+            if not hops_only:
+                _backfill_and_compare(spec, submissions, progress, dirs, env, out, report_dir, timeout, poll)
     finally:
         if daemon is not None and daemon.stop() not in (None, 0):
             print(f"   the daemon exited with status {daemon.proc.returncode if daemon.proc else '?'}", file=out)
@@ -326,7 +304,7 @@ def _run_workload(cluster: Minicluster, daemon: Daemon, submissions: list[Submis
         elapsed = time.monotonic() - start
         while queue and queue[0].at <= elapsed:
             sub = queue.pop(0)
-            job_id = _submit(cluster, sub.script, dirs, env, out, elapsed)
+            job_id = sbatch_script(sub.script, dirs.logs, env, out, elapsed)
             if job_id is not None:
                 progress.names[job_id] = sub.script.stem
         daemon.check_alive()
@@ -364,18 +342,6 @@ def _wait_recorded(daemon: Daemon, dirs: DemoDirs, job_ids: list[str], out: Text
         time.sleep(1.0)
 
 
-def _submit(cluster: Minicluster, script: Path, dirs: DemoDirs, env: dict[str, str], out: TextIO, elapsed: float) -> str | None:
-    argv = ["sbatch", "--parsable", "--open-mode=append", f"--output={dirs.logs}/%x-%j.out", str(script)]
-    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
-    if result.returncode != 0:
-        reason = next((l for l in result.stderr.splitlines() if "#HOPS" in l), result.stderr.strip())
-        print(f"   [{elapsed:4.0f} s] {script.name:<15} rejected by sbatch: {reason.removeprefix('sbatch: error: ')}", file=out)
-        return None
-    job_id = result.stdout.strip().split(";")[0]
-    print(f"   [{elapsed:4.0f} s] {script.name:<15} job {job_id}", file=out, flush=True)
-    return job_id
-
-
 def _show_jobs(progress: Progress, dirs: DemoDirs, out: TextIO) -> None:
     """Each job's final state and how often it ran (a run after the first resumed from its checkpoint)."""
     import json
@@ -408,3 +374,44 @@ def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO) -> None:
         now = records.last_time() or time.time()
         path = write_markdown(records, report_dir, now, simulated=False, title="Example: `make demo`", max_rows=20)
         print(f"== wrote {path} and its plots", file=out)
+
+
+def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], progress: Progress, dirs: DemoDirs,
+                          env: dict[str, str], out: TextIO, report_dir: Path | None, timeout: float, poll: float) -> None:
+    """The same jobs under Slurm's backfill (the daemon is stopped), then both runs side by side."""
+    from hops_slurm.demo.compare import comparison_markdown, comparison_text, summarise_run, with_hops_ages
+    from hops_slurm.demo.rigid import BackfillError, run_backfill, write_rigid_scripts
+    from hops_slurm.report import metrics
+    from hops_slurm.report.source import open_source
+    from hops_slurm.report.timefmt import format_elapsed
+    from hops_slurm.slurm.cli import CliSlurm
+
+    total_gpus = sum(g.gpus * g.count for g in spec.nodes)
+    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes))
+    print(f"== the same {len(rigid)} jobs under Slurm's own scheduling: Hops daemon stopped, each job a rigid request"
+          " of the median of its gpus= set, no #HOPS lines (the hook leaves it alone), sched/backfill", file=out)
+    try:
+        names, slurm_jobs = run_backfill(CliSlurm(env), rigid, dirs.logs, env, out, timeout=timeout, poll=poll)
+    except BackfillError as exc:
+        raise DemoError(f"{exc}; logs in {dirs.logs}") from None
+    hops_jobs = [j for j in open_source(dirs.records).load().jobs if j.job_id in progress.names]
+    slurm_jobs = with_hops_ages(slurm_jobs, names, {progress.names[j.job_id]: j.age_estimate for j in hops_jobs})
+    print("== the jobs under Slurm (LR = wait / the age Hops estimated for the same job)", file=out)
+    for j in slurm_jobs:
+        config = ",".join(f"{n}:{k}" for n, k in (j.placements[-1].config if j.placements else {}).items()) or "-"
+        lr = metrics.job_latency_ratio(j, j.end) if j.end is not None else None
+        print(f"   {j.job_id:>5} {names[j.job_id]:<13} {j.state:<10} {config:<18} wait {format_elapsed(metrics.wait_time(j, j.end or 0))}"
+              f"  JCT {format_elapsed(metrics.jct(j)) or '-'}  LR {'-' if lr is None else f'{lr:.2f}'}", file=out)
+    runs = [summarise_run("Hops", hops_jobs, total_gpus), summarise_run("Slurm backfill (rigid)", slurm_jobs, total_gpus)]
+    print(f"== Hops beside Slurm's own scheduling: the same {len(rigid)} jobs on the same {total_gpus} GPUs", file=out)
+    print(comparison_text(runs).rstrip(), file=out)
+    if report_dir is not None:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        path = report_dir / "comparison.md"
+        path.write_text(f"# `make demo`: Hops beside Slurm's own scheduling\n\nThe same {len(rigid)} jobs on the same "
+                        f"{total_gpus} GPUs (LR of a Slurm job: its wait over the age Hops estimated for it).\n\n"
+                        + comparison_markdown(runs))
+        print(f"== wrote {path}", file=out)
+    failed = [f"{names[j.job_id]} ({j.state})" for j in slurm_jobs if j.state != "COMPLETED"]
+    if failed:
+        raise DemoError(f"jobs did not complete under Slurm's scheduling: {', '.join(failed)}; logs in {dirs.logs}")

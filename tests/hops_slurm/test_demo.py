@@ -7,6 +7,7 @@ import io
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -211,7 +212,7 @@ def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Pat
 # ----- end to end -----------------------------------------------------------------------------------
 TINY_JOBS = {
     "a.sh": "gpus=1,2 samples=1200 batch-size=32 model=resnet18",
-    "b.sh": "gpus=2,4 samples=800 batch-size=8 model=gpt2",
+    "b.sh": "gpus=2,4 samples=400 batch-size=8 model=gpt2",
     "c.sh": "gpus=1 samples=600 batch-size=16 model=mobilenetv2 lr=0.02@1",
     "z-broken.sh": "gpus=1,2,2 samples=1K batch-size=64 model=resnet18",
 }
@@ -248,5 +249,19 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     report = (tmp_path / "report" / "report.md").read_text()
     assert report.count("COMPLETED") == 3
     assert list((tmp_path / "report").glob("*.png"))
+    # then the same three jobs under Slurm's own backfill, rigid at the median count, never held by the hook
+    slurm_part = text.split("== the same 3 jobs under Slurm's own scheduling", 1)[1]
+    for name, rigid in (("a.sh", "1 of gpus=1,2"), ("b.sh", "2 of gpus=2,4"), ("c.sh", "1 of gpus=1")):
+        assert f"{name:<15} job " in slurm_part and f"(rigid: {rigid})" in slurm_part
+    assert "z-broken" not in slurm_part
+    assert "0 pending, 3 completed" in slurm_part
+    rows = {line.split()[1]: line.split() for line in slurm_part.split("== the jobs under Slurm", 1)[1].splitlines()[1:4]}
+    assert {n: (r[2], sum(int(c.split(":")[1]) for c in r[3].split(","))) for n, r in rows.items()} == {
+        "a": ("COMPLETED", 1), "b": ("COMPLETED", 2), "c": ("COMPLETED", 1)}
+    table = slurm_part.split("== Hops beside Slurm's own scheduling: the same 3 jobs on the same 24 GPUs\n", 1)[1].splitlines()
+    assert table[0].split() == ["Hops", "Slurm", "backfill", "(rigid)"]
+    assert table[2].split() == ["Jobs", "completed", "3", "of", "3", "3", "of", "3"]
+    assert all(re.fullmatch(r"\d+\.\d\d", x) for x in table[5].split()[-2:])  # max LR on both sides
+    assert "| Jobs completed | 3 of 3 | 3 of 3 |" in (tmp_path / "report" / "comparison.md").read_text()
     assert leftover_processes(spec.state_dir) == []
     assert root_mounts(Minicluster(spec)) == mounts_before
