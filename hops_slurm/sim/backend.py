@@ -13,6 +13,11 @@ save/load alone; Sia's measured restart penalties, which include re-launching th
 120-250 s; 60 s sits between. A job's first start costs nothing (it was launched by the probe path).
 
 Policies see only :mod:`hops_slurm.sim.observed` numbers, never ground truth.
+
+Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
+(``JobSpec.declared``), which may differ from the samples it really processes; each planning the age
+handed to the policy goes through :func:`estimator.honesty.assess` (:meth:`SimBackend.planning_age`)
+with the samples processed so far (:meth:`SimBackend.processed_samples`) and the owner's history.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
 from hops_slurm.backend import Enactment
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
@@ -65,6 +71,8 @@ class SimSettings:
     #: the whole cluster idle this long with ready jobs, no arrivals or probes left: the policy cannot
     #: place them (e.g. a rigid request outside its config space); they are CANCELLED and reported
     stall_seconds: float = 24 * 3600.0
+    #: the defences against understated samples (estimator.honesty); enabled=False: declared ages as is
+    honesty: HonestyParams = field(default_factory=HonestyParams)
 
 
 @dataclass
@@ -138,6 +146,7 @@ class SimBackend:
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
         out = []
+        histories = self.user_histories()
         for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id)):
             if job.ready_at > self.t + EPS or (fragment and job.config is not None):
                 continue
@@ -147,10 +156,10 @@ class SimBackend:
                     requirements=job.spec.requirements,
                     submit_time=job.spec.arrival,
                     wait=max(self.t - job.spec.arrival - job.run_time, 0.0),
-                    age=job.age,
+                    age=self.planning_age(job, histories),
                     sensitivity=job.sensitivity,
                     throughput=self.obs.throughput_fn(job.spec.job_id),
-                    total_samples=job.spec.total_samples,
+                    total_samples=job.spec.declared,
                     done_samples=job.done,
                     attained_gpu_seconds=job.gpu_seconds,
                     run_time=job.run_time,
@@ -159,6 +168,29 @@ class SimBackend:
                 )
             )
         return tuple(out)
+
+    # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
+    def processed_samples(self, job: _Job) -> float:
+        """Samples the job has processed so far, as the scheduler may know them (its progress; to be
+        read from the runtime records the simulated jobs write once the simulator produces them)."""
+        return job.done
+
+    def user_histories(self) -> dict[str, UserHistory]:
+        """Each user's :class:`UserHistory` over their ended jobs (in order of completion) and their
+        running ones (what they processed so far)."""
+        outcomes: dict[str, list[JobOutcome]] = {}
+        for job in (*self.finished.values(), *self.active.values()):
+            if job.finished or job.ever_ran:
+                outcomes.setdefault(job.spec.user, []).append(JobOutcome(job.spec.declared, self.processed_samples(job)))
+        return {u: history_of(o, self.settings.honesty) for u, o in outcomes.items()}
+
+    def planning_age(self, job: _Job, histories: dict[str, UserHistory]) -> float:
+        """The age the policy plans with: the eq. 9 age of the declared samples, through
+        :func:`estimator.honesty.assess`."""
+        if not math.isfinite(job.age):
+            return job.age
+        history = histories.get(job.spec.user, UserHistory())
+        return assess(job.spec.declared, self.processed_samples(job), job.age, history, self.settings.honesty).age
 
     def _check(self, plan: Plan, fragment: bool) -> dict[str, Config]:
         offered = {j.job_id for j in self.job_views(fragment=fragment)}
@@ -301,7 +333,7 @@ class SimBackend:
                 requirements=list(spec.requirements), total_samples=spec.total_samples,
             )
             job = _Job(spec, ready, record, active_integral_at_submit=self._active_integral)
-            job.age = age_eq9(self.obs, spec.job_id, spec.total_samples, spec.requirements, self.gpus_per_type)
+            job.age = age_eq9(self.obs, spec.job_id, spec.declared, spec.requirements, self.gpus_per_type)
             main_type = max(self.gpus_per_type, key=lambda t: self.gpus_per_type[t])
             job.sensitivity = sensitivity_eq10(self.obs, spec.job_id, main_type)
             record.age_estimate = job.age if math.isfinite(job.age) else None
