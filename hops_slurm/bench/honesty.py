@@ -110,7 +110,7 @@ def _rows(got: dict[str, object]) -> list[Row]:
 def run_one(tag: str, sc: Scenario, seed: int, data: Path) -> dict[str, object]:
     cluster_name, spec = WORKLOADS[tag]
     cluster = load_cluster(cluster_name)
-    jobs = load_workload(spec, seed)
+    jobs = load_workload(spec, seed, cluster_gpus=cluster.total_gpus)
     users = changed_users(jobs, sc.share)
     start = time.perf_counter()
     result: RunResult = simulate(cluster, declare(jobs, users, sc.factor), "hops", seed,
