@@ -457,7 +457,8 @@ class Engine:
         return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
-                         total_samples=float(d.samples) if d else None, placements=placements)
+                         total_samples=float(d.samples) if d else None, placements=placements,
+                         processed_samples=js.processed if js.run_time > 0 else None)
 
     def round(self, *, fragment: bool = False) -> Planning | None:
         """One planning (a round plan, or a fragment plan on idle GPUs) on the last read of Slurm."""

@@ -330,7 +330,7 @@ class SimBackend:
                 )
             record = JobRecord(
                 job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
-                requirements=list(spec.requirements), total_samples=spec.total_samples,
+                requirements=list(spec.requirements), total_samples=spec.declared,
             )
             job = _Job(spec, ready, record, active_integral_at_submit=self._active_integral)
             job.age = age_eq9(self.obs, spec.job_id, spec.declared, spec.requirements, self.gpus_per_type)
@@ -346,6 +346,7 @@ class SimBackend:
                 self._stop(job, preempted=False)
                 job.finished = True
                 job.record.end = self.t
+                job.record.processed_samples = self.processed_samples(job)
                 job.record.state = "COMPLETED"
                 job.record.ideal_time = self._ideal_time(job)
                 self.finished[job.spec.job_id] = self.active.pop(job.spec.job_id)
