@@ -6,6 +6,8 @@ The job's environment file carries its budget (``HOPS_SAMPLE_BUDGET``)."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +58,7 @@ def test_a_job_past_its_declaration_is_warned_then_requeue_held(eng) -> None:  #
     assert "(declaration: processed 3.2e+06 samples, 3.2x its declared 1e+06" in str(row["plan"]), row
     assert row["done"] == pytest.approx(3.2, rel=0.05) and row["history"] == "x3.2", row
     assert eng.detail(job).active
+    seen = [("warn", shown, eng.hops("queue", "--config", str(eng.config)).stdout)]
 
     _set_action(eng, "requeue-hold")
     eng.plan_once()
@@ -64,5 +67,15 @@ def test_a_job_past_its_declaration_is_warned_then_requeue_held(eng) -> None:  #
     shown = eng.cluster.run(["scontrol", "show", "job", job]).stdout
     assert "Comment=hops: set aside: declared samples exceeded: processed 3.2e+06" in shown, shown
     assert str(_queue(eng)[job]["plan"]).startswith("set aside: declared samples exceeded"), _queue(eng)
+    seen.append(("requeue-hold", shown, eng.hops("queue", "--config", str(eng.config)).stdout))
     out = eng.plan_once()  # it stays out of the plans
     assert job not in out["assignments"], out
+    if os.environ.get("HOPS_HONESTY_OUT"):  # docs/results/honesty-live.md shows what the owner sees
+        lines = ["# A job past its declared samples on the live minicluster (Slurm 22.05)", "",
+                 "From `tests/hops_slurm/engine/test_engine_honesty_live.py`: the job declares samples=1M, its "
+                 "runtime records show 3.2M.", ""]
+        for action, text, queue in seen:
+            comment = [ln.strip() for ln in text.splitlines() if "Comment=" in ln or "JobState=" in ln]
+            lines += [f"## action = \"{action}\"", "", "`scontrol show job` (excerpt):", "", "```",
+                      *comment, "```", "", "`hops-slurm queue`:", "", "```", queue.rstrip(), "```", ""]
+        Path(os.environ["HOPS_HONESTY_OUT"]).write_text("\n".join(lines))
