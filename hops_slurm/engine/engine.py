@@ -391,20 +391,29 @@ class Engine:
             add_records(js, report.samples, report.seconds)
 
     # ----- declared vs processed samples (issue 16: hops_slurm.engine.honesty, estimator.honesty) ------
-    def _job_rate(self, js: JobState) -> float | None:
-        """The job's estimated samples/s in the config it runs on now (None: not running or no estimate)."""
-        if not js.config or self.store is None or self.backend is None:
-            return None
+    def _rates(self) -> Any:
+        """job -> its estimated samples/s in the config it runs on now (None: not running or no estimate);
+        one cluster view and estimator for the refresh, jobs of one model share one store read."""
         from hops_slurm.engine.jobs import estimate
         from hops_slurm.slurm.views import cluster_view
 
-        cluster = cluster_view(self.backend.nodes, self.backend.jobs, fragment=False, partition=self.config.slurm.partition)
-        fn, _age, _sens = estimate(js, self._estimator_for(cluster))
-        try:
-            return float(fn(js.config)) if fn is not None else None  # type: ignore[operator]
-        except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
-            log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)
-            return None
+        made: dict[str, Any] = {}
+        memo: dict[tuple[object, ...], object] = {}
+
+        def rate(js: JobState) -> float | None:
+            if not js.config or self.store is None or self.backend is None:
+                return None
+            if "estimator" not in made:
+                made["estimator"] = self._estimator_for(cluster_view(
+                    self.backend.nodes, self.backend.jobs, fragment=False, partition=self.config.slurm.partition))
+            try:
+                fn, _age, _sens = estimate(js, made["estimator"], memo)
+                return float(fn(js.config)) if fn is not None else None  # type: ignore[operator]
+            except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
+                log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)
+                return None
+
+        return rate
 
     def _review_declarations(self, listing: Mapping[str, SlurmJob]) -> None:
         """Processed vs declared samples of every job in play -> its age factor, and the site's action on
@@ -413,7 +422,7 @@ class Engine:
 
         assert self.state is not None and self.journal is not None
         h = self.config.honesty
-        verdicts = review(self.tracked.values(), self.state, h.params(), self._job_rate)  # type: ignore[arg-type]
+        verdicts = review(self.tracked.values(), self.state, h.params(), self._rates())  # type: ignore[arg-type]
         for job_id, v in verdicts.items():
             js, seen = self.tracked[job_id], listing.get(job_id)
             if seen is None or not (seen.pending or seen.active):

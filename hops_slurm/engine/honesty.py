@@ -77,8 +77,8 @@ def review(jobs: Iterable[JobState], state: EngineState, params: HonestyParams,
         declared = declared_samples(js)
         if js.aside or declared is None:
             continue
-        if js.run_time > 0:
-            js.processed = processed_samples(js, rate_of(js))
+        if js.run_time > 0:  # never less than before: a preempted job keeps what it did
+            js.processed = max(js.processed, processed_samples(js, rate_of(js)))
             running.setdefault(js.user, []).append(JobOutcome(declared, js.processed))
         todo.append((js, declared))
     histories = {u: user_history(state, u, running.get(u, []), params) for u in {js.user for js, _ in todo}}
@@ -97,7 +97,7 @@ def record_outcome(state: EngineState, js: JobState, rate: float | None) -> None
     declared = declared_samples(js)
     if declared is None or js.run_time <= 0:
         return
-    js.processed = processed_samples(js, rate)
+    js.processed = max(js.processed, processed_samples(js, rate))
     state.add_outcome(js.job_id, js.user, js.ended or js.last_seen, declared, js.processed)
 
 

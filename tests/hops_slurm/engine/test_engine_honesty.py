@@ -125,3 +125,12 @@ def test_the_job_environment_carries_its_budget() -> None:
     broken = _job()
     broken.directives = "garbage"
     assert budget_env(broken) == {}
+
+
+def test_a_preempted_job_keeps_what_it_processed(tmp_path: Path) -> None:
+    db = EngineState(tmp_path / "engine.sqlite")
+    js = _job(run_time=100.0)  # ran 100 s without records at 30/s: 3000
+    review([js], db, HonestyParams(), lambda j: 30.0)
+    assert js.processed == 3000.0
+    review([js], db, HonestyParams(), lambda j: None)  # preempted: no rate now, no records
+    assert js.processed == 3000.0 and js.age_factor == pytest.approx(6.0)
