@@ -194,6 +194,13 @@ def run(out_dir: Path) -> Path:
         for sc in SCENARIOS:
             if sc.tag in wanted:
                 run_one(tag, sc, seed, data)
+    return write_report(out_dir, seed)
+
+
+def write_report(out_dir: Path, seed: int) -> Path:
+    """``honesty.md`` from every run kept under ``out_dir/honesty`` (runs nothing)."""
+    data = out_dir / "honesty"
+    out_dir.mkdir(parents=True, exist_ok=True)
     p = HonestyParams()
     lines = [
         "# Honest declarations pay (issue 16)",
