@@ -216,6 +216,10 @@ def write_report(out_dir: Path, seed: int) -> Path:
         f"aged x their worst processed/declared ratio of the last {p.history_jobs} jobs (ratios ≤ "
         f"{1 + p.tolerance:g} count as 1, cap {p.history_cap:g}).",
         "",
+        "One seed, one run per cell: max LR is one job's value and moves with any change of the schedule, so "
+        "its Δ is the noisiest column. *Wall* is the run's wall time on the machine that ran it (a shared, "
+        "loaded 2-core machine for the committed table).",
+        "",
     ]
     for tag in WORKLOADS:
         lines += table(data, tag)
