@@ -162,9 +162,34 @@ class MetricsConfig(_Section):
                                 "the jobs that ended within this window")
 
 
+class HonestyConfig(_Section):
+    """Defences against understated ``samples=`` (issue 16, :mod:`estimator.honesty`,
+    :mod:`hops_slurm.engine.honesty`): re-aging, the users' history, and what happens to a job that
+    processed more than ``1 + margin`` times what it declared."""
+
+    enabled: bool = Field(True, description="re-age jobs past their declaration and weigh each user's history")
+    tolerance: float = Field(0.05, ge=0, le=1, description="processed/declared up to 1 + tolerance counts as honest")
+    headroom: float = Field(1.0, ge=0, le=100, description="a job past its declaration is aged for (1 + headroom) x "
+                            "the samples it processed so far")
+    margin: float = Field(1.0, ge=0, le=1000, description="processed > (1 + margin) x declared: `action` applies")
+    action: Literal["none", "warn", "release", "requeue-hold"] = Field(
+        "warn", description="none; warn: the reason in the job's Comment; release: the job leaves Hops (keeps "
+        "running, no longer planned); requeue-hold: requeued and held, the reason in its Comment")
+    history_jobs: int = Field(20, ge=0, le=10000, description="a user's last N jobs make their history")
+    history_cap: float = Field(1000.0, ge=1, le=1e6, description="bound on the history factor of a user's ages")
+
+    def params(self) -> object:
+        """The pure module's :class:`estimator.honesty.HonestyParams` for these settings."""
+        from estimator.honesty import HonestyParams
+
+        return HonestyParams(enabled=self.enabled, tolerance=self.tolerance, headroom=self.headroom,
+                             margin=self.margin, history_jobs=self.history_jobs, history_cap=self.history_cap)
+
+
 class SiteConfig(_Section):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     failopen: FailOpenConfig = Field(default_factory=FailOpenConfig)
+    honesty: HonestyConfig = Field(default_factory=HonestyConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     planner_section: PlannerSection = Field(default_factory=PlannerSection, alias="planner")

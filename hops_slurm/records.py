@@ -38,7 +38,8 @@ class JobRecord(BaseModel):
     requirements: list[int] = Field(default_factory=list)
     age_estimate: float | None = None  # eq. 9 estimate made before the job first ran (seconds)
     ideal_time: float | None = None  # Themis T_id: run time alone on 1/N of the cluster (for FTF rho)
-    total_samples: float | None = None
+    total_samples: float | None = None  # as declared (samples=)
+    processed_samples: float | None = None  # as measured (issue 16; None: not known)
     placements: list[PlacementRecord] = Field(default_factory=list)
 
     @property

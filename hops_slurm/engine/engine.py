@@ -218,6 +218,10 @@ class Engine:
                 env["HOPS_METRICS_FILE"] = str(place / RUNTIME_FILE)
         if js is not None and js.signature:
             env["HOPS_JOB_SIGNATURE"] = js.signature
+        if js is not None:
+            from hops_slurm.engine.honesty import budget_env
+
+            env.update(budget_env(js))
         return env
 
     def _ensure_calibrations(self, gpu_types: set[str]) -> None:
@@ -277,6 +281,7 @@ class Engine:
                 js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
                 if not self.dry_run:
                     self._ingest_metrics(js)  # its last records count too
+                    self._record_declaration(js)
                     cancel_probes(js, self.env)
                 if self.profiler is not None:
                     self.profiler.forget(js.job_id)
@@ -300,6 +305,7 @@ class Engine:
             if self.profiler is not None:
                 self.profiler.tidy(self.tracked)
             self._refresh_ages()
+            self._review_declarations(listing)
             self.state.save_all(changed)  # one transaction (one commit per job was 3 ms each)
             from hops_slurm.report.source import write_sqlite
 
@@ -388,8 +394,67 @@ class Engine:
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
         types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
-        per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
-                self._set_aside)
+        report = per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
+                         self._set_aside)
+        if report is not None:
+            from hops_slurm.engine.honesty import add_records
+
+            add_records(js, report.samples, report.seconds)
+
+    # ----- declared vs processed samples (issue 16: hops_slurm.engine.honesty, estimator.honesty) ------
+    def _rates(self) -> Any:
+        """job -> its estimated samples/s in the config it runs on now (None: not running or no estimate);
+        the refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
+        from hops_slurm.engine.jobs import estimate
+
+        memo: dict[tuple[object, ...], object] = {}
+
+        def rate(js: JobState) -> float | None:
+            if not js.config or self.store is None or self.backend is None:
+                return None
+            try:
+                fn, _age, _sens = estimate(js, self._estimator(), memo)
+                return float(fn(js.config)) if fn is not None else None  # type: ignore[operator]
+            except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
+                log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)
+                return None
+
+        return rate
+
+    def _review_declarations(self, listing: Mapping[str, SlurmJob]) -> None:
+        """Processed vs declared samples of every job in play -> its age factor, and the site's action on
+        jobs past their declaration by the margin (``[honesty]`` in hops.toml)."""
+        from hops_slurm.engine.honesty import act, review
+
+        assert self.state is not None and self.journal is not None
+        h = self.config.honesty
+        verdicts = review(self.tracked.values(), self.state, h.params(), self._rates())  # type: ignore[arg-type]
+        for job_id, v in verdicts.items():
+            js, seen = self.tracked[job_id], listing.get(job_id)
+            if seen is None or not (seen.pending or seen.active):
+                continue
+
+            def write_comment(text: str, js: JobState = js, kind: str = "declaration") -> None:
+                with self.journal.action(kind, js.job_id, {"comment": text}, "refresh"):  # type: ignore[union-attr]
+                    self.api.update_job(js.job_id, {"Comment": text})
+
+            def requeue_hold(js: JobState = js) -> None:
+                with self.journal.action("requeuehold", js.job_id, {"reason": "declaration"}, "refresh"):  # type: ignore[union-attr]
+                    self.api.requeue_hold(js.job_id)
+
+            try:
+                act(js, v, h.action, comment=seen.comment, write_comment=write_comment, requeue_hold=requeue_hold,
+                    set_aside=self._set_aside)
+            except SlurmError as exc:  # tried again at the next refresh
+                log.warning("job %s: cannot apply [honesty] action %s: %s", job_id, h.action, exc)
+            if js.aside:  # its Comment says why at once, not one refresh later
+                self._review_aside(js, seen)
+
+    def _record_declaration(self, js: JobState) -> None:
+        if self.state is not None:
+            from hops_slurm.engine.honesty import record_outcome
+
+            record_outcome(self.state, js, None)
 
     def _job_record(self, js: JobState) -> JobRecord:
         try:
@@ -407,7 +472,8 @@ class Engine:
         return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
-                         total_samples=float(d.samples) if d else None, placements=placements)
+                         total_samples=float(d.samples) if d else None, placements=placements,
+                         processed_samples=js.processed if js.run_time > 0 else None)
 
     def round(self, *, fragment: bool = False) -> Planning | None:
         """One planning (a round plan, or a fragment plan on idle GPUs) on the last read of Slurm."""

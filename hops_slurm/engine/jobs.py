@@ -83,7 +83,7 @@ def job_view(job: JobState, now: float, *, throughput: object | None, age: float
         requirements=tuple(d.gpus),
         submit_time=job.submit_time,
         wait=wait,
-        age=age if age and age > 0 else fallback_age,
+        age=(age if age and age > 0 else fallback_age) * max(job.age_factor, 1.0),  # issue 16: engine.honesty
         sensitivity=sensitivity if sensitivity is not None else 1.0,
         throughput=throughput if throughput is not None else fallback_throughput,  # type: ignore[arg-type]
         total_samples=float(d.samples),

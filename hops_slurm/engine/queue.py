@@ -12,13 +12,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from hops_slurm.engine.honesty import declared_samples
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, EngineState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.text import printable
 
-FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "age", "window", "plan")
+FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "age", "done", "history", "window", "plan")
 HEADERS = {"jobid": "JOBID", "name": "NAME", "user": "USER", "state": "ST", "priority": "PRIORITY", "lr": "LR",
-           "wait": "WAIT", "age": "AGE", "window": "WINDOW", "plan": "PLAN"}
+           "wait": "WAIT", "age": "AGE", "done": "DONE", "history": "HISTORY", "window": "WINDOW", "plan": "PLAN"}
 _STATE = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "CONFIGURING": "CF", "REQUEUED": "RQ", "SUSPENDED": "S"}
 
 
@@ -31,7 +32,9 @@ class QueueRow:
     priority: float | None  # the planner's priority in the last round (latency ratio by default)
     lr: float  # latency ratio now: wait / age (eq. 6)
     wait: float  # seconds pending, summed over preemptions
-    age: float | None  # eq. 9 expected run time without waiting (None until profiled)
+    age: float | None  # eq. 9 expected run time without waiting (None until profiled), x its age factor
+    done: float | None  # processed / declared samples (None: never ran); issue 16
+    history: str  # the owner's history factor on their ages (estimator.honesty), "-" without one
     window: bool  # in the last round's service window
     plan: str  # node:gpus of the last plan, or why there is none
 
@@ -78,8 +81,14 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
             where = "-"
         if js.profile == PROFILE_FAILED:
             where += " (fallback estimate)"
+        if js.honesty and not js.aside:
+            where += f" (declaration: {js.honesty})"
+        age = js.age * max(js.age_factor, 1.0) if js.age else None
+        declared = declared_samples(js)
+        done = js.processed / declared if declared and js.run_time > 0 else None
         rows.append(QueueRow(js.job_id, js.name, js.user, _STATE.get(seen.state, seen.state), prios.get(js.job_id),
-                             wait / js.age if js.age else 0.0, wait, js.age, js.job_id in window, where))
+                             wait / age if age else 0.0, wait, age, done, state.meta(f"history:{js.user}", "-"),
+                             js.job_id in window, where))
     rows.sort(key=lambda r: (-(r.priority if r.priority is not None else -1.0), -r.lr, r.jobid))
     return rows
 
@@ -92,6 +101,8 @@ def _cell(row: QueueRow, f: str) -> str:
         return "-" if v is None else f"{v:.3f}"
     if f == "lr":
         return f"{v:.3f}"
+    if f == "done":
+        return "-" if v is None else f"{v:.2f}"
     if f == "window":
         return "yes" if v else "no"
     return printable(v)  # job and user names are the users' text

@@ -36,6 +36,8 @@ MAX_LINE = 1 << 16
 class MetricsReport:
     accepted: int = 0
     refused: list[str] = field(default_factory=list)
+    samples: float = 0.0  # samples the accepted rank-0 windows processed (the job's progress: issue 16)
+    seconds: float = 0.0  # seconds those windows cover
 
 
 def job_nodes(job: JobState) -> set[str]:
@@ -93,6 +95,9 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
             continue
         ingest_runtime(store, record)  # type: ignore[arg-type]
         report.accepted += 1
+        if record.rank == 0:  # every rank's window covers the whole job's steps: count one
+            report.samples += float(record.steps * record.batch_size * record.gpus)
+            report.seconds += record.window_seconds
     state.set_meta(key, str(offset + end))
     if report.refused:
         reasons = list(dict.fromkeys(report.refused))

@@ -63,8 +63,21 @@ CREATE TABLE IF NOT EXISTS jobs (
     profile_error TEXT NOT NULL DEFAULT '',
     age REAL,
     sensitivity REAL,
-    aside TEXT NOT NULL DEFAULT ''
+    aside TEXT NOT NULL DEFAULT '',
+    recorded_samples REAL NOT NULL DEFAULT 0,
+    recorded_seconds REAL NOT NULL DEFAULT 0,
+    processed REAL NOT NULL DEFAULT 0,
+    age_factor REAL NOT NULL DEFAULT 1,
+    honesty TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS outcomes (
+    job_id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    ended REAL NOT NULL,
+    declared REAL NOT NULL,
+    processed REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outcomes_user ON outcomes (user, ended);
 CREATE TABLE IF NOT EXISTS models (
     model_key TEXT PRIMARY KEY,
     signature TEXT NOT NULL,
@@ -101,6 +114,12 @@ class JobState:
     age: float | None = None
     sensitivity: float | None = None
     aside: str = ""  # why the engine set this job aside (not profiled nor planned); "" = in play
+    # declared vs processed samples (issue 16, hops_slurm.engine.honesty)
+    recorded_samples: float = 0.0  # samples its runtime records account for (rank 0's windows)
+    recorded_seconds: float = 0.0  # seconds those windows cover
+    processed: float = 0.0  # samples processed so far: records + uncovered run time x throughput
+    age_factor: float = 1.0  # the planner's age = eq. 9 age x this (estimator.honesty.assess)
+    honesty: str = ""  # the verdict's reason for the owner ("" = nothing to say)
 
     @property
     def active(self) -> bool:
@@ -108,6 +127,9 @@ class JobState:
 
 
 _JSON_FIELDS = ("config", "placements", "probes")
+_HONESTY_COLUMNS = (("recorded_samples", "REAL NOT NULL DEFAULT 0"), ("recorded_seconds", "REAL NOT NULL DEFAULT 0"),
+                    ("processed", "REAL NOT NULL DEFAULT 0"), ("age_factor", "REAL NOT NULL DEFAULT 1"),
+                    ("honesty", "TEXT NOT NULL DEFAULT ''"))
 
 
 class EngineState:
@@ -124,6 +146,9 @@ class EngineState:
             columns = {r["name"] for r in self.db.execute("PRAGMA table_info(jobs)")}
             if "aside" not in columns:  # a state database from before set-aside jobs existed
                 self.db.execute("ALTER TABLE jobs ADD COLUMN aside TEXT NOT NULL DEFAULT ''")
+            for name, kind in _HONESTY_COLUMNS:  # from before declarations were checked
+                if name not in columns:
+                    self.db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self.db.close()
@@ -156,6 +181,19 @@ class EngineState:
         with self.db:
             self.db.executemany(f"INSERT INTO jobs ({cols}) VALUES ({marks}) ON CONFLICT(job_id) DO UPDATE SET {updates}",
                                 [list(row.values()) for row in rows])
+
+    # ----- users' history of declared vs processed samples (estimator.honesty) -----------------------
+    def add_outcome(self, job_id: str, user: str, ended: float, declared: float, processed: float) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?) ON CONFLICT(job_id) DO UPDATE SET "
+                            "ended = excluded.ended, declared = excluded.declared, processed = excluded.processed",
+                            (job_id, user, ended, declared, processed))
+
+    def outcomes(self, user: str, limit: int) -> list[tuple[float, float]]:
+        """(declared, processed) of the user's last ``limit`` ended jobs, oldest first."""
+        rows = self.db.execute("SELECT declared, processed FROM outcomes WHERE user = ? ORDER BY ended DESC, "
+                               "job_id DESC LIMIT ?", (user, limit)).fetchall()
+        return [(float(r["declared"]), float(r["processed"])) for r in reversed(rows)]
 
     # ----- model cache: a model already profiled on every GPU type is not probed again ---------------
     def known_model(self, key: str) -> tuple[str, list[str]] | None:

@@ -108,6 +108,13 @@ class JobRow:
     jct: float | None = None
     elapsed: float = 0.0  # seconds holding GPUs
     step: int | None = None
+    declared: float | None = None  # samples= (issue 16)
+    processed: float | None = None  # samples measured
+
+    @property
+    def done(self) -> float | None:
+        """processed / declared samples (> 1: the job did more than it declared)."""
+        return self.processed / self.declared if self.processed is not None and self.declared else None
 
 
 def _config_of(job: JobRecord) -> tuple[dict[str, int], str]:
@@ -145,6 +152,8 @@ def job_row(job: JobRecord, now: float) -> JobRow:
         state=job.state,
         jct=metrics.jct(job),
         elapsed=metrics.run_time(job, now),
+        declared=job.total_samples,
+        processed=job.processed_samples,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report import metrics
@@ -33,6 +33,7 @@ class GroupStats:
     waiting: int  # queued (not running, not ended) at the window's end
     waiting_max_lr: float | None
     gpu_hours: float  # GPU time held inside the window
+    history: float | None = None  # the group's history factor on ages (estimator.honesty, defaults), users only
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def summarise(
         fragments_per_round=metrics.fragments_per_round(in_window),
         total_gpus=gpus,
         gpu_utilisation=metrics.gpu_utilisation(jobs, gpus, start, now),
-        by_user=_groups(jobs, lambda j: j.user, now - window, now),
+        by_user=tuple(replace(g, history=user_history(jobs, g.key, now)) for g in _groups(jobs, lambda j: j.user, now - window, now)),
         by_partition=_groups(jobs, lambda j: j.partition, now - window, now),
     )
 
@@ -125,15 +126,29 @@ def _dur(x: float | None) -> str:
     return "-" if x is None else format_elapsed(x)
 
 
-_GROUP_HEAD = f"{'':<12} {'Jobs':>5} {'Done':>5} {'RAQLR':>7} {'MaxLR':>7} {'p95LR':>7} {'AvgWait':>11} {'AvgJCT':>11} {'MaxFTF':>7} {'Queued':>6} {'GPUh':>8}"
+_GROUP_HEAD = f"{'':<12} {'Jobs':>5} {'Done':>5} {'RAQLR':>7} {'MaxLR':>7} {'p95LR':>7} {'AvgWait':>11} {'AvgJCT':>11} {'MaxFTF':>7} {'Queued':>6} {'GPUh':>8} {'History':>7}"
 
 
 def _group_line(g: GroupStats) -> str:
     key = g.key if len(g.key) <= 12 else g.key[:11] + "+"
     return (
         f"{key:<12} {g.jobs:>5} {g.finished:>5} {_num(g.raqlr):>7} {_num(g.max_lr):>7} {_num(g.p95_lr):>7} "
-        f"{_dur(g.avg_wait):>11} {_dur(g.avg_jct):>11} {_num(g.max_ftf):>7} {g.waiting:>6} {g.gpu_hours:>8.1f}"
+        f"{_dur(g.avg_wait):>11} {_dur(g.avg_jct):>11} {_num(g.max_ftf):>7} {g.waiting:>6} {g.gpu_hours:>8.1f} "
+        f"{_num(g.history, 'x{:.3g}'):>7}"
     )
+
+
+def user_history(jobs: Sequence[JobRecord], user: str, now: float) -> float | None:
+    """The factor :mod:`estimator.honesty` (default settings) puts on the ages of ``user``'s new jobs, from
+    their jobs ended by ``now`` with declared and processed samples; None when none has both."""
+    from estimator.honesty import HonestyParams, JobOutcome, history_of
+
+    ended = sorted((j for j in jobs if j.user == user and j.end is not None and j.end <= now
+                    and j.total_samples is not None and j.processed_samples is not None), key=lambda j: j.end or 0.0)
+    if not ended:
+        return None
+    return history_of([JobOutcome(j.total_samples or 0.0, j.processed_samples or 0.0) for j in ended],
+                      HonestyParams()).factor
 
 
 def summary_text(summary: Summary, instant: Callable[[float | None], str]) -> str:

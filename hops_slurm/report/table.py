@@ -77,6 +77,9 @@ FIELDS: dict[str, Field] = {
         Field("State", 10, lambda r, s: r.state),
         Field("Elapsed", 10, lambda r, s: format_elapsed(r.elapsed)),
         Field("JCT", 10, lambda r, s: format_elapsed(r.jct)),
+        Field("Declared", 10, lambda r, s: "" if r.declared is None else f"{r.declared:.4g}"),
+        Field("Processed", 10, lambda r, s: "" if r.processed is None else f"{r.processed:.4g}"),
+        Field("Done", 6, lambda r, s: _ratio(r.done)),
     )
 }
 

@@ -21,6 +21,11 @@ save/load alone; Sia's measured restart penalties, which include re-launching th
 
 Policies never see ground truth: not the node speeds, not the server kinds (only what the cluster
 file says Slurm shows, :meth:`hops_slurm.sim.cluster.ClusterSpec.view`).
+
+Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
+(``JobSpec.declared``), which may differ from the samples it really processes; each planning the age
+handed to the policy goes through :func:`estimator.honesty.assess` (:meth:`SimBackend.planning_age`)
+with the samples processed so far (:meth:`SimBackend.processed_samples`) and the owner's history.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
 from hops_slurm.accounting import JobLedger, account
 from hops_slurm.backend import Enactment
 from hops_slurm.errors import HopsError
@@ -79,6 +85,8 @@ class SimSettings:
     #: a running job's first runtime record comes this long after it (re)starts, then one every ...
     record_seconds: float = 300.0
     record_every_seconds: float = 3600.0
+    #: the defences against understated samples (estimator.honesty); enabled=False: declared ages as is
+    honesty: HonestyParams = field(default_factory=HonestyParams)
 
 
 @dataclass
@@ -153,6 +161,7 @@ class SimBackend:
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
         out = []
+        histories = self.user_histories()
         for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id)):
             if job.ready_at > self.t + EPS or (fragment and job.config is not None):
                 continue
@@ -162,10 +171,10 @@ class SimBackend:
                     requirements=job.spec.requirements,
                     submit_time=job.spec.arrival,
                     wait=job.ledger.wait,
-                    age=job.age,
+                    age=self.planning_age(job, histories),
                     sensitivity=job.sensitivity,
                     throughput=self.knowledge.throughput_fn(job.signature),
-                    total_samples=job.spec.total_samples,
+                    total_samples=job.spec.declared,
                     done_samples=job.done,
                     attained_gpu_seconds=job.ledger.gpu_seconds,
                     run_time=job.ledger.run_time,
@@ -174,6 +183,29 @@ class SimBackend:
                 )
             )
         return tuple(out)
+
+    # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
+    def processed_samples(self, job: _Job) -> float:
+        """Samples the job has processed so far, as the scheduler may know them (its progress; to be
+        read from the runtime records the simulated jobs write once the simulator produces them)."""
+        return job.done
+
+    def user_histories(self) -> dict[str, UserHistory]:
+        """Each user's :class:`UserHistory` over their ended jobs (in order of completion) and their
+        running ones (what they processed so far)."""
+        outcomes: dict[str, list[JobOutcome]] = {}
+        for job in (*self.finished.values(), *self.active.values()):
+            if job.finished or job.ever_ran:
+                outcomes.setdefault(job.spec.user, []).append(JobOutcome(job.spec.declared, self.processed_samples(job)))
+        return {u: history_of(o, self.settings.honesty) for u, o in outcomes.items()}
+
+    def planning_age(self, job: _Job, histories: dict[str, UserHistory]) -> float:
+        """The age the policy plans with: the eq. 9 age of the declared samples, through
+        :func:`estimator.honesty.assess`."""
+        if not math.isfinite(job.age):
+            return job.age
+        history = histories.get(job.spec.user, UserHistory())
+        return assess(job.spec.declared, self.processed_samples(job), job.age, history, self.settings.honesty).age
 
     def _check(self, plan: Plan, fragment: bool) -> dict[str, Config]:
         offered = {j.job_id for j in self.job_views(fragment=fragment)}
@@ -324,11 +356,11 @@ class SimBackend:
                 self._profiled_at[signature] = ready
             record = JobRecord(
                 job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
-                requirements=list(spec.requirements), total_samples=spec.total_samples,
+                requirements=list(spec.requirements), total_samples=spec.declared,
             )
             job = _Job(spec, ready, record, JobLedger(last_seen=spec.arrival), signature,
                        active_integral_at_submit=self._active_integral)
-            job.age = self.knowledge.age(signature, spec.total_samples, spec.requirements)
+            job.age = self.knowledge.age(signature, spec.declared, spec.requirements)
             main_type = max(self.gpus_per_type, key=lambda t: self.gpus_per_type[t])
             job.sensitivity = self.knowledge.sensitivity(signature, main_type)
             record.age_estimate = job.age if math.isfinite(job.age) else None
@@ -341,6 +373,7 @@ class SimBackend:
                 self._stop(job, preempted=False)
                 job.finished = True
                 job.record.end = self.t
+                job.record.processed_samples = self.processed_samples(job)
                 job.record.state = "COMPLETED"
                 job.record.ideal_time = self._ideal_time(job)
                 self.finished[job.spec.job_id] = self.active.pop(job.spec.job_id)

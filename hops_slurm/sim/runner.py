@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from estimator.honesty import HonestyParams
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.source import write_sqlite
@@ -65,6 +66,8 @@ class Options:
     restart_seconds: float = 60.0
     #: fragment plans at the round plan's instant (the paper's); False: only at refresh ticks
     fragment_at_once: bool = True
+    #: the defences against understated samples (None: estimator.honesty's defaults, on)
+    honesty: HonestyParams | None = None
 
 
 def simulate(
@@ -77,7 +80,10 @@ def simulate(
 ) -> RunResult:
     """Run ``policy_name`` on ``cluster`` with ``jobs`` to completion; deterministic for the inputs."""
     start = time.perf_counter()
-    backend = SimBackend(cluster, jobs, SimSettings(restart_seconds=options.restart_seconds))
+    settings = SimSettings(restart_seconds=options.restart_seconds)
+    if options.honesty is not None:
+        settings.honesty = options.honesty
+    backend = SimBackend(cluster, jobs, settings)
     policy = make_policy(policy_name)
 
     def tick(now: float) -> None:

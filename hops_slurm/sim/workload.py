@@ -76,6 +76,13 @@ class JobSpec:
     total_samples: float
     user: str = ""
     category: str = ""
+    #: the samples= its owner declares, when not the truth (the honesty bench's liars and overstaters)
+    declared_samples: float | None = None
+
+    @property
+    def declared(self) -> float:
+        """What the scheduler is told: ``declared_samples``, or the truth for an honest job."""
+        return self.total_samples if self.declared_samples is None else self.declared_samples
 
 
 def _usable_models(truth: GroundTruth, max_gpus: int) -> list[str]:

@@ -196,3 +196,28 @@ def test_helpformat_lists_every_field_format_accepts(capsys) -> None:
     from hops_slurm.report.table import parse_format
 
     assert [c.field.name for c in parse_format(",".join(names))] == names
+
+
+def test_declared_processed_and_each_users_history(capsys, tmp_path: Path) -> None:
+    """Issue 16: ``bad`` declared 100 samples and processed 3000 (ratio 30); ``good`` processed 102 of
+    100 (within the 5 % forgiven) and 50 of 100 (overstated: never below 1)."""
+    def job(job_id: str, user: str, declared: float, processed: float, end: float) -> str:
+        return json.dumps({"kind": "job", "job_id": job_id, "user": user, "submit": 0, "start": 10, "end": end,
+                           "state": "COMPLETED", "requirements": [1], "age_estimate": 100, "total_samples": declared,
+                           "processed_samples": processed,
+                           "placements": [{"start": 10, "end": end, "config": {"n1": 1}, "gpu_type": "v100"}]})
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join([job("1", "bad", 100, 3000, 500), job("2", "good", 100, 102, 600),
+                               job("3", "good", 100, 50, 700)]) + "\n")
+    rc, out, _ = run(capsys, "--records", str(path), "--parsable2", "-o", "JobID,User,Declared,Processed,Done")
+    assert rc == 0
+    assert parse2(out) == [{"JobID": "1", "User": "bad", "Declared": "100", "Processed": "3000", "Done": "30.00"},
+                           {"JobID": "2", "User": "good", "Declared": "100", "Processed": "102", "Done": "1.02"},
+                           {"JobID": "3", "User": "good", "Declared": "100", "Processed": "50", "Done": "0.50"}]
+    rc, out, _ = run(capsys, "--records", str(path), "--summary", "--json")
+    assert rc == 0
+    users = {g["key"]: g["history"] for g in json.loads(out)["summary"]["by_user"]}
+    assert users == {"bad": 30.0, "good": 1.0}
+    rc, out, _ = run(capsys, "--records", str(path), "--summary")
+    line = next(ln for ln in out.splitlines() if ln.startswith("bad "))
+    assert line.split()[-1] == "x30" and "History" in out

@@ -173,3 +173,30 @@ def test_a_hidden_slow_node_is_learned_from_runtime_records_and_shared_across_jo
     b_fn = backend.knowledge.throughput_fn("bob/ResNet-18 (batch size 64)")
     assert b_fn({"v-01": 1}) == pytest.approx(0.5 * b_fn({"v-00": 1}), rel=1e-3)
     backend.close()
+
+
+def test_understated_job_is_reaged_as_it_runs_and_taints_its_owners_queue(tmp_path):
+    """Issue 16: ``bad`` declares a 1000 s job as 10 s. Once it ran past 10.5 s of work its age grows
+    with what it did (x (1 + headroom) of it), and bad's queued job is aged by the same ratio; with the
+    defences off both keep their declared ages."""
+    from dataclasses import replace
+
+    from estimator.honesty import HonestyParams
+    from planner.views import Plan
+
+    def run(enabled):
+        liar = replace(job("a", 1000.0), user="bad", declared_samples=THR4 * 10.0)
+        queued = replace(job("b", 100.0), user="bad")
+        backend = SimBackend(cluster(tmp_path, nodes=2), (liar, queued), SimSettings(honesty=HonestyParams(enabled=enabled)))
+        backend.wait_until(120.0)  # both probed (one profiler GPU: 0..60, 60..120)
+        backend.apply(Plan({"a": {"v-00": 4}}), fragment=False)
+        declared_age = {v.job_id: v.age for v in backend.job_views(fragment=False)}
+        backend.wait_until(120.0 + 200.0)  # a did 200 s of work: 20x its declaration
+        return declared_age, {v.job_id: v.age for v in backend.job_views(fragment=False)}, backend
+
+    before, after, backend = run(True)
+    assert backend.processed_samples(backend.active["a"]) == pytest.approx(THR4 * 200.0)
+    assert after["a"] == pytest.approx(before["a"] * 20.0 * 2.0)  # 20x done, (1 + headroom 1) x what it did
+    assert after["b"] == pytest.approx(before["b"] * 20.0)  # bad's history: worst ratio 20
+    before_off, after_off, _ = run(False)
+    assert after_off == before_off == before
