@@ -182,8 +182,9 @@ class SimBackend:
 
     # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
     def processed_samples(self, job: _Job) -> float:
-        """Samples the job has processed so far, as the scheduler may know them (its progress; to be
-        read from the runtime records the simulated jobs write once the simulator produces them)."""
+        """Samples the job has processed so far: its ground-truth progress. The live engine knows less (its
+        runtime records plus uncovered run time x estimated rate, :func:`hops_slurm.engine.honesty.processed_samples`);
+        docs/design.md, "One engine", lists this among what is still backend-specific."""
         return job.done
 
     def user_histories(self) -> dict[str, UserHistory]:
