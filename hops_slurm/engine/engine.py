@@ -386,7 +386,7 @@ class Engine:
         for js in todo:
             got = per_job(js, "estimating its run time", lambda js=js: estimate(js, estimator, memo), self._set_aside)
             if got is not None:
-                _fn, js.age, js.sensitivity = got
+                js.age, js.sensitivity = got.age, got.sensitivity
 
     def _ingest_metrics(self, js: JobState) -> None:
         """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),
@@ -405,16 +405,14 @@ class Engine:
     def _rates(self) -> Any:
         """job -> its estimated samples/s in the config it runs on now (None: not running or no estimate);
         the refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
-        from hops_slurm.engine.jobs import estimate
-
         memo: dict[tuple[object, ...], object] = {}
 
         def rate(js: JobState) -> float | None:
             if not js.config or self.store is None or self.backend is None:
                 return None
             try:
-                fn, _age, _sens = estimate(js, self._estimator(), memo)
-                return float(fn(js.config)) if fn is not None else None  # type: ignore[operator]
+                fn = estimate(js, self._estimator(), memo).throughput
+                return float(fn(js.config)) if fn is not None else None
             except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
                 log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)
                 return None

@@ -1,97 +1,45 @@
-"""Job views for the planner from the engine's bookkeeping and the estimator (live side of JobView).
+"""The live engine's jobs as the one job-view pipeline sees them (:mod:`hops_slurm.engine.jobview`).
 
-Where it sits: the engine builds the job views of a planning with :func:`job_views` (one
-:func:`job_view` per schedulable Hops job) and hands them to the live backend
-(:attr:`hops_slurm.engine.backend.SlurmBackend.views`). Throughput, eq. 9 age and eq. 10 sensitivity come from
-:class:`estimator.estimate.Estimator` over the throughput store; wait, run time and GPU-seconds from
-:class:`hops_slurm.engine.state.JobState`.
-
-Fallback (a job whose probes all failed, or whose estimate is unavailable): throughput = number of GPUs
-(one sample/s per GPU, the same on every type: the planner then only weighs GPU counts), sensitivity 1.0
-(not placement sensitive), and as age the mean age of the profiled jobs (3600 s if there are none), so
-the job's latency ratio grows with its wait like everyone else's and it is never stranded.
+Where it sits: each planning the engine (:mod:`hops_slurm.engine.engine`) picks its schedulable jobs
+(:func:`schedulable`), describes each as a :class:`hops_slurm.engine.jobview.KnownJob` from its
+bookkeeping (:func:`known_job`: :class:`hops_slurm.engine.state.JobState`, its directives and Slurm's
+listing) and hands them to :func:`hops_slurm.engine.jobview.job_views` (:func:`job_views` here), which
+makes the estimates and views exactly as it does for the simulator. A job whose step fails is set aside
+(:func:`hops_slurm.engine.aside.per_job`). The live backend (:class:`hops_slurm.engine.backend.SlurmBackend`)
+hands the views to the policy.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from estimator.errors import EstimateUnavailable
-from estimator.estimate import Estimator
 from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine import jobview
 from hops_slurm.engine.aside import per_job
+from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
 from hops_slurm.slurm.api import SlurmJob
-from planner.views import Config, JobView, freeze_config
-
-log = logging.getLogger(__name__)
-
-FALLBACK_AGE = 3600.0
+from planner.views import JobView
 
 
-def fallback_throughput(config: Config) -> float:
-    return float(sum(config.values()))
+def known_job(js: JobState, seen: SlurmJob | None) -> KnownJob:
+    """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config)."""
+    d = HopsDirectives.from_canonical(js.directives)  # parsed once per text (remembered)
+    return KnownJob(
+        job_id=js.job_id, user=js.user, signature=js.signature if js.profile == PROFILE_DONE else "",
+        requirements=tuple(d.gpus), declared_samples=float(d.samples), submit_time=js.submit_time, ledger=js,
+        current=seen.gpu_config() if seen is not None and seen.active else None,
+        processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor)
 
 
-def estimate(job: JobState, estimator: Estimator | None,
-             cache: dict[tuple[object, ...], object] | None = None) -> tuple[object, float | None, float | None]:
-    """(throughput fn, age, sensitivity) for a profiled job; (None, None, None) when unavailable.
-    ``cache``: shared by the jobs of one planning, so jobs of one model share one snapshot read."""
-    if estimator is None or job.profile != PROFILE_DONE or not job.signature:
-        return None, None, None
-    d = HopsDirectives.from_canonical(job.directives)  # parsed once per text (remembered)
-    memo = cache if cache is not None else {}
-
-    def cached(key: tuple[object, ...], make: object) -> object:
-        if key not in memo:
-            try:
-                memo[key] = make()  # type: ignore[operator]
-            except EstimateUnavailable as exc:  # remembered too: one store read per model, not per job
-                memo[key] = exc
-        got = memo[key]
-        if isinstance(got, EstimateUnavailable):
-            raise got
-        return got
-
-    sig = job.signature
-    try:
-        fn = cached(("fn", sig), lambda: estimator.throughput_fn(sig))
-        age = cached(("age", sig, d.samples, d.gpus), lambda: estimator.expected_age(sig, float(d.samples), d.gpus))
-
-        def _sens() -> float:
-            try:
-                value = estimator.sensitivity(sig)
-            except EstimateUnavailable:
-                return 1.0
-            return value if math.isfinite(value) else 1.0
-
-        sens = cached(("sens", sig), _sens)
-        return fn, age, sens  # type: ignore[return-value]
-    except EstimateUnavailable as exc:
-        log.warning("job %s: no estimate (%s); using the fallback", job.job_id, exc)
-        return None, None, None
-
-
-def job_view(job: JobState, now: float, *, throughput: object | None, age: float | None,
-             sensitivity: float | None, fallback_age: float, current: Config | None) -> JobView:
-    d = HopsDirectives.from_canonical(job.directives)  # parsed once per text (remembered)
-    wait = job.wait + (max(0.0, now - job.last_seen) if job.last_state == "PENDING" else 0.0)
-    return JobView(
-        job_id=job.job_id,
-        requirements=tuple(d.gpus),
-        submit_time=job.submit_time,
-        wait=wait,
-        age=(age if age and age > 0 else fallback_age) * max(job.age_factor, 1.0),  # issue 16: engine.honesty
-        sensitivity=sensitivity if sensitivity is not None else 1.0,
-        throughput=throughput if throughput is not None else fallback_throughput,  # type: ignore[arg-type]
-        total_samples=float(d.samples),
-        attained_gpu_seconds=job.gpu_seconds,
-        run_time=job.run_time,
-        current=freeze_config(current) if current else None,
-        user=job.user,
-    )
+def estimate(js: JobState, estimator: JobEstimator | None, memo: Memo | None = None) -> Estimate:
+    """The estimate of one job (:func:`hops_slurm.engine.jobview.estimate`); ``memo`` shared by the jobs
+    of one refresh or planning."""
+    if estimator is None or js.profile != PROFILE_DONE or not js.signature:
+        return jobview.NO_ESTIMATE
+    d = HopsDirectives.from_canonical(js.directives)
+    return jobview.estimate(js.signature, float(d.samples), tuple(d.gpus), estimator, memo, job_id=js.job_id)
 
 
 def schedulable(tracked: Iterable[JobState], listing: Mapping[str, SlurmJob]) -> list[JobState]:
@@ -106,28 +54,18 @@ def schedulable(tracked: Iterable[JobState], listing: Mapping[str, SlurmJob]) ->
     return out
 
 
-def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: Estimator | None, now: float,
+def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: JobEstimator | None, now: float,
               set_aside: Callable[[JobState, str], None]) -> tuple[JobView, ...]:
-    """The planner's view of each job (``jobs``: the schedulable ones): estimates first (jobs of one model
-    share one store read), then the views; a job whose estimate or view fails is set aside and left out."""
-    jobs = list(jobs)
-    memo: dict[tuple[object, ...], object] = {}
-    est = {}
-    for js in jobs:
-        got = per_job(js, "estimating its throughput", lambda js=js: estimate(js, estimator, memo), set_aside)
+    """The planner's view of each job (``jobs``: the schedulable ones); a job whose description, estimate
+    or view fails is set aside and left out."""
+    states = {js.job_id: js for js in jobs}
+    known = []
+    for js in states.values():
+        got = per_job(js, "reading its directives", lambda js=js: known_job(js, listing.get(js.job_id)), set_aside)
         if got is not None:
-            est[js.job_id] = got
-    ages = [a for _f, a, _s in est.values() if a]
-    fallback_age = sum(ages) / len(ages) if ages else FALLBACK_AGE
-    views = []
-    for js in jobs:
-        if js.job_id not in est:
-            continue
-        seen = listing[js.job_id]
-        fn, age, sens = est[js.job_id]
-        view = per_job(js, "planning", lambda js=js, seen=seen, fn=fn, age=age, sens=sens: job_view(
-            js, now, throughput=fn, age=age, sensitivity=sens, fallback_age=fallback_age,
-            current=seen.gpu_config() if seen.active else None), set_aside)
-        if view is not None:
-            views.append(view)
-    return tuple(views)
+            known.append(got)
+
+    def guard(job: KnownJob, what: str, step: Callable[[], Any]) -> Any:
+        return per_job(states[job.job_id], what, step, set_aside)
+
+    return jobview.job_views(known, estimator, now, guard=guard)

@@ -12,7 +12,13 @@ probe results go into a temporary throughput store when it arrives (a job whose 
 that model skips probing, as on the live engine), and every running job reports a runtime record
 ``record_seconds`` after it (re)starts and then every ``record_every_seconds``; the store's type and
 entity layers learn from them. Accounting (wait, run time, GPU-seconds, placements) is
-:func:`hops_slurm.accounting.account`, the live engine's function.
+:func:`hops_slurm.accounting.account`, the live engine's function. The views policies plan with are
+made as the live engine makes them: each ready job is described as a
+:class:`hops_slurm.engine.jobview.KnownJob` (its ledger, declaration, config, processed samples and
+honesty factor) and :func:`hops_slurm.engine.jobview.job_views` makes its estimate (throughput, eq. 9
+age, eq. 10 sensitivity, asked of the estimator at every planning) and view. This module keeps only
+what a simulated cluster is: time, ground-truth progress, probes and runtime records written into the
+store, arrivals and completions.
 
 Restart cost: ``restart_seconds`` (default 60 s) of holding the GPUs without progress whenever a job
 resumes after a preemption or moves to another config. Gavel and Themis measure 5-10 s checkpoint
@@ -23,9 +29,10 @@ Policies never see ground truth: not the node speeds, not the server kinds (only
 file says Slurm shows, :meth:`hops_slurm.sim.cluster.ClusterSpec.view`).
 
 Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
-(``JobSpec.declared``), which may differ from the samples it really processes; each planning the age
-handed to the policy goes through :func:`estimator.honesty.assess` (:meth:`SimBackend.planning_age`)
-with the samples processed so far (:meth:`SimBackend.processed_samples`) and the owner's history.
+(``JobSpec.declared``), which may differ from the samples it really processes; each planning its
+honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.age_factor`) with the
+samples processed so far (:meth:`SimBackend.processed_samples`) and the owner's history, and the
+pipeline multiplies the age by it (as the live engine's ``JobState.age_factor``).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from dataclasses import dataclass, field
 from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
 from hops_slurm.accounting import JobLedger, account
 from hops_slurm.backend import Enactment
+from hops_slurm.engine.jobview import KnownJob, estimate, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.cluster import ClusterSpec
@@ -71,8 +79,6 @@ class _Job:
     active_integral_at_submit: float = 0.0
     finished: bool = False
     ever_ran: bool = False
-    age: float = math.inf
-    sensitivity: float = math.inf
 
 
 @dataclass
@@ -159,35 +165,26 @@ class SimBackend:
         used = self._used()
         return self.cluster.view({n: self.capacity[n] - used[n] for n in self.capacity})
 
+    def _offered(self, fragment: bool) -> list[_Job]:
+        """Jobs a planning offers to the policy: profiled, and (fragment plans) not running."""
+        return [job for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id))
+                if job.ready_at <= self.t + EPS and not (fragment and job.config is not None)]
+
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        out = []
+        """The views of :func:`hops_slurm.engine.jobview.job_views` (the live engine's pipeline)."""
         histories = self.user_histories()
-        for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id)):
-            if job.ready_at > self.t + EPS or (fragment and job.config is not None):
-                continue
-            out.append(
-                JobView(
-                    job_id=job.spec.job_id,
-                    requirements=job.spec.requirements,
-                    submit_time=job.spec.arrival,
-                    wait=job.ledger.wait,
-                    age=self.planning_age(job, histories),
-                    sensitivity=job.sensitivity,
-                    throughput=self.knowledge.throughput_fn(job.signature),
-                    total_samples=job.spec.declared,
-                    done_samples=job.done,
-                    attained_gpu_seconds=job.ledger.gpu_seconds,
-                    run_time=job.ledger.run_time,
-                    current=job.config,
-                    user=job.spec.user,
-                )
-            )
-        return tuple(out)
+        known = [KnownJob(job_id=job.spec.job_id, user=job.spec.user, signature=job.signature,
+                          requirements=job.spec.requirements, declared_samples=job.spec.declared,
+                          submit_time=job.spec.arrival, ledger=job.ledger, current=job.config,
+                          processed_samples=self.processed_samples(job), age_factor=self.age_factor(job, histories))
+                 for job in self._offered(fragment)]
+        return job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
 
     # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
     def processed_samples(self, job: _Job) -> float:
-        """Samples the job has processed so far, as the scheduler may know them (its progress; to be
-        read from the runtime records the simulated jobs write once the simulator produces them)."""
+        """Samples the job has processed so far: its ground-truth progress. The live engine knows less (its
+        runtime records plus uncovered run time x estimated rate, :func:`hops_slurm.engine.honesty.processed_samples`);
+        docs/design.md, "One engine", lists this among what is still backend-specific."""
         return job.done
 
     def user_histories(self) -> dict[str, UserHistory]:
@@ -199,16 +196,14 @@ class SimBackend:
                 outcomes.setdefault(job.spec.user, []).append(JobOutcome(job.spec.declared, self.processed_samples(job)))
         return {u: history_of(o, self.settings.honesty) for u, o in outcomes.items()}
 
-    def planning_age(self, job: _Job, histories: dict[str, UserHistory]) -> float:
-        """The age the policy plans with: the eq. 9 age of the declared samples, through
-        :func:`estimator.honesty.assess`."""
-        if not math.isfinite(job.age):
-            return job.age
+    def age_factor(self, job: _Job, histories: dict[str, UserHistory]) -> float:
+        """The job's honesty factor (:func:`estimator.honesty.assess`; the age it is applied to does not
+        change it): its processed samples against its declaration, and its owner's history."""
         history = histories.get(job.spec.user, UserHistory())
-        return assess(job.spec.declared, self.processed_samples(job), job.age, history, self.settings.honesty).age
+        return assess(job.spec.declared, self.processed_samples(job), 1.0, history, self.settings.honesty).factor
 
     def _check(self, plan: Plan, fragment: bool) -> dict[str, Config]:
-        offered = {j.job_id for j in self.job_views(fragment=fragment)}
+        offered = {j.spec.job_id for j in self._offered(fragment)}
         placed: dict[str, Config] = {}
         for job_id, config in plan.placed().items():
             if job_id not in offered:
@@ -360,10 +355,8 @@ class SimBackend:
             )
             job = _Job(spec, ready, record, JobLedger(last_seen=spec.arrival), signature,
                        active_integral_at_submit=self._active_integral)
-            job.age = self.knowledge.age(signature, spec.declared, spec.requirements)
-            main_type = max(self.gpus_per_type, key=lambda t: self.gpus_per_type[t])
-            job.sensitivity = self.knowledge.sensitivity(signature, main_type)
-            record.age_estimate = job.age if math.isfinite(job.age) else None
+            record.age_estimate = estimate(signature, spec.declared, spec.requirements, self.knowledge.estimator,
+                                           self.knowledge.memo, job_id=spec.job_id).age  # eq. 9 at arrival
             self.active[spec.job_id] = job
 
     def _complete(self) -> None:

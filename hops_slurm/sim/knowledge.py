@@ -4,25 +4,26 @@ feeds it, read through :class:`estimator.estimate.Estimator` exactly as the live
 Data flow: the simulated cluster (:mod:`hops_slurm.sim.backend`) hands :class:`Knowledge` probe results
 and runtime records (:mod:`hops_slurm.sim.measure`); they go into :class:`estimator.store.ThroughputStore`
 through :mod:`profiler.ingest` (the engine's ingest functions); policies get
-:meth:`Knowledge.throughput_fn`, and every job its eq. (9) age and eq. (10) sensitivity from
-:mod:`estimator.estimate`. The entity key is the node (``Estimator.for_cluster``'s default, the
+:meth:`Knowledge.throughput_fn`, and every job its eq. (9) age and eq. (10) sensitivity, through
+:mod:`hops_slurm.engine.jobview` (the live engine's job-view pipeline) over :attr:`Knowledge.estimator`
+and :attr:`Knowledge.memo`. The entity key is the node (``Estimator.for_cluster``'s default, the
 engine's): what Hops learns about a node it learns from that node's records only.
 
 Speed: a snapshot is read from SQLite once per signature and kept until a record for that signature is
-ingested; each signature's throughput function (which caches per config) is kept as long.
+ingested; each signature's estimates in :attr:`Knowledge.memo` (its throughput function, which caches
+per config, its age and sensitivity) are kept as long, and all of them until the entity factors change.
 """
 
 from __future__ import annotations
 
-import math
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
 from estimator.snapshot import Calibration, JobSnapshot
 from estimator.store import ThroughputStore
+from hops_slurm.engine.jobview import Memo
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.measure import calibration, probe_result
 from planner.views import ClusterView, ThroughputFn
@@ -79,7 +80,8 @@ class Knowledge:
                                        method="simulated: fitted to ground truth's 2-GPU runs (hops_slurm.sim.measure)")
         self.source = _CachedStore(self.store)
         self.estimator = Estimator.for_cluster(self.source, cluster)
-        self._fns: dict[str, ThroughputFn] = {}
+        #: the estimates of the job-view pipeline (hops_slurm.engine.jobview), kept until the store changes
+        self.memo: Memo = {}
         self.records = 0
 
     def close(self) -> None:
@@ -108,30 +110,21 @@ class Knowledge:
     def _changed(self, signature: str) -> None:
         before = self.source.entity_factors()
         self.source.forget(signature)
-        self._fns.pop(signature, None)
         if self.source.entity_factors() != before:  # every job's estimates on those servers change
-            self._fns.clear()
+            self.memo.clear()
+            return
+        for key in [k for k in self.memo if k[1] == signature]:
+            del self.memo[key]
 
     # ----- what policies read -----------------------------------------------------------------------------
     def throughput_fn(self, signature: str) -> ThroughputFn:
-        fn = self._fns.get(signature)
+        """The policies' throughput function of ``signature`` (the one its job views carry)."""
+        fn = self.memo.get(("fn", signature))
         if fn is None:
-            fn = self._fns[signature] = self.estimator.throughput_fn(signature)
-        return fn
-
-    def age(self, signature: str, total_samples: float, requirements: Sequence[int]) -> float:
-        """Eq. (9) (:meth:`Estimator.expected_age`); infinite when no type can run the job."""
-        try:
-            return self.estimator.expected_age(signature, total_samples, requirements)
-        except EstimateUnavailable:
-            return math.inf
-
-    def sensitivity(self, signature: str, gpu_type: str) -> float:
-        """Eq. (10) on ``gpu_type`` (:meth:`Estimator.sensitivity`); infinite when unknown there."""
-        try:
-            return self.estimator.sensitivity(signature, gpu_type)
-        except (EstimateUnavailable, ZeroDivisionError):
-            return math.inf
+            fn = self.memo[("fn", signature)] = self.estimator.throughput_fn(signature)
+        if isinstance(fn, EstimateUnavailable):
+            raise fn
+        return fn  # type: ignore[return-value]
 
     def per_gpu(self, signature: str, gpu_type: str, gpus: int, nodes: int, node: str) -> float:
         """The estimate the planner would use for one node (reports: estimate error over time)."""

@@ -12,7 +12,8 @@ import pytest
 from estimator.honesty import EXCEEDED, OK, REAGED, HonestyParams, Verdict
 from hops_slurm.engine.honesty import (BUDGET_ENV, COMMENT_PREFIX, act, add_records, budget_env, processed_samples,
                                        record_outcome, review)
-from hops_slurm.engine.jobs import job_view
+from hops_slurm.engine.jobs import known_job
+from hops_slurm.engine.jobview import Estimate, job_view
 from hops_slurm.engine.queue import parse_format, queue_rows, render
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
 from hops_slurm.slurm.api import SlurmJob
@@ -46,7 +47,7 @@ def test_review_reages_an_overrunning_job_and_its_owners_pending_ones(tmp_path: 
     assert "history" in queued.honesty
     assert other.age_factor == 1.0 and other.honesty == ""
     assert db.meta("history:alice") == "x3" and db.meta("history:bob") == "-"
-    view = job_view(queued, 0.0, throughput=None, age=100.0, sensitivity=None, fallback_age=1.0, current=None)
+    view = job_view(known_job(queued, None), Estimate(age=100.0), 0.0, fallback_age=1.0)
     assert view.age == pytest.approx(300.0)
 
 

@@ -16,6 +16,7 @@ from hops_slurm.config import parse_config
 from hops_slurm.directives import DirectiveError, HopsDirectives
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.jobs import estimate
+from hops_slurm.engine.jobview import NO_ESTIMATE
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
 from standin import StandInSlurm
 
@@ -90,7 +91,7 @@ class _CountingEstimator:
         self.calls += 1
         raise EstimateUnavailable("no age")
 
-    def sensitivity(self, sig: str) -> float:
+    def sensitivity(self, sig: str, gpu_type: str | None = None) -> float:
         self.calls += 1
         raise EstimateUnavailable("no sensitivity")
 
@@ -102,7 +103,7 @@ def test_a_model_without_estimates_is_read_once_for_all_its_jobs() -> None:
                      submit_time=1.0, first_seen=1.0, last_seen=1.0, last_state="PENDING", profile=PROFILE_DONE,
                      signature="root/sig") for i in range(JOBS)]
     for js in jobs:
-        assert estimate(js, est, memo) == (None, None, None)  # each job still gets the fallback
+        assert estimate(js, est, memo) == NO_ESTIMATE  # each job still gets the fallback
     assert est.calls == 1
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.engine.jobs import FALLBACK_AGE, fallback_throughput, job_view
+from hops_slurm.engine.jobs import known_job
+from hops_slurm.engine.jobview import FALLBACK_AGE, NO_ESTIMATE, fallback_throughput, job_view
 from hops_slurm.engine.lock import EngineLocked, InstanceLock
 from hops_slurm.engine.queue import fmt_duration, parse_format, queue_rows, render
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState, account
@@ -98,7 +99,7 @@ def test_second_lock_is_refused_with_the_owner_named(tmp_path: Path) -> None:
 
 def test_fallback_view_is_linear_in_gpus_and_uses_the_given_age() -> None:
     js = _job()
-    view = job_view(js, 1100.0, throughput=None, age=None, sensitivity=None, fallback_age=FALLBACK_AGE, current=None)
+    view = job_view(known_job(js, None), NO_ESTIMATE, 1100.0, fallback_age=FALLBACK_AGE)
     assert view.throughput({"a": 2, "b": 1}) == 3.0 == fallback_throughput({"a": 2, "b": 1})
     assert view.age == FALLBACK_AGE and view.sensitivity == 1.0
     assert view.wait == 100.0  # pending since it was last seen at 1000
