@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 
-from hops_slurm.errors import HopsError
+from hops_slurm.report import columns
 from hops_slurm.report.accounting import JobRow
+from hops_slurm.report.columns import Column, fit as _fit
 from hops_slurm.report.timefmt import format_elapsed, format_time
 from hops_slurm.text import printable
 
-MAX_WIDTH = 1000  # widest --format column (sacct's own widths are small; this only bounds memory)
 
 
 @dataclass(frozen=True)
@@ -92,44 +92,9 @@ def help_format() -> str:
     return "\n".join(" ".join(f"{n:<12}" for n in names[i : i + 6]).rstrip() for i in range(0, len(names), 6)) + "\n"
 
 
-@dataclass(frozen=True)
-class Column:
-    field: Field
-    width: int  # > 0
-    left: bool = False
-
-
-def parse_format(spec: str) -> list[Column]:
+def parse_format(spec: str) -> list[Column[Field]]:
     """Columns from ``Name[%[-]WIDTH],...`` (names case-insensitive, as sacct's --format)."""
-    columns: list[Column] = []
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, _, width_text = part.partition("%")
-        fld = FIELDS.get(name.strip().lower())
-        if fld is None:
-            raise HopsError(f"unknown field {printable(name, 40)!r} in --format; fields: {', '.join(f.name for f in FIELDS.values())}")
-        width, left = fld.width, False
-        if width_text:
-            try:
-                w = int(width_text)
-            except ValueError:
-                raise HopsError(f"bad width {printable(width_text, 40)!r} in --format field {printable(part, 60)}: use e.g. {fld.name}%12") from None
-            if w == 0 or abs(w) > MAX_WIDTH:
-                raise HopsError(f"width {w} in --format field {printable(part, 60)} is outside 1..{MAX_WIDTH}")
-            width, left = abs(w), w < 0
-        columns.append(Column(fld, width, left))
-    if not columns:
-        raise HopsError("--format names no fields")
-    return columns
-
-
-def _fit(text: str, col: Column) -> str:
-    text = printable(text)
-    if len(text) > col.width:
-        text = text[: col.width - 1] + "+"
-    return text.ljust(col.width) if col.left else text.rjust(col.width)
+    return columns.parse_format(spec, FIELDS)
 
 
 def render_table(rows: Sequence[JobRow], columns: Sequence[Column], style: TimeStyle, header: bool = True) -> str:

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hops_slurm.errors import HopsError
-from hops_slurm.report import metrics
+from hops_slurm.report import columns, metrics
+from hops_slurm.report.columns import Column, fit as _fit
 from hops_slurm.report.plots import write_plots
 from hops_slurm.report.timefmt import format_elapsed
 from hops_slurm.sim.cluster import ClusterSpec
@@ -33,7 +33,6 @@ from hops_slurm.whatif.assumptions import Derived
 from hops_slurm.whatif.history import Problem
 from hops_slurm.whatif.replay import Side
 
-MAX_WIDTH = 1000
 
 
 @dataclass(frozen=True)
@@ -104,44 +103,9 @@ FIELDS = {f.name.lower(): f for f in (
 DEFAULT_FORMAT = "Scheduler,Jobs,Done,AvgJCT,AvgWait,MaxLR,Util,Makespan,Preemptions"
 
 
-@dataclass(frozen=True)
-class Column:
-    field: Field
-    width: int
-    left: bool = False
-
-
-def parse_format(spec: str) -> list[Column]:
+def parse_format(spec: str) -> list[Column[Field]]:
     """``Name[%[-]WIDTH],...`` as sacct's --format (names case-insensitive)."""
-    cols = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        name, _, width = part.partition("%")
-        fld = FIELDS.get(name.strip().lower())
-        if fld is None:
-            raise HopsError(f"unknown field {printable(name, 40)!r} in --format; fields: "
-                            f"{', '.join(f.name for f in FIELDS.values())}")
-        w, left = fld.width, False
-        if width:
-            try:
-                n = int(width)
-            except ValueError:
-                raise HopsError(f"bad width {printable(width, 20)!r} in --format field {printable(part, 60)}") from None
-            if n == 0 or abs(n) > MAX_WIDTH:
-                raise HopsError(f"width {n} in --format field {printable(part, 60)} is outside 1..{MAX_WIDTH}")
-            w, left = abs(n), n < 0
-        cols.append(Column(fld, w, left))
-    if not cols:
-        raise HopsError("--format names no fields")
-    return cols
-
-
-def _fit(text: str, col: Column) -> str:
-    text = printable(text)
-    if len(text) > col.width:
-        text = text[: col.width - 1] + "+"
-    return text.ljust(col.width) if col.left else text.rjust(col.width)
+    return columns.parse_format(spec, FIELDS)
 
 
 def render(rows: Sequence[Row], cols: Sequence[Column], parsable2: bool, header: bool) -> str:
