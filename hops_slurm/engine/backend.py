@@ -52,7 +52,7 @@ class SlurmBackend:
     def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
         """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
         snap = Snapshot.read(self.api) if jobs is None else \
-            Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), time.time())
+            Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), self.api.now())
         self.keep(snap)
         return snap
 
@@ -71,7 +71,7 @@ class SlurmBackend:
 
     # ----- Backend protocol -------------------------------------------------------------------------
     def now(self) -> float:
-        return time.time()
+        return self.api.now()
 
     def cluster_view(self, *, fragment: bool) -> ClusterView:
         return self.snapshot.cluster_view(fragment=fragment, partition=self.partition, promised=self.placed)

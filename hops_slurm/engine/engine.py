@@ -24,8 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_prob
 from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
-from hops_slurm.engine.userfiles import make_place, make_root, owner_of
+from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
@@ -61,7 +60,7 @@ class Engine:
     environment); ``dry_run``: read and plan only (no lock, no Slurm change, no store or state writes)."""
 
     def __init__(self, config: SiteConfig, *, api: SlurmApi | None = None, env: Mapping[str, str] | None = None,
-                 dry_run: bool = False) -> None:
+                 dry_run: bool = False, owners: Callable[[str], Owner] = owner_of) -> None:
         self.config = config
         self.env = dict(env) if env is not None else None
         if api is None:
@@ -69,6 +68,8 @@ class Engine:
 
             api = CliSlurm(self.env)
         self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
+        self.now = self.api.now  # Slurm's clock: the wall clock live, the virtual one in simulation
+        self.owners = owners  # a job owner's uid and gid (the host's users; the simulator maps its own)
         self.dry_run = dry_run
         paths = config.paths
         self.state_dir = paths.state_dir
@@ -134,7 +135,7 @@ class Engine:
             self.profiler = ProfilerFlow(
                 ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
                               e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
-                self.store, self.env, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes)
+                self.store, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes, owners=self.owners)
             self.profiler.adopt(self.tracked.values())
         if not self.dry_run:
             try:
@@ -211,7 +212,7 @@ class Engine:
         env: dict[str, str] = {}
         if js is not None and not self.dry_run:
             try:
-                place = make_place(self.metrics_dir, job_id, owner_of(js.user))
+                place = make_place(self.metrics_dir, job_id, self.owners(js.user))
             except (HopsError, OSError) as exc:  # the job runs without a recorder file
                 log.warning("job %s: no place for runtime records: %s", job_id, exc)
             else:
@@ -232,7 +233,7 @@ class Engine:
         for t in sorted(gpu_types - set(self.store.calibrations())):
             e = self.config.engine
             self.store.put_calibration(t, b_link=e.default_b_link, b_net=e.default_b_net,
-                                       method="default from hops.toml (not measured)", measured_at=time.time())
+                                       method="default from hops.toml (not measured)", measured_at=self.now())
             log.warning("GPU type %s has no calibration: using the defaults from hops.toml until "
                         "`hops-slurm calibrate` measures it", t)
 
@@ -266,7 +267,7 @@ class Engine:
                 snap = b.snapshot
         gpu_types = sorted({n.gpu_type for n in snap.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
         self._ensure_calibrations(set(gpu_types))
-        now = time.time()
+        now = self.now()
         listing = snap.listing
         for job in b.jobs:
             if job.is_hops and job.partition == self.config.slurm.partition and job.job_id not in self.tracked \
@@ -282,7 +283,7 @@ class Engine:
                 if not self.dry_run:
                     self._ingest_metrics(js)  # its last records count too
                     self._record_declaration(js)
-                    cancel_probes(js, self.env)
+                    cancel_probes(js, self.api)
                 if self.profiler is not None:
                     self.profiler.forget(js.job_id)
                 del self.tracked[js.job_id]
@@ -394,7 +395,7 @@ class Engine:
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
         types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
-        report = per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types),  # type: ignore[arg-type]
+        report = per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid),  # type: ignore[arg-type]
                          self._set_aside)
         if report is not None:
             from hops_slurm.engine.honesty import add_records
@@ -491,7 +492,7 @@ class Engine:
         b.job_env = {}
 
         def views() -> None:  # the job views on the current snapshot, handed to the backend
-            b.views = job_views(self.schedulable(), b.listing, self._estimator(), time.time(), self._set_aside)
+            b.views = job_views(self.schedulable(), b.listing, self._estimator(), self.now(), self._set_aside)
 
         def before_enacting(plan: Any) -> None:  # the environment of the jobs this plan starts
             b.job_env = self._job_envs(plan.placed())

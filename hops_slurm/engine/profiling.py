@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -47,10 +46,10 @@ from estimator.store import ThroughputStore
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.state import (PROFILE_DONE, PROFILE_FAILED, PROFILE_NEW, PROFILE_PROBING, EngineState,
                                      JobState)
-from hops_slurm.engine.userfiles import UnsafeFile, make_place, owner_of, read_owned
+from hops_slurm.engine.userfiles import Owner, UnsafeFile, make_place, owner_of, read_owned
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
-from hops_slurm.slurm.api import SlurmApi, SlurmCommandError, SlurmError, SlurmJob
+from hops_slurm.slurm.api import ProbeJob, SlurmApi, SlurmCommandError, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import GATE
 
 log = logging.getLogger(__name__)
@@ -116,12 +115,13 @@ class ProfilerFlow:
     """Submits probes and ingests their results (see the module docstring)."""
 
     def __init__(self, settings: ProbeSettings, state: EngineState, store: ThroughputStore,
-                 env: Mapping[str, str] | None = None, *, api: SlurmApi | None = None,
-                 journal: Journal | None = None, nodes: Callable[[], list[str]] | None = None) -> None:
+                 *, api: SlurmApi | None = None,
+                 journal: Journal | None = None, nodes: Callable[[], list[str]] | None = None,
+                 owners: Callable[[str], Owner] = owner_of) -> None:
         self.settings = settings
+        self.owners = owners  # user name -> uid and gid (the host's users; the simulator maps its own)
         self.state = state
         self.store = store
-        self.env = dict(env) if env is not None else None
         self.api = api  # for the probe reservations of jobs not owned by root
         self.journal = journal
         self.nodes = nodes or (lambda: [])
@@ -247,7 +247,7 @@ class ProfilerFlow:
 
     def _submit(self, job: JobState, d: HopsDirectives, gpu_type: str) -> dict[str, object]:
         s = self.settings
-        owner = owner_of(job.user)  # HopsError: the job is set aside (its probe cannot run as its owner)
+        owner = self.owners(job.user)  # HopsError: the job is set aside (its probe cannot run as its owner)
         place = make_place(s.probe_dir, job.job_id, owner)
         stem = place / f"probe-{gpu_type}"
         out = stem.with_suffix(".json")
@@ -261,21 +261,20 @@ class ProfilerFlow:
             reservation = self._reservation_for(job)
         except SlurmError as exc:
             return {"status": "failed", "error": f"probe reservation not created: {exc}", "kind": "missing"}
-        limit_min = max(1, int(s.time_limit // 60) + 2)
-        cmd = ["sbatch", "--parsable", f"--uid={owner.uid}", f"--gid={owner.gid}", "-p", s.partition,
-               f"--reservation={reservation}", "-N", "1", f"--gres=gpu:{gpu_type}:1",
-               "-J", f"{PROBE_NAME_PREFIX}{job.job_id}-{gpu_type}", "-t", str(limit_min),
-               "-D", str(place), "-o", str(stem.with_suffix(".log"))]
+        probe = ProbeJob(name=f"{PROBE_NAME_PREFIX}{job.job_id}-{gpu_type}", uid=owner.uid, gid=owner.gid,
+                         partition=s.partition, reservation=reservation, gpu_type=gpu_type,
+                         time_limit_min=max(1, int(s.time_limit // 60) + 2), workdir=place,
+                         log=stem.with_suffix(".log"), out=out, script=script, model=d.model, batch_size=d.batch_size)
+        if self.api is None:
+            return {"status": "failed", "error": "no Slurm to submit the probe to", "kind": "missing"}
         try:
-            proc = subprocess.run(cmd, input=script, env=self.env, capture_output=True, text=True, timeout=30,
-                                  check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return {"status": "failed", "error": f"sbatch of the probe failed: {exc}", "kind": "missing"}
-        if proc.returncode != 0:
-            err = SlurmCommandError(cmd, proc.returncode, proc.stderr or proc.stdout)
-            log.error("job %s: probe on %s not submitted: %s", job.job_id, gpu_type, err)
-            return {"status": "failed", "error": str(err)}
-        slurm_id = proc.stdout.strip().split(";")[0]
+            slurm_id = self.api.submit_probe(probe)
+        except SlurmCommandError as exc:
+            log.error("job %s: probe on %s not submitted: %s", job.job_id, gpu_type, exc)
+            # sbatch missing or Slurm not answering may not recur; a refusal would
+            return {"status": "failed", "error": str(exc), **({"kind": "missing"} if exc.returncode in (124, 127) else {})}
+        except SlurmError as exc:
+            return {"status": "failed", "error": f"probe not submitted: {exc}", "kind": "missing"}
         log.info("job %s: probe job %s on %s submitted as %s", job.job_id, slurm_id, gpu_type, owner.user)
         return {"status": "running", "slurm_id": slurm_id, "out": str(out), "uid": owner.uid}
 
@@ -284,7 +283,7 @@ class ProfilerFlow:
         from profiler.records import ProbeFailure, ProbeResult, parse_record
 
         out = Path(str(probe.get("out", "")))
-        uid = int(probe["uid"]) if "uid" in probe else owner_of(job.user).uid  # type: ignore[call-overload]
+        uid = int(probe["uid"]) if "uid" in probe else self.owners(job.user).uid  # type: ignore[call-overload]
         record: object = None
         try:
             data = read_owned(out.parent, out.name, uid, cap=MAX_RECORD_BYTES + 1)
@@ -314,13 +313,14 @@ class ProfilerFlow:
         log.info("job %s: probe on %s ingested (signature %s)", job.job_id, gpu_type, signature)
 
 
-def cancel_probes(job: JobState, env: Mapping[str, str] | None) -> None:
+def cancel_probes(job: JobState, api: SlurmApi) -> None:
     """Cancel a job's probes still queued (the job itself ended)."""
-    ids = [str(p["slurm_id"]) for p in job.probes.values() if p.get("status") == "running" and p.get("slurm_id")]
-    if ids:
-        subprocess.run(["scancel", *ids], env=dict(env) if env is not None else None, capture_output=True,
-                       timeout=30, check=False)
-        for p in job.probes.values():
-            if p.get("status") == "running":
-                p.update(status="failed", error="job ended before its probe")
-
+    for p in job.probes.values():
+        if p.get("status") != "running":
+            continue
+        if p.get("slurm_id"):
+            try:
+                api.cancel(str(p["slurm_id"]))
+            except SlurmError as exc:  # already ended, or Slurm away: the probe ends by its time limit
+                log.info("job %s: probe %s not cancelled: %s", job.job_id, p["slurm_id"], exc)
+        p.update(status="failed", error="job ended before its probe")

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.api import ProbeJob, SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -76,3 +76,9 @@ class RetryingReads:
 
     def cancel(self, job_id: str) -> None:
         self.inner.cancel(job_id)
+
+    def submit_probe(self, probe: ProbeJob) -> str:  # a second try would submit a second probe
+        return self.inner.submit_probe(probe)
+
+    def now(self) -> float:
+        return self.inner.now()

@@ -64,7 +64,7 @@ def check_runtime(record: object, job: JobState, node_types: Mapping[str, str]) 
 
 
 def ingest_job(store: object, state: EngineState, place_root: Path, job: JobState,
-               node_types: Mapping[str, str]) -> MetricsReport:
+               node_types: Mapping[str, str], uid: int | None = None) -> MetricsReport:
     """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring)."""
     from profiler.ingest import ingest_runtime
     from profiler.records import parse_record
@@ -75,7 +75,8 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
         return report
     key = f"metrics:{job.job_id}"
     offset = int(state.meta(key, "0"))
-    data = read_owned(place, RUNTIME_FILE, owner_of(job.user).uid, offset=offset, cap=MAX_READ)
+    uid = owner_of(job.user).uid if uid is None else uid  # the file must be the owner's
+    data = read_owned(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
     if not data:
         return report
     end = data.rfind(b"\n") + 1

@@ -10,6 +10,8 @@ the pydantic models below, the same on every release; :mod:`hops_slurm.slurm.ena
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -125,6 +127,35 @@ class SlurmReservation(BaseModel):
     flags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ProbeJob:
+    """A profiling probe to submit as the job's owner (:mod:`hops_slurm.engine.profiling` decides it):
+    ``script`` runs ``python -m profiler.probe`` for ``model`` at ``batch_size`` on one GPU of
+    ``gpu_type`` and writes its record to ``out``; ``workdir`` and ``log`` are in the owner's place.
+    The model, batch size and output are repeated as fields so that a backend that does not run the
+    script (the simulator's slurmctld) knows what the probe would measure."""
+
+    name: str
+    uid: int
+    gid: int
+    partition: str
+    reservation: str
+    gpu_type: str
+    time_limit_min: int
+    workdir: Path
+    log: Path
+    out: Path
+    script: str
+    model: str
+    batch_size: int
+
+    def sbatch_argv(self) -> list[str]:
+        """``sbatch`` for this probe (the script goes on standard input: root never reads a user's file)."""
+        return ["sbatch", "--parsable", f"--uid={self.uid}", f"--gid={self.gid}", "-p", self.partition,
+                f"--reservation={self.reservation}", "-N", "1", f"--gres=gpu:{self.gpu_type}:1",
+                "-J", self.name, "-t", str(self.time_limit_min), "-D", str(self.workdir), "-o", str(self.log)]
+
+
 @runtime_checkable
 class SlurmApi(Protocol):
     """Everything the engine needs from Slurm. Every mutating call raises :class:`SlurmError` on failure."""
@@ -156,3 +187,9 @@ class SlurmApi(Protocol):
     def delete_reservation(self, name: str) -> None: ...
 
     def cancel(self, job_id: str) -> None: ...
+
+    def submit_probe(self, probe: ProbeJob) -> str:
+        """Submit a probe job; its Slurm job id."""
+
+    def now(self) -> float:
+        """Slurm's clock in epoch seconds (the wall clock on a real cluster; the simulator's virtual one)."""

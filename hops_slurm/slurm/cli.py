@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from hops_slurm.slurm.api import SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
 
 log = logging.getLogger(__name__)
@@ -51,14 +52,14 @@ class CliSlurm:
         self.calls: Counter[str] = Counter()
 
     # ----- running commands -----------------------------------------------------------------------
-    def _run(self, argv: list[str]) -> str:
+    def _run(self, argv: list[str], stdin: str | None = None) -> str:
         log.debug("slurm: %s", argv)
         self.calls[command_label(argv)] += 1
         try:
             # errors="replace": Slurm passes job names and comments through as raw bytes, so one job whose
             # name is not UTF-8 must not make the whole listing unreadable (it reads with U+FFFD instead).
             proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, encoding="utf-8",
-                                  errors="replace", timeout=self.timeout, check=False)
+                                  errors="replace", timeout=self.timeout, check=False, input=stdin)
         except FileNotFoundError as exc:
             raise SlurmCommandError(argv, 127, f"{argv[0]} not found: install the Slurm client commands") from exc
         except subprocess.TimeoutExpired as exc:
@@ -138,4 +139,10 @@ class CliSlurm:
 
     def cancel(self, job_id: str) -> None:
         self._run(["scancel", str(job_id)])
+
+    def submit_probe(self, probe: ProbeJob) -> str:
+        return self._run(probe.sbatch_argv(), stdin=probe.script).strip().split(";")[0]
+
+    def now(self) -> float:
+        return time.time()
 

@@ -18,9 +18,10 @@ the environmental reason. Use :class:`CliSlurm`, which is tested on every suppor
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from hops_slurm.slurm.api import SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.api import ProbeJob, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.parse import expand_hostlist, gpu_allocation, parse_gpu_gres
 
 
@@ -129,3 +130,13 @@ class PyslurmSlurm:
 
     def cancel(self, job_id: str) -> None:
         self._call("Job.cancel", self.ps.Job(int(job_id)).cancel)
+
+    def submit_probe(self, probe: ProbeJob) -> str:
+        """Probes go through ``sbatch`` (the owner's uid and gid, the script on standard input), as with
+        the CLI backend: pyslurm 25.11's job submission is not used (untested here)."""
+        from hops_slurm.slurm.cli import CliSlurm
+
+        return CliSlurm().submit_probe(probe)
+
+    def now(self) -> float:
+        return time.time()

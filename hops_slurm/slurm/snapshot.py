@@ -107,7 +107,7 @@ class Snapshot:
     @classmethod
     def read(cls, api: SlurmApi) -> Snapshot:
         """Jobs, nodes and reservations: one listing each."""
-        return cls(tuple(api.jobs()), tuple(api.nodes()), tuple(api.reservations()), time.time())
+        return cls(tuple(api.jobs()), tuple(api.nodes()), tuple(api.reservations()), api.now())
 
     @cached_property
     def listing(self) -> dict[str, SlurmJob]:

@@ -12,8 +12,10 @@ crash points and recovery), in-process and without root.
 
 from __future__ import annotations
 
+import time
+
 from hops_slurm.directives import COMMENT_PREFIX
-from hops_slurm.slurm.api import SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
 
 
 class StandInSlurm:
@@ -150,3 +152,14 @@ class StandInSlurm:
     def cancel(self, job_id: str) -> None:
         self._mutating("cancel", job_id)
         self._change(job_id, state="CANCELLED")
+
+    def submit_probe(self, probe: ProbeJob) -> str:
+        """A probe job that never runs (these tests pre-profile their models)."""
+        self._mutating("submit_probe", probe.name)
+        job_id = str(90000 + len(self._jobs))
+        self._jobs[job_id] = SlurmJob(job_id=job_id, name=probe.name, state="PENDING", reason="Resources",
+                                      partition=probe.partition, reservation=probe.reservation)
+        return job_id
+
+    def now(self) -> float:
+        return time.time()

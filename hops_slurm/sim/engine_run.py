@@ -1,0 +1,157 @@
+"""The production engine on a simulated cluster: :class:`hops_slurm.engine.engine.Engine` against
+:class:`hops_slurm.sim.slurmctld.SimSlurmctld`, on the simulator's virtual clock.
+
+Where it sits: ``hops-slurm simulate --engine`` and the engine's in-process tests. The engine is the one
+``hops-slurm daemon`` runs (its state, journal, throughput store, records and metrics files in a state
+directory of its own); only Slurm is simulated. The timing is the simulator's round loop
+(:func:`hops_slurm.engine.rounds.run_rounds`): a full round (refresh, round plan, fragment plans at
+its instant) every ``round_seconds``, and a refresh with a fragment plan every ``refresh_seconds`` in
+between, as the daemon's timers do; while no job is in play the clock jumps to the next arrival.
+
+The store starts with the calibrations ``hops-slurm calibrate`` would measure on this cluster
+(:func:`hops_slurm.sim.measure.calibration`, as the :class:`hops_slurm.sim.backend.SimBackend` path
+uses) and nothing else: every job is profiled through probe jobs whose records the engine reads from
+files, and learns from the runtime records its jobs write.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from collections.abc import Iterator
+
+from hops_slurm.config import parse_config
+from hops_slurm.engine.engine import Engine
+from hops_slurm.errors import HopsError
+from hops_slurm.records import JobRecord, RoundRecord
+from hops_slurm.report.metrics import summarize
+from hops_slurm.report.source import SqliteSource
+from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.measure import calibration
+from hops_slurm.sim.runner import Options, RunResult
+from hops_slurm.sim.slurmctld import EPOCH, SimCtlSettings, SimSlurmctld
+from hops_slurm.sim.workload import JobSpec
+from planner.policies import make_policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EngineSim:
+    """A running engine simulation: the simulated slurmctld, the engine, its state directory."""
+
+    ctl: SimSlurmctld
+    engine: Engine
+    state_dir: Path
+    options: Options
+
+    def step(self, until: float) -> None:
+        """Advance the simulated cluster to ``until`` (simulated seconds)."""
+        self.ctl.advance(until)
+
+    def run(self, *, on_round: Callable[[float], None] | None = None, max_seconds: float = 90 * 86400.0) -> None:
+        """Rounds until every job of the workload has ended (the loop of ``run_rounds``)."""
+        o, ctl, engine = self.options, self.ctl, self.engine
+        while not ctl.done():
+            if ctl.t > max_seconds:
+                raise HopsError(f"engine simulation passed {max_seconds / 86400:.0f} days of virtual time with jobs left")
+            engine.refresh()
+            if not engine.schedulable():
+                nxt = [t for t in (ctl.next_event(), ctl.t + o.refresh_seconds if engine.tracked else None) if t is not None]
+                if not nxt:
+                    break
+                ctl.advance(max(min(nxt), ctl.t))
+                continue
+            start = ctl.t
+            engine.round()
+            tick = start + o.refresh_seconds
+            while tick < start + o.round_seconds - 1e-9 and not ctl.done():
+                ctl.advance(tick)
+                engine.refresh_and_fill()
+                tick += o.refresh_seconds
+            ctl.advance(start + o.round_seconds)
+            if on_round:
+                on_round(ctl.t)
+
+    def records(self) -> tuple[list[JobRecord], list[RoundRecord]]:
+        got = SqliteSource(self.state_dir / "records.sqlite").load()
+        return list(got.jobs), list(got.rounds)
+
+
+@contextmanager
+def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name: str = "hops",
+                      options: Options = Options(), state_dir: Path | None = None) -> Iterator[EngineSim]:
+    """An opened :class:`EngineSim` (closed, and its temporary state directory removed, on exit)."""
+    tmp = None
+    if state_dir is None:
+        tmp = Path(tempfile.mkdtemp(prefix="hops-engine-sim-"))
+        state_dir = tmp / "state"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.chmod(0o755)
+    config = parse_config({
+        "paths": {"state_dir": str(state_dir)},
+        "scheduler": {"round_length": options.round_seconds, "queue_refresh": options.refresh_seconds},
+        "engine": {"settle_timeout": 0.1},
+    }, "engine simulation")
+    ctl = SimSlurmctld(cluster, jobs, config.paths.resolve(config.engine.env_dir),
+                       SimCtlSettings(restart_seconds=options.restart_seconds))
+    _calibrate(config.paths.resolve(config.paths.store), cluster)
+    engine = Engine(config, api=ctl, owners=ctl.owner)
+    if options.honesty is not None:
+        log.info("engine simulation: [honesty] of the engine's config applies, not Options.honesty")
+    try:
+        engine.open()
+        assert engine.enactor is not None
+        engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
+        engine.policy = make_policy(policy_name, config.planner)
+        yield EngineSim(ctl, engine, state_dir, options)
+    finally:
+        engine.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _calibrate(store_path: Path, cluster: ClusterSpec) -> None:
+    """What ``hops-slurm calibrate`` would store for each GPU type of the cluster (measured from ground truth)."""
+    from estimator.store import ThroughputStore
+
+    from hops_slurm.sim.groundtruth import GroundTruth
+
+    truth = GroundTruth()
+    store = ThroughputStore(store_path)
+    try:
+        for gpu_type in cluster.gpu_types:
+            b_link, b_net = calibration(truth, gpu_type)
+            store.put_calibration(gpu_type, b_link=b_link, b_net=b_net, method="simulated calibrate", measured_at=EPOCH)
+    finally:
+        store.close()
+
+
+def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name: str = "hops", seed: int = 0,
+                    options: Options = Options(), on_round: Callable[[float], None] | None = None) -> RunResult:
+    """Like :func:`hops_slurm.sim.runner.simulate`, through the production engine (see the module docstring)."""
+    start = time.perf_counter()
+    with engine_simulation(cluster, jobs, policy_name, options) as sim:
+        sim.run(on_round=on_round)
+        job_records, rounds = sim.records()
+    shifted = [_shift(r) for r in job_records]
+    rounds = [r.model_copy(update={"time": r.time - EPOCH}) for r in rounds]
+    return RunResult(policy_name, seed, shifted, rounds, [], summarize(shifted, rounds), time.perf_counter() - start)
+
+
+def _shift(r: JobRecord) -> JobRecord:
+    """Times from the engine's epoch to simulated seconds (as the simulator's records are)."""
+    def s(t: float | None) -> float | None:
+        return None if t is None else t - EPOCH
+
+    placements = [p.model_copy(update={"start": p.start - EPOCH, "end": s(p.end)}) for p in r.placements]
+    return r.model_copy(update={"submit": r.submit - EPOCH, "start": s(r.start), "end": s(r.end), "placements": placements})
+
+
+__all__ = ["EngineSim", "engine_simulation", "simulate_engine"]

@@ -1,0 +1,417 @@
+"""A simulated slurmctld: the :class:`hops_slurm.slurm.api.SlurmApi` of a simulated cluster, on a virtual clock.
+
+Where it sits: the production :class:`hops_slurm.engine.engine.Engine` (refresh, profiling, planning,
+enactment, settle, reconcile, records) talks to Slurm only through ``SlurmApi``; this class answers
+that interface from the simulator's model of a cluster (:class:`hops_slurm.sim.cluster.ClusterSpec`) and
+its ground truth (:class:`hops_slurm.sim.groundtruth.GroundTruth`) instead of from slurmctld. It is a
+model, not Slurm, and says so in its name; :mod:`hops_slurm.sim.engine_run` drives the engine against it.
+
+What it models (what the engine relies on, as the live tests verify it of real Slurm):
+
+* **Submission.** Workload jobs arrive at their times as the submit hook leaves them: pending, held by
+  the user (priority 0), their ``#HOPS`` directives canonical in ``AdminComment``. A simulator model
+  name becomes a directive model name (:func:`directive_model`).
+* **Scheduling.** A released job in its own reservation starts at the next read when the GPUs it asks
+  for (``TresPerNode`` or a per-job count split greedily in node order, as 22.05 does) are free on its
+  required nodes; it then progresses at the ground-truth throughput of that placement (degraded nodes
+  included), after ``restart_seconds`` without progress when it resumes from a checkpoint, and
+  completes when its true samples are done. ``requeuehold`` stops it (progress kept), frees its GPUs.
+* **Probes.** ``submit_probe`` queues a probe job on the profiler's GPUs of its type (``gpus_per_type``
+  slots, first come first served); ``probe_seconds`` later it writes the record ``python -m
+  profiler.probe`` would write (:func:`hops_slurm.sim.measure.probe_result`, from ground truth) into the
+  owner's place, and the engine reads, validates and ingests it as it would a real one.
+* **Runtime records.** A running job appends a :class:`profiler.records.RuntimeRecord` line (from ground
+  truth, :func:`hops_slurm.sim.measure.runtime_record`) to the file its environment names
+  (``HOPS_METRICS_FILE`` in ``<env_dir>/<job>.env``, written by the enactor) ``record_seconds`` after it
+  (re)starts and then every ``record_every_seconds``, as the recorder does; the engine ingests them.
+* **Ended jobs** stay listed ``min_job_age`` seconds (Slurm's MinJobAge), then are forgotten.
+
+Not modelled: Slurm's own scheduler for jobs outside reservations (every simulated job is a Hops job),
+requeue's EligibleTime, node failures, users. Owners are names only: :meth:`owner` maps every owner to
+the uid and gid of the process, so the engine's files in a job's place are "the owner's".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hops_slurm.directives import COMMENT_PREFIX, HopsDirectives
+from hops_slurm.engine.userfiles import Owner
+from hops_slurm.errors import HopsError
+from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.groundtruth import GroundTruth, batch_size
+from hops_slurm.sim.measure import params_of, probe_result, runtime_record
+from hops_slurm.sim.workload import JobSpec
+from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.enact import greedy_split, read_job_env
+from profiler.records import ProbeFailure
+from profiler.signature import job_signature
+
+EPS = 1e-9
+#: the virtual clock's epoch: simulated time 0 is this Unix time (the engine treats 0 as "unset")
+EPOCH = 1_700_000_000.0
+
+
+def directive_model(model: str) -> str:
+    """A simulator model name as a ``#HOPS model=`` name: ``LM (batch size 10)`` -> ``lm-batch-size-10``."""
+    return re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+
+
+@dataclass
+class SimCtlSettings:
+    restart_seconds: float = 60.0
+    record_seconds: float = 300.0
+    record_every_seconds: float = 3600.0
+    min_job_age: float = 300.0
+
+
+@dataclass
+class _Run:
+    """A workload job's ground truth beside what Slurm shows of it."""
+
+    spec: JobSpec
+    job: SlurmJob
+    done: float = 0.0
+    rate: float = 0.0
+    resume_at: float = 0.0
+    next_record: float = float("inf")
+    metrics_file: str = ""
+    signature: str = ""
+    ever_ran: bool = False
+
+
+@dataclass
+class _Probe:
+    probe: ProbeJob
+    job: SlurmJob
+    ends: float = float("inf")
+
+
+@dataclass
+class SimSlurmctld:
+    """See the module docstring. ``env_dir``: where the engine writes job environment files."""
+
+    cluster: ClusterSpec
+    workload: Sequence[JobSpec]
+    env_dir: Path
+    settings: SimCtlSettings = field(default_factory=SimCtlSettings)
+    partition: str = "hops"
+    name: str = "simulated"
+
+    def __post_init__(self) -> None:
+        self.truth = GroundTruth()
+        self.speeds = self.cluster.node_speeds()
+        self.order = {name: i for i, (name, _k) in enumerate(self.cluster.nodes())}
+        self._nodes = [SlurmNode(name=name, state="idle", gpu_type=kind.gpu_type, gpus_total=kind.gpus,
+                                 partitions=(self.partition,), features=tuple(kind.features), cpus=4 * kind.gpus)
+                       for name, kind in self.cluster.nodes()]
+        self._total = {n.name: n.gpus_total for n in self._nodes}
+        self.t = 0.0
+        self._arrivals = sorted(self.workload, key=lambda j: (j.arrival, j.job_id))
+        self._next_arrival = 0
+        self.runs: dict[str, _Run] = {}
+        self.probes: dict[str, _Probe] = {}
+        self._slots = {t: [0.0] * self.cluster.profiler.gpus_per_type for t in self.cluster.gpu_types}
+        self._resv: dict[str, SlurmReservation] = {}
+        self._ended_at: dict[str, float] = {}
+        self._next_id = 1
+        self.models = {directive_model(j.model): j.model for j in self.workload}
+        self.calls: dict[str, int] = {}
+        for spec in self.workload:
+            self.truth.check_model(spec.model)
+            directives(spec)  # a job the hook would refuse is an error of the workload, named here
+
+    # ----- the clock and the workload ------------------------------------------------------------------
+    def now(self) -> float:
+        return EPOCH + self.t
+
+    def done(self) -> bool:
+        return self._next_arrival >= len(self._arrivals) and all(r.job.state not in ("PENDING", "RUNNING")
+                                                                  for r in self.runs.values())
+
+    def next_event(self) -> float | None:
+        """The next simulated time something happens by itself (an arrival, a completion, a probe's end)."""
+        times = [p.ends for p in self.probes.values() if p.job.state in ("PENDING", "RUNNING")]
+        if self._next_arrival < len(self._arrivals):
+            times.append(self._arrivals[self._next_arrival].arrival)
+        times += [c for c in (self._completion(r) for r in self.runs.values()) if c is not None]
+        return min(times) if times else None
+
+    def advance(self, until: float) -> None:
+        """Move the clock to ``until`` (simulated seconds), event by event."""
+        while self.t < until - EPS:
+            nxt = min([until, *(e for e in (self.next_event(),) if e is not None and e > self.t + EPS),
+                       *(r.resume_at for r in self.runs.values() if r.job.state == "RUNNING" and r.resume_at > self.t + EPS),
+                       *(r.next_record for r in self.runs.values() if r.job.state == "RUNNING" and r.next_record > self.t + EPS)])
+            self._progress(max(nxt, self.t))
+            self._events()
+        self._events()
+
+    def _progress(self, until: float) -> None:
+        for r in self.runs.values():
+            if r.job.state == "RUNNING":
+                useful = max(0.0, until - max(self.t, r.resume_at))
+                r.done = min(r.spec.total_samples, r.done + r.rate * useful)
+        self.t = until
+
+    def _events(self) -> None:
+        while self._next_arrival < len(self._arrivals) and self._arrivals[self._next_arrival].arrival <= self.t + EPS:
+            self._arrive(self._arrivals[self._next_arrival])
+            self._next_arrival += 1
+        for r in self.runs.values():
+            while r.job.state == "RUNNING" and r.next_record <= self.t + EPS:
+                self._write_record(r, r.next_record)
+                r.next_record += self.settings.record_every_seconds
+            c = self._completion(r)
+            if c is not None and c <= self.t + EPS:
+                self._end(r.job.job_id, "COMPLETED")
+        for p in self.probes.values():
+            if p.job.state in ("PENDING", "RUNNING") and p.ends <= self.t + EPS:
+                self._finish_probe(p)
+        for job_id, at in list(self._ended_at.items()):
+            if self.t - at >= self.settings.min_job_age:
+                self.runs.pop(job_id, None)
+                self.probes.pop(job_id, None)
+                del self._ended_at[job_id]
+
+    def _completion(self, r: _Run) -> float | None:
+        if r.job.state != "RUNNING" or r.rate <= 0:
+            return None
+        return max(self.t, r.resume_at) + max(0.0, r.spec.total_samples - r.done) / r.rate
+
+    def _new_id(self) -> str:
+        job_id = str(self._next_id)
+        self._next_id += 1
+        return job_id
+
+    def _arrive(self, spec: JobSpec) -> None:
+        job_id = self._new_id()
+        job = SlurmJob(job_id=job_id, name=f"{spec.job_id}:{directive_model(spec.model)}"[:128], user=spec.user or "sim",
+                       state="PENDING", reason="JobHeldUser", priority=0, partition=self.partition,
+                       admin_comment=COMMENT_PREFIX + directives(spec).canonical(), submit_time=self.now())
+        self.runs[job_id] = _Run(spec, job)
+
+    def workload_id(self, job_id: str) -> str:
+        """The workload's id of a Slurm job id (the name carries it)."""
+        r = self.runs.get(job_id)
+        return r.spec.job_id if r is not None else ""
+
+    # ----- scheduling and progress -------------------------------------------------------------------
+    def _used(self) -> dict[str, set[int]]:
+        used: dict[str, set[int]] = {n: set() for n in self._total}
+        for r in self.runs.values():
+            if r.job.state == "RUNNING":
+                for n, idx in r.job.gpu_alloc.items():
+                    used[n].update(idx)
+        return used
+
+    def _schedule(self) -> None:
+        for r in sorted(self.runs.values(), key=lambda r: int(r.job.job_id)):
+            j = r.job
+            own = self._resv.get(f"hops-j{j.job_id}")
+            if not (j.pending and not j.held and own is not None and j.reservation == own.name and j.required_nodes) \
+                    or not set(j.required_nodes) <= set(own.nodes):
+                continue
+            used = self._used()
+            free = {n: self._total[n] - len(used[n]) for n in j.required_nodes}
+            per_node = j.tres_per_node.rsplit(":", 1)[-1] if j.tres_per_node else ""
+            per_job = j.tres_per_job.rsplit(":", 1)[-1] if j.tres_per_job else ""
+            if per_node.isdigit():
+                want: dict[str, int] | None = {n: int(per_node) for n in j.required_nodes}
+            elif per_job.isdigit():
+                want = greedy_split(int(per_job), list(j.required_nodes), free)
+            else:
+                continue
+            if want is None or any(k > free[n] for n, k in want.items()):
+                continue  # waits for its GPUs
+            self._start(r, want, used)
+
+    def _start(self, r: _Run, want: dict[str, int], used: dict[str, set[int]]) -> None:
+        alloc = {n: tuple(sorted(set(range(self._total[n])) - used[n]))[:k] for n, k in want.items()}
+        env = self._job_env(r.job.job_id)
+        r.metrics_file, r.signature = env.get("HOPS_METRICS_FILE", ""), env.get("HOPS_JOB_SIGNATURE", "")
+        r.rate = self.truth.throughput(r.spec.model, want, self.speeds)
+        r.resume_at = self.t + (self.settings.restart_seconds if r.ever_ran else 0.0)
+        r.next_record = r.resume_at + self.settings.record_seconds
+        r.ever_ran = True
+        r.job = r.job.model_copy(update={"state": "RUNNING", "reason": "None", "nodes": tuple(want),
+                                         "gpu_alloc": alloc, "start_time": self.now()})
+
+    def _job_env(self, job_id: str) -> dict[str, str]:
+        try:
+            return read_job_env(self.env_dir, job_id)
+        except OSError:
+            return {}
+
+    def _write_record(self, r: _Run, at: float) -> None:
+        """What the job's recorder appends to its metrics file (nothing without one or a signature)."""
+        if not r.metrics_file or not r.signature:
+            return
+        nodes = sorted(r.job.gpu_config(), key=self.order.__getitem__)
+        types = {self.speeds[n].gpu_type for n in nodes}
+        rec = runtime_record(r.signature, r.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
+                             gpus=sum(r.job.gpu_config().values()), nodes=len(nodes), throughput=r.rate,
+                             window=self.settings.record_seconds, at=EPOCH + at)
+        with open(r.metrics_file, "a", encoding="utf-8") as f:
+            f.write(rec.model_dump_json() + "\n")
+
+    def _end(self, job_id: str, state: str) -> None:
+        r = self.runs[job_id]
+        if r.job.state == "RUNNING" and state == "COMPLETED":
+            self._write_record(r, self.t)  # the recorder's last window
+        r.rate = 0.0
+        r.job = r.job.model_copy(update={"state": state, "end_time": self.now(), "reason": "None"})
+        self._ended_at[job_id] = self.t
+
+    # ----- probes --------------------------------------------------------------------------------------
+    def submit_probe(self, probe: ProbeJob) -> str:
+        self._count("submit_probe")
+        if probe.gpu_type not in self._slots:
+            raise SlurmCommandError(probe.sbatch_argv(), 1, f"Invalid generic resource (gres) specification gpu:{probe.gpu_type}")
+        job_id = self._new_id()
+        slots = self._slots[probe.gpu_type]
+        i = min(range(len(slots)), key=lambda k: slots[k])
+        start = max(self.t, slots[i])
+        slots[i] = start + self.cluster.profiler.probe_seconds
+        job = SlurmJob(job_id=job_id, name=probe.name, user=str(probe.uid), state="PENDING", reason="Resources",
+                       partition=probe.partition, reservation=probe.reservation, submit_time=self.now())
+        self.probes[job_id] = _Probe(probe, job, ends=slots[i])
+        return job_id
+
+    def _finish_probe(self, p: _Probe) -> None:
+        """The probe's record, as ``python -m profiler.probe`` writes it (its model and batch size as asked)."""
+        pr = p.probe
+        model = self.models.get(pr.model)
+        result = probe_result(self.truth, model, pr.gpu_type, "", at=EPOCH + self.t,
+                              probe_seconds=self.cluster.profiler.probe_seconds) if model else None
+        if result is not None:
+            params = params_of(model or "")
+            result = result.model_copy(update={"model": pr.model, "batch_size": pr.batch_size, "params": params,
+                                               "signature": job_signature(pr.model, params, pr.batch_size, ())})
+            text = result.model_dump_json()
+        else:
+            text = ProbeFailure(model=pr.model, gpu_type=pr.gpu_type, node=f"profiler-{pr.gpu_type}",
+                                error="out_of_memory", reason=f"{pr.model} does not run on one {pr.gpu_type}").model_dump_json()
+        pr.out.write_text(text, encoding="utf-8")
+        p.job = p.job.model_copy(update={"state": "COMPLETED", "end_time": self.now()})
+        self._ended_at[p.job.job_id] = self.t
+
+    # ----- SlurmApi: reads ------------------------------------------------------------------------------
+    def _count(self, what: str) -> None:
+        self.calls[what] = self.calls.get(what, 0) + 1
+
+    def _all_jobs(self) -> list[SlurmJob]:
+        probes = []
+        for p in self.probes.values():
+            if p.job.state == "PENDING" and p.ends - self.cluster.profiler.probe_seconds <= self.t + EPS:
+                p.job = p.job.model_copy(update={"state": "RUNNING", "start_time": self.now()})
+            probes.append(p.job)
+        return [r.job for r in self.runs.values()] + probes
+
+    def jobs(self) -> list[SlurmJob]:
+        self._count("jobs")
+        self._schedule()
+        return self._all_jobs()
+
+    def job(self, job_id: str) -> SlurmJob | None:
+        self._count("job")
+        self._schedule()
+        return next((j for j in self._all_jobs() if j.job_id == job_id), None)
+
+    def nodes(self) -> list[SlurmNode]:
+        self._count("nodes")
+        self._schedule()
+        used = self._used()
+        return [n.model_copy(update={"gpus_used": tuple(sorted(used[n.name])),
+                                     "state": "mixed" if used[n.name] else "idle"}) for n in self._nodes]
+
+    def reservations(self) -> list[SlurmReservation]:
+        self._count("reservations")
+        return list(self._resv.values())
+
+    # ----- SlurmApi: changes ----------------------------------------------------------------------------
+    def _run(self, job_id: str) -> _Run:
+        r = self.runs.get(job_id)
+        if r is None:
+            raise SlurmCommandError(["scontrol", job_id], 1, f"Invalid job id specified ({job_id})")
+        return r
+
+    def _change(self, job_id: str, **update: object) -> None:
+        r = self._run(job_id)
+        r.job = r.job.model_copy(update=update)
+
+    def hold(self, job_id: str) -> None:
+        self._count("hold")
+        self._change(job_id, reason="JobHeldAdmin", priority=0)
+
+    def release(self, job_id: str) -> None:
+        self._count("release")
+        self._change(job_id, reason="Resources", priority=1000)
+
+    def requeue_hold(self, job_id: str) -> None:
+        self._count("requeuehold")
+        r = self._run(job_id)
+        if r.job.state != "RUNNING":
+            raise SlurmCommandError(["scontrol", "requeuehold", job_id], 1, "Job is not running")
+        r.rate, r.next_record = 0.0, float("inf")
+        self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={}, nodes=(),
+                     restart_count=r.job.restart_count + 1)
+
+    def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        self._count("update")
+        update: dict[str, object] = {}
+        names = {"Comment": "comment", "AdminComment": "admin_comment", "Reservation": "reservation",
+                 "TresPerNode": "tres_per_node", "TresPerJob": "tres_per_job"}
+        for k, v in fields.items():
+            if k in names:
+                update[names[k]] = v
+            elif k == "NodeList":
+                update["required_nodes"] = tuple(x for x in v.split(",") if x)
+            elif k == "NumNodes":
+                update["node_count"] = int(v)
+        self._change(job_id, **update)
+
+    def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
+        self._count("create_reservation")
+        if name in self._resv:
+            raise SlurmCommandError(["scontrol", "create", "reservation", name], 1, "Reservation request overlaps")
+        self._resv[name] = SlurmReservation(name=name, nodes=tuple(nodes), users=tuple(users), flags=tuple(flags))
+
+    def delete_reservation(self, name: str) -> None:
+        self._count("delete_reservation")
+        if self._resv.pop(name, None) is None:
+            raise SlurmCommandError(["scontrol", "delete", name], 1, "Invalid reservation name")
+
+    def cancel(self, job_id: str) -> None:
+        self._count("cancel")
+        if job_id in self.probes:
+            p = self.probes[job_id]
+            p.job = p.job.model_copy(update={"state": "CANCELLED", "end_time": self.now()})
+            self._ended_at[job_id] = self.t
+            return
+        r = self._run(job_id)
+        if r.job.state in ("PENDING", "RUNNING"):
+            self._end(job_id, "CANCELLED")
+
+    # ----- owners ---------------------------------------------------------------------------------------
+    @staticmethod
+    def owner(user: str) -> Owner:
+        """Every simulated owner is this process's uid and gid (the engine's ``owners``)."""
+        return Owner(user, os.getuid(), os.getgid())
+
+
+def directives(spec: JobSpec) -> HopsDirectives:
+    """The ``#HOPS`` line of a workload job as the hook stores it: its counts, declared samples, model and
+    the model's batch size; HopsError naming the job if the hook would refuse it."""
+    try:
+        return HopsDirectives(gpus=tuple(spec.requirements), samples=max(1, round(spec.declared)),
+                              batch_size=batch_size(spec.model), model=directive_model(spec.model))
+    except ValueError as exc:
+        raise HopsError(f"workload job {spec.job_id}: its #HOPS line would be refused: {str(exc).splitlines()[0]}") from None
+
+
+__all__ = ["SimSlurmctld", "SimCtlSettings", "directive_model", "directives", "EPOCH"]
