@@ -100,3 +100,40 @@ class MemorySource:
 
     def calibrations(self) -> dict[str, Calibration]:
         return dict(self.calibration)
+
+
+class CachedSource:
+    """A :class:`SnapshotSource` over another (the SQLite store) that reads each signature, the
+    calibrations and the entity factors once and keeps them until :meth:`forget` is told of a write.
+    The live engine keeps one per refresh (it is the store's only writer: nothing changes behind it
+    within a refresh); the simulator keeps one for the run and forgets a signature when a record for it
+    is ingested."""
+
+    def __init__(self, source: SnapshotSource) -> None:
+        self.source = source
+        self._snaps: dict[str, JobSnapshot] = {}
+        self._cal: dict[str, Calibration] | None = None
+        self._factors: dict[str, float] | None = None
+
+    def snapshot(self, signature: str) -> JobSnapshot:
+        snap = self._snaps.get(signature)
+        if snap is None:
+            snap = self._snaps[signature] = self.source.snapshot(signature)
+        return snap
+
+    def calibrations(self) -> dict[str, Calibration]:
+        if self._cal is None:
+            self._cal = self.source.calibrations()
+        return dict(self._cal)
+
+    def entity_factors(self) -> dict[str, float]:
+        if self._factors is None:
+            read = getattr(self.source, "entity_factors", None)
+            self._factors = read() if read is not None else {}
+        return dict(self._factors)
+
+    def forget(self, signature: str) -> None:
+        """A record of ``signature`` was written: its snapshot and the entity factors are read again."""
+        self._snaps.pop(signature, None)
+        self._factors = None
+

@@ -42,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fragment-plans", choices=("at-once", "at-ticks"), default="at-once",
                    help="fragment plans right after each round plan and at refresh ticks (at-once, the paper's), "
                         "or only at refresh ticks (at-ticks, for the ablation)")
+    p.add_argument("--engine", action="store_true",
+                   help="run each policy inside the production engine (hops-slurm daemon's Engine: probe jobs, runtime "
+                        "record files, journal, records.sqlite) against a simulated slurmctld; slower, the same results "
+                        "within a few percent (docs/simulator.md)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
     p.set_defaults(func=_run)
 
@@ -61,7 +65,12 @@ def _run(args: argparse.Namespace) -> int:
                       fragment_at_once=args.fragment_plans == "at-once")
     # the bar only on a terminal; in logs and pipes the command is quiet until its results
     progress = not args.no_progress and sys.stderr.isatty()
-    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress)
+    run = None
+    if args.engine:
+        from hops_slurm.sim.engine_run import simulate_engine
+
+        run = simulate_engine
+    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}")
     write_summary(results, args.out, header)

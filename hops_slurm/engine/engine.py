@@ -182,10 +182,13 @@ class Engine:
     # ----- estimator and job environment -------------------------------------------------------------
     def _estimator_for(self, cluster: Any) -> Any:
         from estimator.estimate import Estimator
+        from estimator.snapshot import CachedSource
 
         if self.store is None:
             return None
-        return Estimator.for_cluster(self.store, cluster)
+        # the store read once per signature for this refresh and the plans after it (the engine is its only
+        # writer, and writes it only in the refresh's ingest steps, before the first estimate)
+        return Estimator.for_cluster(CachedSource(self.store), cluster)
 
     def _estimator(self) -> Any:
         """One estimator per refresh and set of nodes (the refresh's ages and the plans after it share
@@ -576,13 +579,20 @@ def plan_summary(p: Planning) -> dict[str, Any]:
     return {
         "time": p.record.time,
         "plan_index": p.record.plan_index,
-        "priorities": {k: float(v) for k, v in dict(d.get("priorities") or {}).items()},  # type: ignore[call-overload]
+        "priorities": {k: _number(v) for k, v in dict(d.get("priorities") or {}).items()},  # type: ignore[call-overload]
         "window": list(d.get("window") or []),  # type: ignore[call-overload]
         "queue": list(d.get("queue") or []),  # type: ignore[call-overload]
         "unservable": {str(k): str(v) for k, v in dict(d.get("unservable") or {}).items()},  # type: ignore[call-overload]
         "assignments": {j: (dict(c) if c else None) for j, c in p.plan.assignments.items()},
         "read_seconds": p.read_seconds, "plan_seconds": p.plan_seconds, "enact_seconds": p.enact_seconds,
     }
+
+
+def _number(v: object) -> object:
+    """A priority for the queue view: a number (Hops), or a number per GPU type (Gavel's, in simulation)."""
+    if isinstance(v, dict):
+        return {str(k): float(x) for k, x in v.items()}
+    return float(v)  # type: ignore[arg-type]
 
 
 def stderr_logging(level: int = logging.INFO) -> None:

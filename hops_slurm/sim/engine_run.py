@@ -22,11 +22,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
 
-from hops_slurm.config import parse_config
+from hops_slurm.config import SiteConfig, parse_config
 from hops_slurm.engine.engine import Engine
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
@@ -48,14 +48,27 @@ class EngineSim:
 
     ctl: SimSlurmctld
     engine: Engine
-    state_dir: Path
+    config: SiteConfig
+    policy_name: str
     options: Options
+
+    @property
+    def state_dir(self) -> Path:
+        return self.config.paths.state_dir
+
+    def restart(self) -> None:
+        """A new engine process on the same state directory and cluster (after a crash): it reconciles
+        its journal with (simulated) Slurm on opening, as the daemon does."""
+        try:
+            self.engine.close()
+        finally:
+            self.engine = _open_engine(self.config, self.ctl, self.policy_name)
 
     def step(self, until: float) -> None:
         """Advance the simulated cluster to ``until`` (simulated seconds)."""
         self.ctl.advance(until)
 
-    def run(self, *, on_round: Callable[[float], None] | None = None, max_seconds: float = 90 * 86400.0) -> None:
+    def run(self, *, on_round: Callable[[float, int], None] | None = None, max_seconds: float = 90 * 86400.0) -> None:
         """Rounds until every job of the workload has ended (the loop of ``run_rounds``)."""
         o, ctl, engine = self.options, self.ctl, self.engine
         while not ctl.done():
@@ -73,11 +86,13 @@ class EngineSim:
             tick = start + o.refresh_seconds
             while tick < start + o.round_seconds - 1e-9 and not ctl.done():
                 ctl.advance(tick)
-                engine.refresh_and_fill()
+                engine.refresh()
+                if engine.policy.supports_fragment_plans:
+                    engine.round(fragment=True)
                 tick += o.refresh_seconds
             ctl.advance(start + o.round_seconds)
             if on_round:
-                on_round(ctl.t)
+                on_round(ctl.t, ctl.ended)
 
     def records(self) -> tuple[list[JobRecord], list[RoundRecord]]:
         got = SqliteSource(self.state_dir / "records.sqlite").load()
@@ -102,19 +117,28 @@ def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_na
     ctl = SimSlurmctld(cluster, jobs, config.paths.resolve(config.engine.env_dir),
                        SimCtlSettings(restart_seconds=options.restart_seconds))
     _calibrate(config.paths.resolve(config.paths.store), cluster)
-    engine = Engine(config, api=ctl, owners=ctl.owner)
     if options.honesty is not None:
         log.info("engine simulation: [honesty] of the engine's config applies, not Options.honesty")
+    sim = None
     try:
-        engine.open()
-        assert engine.enactor is not None
-        engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
-        engine.policy = make_policy(policy_name, config.planner)
-        yield EngineSim(ctl, engine, state_dir, options)
+        sim = EngineSim(ctl, _open_engine(config, ctl, policy_name), config, policy_name, options)
+        yield sim
     finally:
-        engine.close()
+        if sim is not None:
+            sim.engine.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Engine:
+    """The engine, opened on the simulated slurmctld: no waiting in virtual time (a released job starts
+    at the next read, so the enactor's polls and grace periods would only cost wall time)."""
+    engine = Engine(config, api=ctl, owners=ctl.owner).open()
+    assert engine.enactor is not None
+    engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
+    hops = policy_name == "hops" or policy_name.startswith(("hops:", "hops-"))
+    engine.policy = make_policy(policy_name, config.planner) if hops else make_policy(policy_name)
+    return engine
 
 
 def _calibrate(store_path: Path, cluster: ClusterSpec) -> None:
@@ -134,7 +158,7 @@ def _calibrate(store_path: Path, cluster: ClusterSpec) -> None:
 
 
 def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name: str = "hops", seed: int = 0,
-                    options: Options = Options(), on_round: Callable[[float], None] | None = None) -> RunResult:
+                    options: Options = Options(), on_round: Callable[[float, int], None] | None = None) -> RunResult:
     """Like :func:`hops_slurm.sim.runner.simulate`, through the production engine (see the module docstring)."""
     start = time.perf_counter()
     with engine_simulation(cluster, jobs, policy_name, options) as sim:

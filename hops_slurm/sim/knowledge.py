@@ -21,7 +21,7 @@ from pathlib import Path
 
 from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
-from estimator.snapshot import Calibration, JobSnapshot
+from estimator.snapshot import CachedSource
 from estimator.store import ThroughputStore
 from hops_slurm.engine.jobview import Memo
 from hops_slurm.sim.groundtruth import GroundTruth
@@ -29,37 +29,6 @@ from hops_slurm.sim.measure import calibration, probe_result
 from planner.views import ClusterView, ThroughputFn
 from profiler.ingest import ingest_probe, ingest_runtime
 from profiler.records import RuntimeRecord
-
-
-class _CachedStore:
-    """A :class:`estimator.snapshot.SnapshotSource` over the store that re-reads a signature only after
-    a write to it."""
-
-    def __init__(self, store: ThroughputStore) -> None:
-        self.store = store
-        self._snaps: dict[str, JobSnapshot] = {}
-        self._cal: dict[str, Calibration] | None = None
-        self._factors: dict[str, float] | None = None
-
-    def snapshot(self, signature: str) -> JobSnapshot:
-        snap = self._snaps.get(signature)
-        if snap is None:
-            snap = self._snaps[signature] = self.store.snapshot(signature)
-        return snap
-
-    def calibrations(self) -> dict[str, Calibration]:
-        if self._cal is None:
-            self._cal = self.store.calibrations()
-        return dict(self._cal)
-
-    def entity_factors(self) -> dict[str, float]:
-        if self._factors is None:
-            self._factors = self.store.entity_factors()
-        return dict(self._factors)
-
-    def forget(self, signature: str) -> None:
-        self._snaps.pop(signature, None)
-        self._factors = None
 
 
 class Knowledge:
@@ -78,7 +47,7 @@ class Knowledge:
             b_link, b_net = calibration(truth, gpu_type)
             self.store.put_calibration(gpu_type, b_link=b_link, b_net=b_net, measured_at=0.0,
                                        method="simulated: fitted to ground truth's 2-GPU runs (hops_slurm.sim.measure)")
-        self.source = _CachedStore(self.store)
+        self.source = CachedSource(self.store)
         self.estimator = Estimator.for_cluster(self.source, cluster)
         #: the estimates of the job-view pipeline (hops_slurm.engine.jobview), kept until the store changes
         self.memo: Memo = {}

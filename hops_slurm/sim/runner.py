@@ -159,9 +159,13 @@ def compare(
     out: Path | None,
     options: Options = Options(),
     progress: bool = True,
+    run: Callable[..., RunResult] | None = None,
 ) -> Comparison:
     """Every policy on the same seeded workload; writes per-run records under ``out`` when given.
-    A run that raises is recorded in ``failures`` (and ``error.txt``); the others go on."""
+    A run that raises is recorded in ``failures`` (and ``error.txt``); the others go on. ``run``: how
+    one run is simulated (default :func:`simulate`; ``hops-slurm simulate --engine`` passes
+    :func:`hops_slurm.sim.engine_run.simulate_engine`, the production engine on a simulated slurmctld)."""
+    run = run or simulate
     results = Comparison()
     bar = Progress(len(policies) * len(seeds), enabled=progress)
     for seed in seeds:
@@ -169,7 +173,7 @@ def compare(
         for name in policies:
             label = f"{name} seed {seed}"
             try:
-                result = simulate(cluster, jobs, name, seed, options,
+                result = run(cluster, jobs, name, seed, options,
                                   on_round=lambda now, n, label=label: bar.show(label, n, len(jobs), now))
             except Exception as exc:  # noqa: BLE001 - one failed policy must not lose the comparison
                 text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -121,6 +121,7 @@ class SimSlurmctld:
         self._next_id = 1
         self.models = {directive_model(j.model): j.model for j in self.workload}
         self.calls: dict[str, int] = {}
+        self.ended = 0  # workload jobs ended so far
         for spec in self.workload:
             self.truth.check_model(spec.model)
             directives(spec)  # a job the hook would refuse is an error of the workload, named here
@@ -266,6 +267,7 @@ class SimSlurmctld:
         r.rate = 0.0
         r.job = r.job.model_copy(update={"state": state, "end_time": self.now(), "reason": "None"})
         self._ended_at[job_id] = self.t
+        self.ended += 1
 
     # ----- probes --------------------------------------------------------------------------------------
     def submit_probe(self, probe: ProbeJob) -> str:

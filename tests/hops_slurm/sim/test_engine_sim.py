@@ -1,0 +1,111 @@
+"""The production engine (:class:`hops_slurm.engine.engine.Engine`) on the simulated slurmctld, in-process
+and without root: a whole workload to completion (probe jobs and their record files, runtime records,
+journal, records), a crash at a journaled step and the restart that reconciles, the simulator's two
+paths agreeing, and server entities learned through the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.cli import main
+from hops_slurm.engine.crashpoints import CRASH_AT_ENV, CrashingJournal
+from hops_slurm.journal import Journal
+from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.engine_run import engine_simulation, simulate_engine
+from hops_slurm.sim.runner import Options, simulate
+from hops_slurm.sim.slurmctld import directive_model
+from hops_slurm.sim.workload import JobSpec, load_workload
+from hops_slurm.slurm.snapshot import GATE
+
+CLUSTER = load_cluster("paper-64")
+JOBS = load_workload("paper:jobs=6", 0, cluster_gpus=CLUSTER.total_gpus)
+
+
+class Crashed(BaseException):
+    """The engine process ended at a crash point (nothing in the engine catches a BaseException)."""
+
+
+def _check_clean(sim: object) -> None:
+    """Every job ended, nothing left held or reserved, nothing open in the journal."""
+    ctl = sim.ctl  # type: ignore[attr-defined]
+    assert ctl.done() and ctl.ended == len(JOBS)
+    assert {r.name for r in ctl.reservations()} <= {GATE}
+    assert not Journal(sim.state_dir / "journal.sqlite").open_actions()  # type: ignore[attr-defined]
+
+
+def test_the_engine_runs_a_workload_to_completion_through_probe_jobs_and_record_files(tmp_path: Path,
+                                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with engine_simulation(CLUSTER, JOBS, state_dir=tmp_path / "state") as sim:
+        sim.run()
+        _check_clean(sim)
+        ctl, store = sim.ctl, sim.engine.store
+        # each (owner, model) was probed once per GPU type, by probe jobs whose record files the engine read
+        pairs = {(j.user, j.model) for j in JOBS}
+        assert ctl.calls["submit_probe"] == len(pairs) * len(CLUSTER.gpu_types)
+        assert len(list((tmp_path / "state" / "probes").glob("*/probe-*.json"))) == ctl.calls["submit_probe"]
+        signatures = store.signatures()
+        assert len(signatures) == len(pairs) and all(sig.split("/")[0] in {u for u, _ in pairs} for sig in signatures)
+        # and the runtime records the jobs wrote went into the type and entity layers
+        counts = [store.record_counts(sig) for sig in signatures]
+        assert sum(c["type_aggregated"] + c["type_distributed"] for c in counts) >= len(JOBS), counts
+        assert sum(c["entity_aggregated"] + c["entity_distributed"] for c in counts) >= len(JOBS), counts
+        jobs, rounds = sim.records()
+    assert len(jobs) == len(JOBS) and all(j.state == "COMPLETED" and j.end is not None for j in jobs)
+    assert {j.name.split(":")[1] for j in jobs} == {directive_model(s.model) for s in JOBS}
+    assert rounds and all(r.total_gpus == CLUSTER.total_gpus for r in rounds)
+    # hops-slurm report reads the engine's records of a simulation as it reads a cluster's
+    assert main(["report", "--records", str(tmp_path / "state" / "records.sqlite"), "--parsable2", "--noheader",
+                 "--format", "JobID,State"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines) == sorted(f"{j.job_id}|COMPLETED" for j in jobs)
+
+
+@pytest.mark.parametrize(("kind", "when"), [("release", "after"), ("place", "before"), ("requeuehold", "after")])
+def test_a_crash_at_a_journaled_step_loses_no_job_and_the_restart_finishes_the_workload(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, when: str) -> None:
+    def crash(self: CrashingJournal, what: str) -> None:
+        raise Crashed(what)
+
+    monkeypatch.setattr(CrashingJournal, "_crash", crash)
+    monkeypatch.setenv(CRASH_AT_ENV, f"{kind}:before" if when == "before" else kind)
+    with engine_simulation(CLUSTER, JOBS, state_dir=tmp_path / "state") as sim:
+        with pytest.raises(Crashed):
+            sim.run()
+        in_play = [j for j in sim.ctl.jobs() if j.is_hops and (j.pending or j.active)]
+        assert in_play, "crashed with nothing in play"
+        monkeypatch.delenv(CRASH_AT_ENV)
+        sim.restart()  # reconciles the journal with the simulated Slurm before anything else
+        assert not Journal(tmp_path / "state" / "journal.sqlite").open_actions()
+        sim.run()
+        _check_clean(sim)
+        jobs, _ = sim.records()
+    assert sorted(j.state for j in jobs) == ["COMPLETED"] * len(JOBS)
+
+
+def test_the_engine_and_the_fast_simulator_path_agree_on_the_same_workload() -> None:
+    """The two ways to simulate share the planner, estimator, job views and accounting; the engine path
+    adds Slurm's part (probe jobs at refresh ticks, the enactor refusing splits Slurm would not make).
+    They are deterministic; on this workload their averages differ by under 2 % (docs/results/engine-sim.md)."""
+    engine = simulate_engine(CLUSTER, JOBS, "hops", 0, Options())
+    fast = simulate(CLUSTER, JOBS, "hops", 0, Options())
+    assert engine.metrics.unfinished == fast.metrics.unfinished == 0
+    assert engine.metrics.avg_jct == pytest.approx(fast.metrics.avg_jct, rel=0.10)
+    assert engine.metrics.avg_wait == pytest.approx(fast.metrics.avg_wait, rel=0.25, abs=300)
+
+
+def test_the_engine_learns_degraded_servers_hidden_in_a_class() -> None:
+    """Two V100 servers of class v100-dgx run at half speed; Slurm shows nothing of it. After a workload
+    the engine's store (entity layer, fed by runtime record files) rates them clearly below their peers."""
+    cluster = load_cluster("entities-80")
+    jobs = tuple(JobSpec(job_id=f"j{i}", arrival=600.0 * i, model=m, requirements=(1, 2, 4, 8), user=f"u{i % 3}",
+                         total_samples=s)
+                 for i, (m, s) in enumerate([("ResNet-50 (batch size 64)", 4e6), ("Transformer (batch size 64)", 3e6)] * 6))
+    with engine_simulation(cluster, jobs) as sim:
+        sim.run()
+        factors = sim.engine.store.entity_factors()
+    slow = [factors[n] for n in ("v100-dgx-01", "v100-dgx-04") if n in factors]
+    fast = [f for n, f in factors.items() if n.startswith("v100-dgx") and n not in ("v100-dgx-01", "v100-dgx-04")]
+    assert slow and fast, factors
+    assert max(slow) < 0.75 < min(fast), factors
