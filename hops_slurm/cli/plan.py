@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hops_slurm.engine.engine import Engine, plan_summary
+    from hops_slurm.engine.engine import Engine
+    from hops_slurm.engine.rounds import plan_summary
 
     if not args.once:
         raise HopsError("plan needs --once (the periodic planner is `hops-slurm daemon`)")

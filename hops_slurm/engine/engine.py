@@ -41,7 +41,7 @@ from hops_slurm.engine.jobs import estimate, job_views, schedulable
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
-from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant
+from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant, plan_summary
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
@@ -573,30 +573,8 @@ def storage_errors(state_dir: Path) -> Iterator[None]:
                          "file system: Slurm's state is repaired from the journal on the next step") from exc
 
 
-def plan_summary(p: Planning) -> dict[str, Any]:
-    """What ``hops-slurm queue`` shows of the last planning (stored in the engine state)."""
-    d = p.plan.diagnostics
-    return {
-        "time": p.record.time,
-        "plan_index": p.record.plan_index,
-        "priorities": {k: _number(v) for k, v in dict(d.get("priorities") or {}).items()},  # type: ignore[call-overload]
-        "window": list(d.get("window") or []),  # type: ignore[call-overload]
-        "queue": list(d.get("queue") or []),  # type: ignore[call-overload]
-        "unservable": {str(k): str(v) for k, v in dict(d.get("unservable") or {}).items()},  # type: ignore[call-overload]
-        "assignments": {j: (dict(c) if c else None) for j, c in p.plan.assignments.items()},
-        "read_seconds": p.read_seconds, "plan_seconds": p.plan_seconds, "enact_seconds": p.enact_seconds,
-    }
-
-
-def _number(v: object) -> object:
-    """A priority for the queue view: a number (Hops), or a number per GPU type (Gavel's, in simulation)."""
-    if isinstance(v, dict):
-        return {str(k): float(x) for k, x in v.items()}
-    return float(v)  # type: ignore[arg-type]
-
-
 def stderr_logging(level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-__all__ = ["Engine", "CrashingJournal", "plan_summary", "RoundRecord"]
+__all__ = ["Engine", "CrashingJournal", "RoundRecord"]

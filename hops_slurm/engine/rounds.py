@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from hops_slurm.backend import Backend, Planning, plan_once
 from hops_slurm.records import RoundRecord
@@ -28,7 +29,7 @@ from planner.views import Plan, Policy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LoopSettings", "Planning", "plan_instant", "plan_once", "run_rounds"]
+__all__ = ["LoopSettings", "Planning", "plan_instant", "plan_once", "plan_summary", "run_rounds"]
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,25 @@ def run_rounds(
         if on_round:
             on_round(backend.now())
     return records
+
+
+def plan_summary(p: Planning) -> dict[str, Any]:
+    """What ``hops-slurm queue`` shows of the last planning (stored in the engine state)."""
+    d = p.plan.diagnostics
+    return {
+        "time": p.record.time,
+        "plan_index": p.record.plan_index,
+        "priorities": {k: _number(v) for k, v in dict(d.get("priorities") or {}).items()},  # type: ignore[call-overload]
+        "window": list(d.get("window") or []),  # type: ignore[call-overload]
+        "queue": list(d.get("queue") or []),  # type: ignore[call-overload]
+        "unservable": {str(k): str(v) for k, v in dict(d.get("unservable") or {}).items()},  # type: ignore[call-overload]
+        "assignments": {j: (dict(c) if c else None) for j, c in p.plan.assignments.items()},
+        "read_seconds": p.read_seconds, "plan_seconds": p.plan_seconds, "enact_seconds": p.enact_seconds,
+    }
+
+
+def _number(v: object) -> object:
+    """A priority for the queue view: a number (Hops), or a number per GPU type (Gavel's, in simulation)."""
+    if isinstance(v, dict):
+        return {str(k): float(x) for k, x in v.items()}
+    return float(v)  # type: ignore[arg-type]
