@@ -248,22 +248,26 @@ class SimSlurmctld:
         except OSError:
             return {}
 
-    def _write_record(self, r: _Run, at: float) -> None:
-        """What the job's recorder appends to its metrics file (nothing without one or a signature)."""
-        if not r.metrics_file or not r.signature:
+    def _write_record(self, r: _Run, at: float, window: float | None = None) -> None:
+        """What the job's recorder appends to its metrics file (nothing without one or a signature): a
+        window of ``record_seconds`` ending at ``at``, or ``window`` seconds (the last one, cut short)."""
+        window = self.settings.record_seconds if window is None else window
+        if not r.metrics_file or not r.signature or window <= 0:
             return
         nodes = sorted(r.job.gpu_config(), key=self.order.__getitem__)
         types = {self.speeds[n].gpu_type for n in nodes}
         rec = runtime_record(r.signature, r.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
                              gpus=sum(r.job.gpu_config().values()), nodes=len(nodes), throughput=r.rate,
-                             window=self.settings.record_seconds, at=EPOCH + at)
+                             window=window, at=EPOCH + at)
         with open(r.metrics_file, "a", encoding="utf-8") as f:
             f.write(rec.model_dump_json() + "\n")
 
     def _end(self, job_id: str, state: str) -> None:
         r = self.runs[job_id]
-        if r.job.state == "RUNNING" and state == "COMPLETED":
-            self._write_record(r, self.t)  # the recorder's last window
+        if r.job.state == "RUNNING" and state == "COMPLETED":  # the recorder's last window: since its last record
+            last = r.next_record - (self.settings.record_every_seconds if r.next_record > r.resume_at + self.settings.record_seconds
+                                    else self.settings.record_seconds)
+            self._write_record(r, self.t, self.t - max(last, r.resume_at))
         r.rate = 0.0
         r.job = r.job.model_copy(update={"state": state, "end_time": self.now(), "reason": "None"})
         self._ended_at[job_id] = self.t
