@@ -21,7 +21,6 @@ from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.engine_run import simulate_engine
 from hops_slurm.sim.output import markdown_table
 from hops_slurm.sim.runner import Options, RunResult, compare, simulate
-from hops_slurm.sim.workload import load_workload
 
 NAME = "engine-sim"
 CLUSTER = "paper-64"

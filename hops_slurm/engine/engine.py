@@ -24,9 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hops_slurm.config import SiteConfig
@@ -42,7 +40,7 @@ from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant, plan_summary
-from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, StateError, account, disk_failure
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, account, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
@@ -89,7 +87,8 @@ class Engine:
         self.last_planning: Planning | None = None
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self._round_no = 0
-        self._estimator_memo: tuple[object, Any] | None = None
+        self._estimator_memo: tuple[int, object, object, Any] | None = None  # (refresh, nodes, node key, estimator)
+        self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
         self._refreshes = 0
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
@@ -135,7 +134,8 @@ class Engine:
             self.profiler = ProfilerFlow(
                 ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
                               e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
-                self.store, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes, owners=self.owners)
+                self.store, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes, owners=self.owners,
+                ingested=self._ingested)
             self.profiler.adopt(self.tracked.values())
         if not self.dry_run:
             try:
@@ -182,23 +182,40 @@ class Engine:
     # ----- estimator and job environment -------------------------------------------------------------
     def _estimator_for(self, cluster: Any) -> Any:
         from estimator.estimate import Estimator
-        from estimator.snapshot import CachedSource
 
         if self.store is None:
             return None
-        # the store read once per signature for this refresh and the plans after it (the engine is its only
-        # writer, and writes it only in the refresh's ingest steps, before the first estimate)
-        return Estimator.for_cluster(CachedSource(self.store), cluster)
+        return Estimator.for_cluster(self._store_view(), cluster)
+
+    def _store_view(self) -> Any:
+        """The store as the estimator reads it: each signature read once and kept until the engine ingests
+        a record for it (:meth:`_ingested`; the engine is the store's only writer of measurements), and
+        read afresh whole when another process changed the file (``hops-slurm calibrate``: SQLite's
+        ``data_version`` moves only for other connections' commits)."""
+        from estimator.snapshot import CachedSource
+
+        version = self.store.db.execute("PRAGMA data_version").fetchone()[0]
+        if self._source is None or self._source[0] != version:
+            self._source = (version, CachedSource(self.store))
+        return self._source[1]
+
+    def _ingested(self, signature: str) -> None:
+        """A probe result or runtime record of ``signature`` went into the store."""
+        if self._source is not None:
+            self._source[1].forget(signature)
 
     def _estimator(self) -> Any:
         """One estimator per refresh and set of nodes (the refresh's ages and the plans after it share
         it; the store learns between refreshes); None without a store or without a usable GPU node."""
         assert self.backend is not None
-        cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
-        key = (self._refreshes, tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes))
-        if self._estimator_memo is None or self._estimator_memo[0] != key:
-            self._estimator_memo = (key, self._estimator_for(cluster) if cluster.nodes else None)
-        return self._estimator_memo[1]
+        nodes, memo = self.backend.snapshot.nodes, self._estimator_memo
+        if memo is None or memo[0] != self._refreshes or memo[1] is not nodes:
+            cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
+            key = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
+            same = memo is not None and memo[0] == self._refreshes and memo[2] == key
+            made = memo[3] if same else (self._estimator_for(cluster) if cluster.nodes else None)  # type: ignore[index]
+            self._estimator_memo = (self._refreshes, nodes, key, made)
+        return self._estimator_memo[3]
 
     def schedulable(self) -> list[JobState]:
         """Tracked jobs Slurm lists as pending or running, profiled (or failed), not set aside."""
@@ -237,6 +254,7 @@ class Engine:
             e = self.config.engine
             self.store.put_calibration(t, b_link=e.default_b_link, b_net=e.default_b_net,
                                        method="default from hops.toml (not measured)", measured_at=self.now())
+            self._source = None  # its cached view read the calibrations before this one
             log.warning("GPU type %s has no calibration: using the defaults from hops.toml until "
                         "`hops-slurm calibrate` measures it", t)
 
@@ -400,6 +418,8 @@ class Engine:
         types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
         report = per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid),  # type: ignore[arg-type]
                          self._set_aside)
+        if report is not None and report.accepted:
+            self._ingested(js.signature)
         if report is not None:
             from hops_slurm.engine.honesty import add_records
 
@@ -556,21 +576,6 @@ class Engine:
         """The periodic refresh: then a fragment plan if profiled jobs wait and GPUs are idle."""
         self.refresh()
         self.round(fragment=True)
-
-
-@contextmanager
-def storage_errors(state_dir: Path) -> Iterator[None]:
-    """The engine's storage failing (disk full, read-only, corrupt) becomes one :class:`StateError` that
-    names it; the daemon logs it on one line and retries the step."""
-    try:
-        yield
-    except StateError:
-        raise
-    except Exception as exc:
-        if not disk_failure(exc):
-            raise
-        raise StateError(f"the engine's files under {state_dir} cannot be written ({exc}); free space or fix the "
-                         "file system: Slurm's state is repaired from the journal on the next step") from exc
 
 
 def stderr_logging(level: int = logging.INFO) -> None:

@@ -117,8 +117,9 @@ class ProfilerFlow:
     def __init__(self, settings: ProbeSettings, state: EngineState, store: ThroughputStore,
                  *, api: SlurmApi | None = None,
                  journal: Journal | None = None, nodes: Callable[[], list[str]] | None = None,
-                 owners: Callable[[str], Owner] = owner_of) -> None:
+                 owners: Callable[[str], Owner] = owner_of, ingested: Callable[[str], None] | None = None) -> None:
         self.settings = settings
+        self.ingested = ingested or (lambda signature: None)  # told of each probe result stored
         self.owners = owners  # user name -> uid and gid (the host's users; the simulator maps its own)
         self.state = state
         self.store = store
@@ -308,6 +309,7 @@ class ProfilerFlow:
             return
         signature = owned_signature(job.user, record.signature)
         ingest_probe(self.store, record.model_copy(update={"signature": signature}))
+        self.ingested(signature)
         job.signature = signature
         probe.update(status="done", signature=signature)
         log.info("job %s: probe on %s ingested (signature %s)", job.job_id, gpu_type, signature)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,18 @@ def _job(row: sqlite3.Row) -> JobState:
     for k in _JSON_FIELDS:
         data[k] = json.loads(data[k])
     return JobState(**data)
+
+
+@contextmanager
+def storage_errors(state_dir: Path) -> Iterator[None]:
+    """The engine's storage failing (disk full, read-only, corrupt) becomes one :class:`StateError` that
+    names it; the daemon logs it on one line and retries the step."""
+    try:
+        yield
+    except StateError:
+        raise
+    except Exception as exc:
+        if not disk_failure(exc):
+            raise
+        raise StateError(f"the engine's files under {state_dir} cannot be written ({exc}); free space or fix the "
+                         "file system: Slurm's state is repaired from the journal on the next step") from exc
