@@ -17,64 +17,92 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.engine_run import simulate_engine
 from hops_slurm.sim.output import markdown_table
 from hops_slurm.sim.runner import Options, RunResult, compare, simulate
 
 NAME = "engine-sim"
-CLUSTER = "paper-64"
 WORKLOAD = "paper"
 POLICIES = ("hops", "sia-lr", "gavel-lr", "sia", "gavel", "themis", "slurm-backfill")  # Table 3's
 
 
+#: the parts: Table 3 (paper-64, every policy) and Table 4 (paper-512, 500 jobs: an hour per seed, so
+#: run by name: ``HOPS_BENCH_PARTS=table4``); each part's text is kept in engine-sim/<part>.md (committed)
+#: and engine-sim.md is assembled from the parts there
+PARTS = {"table3": ("Table 3: 64 GPUs", "paper-64", POLICIES, "0,1,2"),
+         "table4": ("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", ("hops", "sia-lr", "gavel-lr"), "0")}
+DIFFERENCES = [
+    "Where the paths differ, by construction:", "",
+    "- A new job is profiled by probe jobs the engine submits at its first refresh after arrival and collects "
+    "at the first refresh after they end (up to two 30 s ticks later than the fast path, which hands the probe "
+    "results over at once).",
+    "- The enactor refuses a placement Slurm would not make exactly (an uneven split over nodes, `greedy_split`: "
+    "Slurm 22.05 splits `--gpus` greedily in node order); the fast path enacts any plan. The refused job waits "
+    "for the next plan.",
+    "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; the engine's "
+    "processed samples are its runtime records plus uncovered run time x the estimated rate (restart time after "
+    "a preemption counts), the fast path's the true progress, so under heavy preemption the engine may re-age "
+    "honest jobs (docs/design.md, \"One engine\").", "",
+    "The engine path's wall time is its SQLite writes (journal, engine state, records; `synchronous=OFF` in "
+    "simulation), the probe and runtime-record files and the estimates made at every refresh.", "",
+]
+
+
 def run(out_dir: Path) -> Path:
-    seeds = [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
-    policies = [p for p in os.environ.get("HOPS_BENCH_POLICIES", ",".join(POLICIES)).split(",") if p]
-    cluster = load_cluster(CLUSTER)
+    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", "table3").split(",") if p]
+    unknown = sorted(set(chosen) - set(PARTS))
+    if unknown:
+        raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
     for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty", "hops_slurm.engine.engine"):
         logging.getLogger(noisy).setLevel(logging.ERROR)  # refused splits and re-aged jobs show in the numbers
+    data = out_dir / "engine-sim"
+    data.mkdir(parents=True, exist_ok=True)
+    for name in chosen:
+        title, cluster, policies, seeds = PARTS[name]
+        seeds = os.environ.get("HOPS_BENCH_SEEDS", seeds)
+        chosen_policies = [p for p in os.environ.get("HOPS_BENCH_POLICIES", ",".join(policies)).split(",") if p]
+        text = _part(title, cluster, chosen_policies, [int(x) for x in seeds.split(",")])
+        (data / f"{name}.md").write_text(text + "\n")
     lines = [
-        "# Table 3 through the production engine on a simulated slurmctld (issue 14)", "",
-        f"Written by `hops-slurm bench engine-sim` (`HOPS_BENCH_SEEDS={','.join(map(str, seeds))}`) on commit "
-        f"`{_commit()}`. Cluster `{CLUSTER}`, workload `{WORKLOAD}` (25 jobs): the paper-tables bench's Table 3, "
-        "with the simulator's defaults (360 s rounds, 30 s refresh, 60 s restart cost). *engine*: "
+        "# The paper's tables through the production engine on a simulated slurmctld (issue 14)", "",
+        "Written by `hops-slurm bench engine-sim` (`HOPS_BENCH_PARTS=table3` by default; `table4` takes about an "
+        "hour per seed and is run by name). Each part: the same workload and seeds through two paths. *engine*: "
         "`hops-slurm simulate --engine`, the daemon's `Engine` against `hops_slurm/sim/slurmctld.py`; *fast*: "
-        "`hops-slurm simulate`, `SimBackend` (what docs/results/paper-tables.md runs). Max.ρ is ∞ on the engine "
-        "path: its records carry no Themis ideal time. Per-run records under engine-sim/.", "",
+        "`hops-slurm simulate`, `SimBackend` (what docs/results/paper-tables.md runs). The simulator's defaults "
+        "(360 s rounds, 30 s refresh, 60 s restart cost), workload `paper`. Max.ρ is ∞ on the engine path: its "
+        "records carry no Themis ideal time.", "",
     ]
+    for name in PARTS:
+        part = data / f"{name}.md"
+        if part.is_file():
+            lines += [part.read_text().rstrip("\n"), ""]
+    lines += DIFFERENCES
+    path = out_dir / "engine-sim.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _part(title: str, cluster_name: str, policies: list[str], seeds: list[int]) -> str:
+    cluster = load_cluster(cluster_name)
+    lines = [f"## {title}", "", f"Cluster `{cluster_name}`, seeds {','.join(map(str, seeds))}, commit `{_commit()}`.", ""]
     paths = {}
     for label, runner in (("engine", simulate_engine), ("fast", simulate)):
         start = time.perf_counter()
-        results = compare(cluster, WORKLOAD, policies, seeds, out_dir / "engine-sim" / label, Options(),
-                          progress=False, run=runner)
+        results = compare(cluster, WORKLOAD, policies, seeds, None, Options(), progress=False, run=runner)
         paths[label] = results
-        lines += [f"## {label}", "", markdown_table(results),
+        lines += [f"**{label}**", "", markdown_table(results),
                   f"Wall time {time.perf_counter() - start:.0f} s for {len(policies)} policies x {len(seeds)} seeds.", ""]
-    lines += ["## The two paths side by side", "",
-              "| policy | avg JCT engine / fast | Hops' avg JCT / the policy's, engine | same, fast |", "|---|---|---|---|"]
+    lines += ["| policy | avg JCT engine / fast | Hops' avg JCT / the policy's, engine | same, fast |", "|---|---|---|---|"]
     mean = {label: _means(results) for label, results in paths.items()}
     for policy in policies:
         e, f = mean["engine"].get(policy), mean["fast"].get(policy)
         he, hf = mean["engine"].get("hops"), mean["fast"].get("hops")
         if e and f and he and hf:
             lines.append(f"| {policy} | {e / f:.3f} | {he / e:.3f} | {hf / f:.3f} |")
-    lines += ["", "Means over the seeds. Where the paths differ, by construction:", "",
-              "- A new job is profiled by probe jobs the engine submits at its first refresh after arrival and "
-              "collects at the first refresh after they end (up to two 30 s ticks later than the fast path, "
-              "which hands the probe results over at once).",
-              "- The enactor refuses a placement Slurm would not make exactly (an uneven split over nodes, "
-              "`greedy_split`: Slurm 22.05 splits `--gpus` greedily in node order); the fast path enacts any "
-              "plan. The refused job waits for the next plan.",
-              "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; the "
-              "engine's processed samples are its runtime records plus uncovered run time x the estimated "
-              "rate (restart time after a preemption counts), the fast path's the true progress, so under "
-              "heavy preemption the engine may re-age honest jobs (docs/design.md, \"One engine\").", "",
-              "The engine path's wall time is its SQLite writes (journal, engine state, records), the file round "
-              "trips and the estimates made afresh at every refresh.", ""]
-    path = out_dir / "engine-sim.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    lines += ["", "Means over the seeds."]
+    return "\n".join(lines)
 
 
 def _means(results: Sequence[RunResult]) -> dict[str, float]:

@@ -134,7 +134,9 @@ def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Eng
     """The engine, opened on the simulated slurmctld: no waiting in virtual time (a released job starts
     at the next read, so the enactor's polls and grace periods would only cost wall time)."""
     engine = Engine(config, api=ctl, owners=ctl.owner).open()
-    assert engine.enactor is not None
+    assert engine.enactor is not None and engine.state is not None and engine.journal is not None
+    for db in (engine.store.db, engine.state.db, engine.journal.db):  # a simulation's files need not survive a power cut
+        db.execute("PRAGMA synchronous=OFF")
     engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
     hops = policy_name == "hops" or policy_name.startswith(("hops:", "hops-"))
     engine.policy = make_policy(policy_name, config.planner) if hops else make_policy(policy_name)
