@@ -48,7 +48,7 @@ from hops_slurm.engine.jobview import KnownJob, estimate, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.cluster import ClusterSpec
-from hops_slurm.sim.groundtruth import GroundTruth
+from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import runtime_record, signature_of
 from hops_slurm.sim.workload import JobSpec
@@ -389,23 +389,10 @@ class SimBackend:
         job.next_record = math.inf
 
     def _ideal_time(self, job: _Job) -> float:
-        """Themis T_id: run time alone on 1/N of the cluster, N = time-averaged active jobs over its life.
-
-        The job's share (GPUs) is capped by its largest requirement; throughput at the share is the
-        ground truth at the largest requirement <= share (scaled linearly for a fractional rest), averaged
-        over GPU types weighted by their GPU counts, on the best servers (speed 1.0).
-        """
+        """Themis T_id (:func:`hops_slurm.sim.groundtruth.ideal_time`), N = time-averaged active jobs over its life."""
         life = self.t - job.spec.arrival
         n_avg = max((self._active_integral - job.active_integral_at_submit) / life, 1.0) if life > 0 else 1.0
-        total = sum(self.gpus_per_type.values())
-        share = min(total / n_avg, float(job.spec.requirements[-1]))
-        fitting = [r for r in job.spec.requirements if r <= share] or [job.spec.requirements[0]]
-        r = fitting[-1]
-        thr = 0.0
-        for gpu_type, g in self.gpus_per_type.items():
-            thr += g / total * self.truth.samples_per_second(job.spec.model, gpu_type, r, r > 8)
-        thr *= share / r
-        return job.spec.total_samples / thr if thr > 0 else math.inf
+        return ideal_time(self.truth, self.gpus_per_type, job.spec.model, job.spec.requirements, job.spec.total_samples, n_avg)
 
     def _sample(self) -> None:
         used = 0

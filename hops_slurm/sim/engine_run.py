@@ -17,10 +17,11 @@ files, and learns from the runtime records its jobs write.
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.metrics import summarize
 from hops_slurm.report.source import SqliteSource
 from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.measure import calibration
 from hops_slurm.sim.runner import Options, RunResult
 from hops_slurm.sim.slurmctld import EPOCH, SimCtlSettings, SimSlurmctld
@@ -147,8 +149,6 @@ def _calibrate(store_path: Path, cluster: ClusterSpec) -> None:
     """What ``hops-slurm calibrate`` would store for each GPU type of the cluster (measured from ground truth)."""
     from estimator.store import ThroughputStore
 
-    from hops_slurm.sim.groundtruth import GroundTruth
-
     truth = GroundTruth()
     store = ThroughputStore(store_path)
     try:
@@ -166,9 +166,31 @@ def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name
     with engine_simulation(cluster, jobs, policy_name, options) as sim:
         sim.run(on_round=on_round)
         job_records, rounds = sim.records()
-    shifted = [_shift(r) for r in job_records]
+        specs = dict(sim.ctl.specs)
+    shifted = with_ideal_times([_shift(r) for r in job_records], specs, cluster)
     rounds = [r.model_copy(update={"time": r.time - EPOCH}) for r in rounds]
     return RunResult(policy_name, seed, shifted, rounds, [], summarize(shifted, rounds), time.perf_counter() - start)
+
+
+def with_ideal_times(records: list[JobRecord], specs: Mapping[str, JobSpec], cluster: ClusterSpec) -> list[JobRecord]:
+    """Each ended job's Themis ideal time (:func:`hops_slurm.sim.groundtruth.ideal_time`, the fast path's
+    formula), N = the time-averaged number of jobs submitted and not ended over its life, from the records."""
+    truth = GroundTruth()
+    gpus_per_type: dict[str, int] = {}
+    for kind in cluster.server_kind:
+        gpus_per_type[kind.gpu_type] = gpus_per_type.get(kind.gpu_type, 0) + kind.gpus * kind.count
+    spans = [(r.submit, r.end if r.end is not None else math.inf) for r in records]
+    out = []
+    for r in records:
+        spec = specs.get(r.job_id)
+        if r.end is None or spec is None or r.end <= r.submit:
+            out.append(r)
+            continue
+        overlap = sum(max(0.0, min(e, r.end) - max(s, r.submit)) for s, e in spans)
+        t_id = ideal_time(truth, gpus_per_type, spec.model, spec.requirements, spec.total_samples,
+                          overlap / (r.end - r.submit))
+        out.append(r.model_copy(update={"ideal_time": t_id}))
+    return out
 
 
 def _shift(r: JobRecord) -> JobRecord:

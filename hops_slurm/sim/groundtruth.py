@@ -138,3 +138,20 @@ class GroundTruth:
         types = {nodes[name].gpu_type for name in used}
         base = min(self.samples_per_second(model, t, n, spread) for t in types)
         return base * min(nodes[name].speed for name in used)
+
+
+def ideal_time(truth: GroundTruth, gpus_per_type: Mapping[str, int], model: str, requirements: tuple[int, ...],
+               total_samples: float, n_avg: float) -> float:
+    """Themis T_id: the job's run time alone on 1/N of the cluster, N = ``n_avg`` (time-averaged active jobs
+    over its life). Its share (GPUs) is capped by its largest requirement; throughput at the share is the
+    ground truth at the largest requirement <= share (scaled linearly for a fractional rest), averaged over
+    GPU types weighted by their GPU counts (``gpus_per_type``), on the best servers (speed 1.0)."""
+    total = sum(gpus_per_type.values())
+    share = min(total / max(n_avg, 1.0), float(requirements[-1]))
+    fitting = [r for r in requirements if r <= share] or [requirements[0]]
+    r = fitting[-1]
+    thr = 0.0
+    for gpu_type, g in gpus_per_type.items():
+        thr += g / total * truth.samples_per_second(model, gpu_type, r, r > 8)
+    thr *= share / r
+    return total_samples / thr if thr > 0 else math.inf

@@ -122,6 +122,7 @@ class SimSlurmctld:
         self.models = {directive_model(j.model): j.model for j in self.workload}
         self.calls: dict[str, int] = {}
         self.ended = 0  # workload jobs ended so far
+        self.specs: dict[str, JobSpec] = {}  # Slurm job id -> its workload job (kept after Slurm forgets it)
         for spec in self.workload:
             self.truth.check_model(spec.model)
             directives(spec)  # a job the hook would refuse is an error of the workload, named here
@@ -195,6 +196,7 @@ class SimSlurmctld:
                        state="PENDING", reason="JobHeldUser", priority=0, partition=self.partition,
                        admin_comment=COMMENT_PREFIX + directives(spec).canonical(), submit_time=self.now())
         self.runs[job_id] = _Run(spec, job)
+        self.specs[job_id] = spec
 
     def workload_id(self, job_id: str) -> str:
         """The workload's id of a Slurm job id (the name carries it)."""

@@ -5,6 +5,7 @@ paths agreeing, and server entities learned through the engine."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,8 @@ def test_the_engine_and_the_fast_simulator_path_agree_on_the_same_workload() -> 
     assert engine.metrics.unfinished == fast.metrics.unfinished == 0
     assert engine.metrics.avg_jct == pytest.approx(fast.metrics.avg_jct, rel=0.10)
     assert engine.metrics.avg_wait == pytest.approx(fast.metrics.avg_wait, rel=0.25, abs=300)
+    # Themis' ideal time by one formula (hops_slurm.sim.groundtruth.ideal_time) on both paths
+    assert math.isfinite(engine.metrics.max_rho) and engine.metrics.max_rho == pytest.approx(fast.metrics.max_rho, rel=0.25)
 
 
 def test_the_engine_learns_degraded_servers_hidden_in_a_class() -> None:
