@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,25 +213,15 @@ class SimSlurmctld:
         return used
 
     def _schedule(self) -> None:
-        for r in sorted(self.runs.values(), key=lambda r: int(r.job.job_id)):
-            j = r.job
-            own = self._resv.get(f"hops-j{j.job_id}")
-            if not (j.pending and not j.held and own is not None and j.reservation == own.name and j.required_nodes) \
-                    or not set(j.required_nodes) <= set(own.nodes):
-                continue
-            used = self._used()
-            free = {n: self._total[n] - len(used[n]) for n in j.required_nodes}
-            per_node = j.tres_per_node.rsplit(":", 1)[-1] if j.tres_per_node else ""
-            per_job = j.tres_per_job.rsplit(":", 1)[-1] if j.tres_per_job else ""
-            if per_node.isdigit():
-                want: dict[str, int] | None = {n: int(per_node) for n in j.required_nodes}
-            elif per_job.isdigit():
-                want = greedy_split(int(per_job), list(j.required_nodes), free)
-            else:
-                continue
-            if want is None or any(k > free[n] for n, k in want.items()):
-                continue  # waits for its GPUs
+        used: dict[str, set[int]] | None = None
+        for r in sorted((r for r in self.runs.values() if r.job.pending and r.job.reservation), key=lambda r: int(r.job.job_id)):
+            used = self._used() if used is None else used
+            want = startable(r.job, self._resv, {n: self._total[n] - len(used[n]) for n in self._total})
+            if want is None:
+                continue  # not released into its reservation, or waits for its GPUs
             self._start(r, want, used)
+            for n, idx in r.job.gpu_alloc.items():
+                used[n].update(idx)
 
     def _start(self, r: _Run, want: dict[str, int], used: dict[str, set[int]]) -> None:
         alloc = {n: tuple(sorted(set(range(self._total[n])) - used[n]))[:k] for n, k in want.items()}
@@ -412,6 +402,27 @@ class SimSlurmctld:
         return Owner(user, os.getuid(), os.getgid())
 
 
+def startable(job: SlurmJob, reservations: Mapping[str, SlurmReservation], free: Mapping[str, int]) -> dict[str, int] | None:
+    """The GPUs per node slurmctld would start ``job`` on now: a released pending job in its own reservation
+    (``hops-j<id>``) over its required nodes, asking ``TresPerNode`` on each or a per-job count split
+    greedily in node order (as 22.05 does), with that many GPUs free; else None."""
+    own = reservations.get(f"hops-j{job.job_id}")
+    if not (job.pending and not job.held and own is not None and job.reservation == own.name and job.required_nodes) \
+            or not set(job.required_nodes) <= set(own.nodes):
+        return None
+    per_node = job.tres_per_node.rsplit(":", 1)[-1] if job.tres_per_node else ""
+    per_job = job.tres_per_job.rsplit(":", 1)[-1] if job.tres_per_job else ""
+    if per_node.isdigit():
+        want: dict[str, int] | None = {n: int(per_node) for n in job.required_nodes}
+    elif per_job.isdigit():
+        want = greedy_split(int(per_job), list(job.required_nodes), free)
+    else:
+        return None
+    if want is None or any(k > free.get(n, 0) for n, k in want.items()):
+        return None
+    return want
+
+
 def directives(spec: JobSpec) -> HopsDirectives:
     """The ``#HOPS`` line of a workload job as the hook stores it: its counts, declared samples, model and
     the model's batch size; HopsError naming the job if the hook would refuse it."""
@@ -422,4 +433,4 @@ def directives(spec: JobSpec) -> HopsDirectives:
         raise HopsError(f"workload job {spec.job_id}: its #HOPS line would be refused: {str(exc).splitlines()[0]}") from None
 
 
-__all__ = ["SimSlurmctld", "SimCtlSettings", "directive_model", "directives", "EPOCH"]
+__all__ = ["SimSlurmctld", "SimCtlSettings", "directive_model", "directives", "startable", "EPOCH"]

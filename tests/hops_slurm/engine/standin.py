@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from hops_slurm.directives import COMMENT_PREFIX
+from hops_slurm.sim.slurmctld import startable
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
 
 
@@ -64,26 +65,12 @@ class StandInSlurm:
     def _schedule(self) -> None:
         if not self.starts:
             return
-        from hops_slurm.slurm.enact import greedy_split
-
         for j in list(self._jobs.values()):
-            own = self._resv.get(f"hops-j{j.job_id}")
-            if not (j.pending and not j.held and own is not None and j.reservation == own.name and j.required_nodes) \
-                    or not set(j.required_nodes) <= set(own.nodes):
-                continue
             used = self._used()
             total = {n.name: n.gpus_total for n in self._nodes}
-            free = {n: total[n] - len(used[n]) for n in j.required_nodes}
-            per_node = j.tres_per_node.rsplit(":", 1)[-1] if j.tres_per_node else ""
-            per_job = j.tres_per_job.rsplit(":", 1)[-1] if j.tres_per_job else ""
-            if per_node.isdigit():
-                want: dict[str, int] | None = {n: int(per_node) for n in j.required_nodes}
-            elif per_job.isdigit():
-                want = greedy_split(int(per_job), list(j.required_nodes), free)
-            else:
+            want = startable(j, self._resv, {n: total[n] - len(used[n]) for n in total})  # the simulator's rule
+            if want is None:
                 continue
-            if want is None or any(k > free[n] for n, k in want.items()):
-                continue  # waits for its GPUs
             alloc = {n: tuple(sorted(set(range(total[n])) - used[n]))[:k] for n, k in want.items()}
             self._change(j.job_id, state="RUNNING", reason="None", nodes=tuple(want), gpu_alloc=alloc,
                          start_time=1000.0 + len(self.calls))
