@@ -95,6 +95,7 @@ class EngineSim:
             ctl.advance(start + o.round_seconds)
             if on_round:
                 on_round(ctl.t, ctl.ended)
+        engine.refresh()  # the jobs that ended since the last refresh get their end recorded
 
     def records(self) -> tuple[list[JobRecord], list[RoundRecord]]:
         got = SqliteSource(self.state_dir / "records.sqlite").load()
