@@ -49,7 +49,7 @@ class EngineSim:
     """A running engine simulation: the simulated slurmctld, the engine, its state directory."""
 
     ctl: SimSlurmctld
-    engine: Engine
+    engine: Engine | None  # None until started (``engine_simulation(start=False)``)
     config: SiteConfig
     policy_name: str
     options: Options
@@ -59,20 +59,20 @@ class EngineSim:
         return self.config.paths.state_dir
 
     def restart(self) -> None:
-        """A new engine process on the same state directory and cluster (after a crash): it reconciles
-        its journal with (simulated) Slurm on opening, as the daemon does."""
+        """A new engine process on the same state directory and cluster (after a crash; or the first, when
+        the simulation was made with ``start=False``): it reconciles its journal with (simulated) Slurm on
+        opening, as the daemon does."""
         try:
-            self.engine.close()
+            if self.engine is not None:
+                self.engine.close()
         finally:
+            self.engine = None
             self.engine = _open_engine(self.config, self.ctl, self.policy_name)
-
-    def step(self, until: float) -> None:
-        """Advance the simulated cluster to ``until`` (simulated seconds)."""
-        self.ctl.advance(until)
 
     def run(self, *, on_round: Callable[[float, int], None] | None = None, max_seconds: float = 90 * 86400.0) -> None:
         """Rounds until every job of the workload has ended (the loop of ``run_rounds``)."""
         o, ctl, engine = self.options, self.ctl, self.engine
+        assert engine is not None, "start the engine first (restart)"
         while not ctl.done():
             if ctl.t > max_seconds:
                 raise HopsError(f"engine simulation passed {max_seconds / 86400:.0f} days of virtual time with jobs left")
@@ -104,7 +104,8 @@ class EngineSim:
 
 @contextmanager
 def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name: str = "hops",
-                      options: Options = Options(), state_dir: Path | None = None) -> Iterator[EngineSim]:
+                      options: Options = Options(), state_dir: Path | None = None,
+                      start: bool = True) -> Iterator[EngineSim]:
     """An opened :class:`EngineSim` (closed, and its temporary state directory removed, on exit)."""
     tmp = None
     if state_dir is None:
@@ -124,10 +125,12 @@ def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_na
         log.info("engine simulation: [honesty] of the engine's config applies, not Options.honesty")
     sim = None
     try:
-        sim = EngineSim(ctl, _open_engine(config, ctl, policy_name), config, policy_name, options)
+        sim = EngineSim(ctl, None, config, policy_name, options)
+        if start:
+            sim.restart()
         yield sim
     finally:
-        if sim is not None:
+        if sim is not None and sim.engine is not None:
             sim.engine.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
