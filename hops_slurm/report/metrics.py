@@ -231,7 +231,7 @@ class RunMetrics:
 
 def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMetrics:
     """A whole run's metrics from its records (the simulator's tables; any complete record set)."""
-    done = [j for j in jobs if j.end is not None]
+    done = [j for j in jobs if j.end is not None and j.state != "CANCELLED"]  # a cancelled job completed nothing
     if not done:
         raise HopsError("no job completed: nothing to summarise")
     ends = [float(j.end) for j in done]  # type: ignore[arg-type]

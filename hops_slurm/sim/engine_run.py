@@ -33,6 +33,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.metrics import summarize
 from hops_slurm.report.source import SqliteSource
+from hops_slurm.sim.backend import SimSettings
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.measure import calibration
@@ -42,6 +43,7 @@ from hops_slurm.sim.workload import JobSpec
 from planner.policies import make_policy
 
 log = logging.getLogger(__name__)
+STALL_SECONDS = SimSettings().stall_seconds
 
 
 @dataclass
@@ -73,9 +75,13 @@ class EngineSim:
         """Rounds until every job of the workload has ended (the loop of ``run_rounds``)."""
         o, ctl, engine = self.options, self.ctl, self.engine
         assert engine is not None, "start the engine first (restart)"
+        idle_since: float | None = None
         while not ctl.done():
             if ctl.t > max_seconds:
                 raise HopsError(f"engine simulation passed {max_seconds / 86400:.0f} days of virtual time with jobs left")
+            idle_since = self._stalled(idle_since)
+            if ctl.done():
+                break
             engine.refresh()
             if not engine.schedulable():
                 nxt = [t for t in (ctl.next_event(), ctl.t + o.refresh_seconds if engine.tracked else None) if t is not None]
@@ -92,10 +98,30 @@ class EngineSim:
                 if engine.policy.supports_fragment_plans:
                     engine.round(fragment=True)
                 tick += o.refresh_seconds
-            ctl.advance(start + o.round_seconds)
+            if not ctl.done():  # else the last refresh comes at once, before Slurm forgets the ended jobs
+                ctl.advance(start + o.round_seconds)
             if on_round:
                 on_round(ctl.t, ctl.ended)
         engine.refresh()  # the jobs that ended since the last refresh get their end recorded
+
+    def _stalled(self, idle_since: float | None) -> float | None:
+        """The fast path's stall rule (``SimSettings.stall_seconds``): when the whole cluster has been idle
+        that long with jobs waiting and nothing left to arrive or probe, the policy cannot place them (a
+        rigid request outside its config space): they are cancelled, as an administrator would, and
+        reported so. Returns when the cluster became idle (None: it is not)."""
+        ctl = self.ctl
+        if not ctl.stalled():
+            return None
+        if idle_since is None:
+            return ctl.t
+        if ctl.t - idle_since < STALL_SECONDS:
+            return idle_since
+        ids = ctl.waiting()
+        log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
+                    len(ids), STALL_SECONDS / 3600, ", ".join(ctl.workload_id(j) for j in ids))
+        for job_id in ids:
+            ctl.cancel(job_id)
+        return None
 
     def records(self) -> tuple[list[JobRecord], list[RoundRecord]]:
         got = SqliteSource(self.state_dir / "records.sqlite").load()

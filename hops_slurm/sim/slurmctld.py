@@ -198,6 +198,16 @@ class SimSlurmctld:
         self.runs[job_id] = _Run(spec, job)
         self.specs[job_id] = spec
 
+    def stalled(self) -> bool:
+        """Nothing runs, nothing is left to arrive or probe, and workload jobs wait."""
+        return (self._next_arrival >= len(self._arrivals)
+                and not any(p.job.state in ("PENDING", "RUNNING") for p in self.probes.values())
+                and not any(r.job.state == "RUNNING" for r in self.runs.values()) and bool(self.waiting()))
+
+    def waiting(self) -> list[str]:
+        """Workload jobs pending (by Slurm job id)."""
+        return [j for j, r in self.runs.items() if r.job.state == "PENDING"]
+
     def workload_id(self, job_id: str) -> str:
         """The workload's id of a Slurm job id (the name carries it)."""
         r = self.runs.get(job_id)
