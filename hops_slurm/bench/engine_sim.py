@@ -28,9 +28,9 @@ WORKLOAD = "paper"
 POLICIES = ("hops", "sia-lr", "gavel-lr", "sia", "gavel", "themis", "slurm-backfill")  # Table 3's
 
 
-#: the parts: Table 3 (paper-64, every policy) and Table 4 (paper-512, 500 jobs: an hour per seed, so
-#: run by name: ``HOPS_BENCH_PARTS=table4``); each part's text is kept in engine-sim/<part>.md (committed)
-#: and engine-sim.md is assembled from the parts there
+#: the parts: Table 3 (paper-64, every policy, three seeds: about 4 min) and Table 4 (paper-512, 500 jobs,
+#: three policies, one seed: about 10 min); ``HOPS_BENCH_PARTS=table4`` runs one; each part's text is kept
+#: in engine-sim/<part>.md (committed) and engine-sim.md is assembled from the parts there
 PARTS = {"table3": ("Table 3: 64 GPUs", "paper-64", POLICIES, "0,1,2"),
          "table4": ("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", ("hops", "sia-lr", "gavel-lr"), "0")}
 DIFFERENCES = [
@@ -51,7 +51,7 @@ DIFFERENCES = [
 
 
 def run(out_dir: Path) -> Path:
-    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", "table3").split(",") if p]
+    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
     unknown = sorted(set(chosen) - set(PARTS))
     if unknown:
         raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
@@ -67,8 +67,8 @@ def run(out_dir: Path) -> Path:
         (data / f"{name}.md").write_text(text + "\n")
     lines = [
         "# The paper's tables through the production engine on a simulated slurmctld (issue 14)", "",
-        "Written by `hops-slurm bench engine-sim` (`HOPS_BENCH_PARTS=table3` by default; `table4` takes about an "
-        "hour per seed and is run by name). Each part: the same workload and seeds through two paths. *engine*: "
+        "Written by `hops-slurm bench engine-sim` (parts `table3` and `table4`; `HOPS_BENCH_PARTS`, "
+        "`HOPS_BENCH_SEEDS` and `HOPS_BENCH_POLICIES` pick). Each part: the same workload and seeds through two paths. *engine*: "
         "`hops-slurm simulate --engine`, the daemon's `Engine` against `hops_slurm/sim/slurmctld.py`; *fast*: "
         "`hops-slurm simulate`, `SimBackend` (what docs/results/paper-tables.md runs). The simulator's defaults "
         "(360 s rounds, 30 s refresh, 60 s restart cost), workload `paper`. Max.ρ: Themis' ideal time by the same "
