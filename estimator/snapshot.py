@@ -105,9 +105,9 @@ class MemorySource:
 class CachedSource:
     """A :class:`SnapshotSource` over another (the SQLite store) that reads each signature, the
     calibrations and the entity factors once and keeps them until :meth:`forget` is told of a write.
-    The live engine keeps one per refresh (it is the store's only writer: nothing changes behind it
-    within a refresh); the simulator keeps one for the run and forgets a signature when a record for it
-    is ingested."""
+    Both the live engine and the simulator keep one and forget a signature when they ingest a record
+    for it (each is its store's only writer of measurements); the live engine starts a new one when
+    another process changed the store file (SQLite's ``data_version``) or it wrote calibrations."""
 
     def __init__(self, source: SnapshotSource) -> None:
         self.source = source
