@@ -91,6 +91,11 @@ class JobView:
     run_time: float = 0.0  # wall time spent running so far
     current: Config | None = None  # the config it runs in now, None if pending
     user: str = ""
+    # what moving it costs (docs/design.md, "Moves that pay"); 0 = unknown or free
+    restart_cost: float = 0.0  # seconds a requeue and restart cost it: notice + start to first progress, measured per model
+    unsaved: float = 0.0  # seconds of its work a requeue now would lose (since its last checkpoint; 0 if it checkpoints on notice)
+    placed_for: float = 0.0  # seconds it has run in its current config since it (re)started there; 0 if pending
+    measured: bool = True  # False: no throughput data yet (probe in place: the fallback throughput until its records arrive)
 
     def __post_init__(self) -> None:
         reqs = self.requirements
@@ -100,6 +105,11 @@ class JobView:
     @property
     def remaining_samples(self) -> float:
         return max(self.total_samples - self.done_samples, 0.0)
+
+    @property
+    def reached_samples(self) -> bool:
+        """Its processed samples have reached its declaration (it is finishing: never requeue it)."""
+        return self.total_samples > 0.0 and self.done_samples >= self.total_samples
 
 
 @dataclass

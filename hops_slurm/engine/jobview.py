@@ -85,6 +85,8 @@ class KnownJob:
     current: Config | None = None  # the config it runs in now, None if pending
     processed_samples: float = 0.0  # samples processed so far, as far as the backend knows
     age_factor: float = 1.0  # honesty factor (estimator.honesty.assess); the age is multiplied by it
+    restart_cost: float = 0.0  # seconds a requeue and restart cost it (measured per model; the backend's default before)
+    unsaved: float = 0.0  # seconds of work a requeue now would lose (since its last checkpoint; 0: checkpoints on notice)
 
 
 def fallback_throughput(config: Config) -> float:
@@ -149,6 +151,16 @@ def planning_age(est: Estimate, age_factor: float, fallback_age: float) -> float
     return age * max(age_factor, 1.0)
 
 
+def placed_for(ledger: Ledger, now: float) -> float:
+    """Seconds the job has run in its current placement (its ledger's last open placement); 0 if pending."""
+    if ledger.last_state != "RUNNING" or not ledger.placements:
+        return 0.0
+    last = ledger.placements[-1]
+    if last.get("end") is not None:
+        return 0.0
+    return max(0.0, now - float(last["start"]))
+
+
 def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -> JobView:
     """Step 3 for one job."""
     return JobView(
@@ -165,6 +177,10 @@ def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -
         run_time=job.ledger.run_time,
         current=freeze_config(job.current) if job.current else None,
         user=job.user,
+        restart_cost=job.restart_cost,
+        unsaved=job.unsaved,
+        placed_for=placed_for(job.ledger, now) if job.current else 0.0,
+        measured=est.throughput is not None,
     )
 
 
@@ -201,4 +217,4 @@ def job_views(jobs: Iterable[KnownJob], estimator: JobEstimator | None, now: flo
 
 
 __all__ = ["KnownJob", "Estimate", "NO_ESTIMATE", "FALLBACK_AGE", "JobEstimator", "estimate", "job_view",
-           "job_views", "fallback_throughput", "fallback_age_of", "planning_age", "wait_until", "sensitivity_types"]
+           "job_views", "fallback_throughput", "fallback_age_of", "planning_age", "placed_for", "wait_until", "sensitivity_types"]
