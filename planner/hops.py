@@ -110,11 +110,11 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     return out
 
 
-def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float) -> tuple[
+def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0) -> tuple[
         ClusterView, dict[str, str]]:
     """The running jobs a round leaves where they are (:func:`planner.moves.held_reason`: job id ->
     why) and the cluster the round plans the others on: each node's free GPUs less what those jobs hold."""
-    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time))}
+    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth))}
     if not held:
         return cluster, {}
     taken: dict[str, int] = {}
@@ -174,7 +174,7 @@ class HopsPolicy(Policy):
         live = tuple(j for j in jobs if j.job_id not in unservable)
         held: dict[str, str] = {}
         if not fragment:  # running jobs a round may not move (planner.moves): planned around
-            cluster, held = hold_in_place(cluster, live, p.min_run_time)
+            cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth)
             live = tuple(j for j in live if j.job_id not in held)
         gpus = cluster.free_gpus
         prios = priorities(live, now, p.priority, cluster.total_gpus)

@@ -58,11 +58,17 @@ def remaining_seconds(job: JobView, rate: float) -> float | None:
     return None
 
 
-def held_reason(job: JobView, min_run_time: float) -> str:
+def exempt_time(job: JobView, min_run_time: float, growth: float = 1.0) -> float:
+    """How long this run of the job is exempt from moves and preemption: ``min_run_time`` times
+    ``growth`` for each earlier preemption (a job preempted twice runs 4x as long before a third)."""
+    return min_run_time * growth ** min(job.preemptions, 30)
+
+
+def held_reason(job: JobView, min_run_time: float, growth: float = 1.0) -> str:
     """Why a round must leave this running job where it is; "" when it may be moved or preempted."""
     if not job.current:
         return ""
-    if job.placed_for < min_run_time:
+    if job.placed_for < exempt_time(job, min_run_time, growth):
         return HELD_MIN_RUN_TIME
     if job.reached_samples:
         return HELD_SAMPLES

@@ -176,7 +176,8 @@ class SimBackend:
         known = [KnownJob(job_id=job.spec.job_id, user=job.spec.user, signature=job.signature,
                           requirements=job.spec.requirements, declared_samples=job.spec.declared,
                           submit_time=job.spec.arrival, ledger=job.ledger, current=job.config,
-                          processed_samples=self.processed_samples(job), age_factor=self.age_factor(job, histories))
+                          processed_samples=self.processed_samples(job), age_factor=self.age_factor(job, histories),
+                          restart_cost=self.settings.restart_seconds)
                  for job in self._offered(fragment)]
         return job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
 

@@ -115,3 +115,12 @@ def test_min_run_time_is_a_checked_planner_parameter() -> None:
     assert PlannerParams().with_settings("min_run_time=30").min_run_time == 30.0
     with pytest.raises(ValueError, match="min_run_time"):
         PlannerParams(min_run_time=-1.0)
+
+
+def test_each_preemption_lengthens_the_next_exemption() -> None:
+    # preempted twice: exempt for 600 s x 2^2 = 2400 s of this run
+    twice = JobView("R", (4,), 0.0, 0.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"n0": 4}),
+                    placed_for=2000.0, preemptions=2)
+    w = waiting("W", wait=1e5)
+    assert plan(ONE_NODE, (twice, w), min_run_time=600.0).assignments["R"] == {"n0": 4}
+    assert plan(ONE_NODE, (twice, w), min_run_time=600.0, min_run_growth=1.0).assignments["R"] is None
