@@ -14,7 +14,8 @@ Two rules:
    - its processed samples have reached its declaration (it is finishing: a requeue would only
      repeat work);
    - its remaining time where it runs is below what a requeue costs it (``restart_cost`` plus the
-     unsaved work): stopping it can only delay it.
+     unsaved work), or below ``min_run_time`` (it frees its GPUs before a job started in its place
+     could be moved again): stopping it can only delay it.
    A held job keeps its GPUs; the round plans the others around it.
 2. **A move's worth** (:func:`move_rate`): moving a running job from its current config (rate ``r0``)
    to another (rate ``r1``) costs ``restart_cost`` seconds and re-does the unsaved work, so its
@@ -73,7 +74,7 @@ def held_reason(job: JobView, min_run_time: float, growth: float = 1.0) -> str:
     if job.reached_samples:
         return HELD_SAMPLES
     left = remaining_seconds(job, current_rate(job))
-    if left is not None and left < job.restart_cost + job.unsaved:
+    if left is not None and left < max(job.restart_cost + job.unsaved, min_run_time):
         return HELD_FINISHING
     return ""
 
