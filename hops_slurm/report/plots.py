@@ -135,16 +135,22 @@ def plot_jct_cdf(series: JobSeries, path: Path, unit: str | None = None) -> Path
     return _save(fig, path)
 
 
+def _horizon(jobs: Sequence[JobRecord], now: float) -> float:
+    """Where a series' GPU-use curve stops: ``now``, or its last end once every job of it has ended."""
+    ends = [j.end for j in jobs]
+    return min(now, max(e for e in ends if e is not None)) if ends and None not in ends else now
+
+
 def plot_gpu_use(
     series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]], path: Path, now: float,
     capacity: int | None = None, unit: str | None = None,
 ) -> Path:
-    """GPUs in use over time per series (from its first submission, in ``unit``, default
-    :func:`time_unit`); the cluster's size (``capacity``, else the plan records') as a dotted line.
+    """GPUs in use over time per series (from its first submission to ``now`` or its last end, in ``unit``,
+    default :func:`time_unit`); the cluster's size (``capacity``, else the plan records') as a dotted line.
     Stretches above it are marked in red and named in the title, not clipped."""
     fig, (ax,) = _figure()
     seen = False
-    all_steps = {label: timeline.gpus_in_use_steps(jobs, now) for label, (jobs, _) in series.items()}
+    all_steps = {label: timeline.gpus_in_use_steps(jobs, _horizon(jobs, now)) for label, (jobs, _) in series.items()}
     origins = {label: min((j.submit for j in jobs), default=0.0) for label, (jobs, _) in series.items()}
     span = max((steps[-1][0] - origins[label] for label, steps in all_steps.items() if steps), default=0.0)
     unit = unit or time_unit(span)
