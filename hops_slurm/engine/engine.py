@@ -37,7 +37,7 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.inplace import probe_capacity
-from hops_slurm.engine.jobs import MEASURED, estimate, job_views, schedulable
+from hops_slurm.engine.jobs import estimate, job_views, refresh_ages, schedulable
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
@@ -331,7 +331,7 @@ class Engine:
                 self._ingest_metrics(js)
             if self.profiler is not None:
                 self.profiler.tidy(self.tracked)
-            self._refresh_ages()
+            self._refresh_ages(changed)  # the ended jobs too: their records carry the age
             self._review_declarations(listing)
             self.state.save_all(changed)  # one transaction (one commit per job was 3 ms each)
             from hops_slurm.report.source import write_sqlite
@@ -393,27 +393,11 @@ class Engine:
         except SlurmError as exc:  # shown at the next refresh
             log.warning("job %s: cannot write its set-aside reason into Slurm: %s", js.job_id, exc)
 
-    def _refresh_ages(self) -> None:
-        """Eq. 9 age once a job is profiled (kept in the state for the queue view and JobRecord)."""
-        if self.store is None or self.backend is None:
-            return
-        todo = [js for js in self.tracked.values()
-                if js.profile in MEASURED and js.age is None and js.signature and not js.aside]
-        if not todo:
-            return
-        # one cluster view and estimator per snapshot (not one per job: O(jobs^2) with 10,000 queued)
-        if not self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition):
-            # no usable GPU node in this view (e.g. slurmctld just restarted and the nodes have not
-            # registered yet): a condition of the cluster, not of any job, so nobody is set aside; the
-            # ages are made at a later refresh
-            log.info("no usable GPU nodes at this refresh: job ages wait for the next one")
-            return
-        estimator = self._estimator()
-        memo: dict[tuple[object, ...], object] = {}  # jobs of one model share one store read
-        for js in todo:
-            got = per_job(js, "estimating its run time", lambda js=js: estimate(js, estimator, memo), self._set_aside)
-            if got is not None:
-                js.age, js.sensitivity = got.age, got.sensitivity
+    def _refresh_ages(self, jobs: list[JobState]) -> None:
+        """Eq. 9 ages (:func:`hops_slurm.engine.jobs.refresh_ages`): one cluster view and estimator per snapshot."""
+        if self.store is not None and self.backend is not None:
+            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
+            refresh_ages(jobs, self._estimator, usable, self._set_aside)
 
     def _ingest_metrics(self, js: JobState) -> None:
         """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),

@@ -16,7 +16,7 @@ from hops_slurm.config import parse_config
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.inplace import Capacity, decide, idle_enough, probe_capacity
-from hops_slurm.engine.jobs import known_job, schedulable
+from hops_slurm.engine.jobs import known_job, refresh_ages, schedulable
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, model_key, model_signature
 from hops_slurm.engine.state import (PROFILE_DONE, PROFILE_FAILED, PROFILE_INPLACE, PROFILE_NEW, PROFILE_PROBING,
                                      EngineState, JobState)
@@ -77,6 +77,21 @@ def test_schedulable_takes_jobs_measured_in_place_and_leaves_out_those_waiting_f
     assert [js.job_id for js in schedulable(jobs, listing)] == ["2", "3", "4"]
     jobs[2].signature = "alice/k123"
     assert known_job(jobs[2], None).signature == "alice/k123"  # estimated with its own records once it has some
+
+
+def test_a_job_that_ended_without_data_keeps_the_age_it_was_planned_with() -> None:
+    """Its latency ratio (wait / age in its JobRecord) must not be undefined: a job measured in place that
+    ended before its first runtime record gets the fallback's age, the mean of the others'."""
+    jobs = [JobState(job_id=str(i), name="j", user="alice", directives=DIRECTIVES, submit_time=1.0, first_seen=1.0,
+                     last_seen=1.0, last_state="PENDING", profile=PROFILE_INPLACE, signature="alice/k1") for i in range(4)]
+    jobs[0].age, jobs[1].age = 100.0, 300.0  # estimated once their data came
+    jobs[3].ended = 50.0
+    asked: list[int] = []
+    refresh_ages(jobs, lambda: asked.append(1) or None, True, lambda js, why: None)  # no data: no estimate
+    assert asked == [1] and jobs[2].age is None  # still running: its age comes with its data
+    assert jobs[3].age == pytest.approx(200.0)
+    refresh_ages(jobs[:2], lambda: asked.append(1) or None, True, lambda js, why: None)
+    assert asked == [1]  # nobody needed an estimate: the estimator is not even made
 
 
 # ----- the profiler flow ------------------------------------------------------------------------------
