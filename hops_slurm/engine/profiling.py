@@ -272,7 +272,8 @@ class ProfilerFlow:
         self.drop_reservation(job.job_id)
         if ok:
             known = self.state.known_model(key)
-            self.state.remember_model(key, job.signature, sorted(set(ok) | set(known[1] if known else ())))
+            before = set(known[1]) if known and known[0] == job.signature else set()
+            self.state.remember_model(key, job.signature, sorted(before | set(ok)))
         if job.profile != PROFILE_PROBING:
             return
         if ok:
