@@ -77,7 +77,8 @@ def test_a_probe_that_fails_once_is_retried_and_the_job_planned(eng) -> None:  #
     eng.probes_first()
     (eng.workdir / "hopsflaky.py").write_text(FLAKY_MODEL)
     mark = eng.workdir / "flaky.mark"
-    env = {"PYTHONPATH": str(eng.workdir), "HOPS_TEST_FLAKY_MARK": str(mark)}
+    path = os.pathsep.join(p for p in (str(eng.workdir), os.environ.get("PYTHONPATH", "")) if p)  # this checkout's hops_slurm too
+    env = {"PYTHONPATH": path, "HOPS_TEST_FLAKY_MARK": str(mark)}
     job = eng.submit(gpus="1,2", model="hopsflaky:build")
     out = eng.until_planned([job], extra_env=env)
     assert mark.exists()  # the failure happened
