@@ -5,5 +5,6 @@ per-GPU and configuration throughputs, sensitivity and expected age). Pure apart
 
 Modules: ``store`` (SQLite, the only impure part), ``snapshot`` (immutable views + in-memory source),
 ``model`` (eq. 1-5), ``mixture`` (EM for eq. 3), ``estimate`` (top-down lookup, eq. 9, eq. 10,
-:class:`~estimator.estimate.Estimator`), ``signature`` (job keys), ``errors``.
+:class:`~estimator.estimate.Estimator`), ``extrapolate`` (a job measured in place, carried to the types
+and counts it has not run on), ``signature`` (job keys), ``errors``.
 """

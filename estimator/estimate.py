@@ -1,7 +1,8 @@
 """Estimates the planner and the simulator call (Hops §3.5, eq. 9, eq. 10), with plain values.
 
 Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
-(entity layer → type layer → theoretical layer with eq. 1-5):
+(entity layer → type layer → theoretical layer with eq. 1-5 → what the job measured elsewhere,
+:mod:`estimator.extrapolate`, for a job measured where it ran but never probed there):
 
 Entity speed across jobs: where this job has no record on a server, the type or theoretical layer's
 answer is scaled by the server's *entity factor* (``entity_factors``: how fast jobs ran on that server
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from estimator.errors import CalibrationMissing, EstimateUnavailable
+from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
 from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
 from planner.views import ClusterView, Config, ThroughputFn
@@ -50,7 +52,9 @@ def per_gpu_estimate(
     """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
     config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
     distributed ones by node count. Below the entity layer the answer is scaled by ``server``'s entity
-    factor (module docstring). Raises :class:`EstimateUnavailable` when no layer can answer."""
+    factor (module docstring). Without a profile on ``gpu_type`` the job's measurements are carried
+    over (:func:`estimator.extrapolate.extrapolated_per_gpu`, layer ``extrapolated``). Raises
+    :class:`EstimateUnavailable` when no layer can answer."""
     if gpus < 1 or not 1 <= nodes <= gpus:
         raise ValueError(f"need 1 <= nodes <= gpus, got gpus={gpus}, nodes={nodes}")
     aggregated = nodes == 1
@@ -67,6 +71,9 @@ def per_gpu_estimate(
         return Estimate(value * factor, "type")
     theory = snap.theory.get(gpu_type)
     if theory is None:
+        carried = extrapolated_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes)
+        if carried is not None:
+            return Estimate(carried * factor, "extrapolated")
         raise EstimateUnavailable(
             f"job {snap.signature}: nothing known on GPU type {gpu_type!r} (no profile, no measurement); "
             "profile the job on that type"
@@ -196,10 +203,11 @@ class Estimator:
     def throughput_fn(self, signature: str) -> ThroughputFn:
         """A :data:`ThroughputFn` for ``signature``: config -> the job's samples/s (cached per config).
 
-        A config no layer can answer for (the job was never profiled on a GPU type it touches) answers
-        0.0, "cannot run there" in the planner's convention, and is logged. A missing calibration
-        (:class:`CalibrationMissing`) or a node outside the node map raises: those are setup errors,
-        not properties of the job.
+        A config no layer can answer for (a GPU type the job's probe failed on, or a job with no data at
+        all) answers 0.0, "cannot run there" in the planner's convention, and is logged; a job measured
+        in place (runtime records, no probe) is answered on every type (:mod:`estimator.extrapolate`).
+        A missing calibration (:class:`CalibrationMissing`) or a node outside the node map raises: those
+        are setup errors, not properties of the job.
         """
         snap = self.source.snapshot(signature)
         calibrations = self.source.calibrations()
@@ -238,10 +246,13 @@ class Estimator:
         )
 
     def sensitivity(self, signature: str, gpu_type: str | None = None) -> float:
-        """Eq. (10) on ``gpu_type``; by default the first type of the node map the job has data for."""
+        """Eq. (10) on ``gpu_type``; by default the first type of the node map the job has data for (a
+        profile, else a measurement)."""
         snap = self.source.snapshot(signature)
         if gpu_type is None:
-            candidates = [t for t in self.gpu_types() if t in snap.theory]
+            measured = {t for t, _ in (*snap.type_aggregated, *snap.type_distributed)}
+            candidates = [t for t in self.gpu_types() if t in snap.theory] or \
+                [t for t in self.gpu_types() if t in measured]
             if not candidates:
                 raise EstimateUnavailable(f"job {signature}: not profiled on any GPU type of this cluster")
             gpu_type = candidates[0]

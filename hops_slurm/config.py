@@ -131,6 +131,8 @@ class EngineConfig(_Section):
     probe_time_limit: float = Field(300.0, ge=1, le=DAY, description="seconds a probe may run before it counts as failed")
     probe_device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$", description="--device of the probe: auto, cpu, cuda[:N]")
     probe_retries: int = Field(1, ge=0, le=5, description="resubmissions of a probe that crashed, timed out or left no record")
+    probe_in_place: bool = Field(True, description="a job of a model without data starts at once on idle GPUs, "
+                                 "measured by its runtime records; false: probed before it is planned (the paper)")
     default_b_link: float = Field(1.0e10, ge=1e3, le=1e15, description="params/s within a node until `hops-slurm calibrate` measures it")
     default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
 

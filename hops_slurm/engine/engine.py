@@ -10,8 +10,9 @@ job and leaves no stray hold or reservation.
 
 Refresh: admin-hold new Hops jobs (the submit hook's hold is a user hold), settle released jobs
 (read back and record their allocation), track wait / run time / GPU-seconds, close ended jobs (their
-JobRecord goes to ``records.sqlite``), advance profiling (:mod:`hops_slurm.engine.profiling`), ingest
-runtime metrics files, and run a fragment plan when GPUs are idle and profiled jobs wait.
+JobRecord goes to ``records.sqlite``), advance profiling (:mod:`hops_slurm.engine.profiling`; a job measured
+in place, :mod:`hops_slurm.engine.inplace`, is schedulable at once), ingest runtime metrics files, and run a
+fragment plan when GPUs are idle and schedulable jobs wait.
 
 Crash testing: with ``HOPS_ENGINE_CRASH_AFTER=k`` in the environment the process exits (``os._exit``,
 as abrupt as SIGKILL) right after the k-th journaled action of a round has been carried out, before the
@@ -35,12 +36,14 @@ from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
-from hops_slurm.engine.jobs import estimate, job_views, schedulable
+from hops_slurm.engine.inplace import probe_capacity
+from hops_slurm.engine.jobs import estimate, job_views, refresh_ages, schedulable
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant, plan_summary
-from hops_slurm.engine.state import PROFILE_DONE, PROFILE_NEW, EngineState, JobState, account, storage_errors
+from hops_slurm.engine.state import (PROFILE_DONE, PROFILE_INPLACE, PROFILE_NEW, EngineState, JobState, account,
+                                     storage_errors)
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
@@ -134,7 +137,8 @@ class Engine:
             e = self.config.engine
             self.profiler = ProfilerFlow(
                 ProbeSettings(self.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
-                              e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries), self.state,
+                              e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries,
+                              in_place=e.probe_in_place), self.state,
                 self.store, api=self.api, journal=self.journal, nodes=self.enactor.gate_nodes, owners=self.owners,
                 ingested=self._ingested)
             self.profiler.adopt(self.tracked.values())
@@ -271,7 +275,7 @@ class Engine:
         b = self.backend
         self._refreshes += 1
         snap = b.read(listing)
-        out: dict[str, Any] = {"held": [], "ended": [], "profiled": []}
+        out: dict[str, Any] = {"held": [], "ended": [], "profiled": [], "in_place": []}
         if not self.dry_run:
             self.enactor.round_id = "refresh"
             gated = self.enactor.ensure_gate(snap.reservations)
@@ -289,6 +293,7 @@ class Engine:
                 snap = b.snapshot
         gpu_types = sorted({n.gpu_type for n in snap.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
         self._ensure_calibrations(set(gpu_types))
+        capacity = probe_capacity(snap, self.config.slurm.partition, self.config.slurm.profiler_partition, b.placed)
         now = self.now()
         listing = snap.listing
         for job in b.jobs:
@@ -316,10 +321,10 @@ class Engine:
                     self._set_aside)
             self._review_aside(js, seen)
             if not js.aside and self.profiler is not None:
-                moved = per_job(js, "profiling", lambda js=js: self.profiler.advance(js, gpu_types, listing),  # type: ignore[union-attr]
+                moved = per_job(js, "profiling", lambda js=js: self.profiler.advance(js, gpu_types, listing, capacity),  # type: ignore[union-attr]
                                 self._set_aside)
-                if moved and js.profile == PROFILE_DONE:
-                    out["profiled"].append(js.job_id)
+                if moved and js.profile in (PROFILE_DONE, PROFILE_INPLACE):
+                    out["in_place" if js.profile == PROFILE_INPLACE else "profiled"].append(js.job_id)
             changed.append(js)
         out["aside"] = {js.job_id: js.aside for js in self.tracked.values() if js.aside}
         if not self.dry_run:
@@ -327,7 +332,7 @@ class Engine:
                 self._ingest_metrics(js)
             if self.profiler is not None:
                 self.profiler.tidy(self.tracked)
-            self._refresh_ages()
+            self._refresh_ages(changed)  # the ended jobs too: their records carry the age
             self._review_declarations(listing)
             self.state.save_all(changed)  # one transaction (one commit per job was 3 ms each)
             from hops_slurm.report.source import write_sqlite
@@ -393,27 +398,11 @@ class Engine:
         except SlurmError as exc:  # shown at the next refresh
             log.warning("job %s: cannot write its set-aside reason into Slurm: %s", js.job_id, exc)
 
-    def _refresh_ages(self) -> None:
-        """Eq. 9 age once a job is profiled (kept in the state for the queue view and JobRecord)."""
-        if self.store is None or self.backend is None:
-            return
-        todo = [js for js in self.tracked.values()
-                if js.profile == PROFILE_DONE and js.age is None and js.signature and not js.aside]
-        if not todo:
-            return
-        # one cluster view and estimator per snapshot (not one per job: O(jobs^2) with 10,000 queued)
-        if not self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition):
-            # no usable GPU node in this view (e.g. slurmctld just restarted and the nodes have not
-            # registered yet): a condition of the cluster, not of any job, so nobody is set aside; the
-            # ages are made at a later refresh
-            log.info("no usable GPU nodes at this refresh: job ages wait for the next one")
-            return
-        estimator = self._estimator()
-        memo: dict[tuple[object, ...], object] = {}  # jobs of one model share one store read
-        for js in todo:
-            got = per_job(js, "estimating its run time", lambda js=js: estimate(js, estimator, memo), self._set_aside)
-            if got is not None:
-                js.age, js.sensitivity = got.age, got.sensitivity
+    def _refresh_ages(self, jobs: list[JobState]) -> None:
+        """Eq. 9 ages (:func:`hops_slurm.engine.jobs.refresh_ages`): one cluster view and estimator per snapshot."""
+        if self.store is not None and self.backend is not None:
+            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
+            refresh_ages(jobs, self._estimator, usable, self._set_aside)
 
     def _ingest_metrics(self, js: JobState) -> None:
         """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),
@@ -425,6 +414,8 @@ class Engine:
                          self._set_aside)
         if report is not None and report.accepted:
             self._ingested(js.signature)
+            if self.profiler is not None:
+                self.profiler.measured(js, report.types)  # later jobs of its model have data on these types
         if report is not None:
             from hops_slurm.engine.honesty import add_records
 

@@ -11,6 +11,7 @@ hands the views to the policy.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -18,16 +19,23 @@ from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine import jobview
 from hops_slurm.engine.aside import per_job
 from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo
-from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
+from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
 from planner.views import JobView
+
+log = logging.getLogger(__name__)
+
+
+#: profile states whose signature is estimated with (a job measured in place has none of its data until its
+#: first runtime records: the fallback view, ``JobView.measured`` False, until then)
+MEASURED = frozenset({PROFILE_DONE, PROFILE_INPLACE})
 
 
 def known_job(js: JobState, seen: SlurmJob | None) -> KnownJob:
     """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config)."""
     d = HopsDirectives.from_canonical(js.directives)  # parsed once per text (remembered)
     return KnownJob(
-        job_id=js.job_id, user=js.user, signature=js.signature if js.profile == PROFILE_DONE else "",
+        job_id=js.job_id, user=js.user, signature=js.signature if js.profile in MEASURED else "",
         requirements=tuple(d.gpus), declared_samples=float(d.samples), submit_time=js.submit_time, ledger=js,
         current=seen.gpu_config() if seen is not None and seen.active else None,
         processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor)
@@ -36,22 +44,52 @@ def known_job(js: JobState, seen: SlurmJob | None) -> KnownJob:
 def estimate(js: JobState, estimator: JobEstimator | None, memo: Memo | None = None) -> Estimate:
     """The estimate of one job (:func:`hops_slurm.engine.jobview.estimate`); ``memo`` shared by the jobs
     of one refresh or planning."""
-    if estimator is None or js.profile != PROFILE_DONE or not js.signature:
+    if estimator is None or js.profile not in MEASURED or not js.signature:
         return jobview.NO_ESTIMATE
     d = HopsDirectives.from_canonical(js.directives)
     return jobview.estimate(js.signature, float(d.samples), tuple(d.gpus), estimator, memo, job_id=js.job_id)
 
 
 def schedulable(tracked: Iterable[JobState], listing: Mapping[str, SlurmJob]) -> list[JobState]:
-    """Tracked jobs Slurm lists as pending or running, profiled (or failed), not set aside."""
+    """Tracked jobs Slurm lists as pending or running, not set aside, and profiled, measured in place or
+    failed (:data:`hops_slurm.engine.state.SCHEDULABLE_PROFILES`): every job but those waiting for probes
+    (:mod:`hops_slurm.engine.inplace` says which wait)."""
     out = []
     for js in tracked:
         seen = listing.get(js.job_id)
-        if seen is None or not (seen.pending or seen.active) or js.profile not in (PROFILE_DONE, PROFILE_FAILED) \
-                or js.aside:
+        if seen is None or not (seen.pending or seen.active) or js.profile not in SCHEDULABLE_PROFILES or js.aside:
             continue
         out.append(js)
     return out
+
+
+def refresh_ages(jobs: Iterable[JobState], estimator: Callable[[], JobEstimator | None], usable: bool,
+                 set_aside: Callable[[JobState, str], None]) -> None:
+    """The eq. 9 age of each job (``jobs``: those of one refresh, tracked and just ended) that has data and
+    none yet: profiled, or measured in place once its probes or runtime records gave the store some; kept
+    in its state for the queue view and its JobRecord (``age_estimate``, the latency ratio's denominator).
+    ``estimator``: the refresh's one (asked only when some job needs it); ``usable``: whether the snapshot
+    has a usable GPU node (else the ages wait for a later refresh: a condition of the cluster, nobody is set
+    aside). A job that ended without any age (no data ever: it ended before its first runtime record, or
+    had no recorder and no probe) keeps the one it was planned with: the fallback's, the mean age of the
+    others (:func:`hops_slurm.engine.jobview.fallback_age_of`)."""
+    jobs = list(jobs)
+    todo = [js for js in jobs if js.profile in MEASURED and js.age is None and js.signature and not js.aside]
+    if todo and not usable:
+        log.info("no usable GPU nodes at this refresh: job ages wait for the next one")
+        return
+    if todo:
+        est = estimator()
+        memo: Memo = {}  # jobs of one model share one store read
+        for js in todo:
+            got = per_job(js, "estimating its run time", lambda js=js: estimate(js, est, memo), set_aside)
+            if got is not None:
+                js.age, js.sensitivity = got.age, got.sensitivity
+    ended = [js for js in jobs if js.ended is not None and js.age is None and not js.aside]
+    if ended:
+        planned_with = jobview.fallback_age_of(jobview.Estimate(age=js.age) for js in jobs if js.age)
+        for js in ended:
+            js.age = planned_with
 
 
 def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: JobEstimator | None, now: float,

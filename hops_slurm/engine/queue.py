@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from hops_slurm.engine.honesty import declared_samples
-from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, EngineState
+from hops_slurm.engine.state import PROFILE_FAILED, PROFILE_INPLACE, SCHEDULABLE_PROFILES, EngineState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.text import printable
 
@@ -69,7 +69,7 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
         wait = js.wait + (max(0.0, now - js.last_seen) if js.last_state == "PENDING" and seen.pending else 0.0)
         if js.aside:
             where = f"set aside: {js.aside}"
-        elif js.profile not in (PROFILE_DONE, PROFILE_FAILED):
+        elif js.profile not in SCHEDULABLE_PROFILES:
             where = f"profiling ({js.profile})"
         elif seen.active and seen.gpu_config():
             where = ",".join(f"{n}:{k}" for n, k in seen.gpu_config().items())
@@ -81,6 +81,8 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
             where = "-"
         if js.profile == PROFILE_FAILED:
             where += " (fallback estimate)"
+        elif js.profile == PROFILE_INPLACE and js.age is None:
+            where += " (measured in place)"
         if js.honesty and not js.aside:
             where += f" (declaration: {js.honesty})"
         age = js.age * max(js.age_factor, 1.0) if js.age else None

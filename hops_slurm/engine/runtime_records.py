@@ -38,6 +38,7 @@ class MetricsReport:
     refused: list[str] = field(default_factory=list)
     samples: float = 0.0  # samples the accepted rank-0 windows processed (the job's progress: issue 16)
     seconds: float = 0.0  # seconds those windows cover
+    types: set[str] = field(default_factory=set)  # GPU types the accepted records measured (the probe in place)
 
 
 def job_nodes(job: JobState) -> set[str]:
@@ -96,6 +97,7 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
             continue
         ingest_runtime(store, record)  # type: ignore[arg-type]
         report.accepted += 1
+        report.types.add(record.gpu_type)
         if record.rank == 0:  # every rank's window covers the whole job's steps: count one
             report.samples += float(record.steps * record.batch_size * record.gpus)
             report.seconds += record.window_seconds

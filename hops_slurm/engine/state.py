@@ -22,6 +22,10 @@ from hops_slurm.accounting import account  # noqa: F401 - per-job accounting, sh
 from hops_slurm.errors import HopsError
 
 PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "done", "failed"
+#: schedulable before any probe measured its model: its runtime records do (hops_slurm.engine.inplace)
+PROFILE_INPLACE = "in_place"
+#: profile states of a job the engine plans (with its signature's data, or the fallback while it has none)
+SCHEDULABLE_PROFILES = frozenset({PROFILE_DONE, PROFILE_FAILED, PROFILE_INPLACE})
 
 
 class StateError(HopsError):

@@ -7,11 +7,19 @@ starts, keeps or preempts them -> each running job progresses at the ground-trut
 actual placement (hops_slurm.sim.groundtruth), after a restart cost when it (re)starts from a
 checkpoint -> completion releases its GPUs at once and closes its JobRecord.
 
-What policies know comes from the production estimator (:mod:`hops_slurm.sim.knowledge`): each job's
-probe results go into a temporary throughput store when it arrives (a job whose owner already ran
+What policies know comes from the production estimator (:mod:`hops_slurm.sim.knowledge`): a new model's
+probe results go into a temporary throughput store when its probes end (a job whose owner already ran
 that model skips probing, as on the live engine), and every running job reports a runtime record
 ``record_seconds`` after it (re)starts and then every ``record_every_seconds``; the store's type and
-entity layers learn from them. Accounting (wait, run time, GPU-seconds, placements) is
+entity layers learn from them.
+
+Probe in place (the live engine's rule, :mod:`hops_slurm.engine.inplace`; ``SimSettings.probe_in_place``):
+the simulated profiler's GPUs are dedicated (``[profiler] gpus_per_type`` per type, outside the cluster),
+so a new model is always probed there, in parallel; its job is ready at once when the cluster has its
+smallest GPU count idle at its arrival or its model's probes are over (planned with the fallback view
+until they are, and measured by its runtime records), else when its probes end or, earlier, at the first
+planning that finds that many GPUs idle. With ``probe_in_place=False`` every job waits for its model's
+probes, the paper's order. Accounting (wait, run time, GPU-seconds, placements) is
 :func:`hops_slurm.accounting.account`, the live engine's function. The views policies plan with are
 made as the live engine makes them: each ready job is described as a
 :class:`hops_slurm.engine.jobview.KnownJob` (its ledger, declaration, config, processed samples and
@@ -37,6 +45,7 @@ pipeline multiplies the age by it (as the live engine's ``JobState.age_factor``)
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 from dataclasses import dataclass, field
@@ -44,7 +53,7 @@ from dataclasses import dataclass, field
 from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
 from hops_slurm.accounting import JobLedger, account
 from hops_slurm.backend import Enactment
-from hops_slurm.engine.jobview import KnownJob, estimate, job_views
+from hops_slurm.engine.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.cluster import ClusterSpec
@@ -93,6 +102,8 @@ class SimSettings:
     record_every_seconds: float = 3600.0
     #: the defences against understated samples (estimator.honesty); enabled=False: declared ages as is
     honesty: HonestyParams = field(default_factory=HonestyParams)
+    #: a job of a model without data starts at once on idle GPUs (the live engine's [engine] probe_in_place)
+    probe_in_place: bool = True
 
 
 @dataclass
@@ -117,6 +128,7 @@ class SimBackend:
         self.order = {name: i for i, (name, _k) in enumerate(self.cluster.nodes())}
         self.knowledge = Knowledge(self.cluster.view(), self.truth)
         self._profiled_at: dict[str, float] = {}  # signature -> when its probes finished
+        self._probes_due: list[tuple[float, str, str, float]] = []  # (end, signature, model, start): not yet ingested
         self.gpus_per_type: dict[str, int] = {}
         for kind in self.cluster.server_kind:
             self.gpus_per_type[kind.gpu_type] = self.gpus_per_type.get(kind.gpu_type, 0) + kind.gpus * kind.count
@@ -171,7 +183,13 @@ class SimBackend:
                 if job.ready_at <= self.t + EPS and not (fragment and job.config is not None)]
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        """The views of :func:`hops_slurm.engine.jobview.job_views` (the live engine's pipeline)."""
+        """The views of :func:`hops_slurm.engine.jobview.job_views` (the live engine's pipeline). A job still
+        waiting for its probes stops waiting when its smallest GPU count is idle now (probe in place)."""
+        if self.settings.probe_in_place:
+            idle = self._idle_gpus()
+            for job in self.active.values():
+                if job.ready_at > self.t + EPS and idle >= min(job.spec.requirements):
+                    job.ready_at = self.t
         histories = self.user_histories()
         known = [KnownJob(job_id=job.spec.job_id, user=job.spec.user, signature=job.signature,
                           requirements=job.spec.requirements, declared_samples=job.spec.declared,
@@ -281,6 +299,7 @@ class SimBackend:
         stalled = (
             self.active
             and self._next_arrival >= len(self._pending_arrivals)
+            and not self._probes_due
             and all(j.config is None and j.ready_at <= self.t for j in self.active.values())
         )
         if not stalled:
@@ -322,6 +341,19 @@ class SimBackend:
             while job.config is not None and job.next_record <= self.t + EPS:
                 self._record(job, job.next_record)
                 job.next_record += self.settings.record_every_seconds
+        while self._probes_due and self._probes_due[0][0] <= self.t + EPS:
+            self._probed(*heapq.heappop(self._probes_due))
+
+    def _idle_gpus(self) -> int:
+        return sum(self.capacity.values()) - sum(self._used().values())
+
+    def _probed(self, end: float, signature: str, model: str, start: float) -> None:
+        """A model's probes ended: their results go into the store; its jobs without an eq. 9 age get one."""
+        self.knowledge.probe(signature, model, at=start, probe_seconds=self.cluster.profiler.probe_seconds)
+        for job in self.active.values():
+            if job.signature == signature and job.record.age_estimate is None:
+                job.record.age_estimate = estimate(signature, job.spec.declared, job.spec.requirements,
+                                                   self.knowledge.estimator, self.knowledge.memo, job_id=job.spec.job_id).age
 
     def _record(self, job: _Job, at: float) -> None:
         """The job's recorder writes a window; the engine ingests it (what a metrics file gives live)."""
@@ -338,6 +370,7 @@ class SimBackend:
             spec = self._pending_arrivals[self._next_arrival]
             self._next_arrival += 1
             signature = signature_of(spec.model, spec.user)
+            in_place = self.settings.probe_in_place and self._idle_gpus() >= min(spec.requirements)
             if signature in self._profiled_at:  # its owner ran this model before: no probe (the engine's model cache)
                 ready = max(spec.arrival, self._profiled_at[signature])
             else:
@@ -347,9 +380,14 @@ class SimBackend:
                     start = max(spec.arrival, slots[i])
                     slots[i] = start + self.cluster.profiler.probe_seconds
                     ready = max(ready, slots[i])
-                self.knowledge.probe(signature, spec.model, at=spec.arrival,
-                                     probe_seconds=self.cluster.profiler.probe_seconds)
+                if self.settings.probe_in_place:  # in the store when they end (a job may run before)
+                    heapq.heappush(self._probes_due, (ready, signature, spec.model, spec.arrival))
+                else:  # the paper's order: nobody plans with them before they end
+                    self.knowledge.probe(signature, spec.model, at=spec.arrival,
+                                         probe_seconds=self.cluster.profiler.probe_seconds)
                 self._profiled_at[signature] = ready
+            if in_place:
+                ready = spec.arrival
             record = JobRecord(
                 job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
                 requirements=list(spec.requirements), total_samples=spec.declared,
@@ -370,6 +408,9 @@ class SimBackend:
                 job.record.processed_samples = self.processed_samples(job)
                 job.record.state = "COMPLETED"
                 job.record.ideal_time = self._ideal_time(job)
+                if job.record.age_estimate is None:  # ended before its model's probes (the engine's rule too)
+                    job.record.age_estimate = fallback_age_of(Estimate(age=j.record.age_estimate)
+                                                              for j in (*self.finished.values(), *self.active.values()))
                 self.finished[job.spec.job_id] = self.active.pop(job.spec.job_id)
                 self._sample()
 

@@ -10,8 +10,9 @@ between, as the daemon's timers do; while no job is in play the clock jumps to t
 
 The store starts with the calibrations ``hops-slurm calibrate`` would measure on this cluster
 (:func:`hops_slurm.sim.measure.calibration`, as the :class:`hops_slurm.sim.backend.SimBackend` path
-uses) and nothing else: every job is profiled through probe jobs whose records the engine reads from
-files, and learns from the runtime records its jobs write.
+uses) and nothing else: every new model is probed through probe jobs on the profiler's dedicated GPUs
+(beside its job, measured in place, when GPUs are idle: :mod:`hops_slurm.engine.inplace`) whose records
+the engine reads from files, and learns from the runtime records its jobs write.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ What it models (what the engine relies on, as the live tests verify it of real S
   included), after ``restart_seconds`` without progress when it resumes from a checkpoint, and
   completes when its true samples are done. ``requeuehold`` stops it (progress kept), frees its GPUs.
 * **Probes.** ``submit_probe`` queues a probe job on the profiler's GPUs of its type (``gpus_per_type``
-  slots, first come first served); ``probe_seconds`` later it writes the record ``python -m
+  slots, first come first served; listed as a node ``profiler-<type>`` of the ``profiler`` partition alone,
+  so the engine knows them for dedicated probe nodes); ``probe_seconds`` later it writes the record ``python -m
   profiler.probe`` would write (:func:`hops_slurm.sim.measure.probe_result`, from ground truth) into the
   owner's place, and the engine reads, validates and ingests it as it would a real one.
 * **Runtime records.** A running job appends a :class:`profiler.records.RuntimeRecord` line (from ground
@@ -335,7 +336,19 @@ class SimSlurmctld:
         self._schedule()
         used = self._used()
         return [n.model_copy(update={"gpus_used": tuple(sorted(used[n.name])),
-                                     "state": "mixed" if used[n.name] else "idle"}) for n in self._nodes]
+                                     "state": "mixed" if used[n.name] else "idle"}) for n in self._nodes] \
+            + self._profiler_nodes()
+
+    def _profiler_nodes(self) -> list[SlurmNode]:
+        """The probes' dedicated GPUs as Slurm lists them: one node per GPU type in the ``profiler``
+        partition only (the engine probes there beside a job measured in place: hops_slurm.engine.inplace)."""
+        total = self.cluster.profiler.gpus_per_type
+        out = []
+        for gpu_type in self.cluster.gpu_types:
+            busy = min(total, sum(p.probe.gpu_type == gpu_type and p.job.state == "RUNNING" for p in self.probes.values()))
+            out.append(SlurmNode(name=f"profiler-{gpu_type}", state="mixed" if busy else "idle", gpu_type=gpu_type,
+                                 gpus_total=total, gpus_used=tuple(range(busy)), partitions=("profiler",), cpus=4 * total))
+        return out
 
     def reservations(self) -> list[SlurmReservation]:
         self._count("reservations")

@@ -131,9 +131,10 @@ class SlurmReservation(BaseModel):
 class ProbeJob:
     """A profiling probe to submit as the job's owner (:mod:`hops_slurm.engine.profiling` decides it):
     ``script`` runs ``python -m profiler.probe`` for ``model`` at ``batch_size`` on one GPU of
-    ``gpu_type`` and writes its record to ``out``; ``workdir`` and ``log`` are in the owner's place.
-    The model, batch size and output are repeated as fields so that a backend that does not run the
-    script (the simulator's slurmctld) knows what the probe would measure."""
+    ``gpu_type`` and writes its record to ``out``; ``workdir`` and ``log`` are in the owner's place;
+    ``reservation`` "" (a dedicated profiler node) submits it without one. The model, batch size and
+    output are repeated as fields so that a backend that does not run the script (the simulator's
+    slurmctld) knows what the probe would measure."""
 
     name: str
     uid: int
@@ -152,7 +153,8 @@ class ProbeJob:
     def sbatch_argv(self) -> list[str]:
         """``sbatch`` for this probe (the script goes on standard input: root never reads a user's file)."""
         return ["sbatch", "--parsable", f"--uid={self.uid}", f"--gid={self.gid}", "-p", self.partition,
-                f"--reservation={self.reservation}", "-N", "1", f"--gres=gpu:{self.gpu_type}:1",
+                *([f"--reservation={self.reservation}"] if self.reservation else []), "-N", "1",
+                f"--gres=gpu:{self.gpu_type}:1",
                 "-J", self.name, "-t", str(self.time_limit_min), "-D", str(self.workdir), "-o", str(self.log)]
 
 

@@ -183,3 +183,51 @@ def test_store_entity_factors_from_one_gpu_records_and_peers(tmp_path):
     store.add_runtime_samples("j", "v100", "other", gpus=2, nodes=2, throughput=10.0)
     f = store.entity_factors()
     assert f == {"slow": pytest.approx(0.55), "fast": pytest.approx(1.0)}
+
+
+# ----- a job measured in place (runtime records, no probe): estimator.extrapolate ---------------------
+def test_a_job_measured_on_one_type_only_is_answered_on_every_type_and_count():
+    """Runtime records on v100 at 2 GPUs, no probe: other counts of v100 carry that per-GPU value, other
+    types too (every type alike, the fallback's assumption); nothing answers 0 for lack of data."""
+    s = JobSnapshot("job", type_aggregated={("v100", 2): 400.0})
+    got = per_gpu_estimate(s, CALS, gpu_type="v100", gpus=2, nodes=1)
+    assert (got.layer, got.per_gpu) == ("type", 400.0)  # measured: the type layer, as before
+    for gpu_type, gpus, nodes in (("v100", 1, 1), ("v100", 4, 1), ("v100", 4, 2), ("k80", 1, 1), ("k80", 8, 2)):
+        e = per_gpu_estimate(s, CALS, gpu_type=gpu_type, gpus=gpus, nodes=nodes)
+        assert (e.layer, e.per_gpu) == ("extrapolated", 400.0), (gpu_type, gpus, nodes)
+    cluster = ClusterView((NodeView("a", "v100", "v100-dgx", 4, 4), NodeView("c", "k80", "k80-old", 8, 8)))
+    est = Estimator.for_cluster(MemorySource({"job": s}, dict(CALS)), cluster)
+    fn = est.throughput_fn("job")
+    assert fn({"a": 2}) == pytest.approx(800.0) and fn({"c": 4}) == pytest.approx(1600.0)
+    assert fn({"a": 1, "c": 1}) == pytest.approx(800.0)  # a mixed config: the slower per-GPU value paces it
+    assert est.sensitivity("job") == pytest.approx(1.0)  # nothing measured across nodes: not sensitive
+    assert est.expected_age("job", 8e5, [1, 2]) == pytest.approx(8e5 / (400.0 * 1.5))
+
+
+def test_extrapolation_prefers_the_same_type_layout_and_the_nearest_count():
+    s = JobSnapshot("job", type_aggregated={("v100", 1): 500.0, ("v100", 4): 300.0, ("k80", 1): 100.0},
+                    type_distributed={("v100", 2): 150.0})
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=8) == 300.0  # nearest one-node count: 4
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=2) == 300.0  # 1 and 4 equally near: the larger
+    assert per_gpu_throughput(s, CALS, gpu_type="v100", gpus=8, nodes=4) == 150.0  # a multi-node measurement
+    assert per_gpu_throughput(s, CALS, gpu_type="k80", gpus=4, nodes=2) == 100.0  # only one-node data on k80
+    # a type it never ran on: the mean over the types it ran on, each at its nearest count
+    assert per_gpu_throughput(s, CALS, gpu_type="p100", gpus=1) == pytest.approx((500.0 + 100.0) / 2)
+    # records of a job placed across types say nothing about one type
+    mixed = JobSnapshot("job", type_distributed={("mixed", 2): 90.0})
+    with pytest.raises(EstimateUnavailable):
+        per_gpu_throughput(mixed, CALS, gpu_type="v100", gpus=1)
+
+
+def test_a_probed_job_keeps_cannot_run_on_a_type_without_a_profile():
+    """A job with probe profiles was probed on every type: no profile on k80 means its probe failed
+    there, so k80 stays unavailable even with runtime records on v100; v100's other counts come from
+    the profile (eq. 1-5), never from the extrapolation."""
+    s = JobSnapshot("job", theory={"v100": V100}, type_aggregated={("v100", 2): 700.0})
+    with pytest.raises(EstimateUnavailable, match="no profile"):
+        per_gpu_throughput(s, CALS, gpu_type="k80", gpus=1)
+    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=4, nodes=1).layer == "theory"
+    # runtime records on a type it has no profile on (its probe failed there, yet it ran): that type
+    # is answered from them at every count
+    s = JobSnapshot("job", theory={"v100": V100}, type_aggregated={("k80", 2): 60.0})
+    assert per_gpu_estimate(s, CALS, gpu_type="k80", gpus=4, nodes=1).per_gpu == 60.0

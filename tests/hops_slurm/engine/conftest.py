@@ -67,6 +67,11 @@ class EngineEnv:
         self.submitted.append(job_id)
         return job_id
 
+    def probes_first(self) -> None:
+        """This test's engine probes every new model before planning it (``probe_in_place = false``): on
+        the idle minicluster a new job would otherwise be measured in place, without any probe."""
+        write_config(self.config, self.state_dir, probe_in_place=False)
+
     def ensure_user(self) -> str:
         return ensure_test_user()
 
@@ -146,7 +151,7 @@ class EngineEnv:
         wait_until(pred, what, timeout)
 
 
-def write_config(path: Path, state_dir: Path) -> None:
+def write_config(path: Path, state_dir: Path, *, probe_in_place: bool = True) -> None:
     path.write_text(f"""
 [scheduler]
 round_length = 8
@@ -160,6 +165,7 @@ probe_time_limit = 60
 probe_device = "cpu"
 monitor_interval = 2
 settle_timeout = 10
+probe_in_place = {str(probe_in_place).lower()}
 [paths]
 state_dir = "{state_dir}"
 """)

@@ -25,8 +25,8 @@ def test_a_placing_round_reads_the_job_listing_at_most_twice(eng) -> None:  # no
     with Engine(load_config(eng.config), api=api, env=eng.env) as engine:
         deadline = time.monotonic() + 180
         while job not in {js.job_id for js in engine.schedulable()}:
-            assert time.monotonic() < deadline, f"job {job} not profiled: {eng.describe()}"
-            engine.refresh()  # holds it, runs its probes (not the measured round)
+            assert time.monotonic() < deadline, f"job {job} not schedulable: {eng.describe()}"
+            engine.refresh()  # holds it; measured in place, or probed (not the measured round)
             time.sleep(1.0)
         api.calls.clear()
         planning = engine.full_round()

@@ -187,7 +187,7 @@ def test_slurmctld_gone_mid_round_then_back(eng) -> None:  # noqa: ANN001
 def test_slurmd_killed_while_a_planned_job_runs(eng) -> None:  # noqa: ANN001
     job = eng.submit(gpus="1,2")
     daemon = eng.daemon()
-    # profiled first (real probes on each GPU type), so allow what a loaded 2-core machine takes
+    # measured in place on the idle cluster (probed first if busy), so allow what a loaded 2-core machine takes
     eng.wait(lambda: eng.detail(job).state == "RUNNING" and bool(eng.detail(job).gpu_alloc), timeout=300,
              what="the job running")
     node = next(iter(eng.detail(job).gpu_alloc))

@@ -74,9 +74,11 @@ def build():
 def test_a_probe_that_fails_once_is_retried_and_the_job_planned(eng) -> None:  # noqa: ANN001
     from hops_slurm.engine.state import PROFILE_DONE, EngineState
 
+    eng.probes_first()
     (eng.workdir / "hopsflaky.py").write_text(FLAKY_MODEL)
     mark = eng.workdir / "flaky.mark"
-    env = {"PYTHONPATH": str(eng.workdir), "HOPS_TEST_FLAKY_MARK": str(mark)}
+    path = os.pathsep.join(p for p in (str(eng.workdir), os.environ.get("PYTHONPATH", "")) if p)  # this checkout's hops_slurm too
+    env = {"PYTHONPATH": path, "HOPS_TEST_FLAKY_MARK": str(mark)}
     job = eng.submit(gpus="1,2", model="hopsflaky:build")
     out = eng.until_planned([job], extra_env=env)
     assert mark.exists()  # the failure happened
@@ -93,9 +95,9 @@ def test_a_probe_that_fails_once_is_retried_and_the_job_planned(eng) -> None:  #
 
 def test_plan_once_dry_run_changes_nothing(eng) -> None:  # noqa: ANN001
     first = eng.submit(gpus="1,2")
-    eng.until_planned([first])  # profiled and placed
+    eng.until_planned([first])  # placed
     second = eng.submit(gpus="2,4")
-    # let the engine see it once (admin hold, probes reused from the cache), without a round after it
+    # let the engine see it once (admin hold; measured in place), without a round after it
     eng.wait(lambda: eng.jobs()[second].reason in ("JobHeldUser", "JobHeldAdmin"), what="hook hold")
     before_jobs = {j: (s.state, s.reason, s.priority, s.required_nodes, s.reservation) for j, s in eng.jobs().items()}
     before_resv = sorted((r.name, r.nodes) for r in eng.api.reservations())

@@ -35,6 +35,7 @@ def _state(eng, job_id: str):  # noqa: ANN001, ANN202
 def test_a_probe_for_a_users_job_runs_as_that_user(eng) -> None:  # noqa: ANN001
     import pwd
 
+    eng.probes_first()  # on the idle minicluster the job would be measured in place, without probes
     user = eng.ensure_user()
     pw = pwd.getpwnam(user)
     job = eng.submit(gpus="1,2", user=user)

@@ -32,20 +32,30 @@ class NoFragments(FifoGreedy):
     supports_fragment_plans = False
 
 
-def test_single_job_waits_for_its_probe_then_runs_at_ground_truth(tmp_path):
+def test_a_new_model_on_an_idle_cluster_starts_at_once_and_runs_at_ground_truth(tmp_path):
     backend = SimBackend(cluster(tmp_path), (job("a", 3600.0),))
     rounds = run_rounds(backend, FifoGreedy())
     (rec,) = backend.job_records()
-    assert rec.start == pytest.approx(60.0)
-    assert rec.end == pytest.approx(3660.0)
+    assert rec.start == pytest.approx(0.0)  # probe in place: its probe runs beside it on the profiler's GPU
+    assert rec.end == pytest.approx(3600.0)
     assert rec.placements[0].config == {"v-00": 4} and rec.placements[0].gpu_type == "v100"
+    assert rounds[0].time == pytest.approx(0.0) and rounds[0].gpus_in_use == 4
+    assert rec.age_estimate and rec.age_estimate > 0  # made when its probes ended (t = 60)
+
+
+def test_single_job_waits_for_its_probe_then_runs_at_ground_truth(tmp_path):
+    backend = SimBackend(cluster(tmp_path), (job("a", 3600.0),), SimSettings(probe_in_place=False))
+    rounds = run_rounds(backend, FifoGreedy())
+    (rec,) = backend.job_records()
+    assert rec.start == pytest.approx(60.0)  # the paper's order: profiled before it is queued
+    assert rec.end == pytest.approx(3660.0)
     assert rounds[0].time == pytest.approx(60.0) and rounds[0].gpus_in_use == 4
 
 
 def test_slow_server_runs_at_its_speed_factor(tmp_path):
     backend = SimBackend(cluster(tmp_path, speed=0.5), (job("a", 1000.0),))
     run_rounds(backend, FifoGreedy())
-    assert backend.job_records()[0].end == pytest.approx(60.0 + 2000.0)
+    assert backend.job_records()[0].end == pytest.approx(2000.0)
 
 
 def test_completion_frees_gpus_for_the_next_fragment_plan(tmp_path):
@@ -53,15 +63,40 @@ def test_completion_frees_gpus_for_the_next_fragment_plan(tmp_path):
     backend = SimBackend(cluster(tmp_path), jobs)
     run_rounds(backend, FifoGreedy())
     a, b = backend.job_records()
-    assert a.end == pytest.approx(1060.0)
-    # b was probed 60..120 (one profiler GPU); a's GPUs free at 1060; next 30 s refresh of the round that
-    # began at 60 is 1080
-    assert b.start == pytest.approx(1080.0) and b.end == pytest.approx(2080.0)
+    assert a.end == pytest.approx(1000.0)
+    # both seen at 0 with the cluster idle (in place); a's GPUs free at 1000; next 30 s refresh of the round
+    # that began at 720 is 1020
+    assert b.start == pytest.approx(1020.0) and b.end == pytest.approx(2020.0)
 
     backend = SimBackend(cluster(tmp_path), jobs)
     run_rounds(backend, NoFragments())
     a, b = backend.job_records()
-    assert b.start == pytest.approx(60.0 + 3 * 360.0)  # waits for the round boundary
+    assert b.start == pytest.approx(3 * 360.0)  # waits for the round boundary
+
+
+def test_a_job_seen_on_a_busy_cluster_waits_for_its_probes_until_gpus_are_idle(tmp_path):
+    """b (another model) arrives while a holds every GPU: it is probed first, as the paper's profiler
+    would; a ends at 300, long before b's probes end (600..1200: the profiler's one GPU probed a's model
+    first), and b is offered at the next planning that finds its GPUs idle, planned on
+    the fallback view; its probe results reach the store when they end, not before."""
+    path = tmp_path / "slow-probes.toml"
+    path.write_text('name = "slow"\n[profiler]\ngpus_per_type = 1\nprobe_seconds = 600.0\n'
+                    '[[server_kind]]\nname = "v"\ngpu_type = "v100"\ngpus = 4\ncount = 1\n')
+    r18 = "ResNet-18 (batch size 64)"
+    jobs = (job("a", 300.0), JobSpec("b", 100.0, r18, (4,), 1.0e6))
+    backend = SimBackend(load_cluster(path), jobs)
+    backend.wait_until(0.0)
+    backend.apply(Plan({"a": {"v-00": 4}}), fragment=False)
+    backend.wait_until(100.0)
+    assert backend.active["b"].ready_at == pytest.approx(1200.0)  # nothing idle at its arrival: probed first
+    assert [v.job_id for v in backend.job_views(fragment=True)] == []
+    backend.wait_until(330.0)  # a ended at 300
+    (view,) = backend.job_views(fragment=True)
+    assert view.job_id == "b" and not view.measured  # no data yet: the fallback view
+    assert not backend.knowledge.profiled("sim/" + r18)
+    backend.wait_until(1200.0)
+    assert backend.knowledge.profiled("sim/" + r18)
+    assert next(v for v in backend.job_views(fragment=False) if v.job_id == "b").measured
 
 
 class MoveOnce(Policy):
@@ -82,14 +117,14 @@ def test_preemption_pays_the_restart_cost(tmp_path):
     backend = SimBackend(cluster(tmp_path, nodes=2), (job("a", 1000.0),), SimSettings(restart_seconds=60.0))
     rounds = run_rounds(backend, MoveOnce(), LoopSettings(360.0, 30.0))
     (rec,) = backend.job_records()
-    # ran 60..420 on node 0 (360 s of work), moved at 420, 60 s restart, 640 s left -> 1120
-    assert rec.end == pytest.approx(1120.0)
+    # ran 0..360 on node 0 (360 s of work), moved at 360, 60 s restart, 640 s left -> 1060
+    assert rec.end == pytest.approx(1060.0)
     assert [p.preempted for p in rec.placements] == [True, False]
-    assert rec.placements[0].end == pytest.approx(420.0)
+    assert rec.placements[0].end == pytest.approx(360.0)
     assert rec.preemptions == 1
     m = summarize(backend.job_records(), rounds)
-    assert m.avg_wait == pytest.approx(60.0)  # only the probe; restart time holds GPUs
-    assert m.makespan == pytest.approx(1120.0)
+    assert m.avg_wait == pytest.approx(0.0)  # started at once; restart time holds GPUs
+    assert m.makespan == pytest.approx(1060.0)
 
 
 class Greedy(Policy):
@@ -140,8 +175,8 @@ def test_jobs_a_policy_never_places_are_cancelled_and_counted(tmp_path):
     records = backend.job_records()
     assert [r.state for r in records] == ["CANCELLED", "CANCELLED"]
     assert backend.done()
-    # idle from the last probe (t = 160) until the first round end after 160 + 3600
-    assert backend.now() >= 3760.0 and backend.now() < 3760.0 + 360.0
+    # idle from b's arrival (t = 100; a's probes ended at 60) until the first round end after 100 + 3600
+    assert backend.now() >= 3700.0 and backend.now() < 3700.0 + 360.0
     assert all(r.unassigned_jobs == r.active_jobs for r in rounds)
 
 

@@ -41,14 +41,14 @@ class FragmentsOnly(FifoGreedy):
         return Plan({j.job_id: j.current for j in jobs})
 
 
-@pytest.mark.parametrize(("at_once", "start", "frag"), [(True, 60.0, 0.0), (False, 90.0, 8.0)])
+@pytest.mark.parametrize(("at_once", "start", "frag"), [(True, 0.0, 0.0), (False, 30.0, 8.0)])
 def test_fragment_plans_follow_the_round_plan_at_the_same_instant(tmp_path, at_once: bool, start: float,
                                                                   frag: float) -> None:
     jobs = (JobSpec("a", 0.0, R50, (4,), THR4 * 1000.0), JobSpec("b", 0.0, R50, (4,), THR4 * 1000.0))
     backend = SimBackend(tiny(tmp_path), jobs)
     rounds = run_rounds(backend, FragmentsOnly(), LoopSettings(360.0, 30.0, fragment_at_once=at_once))
     assert [r.start for r in backend.job_records()] == [pytest.approx(start)] * 2
-    first = [r for r in rounds if r.time == pytest.approx(60.0)]
+    first = [r for r in rounds if r.time == pytest.approx(0.0)]  # both seen on the idle cluster: in place
     assert [r.plan_index for r in first] == ([0, 1] if at_once else [0])
     # Avg.frag after the plans of the round's instant: nothing idles once the fragment plan ran
     # (at ticks only, the round plan leaves all 8 GPUs idle while both jobs wait)
@@ -60,8 +60,8 @@ def test_no_more_fragment_plans_than_placements_at_one_instant(tmp_path) -> None
     jobs = tuple(JobSpec(f"j{k}", 0.0, R50, (4,), THR4 * 1000.0) for k in range(3))
     backend = SimBackend(tiny(tmp_path), jobs)
     rounds = run_rounds(backend, FragmentsOnly(), LoopSettings(360.0, 30.0), max_rounds=1)
-    at_60 = [r.plan_index for r in rounds if r.time == pytest.approx(60.0)]
-    assert at_60 == [0, 1]  # the fragment plan filled both nodes: no idle GPU, no further plan
+    at_0 = [r.plan_index for r in rounds if r.time == pytest.approx(0.0)]
+    assert at_0 == [0, 1]  # the fragment plan filled both nodes: no idle GPU, no further plan
 
 
 def records(result: runner.RunResult) -> tuple[list[dict], list[dict]]:
