@@ -90,14 +90,17 @@ def notice_before(placements: list[dict[str, Any]], i: int) -> float:
 
 
 def note_window(ledger: Ledger, window: Window, now: float) -> float | None:
-    """Add ``window`` to the run it belongs to: the last one started at or before its end (its end is the
-    job's word: clamped into [first start, ``now``]). Returns that run's restart cost when ``window`` is
-    its first, else None. A job that never ran has no run to add to: nothing happens."""
+    """Add ``window`` to the run it belongs to: the last one started before its middle (its times are
+    the job's word: clamped into [first start, ``now``]; the middle, because a run's last window may end
+    at the instant the next run starts, a move). Returns that run's restart cost when ``window`` is its
+    first, else None. A job that never ran has no run to add to: nothing happens."""
     runs = ledger.placements
     if not runs or not (math.isfinite(window.samples) and math.isfinite(window.seconds) and math.isfinite(window.end)):
         return None
-    end = min(max(window.end, float(runs[0]["start"])), now)
-    i = max(k for k, p in enumerate(runs) if float(p["start"]) <= end)
+    first_start = float(runs[0]["start"])
+    end = min(max(window.end, first_start), now)
+    middle = max(end - max(window.seconds, 0.0) / 2, first_start)
+    i = max(k for k, p in enumerate(runs) if float(p["start"]) <= middle)
     run = runs[i]
     start = float(run["start"])
     begin = max(start, end - max(window.seconds, 0.0))
