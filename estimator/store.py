@@ -9,7 +9,9 @@ Layers, keyed by job signature:
   per-GPU batch, and every data-time / sync-wait sample (profile and running mode) for eq. (3);
 - type (``type_aggregated`` by GPU count, ``type_distributed`` by node count): per-GPU samples/s;
 - entity (``entity_aggregated``, ``entity_distributed``): the same per server (node);
-- ``calibration``: B_link, B_net per GPU type, how and when measured.
+- ``calibration``: B_link, B_net per GPU type, how and when measured;
+- ``restart_cost``: observed restart costs per signature (:mod:`estimator.restart_cost`,
+  :meth:`ThroughputStore.put_restart_cost`, :meth:`ThroughputStore.restart_cost`).
 
 The database is in WAL mode, so readers (``read_only=True``) run while the writer writes. Only one
 writer may open a store: it holds an exclusive ``flock`` on ``<path>.writer.lock``; a second writer
@@ -34,6 +36,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from estimator import restart_cost as _restarts
 from estimator.errors import SchemaVersionError, StoreCorruptError, StoreError, StoreLockedError
 from estimator.model import TimeComponents
 from estimator.snapshot import Calibration, JobSnapshot, TypeTheory
@@ -86,8 +89,9 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
         db[table].create_index(["signature"], if_not_exists=True)
 
 
-#: Ordered migrations: MIGRATIONS[i] brings the schema from version i to version i + 1.
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
+#: Ordered migrations: MIGRATIONS[i] brings the schema from version i to version i + 1 (version 3: the
+#: restart costs of :mod:`estimator.restart_cost`).
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _restarts.migrate)
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The eq. (3) fit uses at most this many of a (job, type)'s most recent samples.
 MAX_FIT_SAMPLES = 20_000
@@ -380,7 +384,19 @@ class ThroughputStore:
         with self._guard("put_calibration"), self.db.atomic():
             self.db["calibration"].upsert(row, pk="gpu_type")
 
+    def put_restart_cost(self, signature: str, seconds: float, *, measured_at: float | str | datetime) -> None:
+        """Record one observed restart of a job of ``signature``: seconds from its start to its first
+        progress, plus the notice before its requeue (``measured_at``: epoch s or ISO)."""
+        self._writable()
+        with self._guard("put_restart_cost"), self.db.atomic():
+            _restarts.put(self.db, signature, seconds, _to_iso(measured_at))
+
     # ---------------------------------------------------------------- readers
+    def restart_cost(self, signature: str, *, last: int = _restarts.SUMMARY_LAST) -> float | None:
+        """The median of ``signature``'s last ``last`` observed restart costs (s); None if none was observed."""
+        with self._guard("read restart costs"):
+            return _restarts.summary(self.db, signature, last)
+
     def signatures(self) -> list[str]:
         with self._guard("list signatures"):
             return [r["signature"] for r in self.db.query("select distinct signature from theory order by 1")]

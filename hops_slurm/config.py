@@ -135,6 +135,8 @@ class EngineConfig(_Section):
                                  "measured by its runtime records; false: probed before it is planned (the paper)")
     default_b_link: float = Field(1.0e10, ge=1e3, le=1e15, description="params/s within a node until `hops-slurm calibrate` measures it")
     default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
+    restart_cost_default: float = Field(60.0, ge=0, le=DAY, description="seconds a restart costs a job whose model "
+                                        "has no measured restart (start to first progress record) yet")
 
 
 class FailOpenConfig(_Section):

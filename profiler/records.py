@@ -32,6 +32,7 @@ MAX_TEXT = 256
 MAX_GPUS = 1024  # as hops_slurm.directives.MAX_GPUS
 MAX_BATCH = 65536
 MAX_PARAMS = 10**13
+MAX_DONE_SAMPLES = 1.0e15  # a job's own count of samples done (its progress counter)
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
@@ -119,7 +120,11 @@ class RuntimeRecord(_Record):
     data_times: SecondsList  # per step: time blocked waiting for the next batch
     sync_waits: SecondsList  # sampled: time waiting for the other processes
     step_times: SecondsList  # per step: wall time of the step body
-    measured_at: datetime = Field(default_factory=utc_now)
+    measured_at: datetime = Field(default_factory=utc_now)  # the window's end
+    #: the job's own count of samples done at the window's end, resume-aware (after a restart from a
+    #: checkpoint it goes on from the checkpoint's count); None: the job does not say. The engine uses it
+    #: only to not count twice the samples a resumed job redoes (hops_slurm.engine.processed).
+    done_samples: float | None = Field(None, ge=0, le=MAX_DONE_SAMPLES)
 
     @model_validator(mode="after")
     def _consistent(self) -> RuntimeRecord:

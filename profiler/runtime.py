@@ -17,6 +17,10 @@ places; without ``HOPS_METRICS_FILE`` the recorder does nothing)::
             optimizer.zero_grad()
     rec.close()
 
+A job that resumes from a checkpoint passes its own sample count (``Recorder.from_env(batch_size=...,
+done_samples=samples_in_checkpoint)``): each record then carries the count at its window's end
+(``done_samples``), so the engine does not count twice the samples the job redoes after a restart.
+
 The sync wait T_w is sampled every ``sync_every`` steps when torch.distributed is initialised: a
 barrier at the end of the step takes as long as this process waits for the slowest one (the wait it
 would otherwise spend inside the next all-reduce). Only rank 0 writes, unless the path contains
@@ -64,9 +68,14 @@ class Recorder:
         nodes: int = 1,
         flush_every: int = 100,
         sync_every: int = 10,
+        done_samples: float | None = None,
     ) -> None:
         if batch_size <= 0 or flush_every <= 0 or sync_every <= 0:
             raise ValueError("batch_size, flush_every and sync_every must be positive")
+        if done_samples is not None and not done_samples >= 0:
+            raise ValueError("done_samples must be >= 0")
+        #: the job's own count of samples done (None: not counted); each window adds its samples
+        self.done_samples = None if done_samples is None else float(done_samples)
         self.signature, self.gpu_type, self.batch_size = signature, gpu_type, batch_size
         self.node = node or socket.gethostname()
         self.nodes, self.flush_every, self.sync_every = nodes, flush_every, sync_every
@@ -161,12 +170,14 @@ class Recorder:
             return None
         window = max(time.perf_counter() - self._window_start, 1e-9)
         steps = len(self._steps)
+        done = None if self.done_samples is None else self.done_samples + steps * self.batch_size * self.world_size
+        self.done_samples = done  # the window's samples were processed, recorded or not
         try:
             record = RuntimeRecord(
                 signature=self.signature, gpu_type=self.gpu_type, node=self.node, rank=self.rank,
                 gpus=self.world_size, nodes=self.nodes, batch_size=self.batch_size, steps=steps,
                 window_seconds=window, throughput=steps * self.batch_size * self.world_size / window,
-                data_times=self._data[:steps], sync_waits=self._sync, step_times=self._steps,
+                data_times=self._data[:steps], sync_waits=self._sync, step_times=self._steps, done_samples=done,
             )
         except ValueError as exc:  # out of the bounds the engine accepts: never stop the training loop for it
             log.warning("runtime recorder: window dropped (%s)", str(exc).splitlines()[0])

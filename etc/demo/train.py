@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
         _save(ckpt, {"model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
                      "samples": done, "steps": steps, "history": history})
 
-    rec = Recorder.from_env(batch_size=directives.batch_size)
+    rec = Recorder.from_env(batch_size=directives.batch_size, done_samples=done)  # records carry its count
     rec.world_size = gpus  # EMULATED data parallelism: one process stands for `gpus` ranks
     job.model.train()
     last_ckpt = last_progress = time.monotonic()

@@ -80,13 +80,27 @@ class Row:
     jct: float | None  # None: unfinished
     wait: float | None
     age: float | None  # the eq. 9 age the scheduler made before it first ran
+    declared: float | None = None  # samples it declared (runs kept before these were recorded: None)
+    processed: float | None = None  # samples the scheduler's estimate says it processed (engine's estimate)
 
     @classmethod
     def of(cls, rec: JobRecord) -> Row:
         if rec.end is None:
-            return cls(rec.job_id, rec.user, None, None, rec.age_estimate)
+            return cls(rec.job_id, rec.user, None, None, rec.age_estimate, rec.total_samples, rec.processed_samples)
         busy = sum((p.end if p.end is not None else rec.end) - p.start for p in rec.placements)
-        return cls(rec.job_id, rec.user, rec.end - rec.submit, max(rec.end - rec.submit - busy, 0.0), rec.age_estimate)
+        return cls(rec.job_id, rec.user, rec.end - rec.submit, max(rec.end - rec.submit - busy, 0.0), rec.age_estimate,
+                   rec.total_samples, rec.processed_samples)
+
+
+def flagged(rows: list[Row], users: set[str], tolerance: float) -> str:
+    """Honest jobs (not of ``users``) whose estimated processed samples passed ``1 + tolerance`` times their
+    declaration (their owner's history would be penalised), of the honest jobs that ran; the largest ratio."""
+    ratios = [r.processed / r.declared for r in rows
+              if r.user not in users and r.declared and r.processed is not None]
+    if not ratios:
+        return "-"
+    over = sum(1 for x in ratios if x > 1.0 + tolerance)
+    return f"{over}/{len(ratios)} (max {max(ratios):.3f})"
 
 
 def group_stats(rows: list[Row], users: set[str], true_age: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -145,12 +159,13 @@ def table(data: Path, tag: str) -> list[str]:
         return lines + ["Not run (the all-honest run, which every row compares with, is missing).", ""]
     base_recs = _rows(base)
     true_age = {r.job_id: r.age for r in base_recs if r.age}
+    tol = HonestyParams().tolerance
     lines += ["| scenario | defences | changed users | their avg JCT (honest run) | gain | their max LR | "
-              "honest avg JCT (Δ) | honest max LR (Δ) | targets | wall |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "honest avg JCT (Δ) | honest max LR (Δ) | honest jobs flagged | targets | wall |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     all_h = group_stats(base_recs, set(), true_age)["honest"]
-    lines.append(f"| nobody lies | - | - | - | - | - | {_h(all_h['avg_jct'])} | {all_h['max_lr']:.2f} | - | "
-                 f"{base['wall_seconds']:.0f} s |")
+    lines.append(f"| nobody lies | - | - | - | - | - | {_h(all_h['avg_jct'])} | {all_h['max_lr']:.2f} | "
+                 f"{flagged(base_recs, set(), tol)} | - | {base['wall_seconds']:.0f} s |")
     missing = []
     for sc in SCENARIOS[1:]:
         got = _load(data, tag, sc)
@@ -174,7 +189,7 @@ def table(data: Path, tag: str) -> list[str]:
         lines.append(
             f"| {sc.what} | {'on' if sc.defences else 'off'} | {', '.join(sorted(users))} ({ch['jobs']:.0f} jobs) | "
             f"{_h(ch['avg_jct'])} ({_h(ch0['avg_jct'])}) | {_pct(gain)} | {ch['max_lr']:.2f} | "
-            f"{_h(hn['avg_jct'])} ({_pct(d_jct)}) | {hn['max_lr']:.2f} ({_pct(d_lr)}) | {verdict}"
+            f"{_h(hn['avg_jct'])} ({_pct(d_jct)}) | {hn['max_lr']:.2f} ({_pct(d_lr)}) | {flagged(recs, users, tol)} | {verdict}"
             f"{f'; {unf:.0f} unfinished' if unf else ''} | {got['wall_seconds']:.0f} s |")
     if missing:
         lines += ["", f"Not run: {', '.join(missing)}."]
@@ -215,6 +230,10 @@ def write_report(out_dir: Path, seed: int) -> Path:
         f"{p.tolerance:g}) x its declaration for (1 + {p.headroom:g}) x what it did; a user's next jobs are "
         f"aged x their worst processed/declared ratio of the last {p.history_jobs} jobs (ratios ≤ "
         f"{1 + p.tolerance:g} count as 1, cap {p.history_cap:g}).",
+        "",
+        "*Honest jobs flagged*: jobs of honest users whose processed samples, as the scheduler estimates them from "
+        "their runtime records (the live engine's estimate, hops_slurm/engine/processed.py), passed (1 + "
+        f"{p.tolerance:g}) x their declaration, of those that ran, and the largest processed/declared ratio.",
         "",
         "One seed, one run per cell: max LR is one job's value and moves with any change of the schedule, so "
         "its Δ is the noisiest column. *Wall* is the run's wall time on the machine that ran it (a shared, "

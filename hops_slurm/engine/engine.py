@@ -39,6 +39,7 @@ from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.inplace import probe_capacity
 from hops_slurm.engine.jobs import estimate, job_views, refresh_ages, schedulable
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
+from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
 from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant, plan_summary
@@ -89,6 +90,7 @@ class Engine:
         self.tracked: dict[str, JobState] = {}
         self.last_planning: Planning | None = None
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
+        self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
         self._estimator_memo: tuple[int, object, object, Any] | None = None  # (refresh, nodes, node key, estimator)
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
@@ -127,6 +129,7 @@ class Engine:
             self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
             self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
         self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
+        self.restarts = RestartCosts(self.store, self.config.engine.restart_cost_default, writes=not self.dry_run)
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
         managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
@@ -419,20 +422,21 @@ class Engine:
         if report is not None:
             from hops_slurm.engine.honesty import add_records
 
-            add_records(js, report.samples, report.seconds)
+            for seconds in add_records(js, report.windows, self.now()):
+                self.restarts.observe(js, seconds, self.now())
 
     # ----- declared vs processed samples (issue 16: hops_slurm.engine.honesty, estimator.honesty) ------
     def _rates(self) -> Any:
-        """job -> its estimated samples/s in the config it runs on now (None: not running or no estimate);
-        the refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
+        """(job, config) -> its estimated samples/s in that config (None: no config or no estimate); the
+        refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
         memo: dict[tuple[object, ...], object] = {}
 
-        def rate(js: JobState) -> float | None:
-            if not js.config or self.store is None or self.backend is None:
+        def rate(js: JobState, config: Mapping[str, int]) -> float | None:
+            if not config or self.store is None or self.backend is None:
                 return None
             try:
                 fn = estimate(js, self._estimator(), memo).throughput
-                return float(fn(js.config)) if fn is not None else None
+                return float(fn(dict(config))) if fn is not None else None
             except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
                 log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)
                 return None
@@ -446,7 +450,8 @@ class Engine:
 
         assert self.state is not None and self.journal is not None
         h = self.config.honesty
-        verdicts = review(self.tracked.values(), self.state, h.params(), self._rates())  # type: ignore[arg-type]
+        verdicts = review(self.tracked.values(), self.state, h.params(), self._rates(), now=self.now(),  # type: ignore[arg-type]
+                          restart_of=self.restarts.of)
         for job_id, v in verdicts.items():
             js, seen = self.tracked[job_id], listing.get(job_id)
             if seen is None or not (seen.pending or seen.active):
@@ -472,7 +477,7 @@ class Engine:
         if self.state is not None:
             from hops_slurm.engine.honesty import record_outcome
 
-            record_outcome(self.state, js, None)
+            record_outcome(self.state, js, self._rates(), self.restarts.of)
 
     def _job_record(self, js: JobState) -> JobRecord:
         try:
@@ -511,7 +516,8 @@ class Engine:
         b.job_env = {}
 
         def views() -> None:  # the job views on the current snapshot, handed to the backend
-            b.views = job_views(self.schedulable(), b.listing, self._estimator(), self.now(), self._set_aside)
+            b.views = job_views(self.schedulable(), b.listing, self._estimator(), self.now(), self._set_aside,
+                                restart_cost=self.restarts.of)
 
         def before_enacting(plan: Any) -> None:  # the environment of the jobs this plan starts
             b.job_env = self._job_envs(plan.placed())

@@ -3,9 +3,14 @@
 Where it sits: every refresh the engine (:mod:`hops_slurm.engine.engine`)
 
 1. adds what each job's accepted runtime records processed (:func:`add_records`, from
-   :class:`hops_slurm.engine.metrics.MetricsReport`: rank 0's windows, steps x batch x GPUs),
-2. calls :func:`review`: a job's processed samples are its records' samples plus the run time its
-   records do not cover times its throughput (:func:`processed_samples`); with the owner's history
+   :class:`hops_slurm.engine.runtime_records.MetricsReport`: rank 0's windows, steps x batch x GPUs),
+   each to the run it belongs to (:func:`hops_slurm.engine.processed.note_window`, which also gives
+   the run's restart cost when it is the run's first window),
+2. calls :func:`review`: a job's processed samples are those of
+   :func:`hops_slurm.engine.processed.processed_samples` (the simulator's too): its records' samples
+   per run, the time between them at their rate, no restart time, samples redone after a restart
+   counted once, and for a job without records its run time less a restart per run times its
+   estimated throughput (:func:`processed_samples`); with the owner's history
    (their last ended jobs from ``engine.sqlite``'s ``outcomes`` and their running ones)
    :func:`estimator.honesty.assess` gives the job's ``age_factor`` (the planner's age is the eq. 9 age
    of the declaration times it: :func:`hops_slurm.engine.jobs.job_view`) and a reason (``honesty``,
@@ -22,10 +27,12 @@ Jobs learn their budget from ``HOPS_SAMPLE_BUDGET`` in their environment file (:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from estimator.honesty import EXCEEDED, HonestyParams, JobOutcome, UserHistory, Verdict, assess, history_of
 from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine import processed
+from hops_slurm.engine.processed import Window, note_window, recorded
 from hops_slurm.engine.state import EngineState, JobState
 
 log = logging.getLogger(__name__)
@@ -48,18 +55,39 @@ def budget_env(js: JobState) -> dict[str, str]:
     return {BUDGET_ENV: str(int(declared))} if declared is not None else {}
 
 
-def add_records(js: JobState, samples: float, seconds: float) -> None:
-    js.recorded_samples += max(samples, 0.0)
-    js.recorded_seconds += max(seconds, 0.0)
+#: a job's estimated samples/s in a config (None: no estimate)
+RateOf = Callable[[JobState, Mapping[str, int]], float | None]
 
 
-def processed_samples(js: JobState, rate: float | None) -> float:
-    """Samples processed so far: those of its runtime records, plus the run time they do not cover times
-    ``rate`` (the estimate's samples/s in its config; without one, the rate its records show)."""
-    uncovered = max(0.0, js.run_time - js.recorded_seconds)
-    if rate is None or rate <= 0:
-        rate = js.recorded_samples / js.recorded_seconds if js.recorded_seconds > 0 else 0.0
-    return js.recorded_samples + uncovered * rate
+def add_records(js: JobState, windows: Iterable[Window], now: float) -> list[float]:
+    """Add the job's new rank-0 windows to its totals and to its runs; returns the restart costs they
+    show (one per run whose first window this is)."""
+    costs = []
+    for w in windows:
+        js.recorded_samples += max(w.samples, 0.0)
+        js.recorded_seconds += max(w.seconds, 0.0)
+        cost = note_window(js, w, now)
+        if cost is not None:
+            costs.append(cost)
+    return costs
+
+
+def processed_samples(js: JobState, now: float, rate: Callable[[Mapping[str, int]], float | None],
+                      restart: float) -> float:
+    """Samples processed so far (:func:`hops_slurm.engine.processed.processed_samples`); records counted
+    in no run (ingested before records were kept per run) count as they are."""
+    unplaced = js.recorded_samples - recorded(js)[0]
+    if unplaced < 1e-6 * max(js.recorded_samples, 1.0):  # rounding
+        unplaced = 0.0
+    return processed.processed_samples(js, now, rate=rate, restart=restart, unplaced=unplaced)
+
+
+def _update(js: JobState, now: float, rate_of: RateOf, restart_of: Callable[[JobState], float]) -> None:
+    """The job's processed samples now. Its records justify their count (it may fall when a resumed job
+    says it redoes samples); a job without records keeps the most its estimate ever gave (a rate may be
+    missing at one refresh)."""
+    got = processed_samples(js, now, lambda config: rate_of(js, config), restart_of(js))
+    js.processed = got if js.recorded_samples > 0 else max(js.processed, got)
 
 
 def user_history(state: EngineState, user: str, running: Iterable[JobOutcome], params: HonestyParams) -> UserHistory:
@@ -68,17 +96,18 @@ def user_history(state: EngineState, user: str, running: Iterable[JobOutcome], p
     return history_of([*past, *running], params)
 
 
-def review(jobs: Iterable[JobState], state: EngineState, params: HonestyParams,
-           rate_of: Callable[[JobState], float | None]) -> dict[str, Verdict]:
-    """Steps 2 of the module docstring for every job in play; returns the verdicts by job id."""
+def review(jobs: Iterable[JobState], state: EngineState, params: HonestyParams, rate_of: RateOf, *, now: float,
+           restart_of: Callable[[JobState], float]) -> dict[str, Verdict]:
+    """Steps 2 of the module docstring for every job in play; returns the verdicts by job id.
+    ``rate_of(job, config)``: its estimated samples/s there; ``restart_of(job)``: its restart cost (s)."""
     todo: list[tuple[JobState, float]] = []
     running: dict[str, list[JobOutcome]] = {}
     for js in jobs:
         declared = declared_samples(js)
         if js.aside or declared is None:
             continue
-        if js.run_time > 0:  # never less than before: a preempted job keeps what it did
-            js.processed = max(js.processed, processed_samples(js, rate_of(js)))
+        if js.run_time > 0:
+            _update(js, now, rate_of, restart_of)
             running.setdefault(js.user, []).append(JobOutcome(declared, js.processed))
         todo.append((js, declared))
     histories = {u: user_history(state, u, running.get(u, []), params) for u in {js.user for js, _ in todo}}
@@ -92,12 +121,14 @@ def review(jobs: Iterable[JobState], state: EngineState, params: HonestyParams,
     return out
 
 
-def record_outcome(state: EngineState, js: JobState, rate: float | None) -> None:
+def record_outcome(state: EngineState, js: JobState, rate_of: RateOf | None = None,
+                   restart_of: Callable[[JobState], float] | None = None) -> None:
     """An ended job's declared and processed samples join its owner's history (jobs that never ran do not)."""
     declared = declared_samples(js)
     if declared is None or js.run_time <= 0:
         return
-    js.processed = max(js.processed, processed_samples(js, rate))
+    _update(js, js.ended or js.last_seen, rate_of or (lambda _js, _config: None),
+            restart_of or (lambda _js: 0.0))
     state.add_outcome(js.job_id, js.user, js.ended or js.last_seen, declared, js.processed)
 
 

@@ -31,14 +31,16 @@ log = logging.getLogger(__name__)
 MEASURED = frozenset({PROFILE_DONE, PROFILE_INPLACE})
 
 
-def known_job(js: JobState, seen: SlurmJob | None) -> KnownJob:
-    """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config)."""
+def known_job(js: JobState, seen: SlurmJob | None, restart_cost: float = 0.0) -> KnownJob:
+    """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config;
+    ``restart_cost``: seconds a restart costs it, :class:`hops_slurm.engine.restarts.RestartCosts`)."""
     d = HopsDirectives.from_canonical(js.directives)  # parsed once per text (remembered)
     return KnownJob(
         job_id=js.job_id, user=js.user, signature=js.signature if js.profile in MEASURED else "",
         requirements=tuple(d.gpus), declared_samples=float(d.samples), submit_time=js.submit_time, ledger=js,
         current=seen.gpu_config() if seen is not None and seen.active else None,
-        processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor)
+        processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor,
+        restart_cost=restart_cost)
 
 
 def estimate(js: JobState, estimator: JobEstimator | None, memo: Memo | None = None) -> Estimate:
@@ -93,13 +95,15 @@ def refresh_ages(jobs: Iterable[JobState], estimator: Callable[[], JobEstimator 
 
 
 def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: JobEstimator | None, now: float,
-              set_aside: Callable[[JobState, str], None]) -> tuple[JobView, ...]:
+              set_aside: Callable[[JobState, str], None], *,
+              restart_cost: Callable[[JobState], float] = lambda _js: 0.0) -> tuple[JobView, ...]:
     """The planner's view of each job (``jobs``: the schedulable ones); a job whose description, estimate
-    or view fails is set aside and left out."""
+    or view fails is set aside and left out. ``restart_cost(job)``: seconds a restart costs it."""
     states = {js.job_id: js for js in jobs}
     known = []
     for js in states.values():
-        got = per_job(js, "reading its directives", lambda js=js: known_job(js, listing.get(js.job_id)), set_aside)
+        got = per_job(js, "reading its directives",
+                      lambda js=js: known_job(js, listing.get(js.job_id), restart_cost(js)), set_aside)
         if got is not None:
             known.append(got)
 

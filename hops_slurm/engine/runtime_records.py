@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hops_slurm.engine.processed import Window
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import owner_of, read_owned
 
@@ -39,6 +40,7 @@ class MetricsReport:
     samples: float = 0.0  # samples the accepted rank-0 windows processed (the job's progress: issue 16)
     seconds: float = 0.0  # seconds those windows cover
     types: set[str] = field(default_factory=set)  # GPU types the accepted records measured (the probe in place)
+    windows: list[Window] = field(default_factory=list)  # those windows, in the order they were written
 
 
 def job_nodes(job: JobState) -> set[str]:
@@ -101,6 +103,7 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
         if record.rank == 0:  # every rank's window covers the whole job's steps: count one
             report.samples += float(record.steps * record.batch_size * record.gpus)
             report.seconds += record.window_seconds
+            report.windows.append(Window.of(record))
     state.set_meta(key, str(offset + end))
     if report.refused:
         reasons = list(dict.fromkeys(report.refused))

@@ -10,7 +10,8 @@ checkpoint -> completion releases its GPUs at once and closes its JobRecord.
 What policies know comes from the production estimator (:mod:`hops_slurm.sim.knowledge`): a new model's
 probe results go into a temporary throughput store when its probes end (a job whose owner already ran
 that model skips probing, as on the live engine), and every running job reports a runtime record
-``record_seconds`` after it (re)starts and then every ``record_every_seconds``; the store's type and
+``record_seconds`` after it (re)starts, then every ``record_every_seconds``, and a last one since its
+last record when it stops (the recorder's close), each with its own sample count; the store's type and
 entity layers learn from them.
 
 Probe in place (the live engine's rule, :mod:`hops_slurm.engine.inplace`; ``SimSettings.probe_in_place``):
@@ -39,8 +40,11 @@ file says Slurm shows, :meth:`hops_slurm.sim.cluster.ClusterSpec.view`).
 Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
 (``JobSpec.declared``), which may differ from the samples it really processes; each planning its
 honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.age_factor`) with the
-samples processed so far (:meth:`SimBackend.processed_samples`) and the owner's history, and the
-pipeline multiplies the age by it (as the live engine's ``JobState.age_factor``).
+samples processed so far as the live engine estimates them from the same records
+(:meth:`SimBackend.processed_samples`: :func:`hops_slurm.engine.processed.processed_samples`, not ground
+truth) and the owner's history, and the pipeline multiplies the age by it (as the live engine's
+``JobState.age_factor``). Each job's ``KnownJob.restart_cost`` is the restart the simulator charges
+(``restart_seconds``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from dataclasses import dataclass, field
 from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
 from hops_slurm.accounting import JobLedger, account
 from hops_slurm.backend import Enactment
+from hops_slurm.engine import processed
 from hops_slurm.engine.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
@@ -84,6 +89,7 @@ class _Job:
     rate: float = 0.0  # ground-truth samples/s in config
     resume_at: float = 0.0  # restart cost ends
     next_record: float = math.inf  # when its recorder writes the next runtime record
+    last_record: float = 0.0  # when its recorder's last window of this run ended (its start before one)
     done: float = 0.0
     active_integral_at_submit: float = 0.0
     finished: bool = False
@@ -201,10 +207,18 @@ class SimBackend:
 
     # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
     def processed_samples(self, job: _Job) -> float:
-        """Samples the job has processed so far: its ground-truth progress. The live engine knows less (its
-        runtime records plus uncovered run time x estimated rate, :func:`hops_slurm.engine.honesty.processed_samples`);
-        docs/design.md, "One engine", lists this among what is still backend-specific."""
-        return job.done
+        """Samples the job has processed so far as the live engine estimates them
+        (:func:`hops_slurm.engine.processed.processed_samples` over its runtime records, not ground truth);
+        an ended job's is its record's, made when it ended."""
+        if job.finished and job.record.processed_samples is not None:
+            return job.record.processed_samples
+
+        def rate(config: dict[str, int] | object) -> float | None:
+            fn = estimate(job.signature, job.spec.declared, job.spec.requirements, self.knowledge.estimator,
+                          self.knowledge.memo, job_id=job.spec.job_id).throughput
+            return float(fn(freeze_config(config))) if fn is not None and config else None  # type: ignore[arg-type]
+
+        return processed.processed_samples(job.ledger, self.t, rate=rate, restart=self.settings.restart_seconds)
 
     def user_histories(self) -> dict[str, UserHistory]:
         """Each user's :class:`UserHistory` over their ended jobs (in order of completion) and their
@@ -355,15 +369,19 @@ class SimBackend:
                 job.record.age_estimate = estimate(signature, job.spec.declared, job.spec.requirements,
                                                    self.knowledge.estimator, self.knowledge.memo, job_id=job.spec.job_id).age
 
-    def _record(self, job: _Job, at: float) -> None:
-        """The job's recorder writes a window; the engine ingests it (what a metrics file gives live)."""
+    def _record(self, job: _Job, at: float, window: float | None = None) -> None:
+        """The job's recorder writes a window ending at ``at`` (``record_seconds`` long unless ``window``
+        says); the engine ingests it (what a metrics file gives live) and adds it to the job's run."""
         assert job.config is not None
         nodes = sorted(job.config, key=self.order.__getitem__)
         types = {self.speeds[n].gpu_type for n in nodes}
+        done = max(0.0, job.done - job.rate * max(0.0, self.t - max(at, job.resume_at)))  # its count at ``at``
         rec = runtime_record(job.signature, job.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
                              gpus=sum(job.config.values()), nodes=len(nodes), throughput=job.rate,
-                             window=self.settings.record_seconds, at=at)
+                             window=self.settings.record_seconds if window is None else window, at=at, done=done)
         self.knowledge.ingest(rec)
+        processed.note_window(job.ledger, processed.Window.of(rec), self.t)
+        job.last_record = at
 
     def _arrive(self) -> None:
         while self._next_arrival < len(self._pending_arrivals) and self._pending_arrivals[self._next_arrival].arrival <= self.t + EPS:
@@ -419,12 +437,16 @@ class SimBackend:
         job.rate = self.truth.throughput(job.spec.model, config, self.speeds)
         job.resume_at = self.t + (self.settings.restart_seconds if job.ever_ran else 0.0)
         job.next_record = job.resume_at + self.settings.record_seconds
+        job.last_record = job.resume_at
         if not job.ever_ran:
             job.record.state = "RUNNING"
         job.ever_ran = True
         account(job.ledger, self.t, "RUNNING", dict(config))
 
     def _stop(self, job: _Job, *, preempted: bool) -> None:
+        since = max(job.last_record, job.resume_at)
+        if job.config is not None and self.t - since > EPS:  # the recorder's last window, since its last one
+            self._record(job, self.t, self.t - since)
         account(job.ledger, self.t, "PENDING" if preempted else "ENDED", {})
         job.config = None
         job.rate = 0.0

@@ -113,8 +113,10 @@ def calibration(truth: GroundTruth, gpu_type: str) -> tuple[float, float]:
 
 
 def runtime_record(signature: str, model: str, gpu_type: str, node: str, *, gpus: int, nodes: int,
-                   throughput: float, window: float, at: float) -> RuntimeRecord:
-    """One recorder window of a job running at ``throughput`` samples/s for about ``window`` seconds.
+                   throughput: float, window: float, at: float, done: float | None = None) -> RuntimeRecord:
+    """One recorder window of a job running at ``throughput`` samples/s for about ``window`` seconds,
+    ending at ``at``; ``done``: the job's own count of samples done then (as a resuming job's recorder
+    reports it, :class:`profiler.runtime.Recorder`).
 
     The window is cut to whole steps (steps x batch x GPUs / window = throughput, as the recorder's
     records are). A job that makes no progress there (ground truth has no measurement: the model does
@@ -132,5 +134,5 @@ def runtime_record(signature: str, model: str, gpu_type: str, node: str, *, gpus
     return RuntimeRecord(
         signature=signature, gpu_type=gpu_type, node=node, rank=0, gpus=gpus, nodes=nodes, batch_size=b,
         steps=steps, window_seconds=seconds, throughput=steps * b * gpus / seconds, data_times=[],
-        sync_waits=[], step_times=[], measured_at=_at(at),
+        sync_waits=[], step_times=[], measured_at=_at(at), done_samples=None if done is None else max(done, 0.0),
     )

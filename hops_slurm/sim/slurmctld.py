@@ -24,7 +24,8 @@ What it models (what the engine relies on, as the live tests verify it of real S
 * **Runtime records.** A running job appends a :class:`profiler.records.RuntimeRecord` line (from ground
   truth, :func:`hops_slurm.sim.measure.runtime_record`) to the file its environment names
   (``HOPS_METRICS_FILE`` in ``<env_dir>/<job>.env``, written by the enactor) ``record_seconds`` after it
-  (re)starts and then every ``record_every_seconds``, as the recorder does; the engine ingests them.
+  (re)starts, then every ``record_every_seconds``, and a last one since its last record when it ends or
+  is requeued (the recorder's close), each with the job's own sample count; the engine ingests them.
 * **Ended jobs** stay listed ``min_job_age`` seconds (Slurm's MinJobAge), then are forgotten.
 
 Not modelled: Slurm's own scheduler for jobs outside reservations (every simulated job is a Hops job),
@@ -261,16 +262,20 @@ class SimSlurmctld:
         types = {self.speeds[n].gpu_type for n in nodes}
         rec = runtime_record(r.signature, r.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
                              gpus=sum(r.job.gpu_config().values()), nodes=len(nodes), throughput=r.rate,
-                             window=window, at=EPOCH + at)
+                             window=window, at=EPOCH + at, done=r.done)
         with open(r.metrics_file, "a", encoding="utf-8") as f:
             f.write(rec.model_dump_json() + "\n")
 
+    def _last_window(self, r: _Run) -> None:
+        """The recorder's last window when the job stops (it ends, or Slurm requeues it): since its last record."""
+        last = r.next_record - (self.settings.record_every_seconds if r.next_record > r.resume_at + self.settings.record_seconds
+                                else self.settings.record_seconds)
+        self._write_record(r, self.t, self.t - max(last, r.resume_at))
+
     def _end(self, job_id: str, state: str) -> None:
         r = self.runs[job_id]
-        if r.job.state == "RUNNING" and state == "COMPLETED":  # the recorder's last window: since its last record
-            last = r.next_record - (self.settings.record_every_seconds if r.next_record > r.resume_at + self.settings.record_seconds
-                                    else self.settings.record_seconds)
-            self._write_record(r, self.t, self.t - max(last, r.resume_at))
+        if r.job.state == "RUNNING" and state == "COMPLETED":
+            self._last_window(r)
         r.rate = 0.0
         r.job = r.job.model_copy(update={"state": state, "end_time": self.now(), "reason": "None"})
         self._ended_at[job_id] = self.t
@@ -378,6 +383,7 @@ class SimSlurmctld:
         r = self._run(job_id)
         if r.job.state != "RUNNING":
             raise SlurmCommandError(["scontrol", "requeuehold", job_id], 1, "Job is not running")
+        self._last_window(r)
         r.rate, r.next_record = 0.0, float("inf")
         self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={}, nodes=(),
                      restart_count=r.job.restart_count + 1)

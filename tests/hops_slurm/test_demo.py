@@ -209,6 +209,12 @@ def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Pat
     assert done["samples"] == saved + 128 * math.ceil((4000 - saved) / 128)
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert {r["gpus"] for r in records} == {1, 4} and all(r["kind"] == "runtime" for r in records)
+    # the records carry the job's own count: from 0 in the first run, from its checkpoint in the second
+    # (so the engine counts the samples it redoes once: hops_slurm.engine.processed)
+    first_run, second_run = ([r for r in records if r["gpus"] == g] for g in (1, 4))
+    assert first_run[0]["done_samples"] == first_run[0]["steps"] * 32
+    assert second_run[0]["done_samples"] - second_run[0]["steps"] * 32 * 4 == saved
+    assert second_run[-1]["done_samples"] == done["samples"]
 
 
 # ----- end to end -----------------------------------------------------------------------------------

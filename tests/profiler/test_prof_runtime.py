@@ -54,6 +54,23 @@ def test_records_windows_of_steps(tmp_path: Path) -> None:
     assert rec.records_written == 3
 
 
+def test_a_resumed_job_s_records_carry_its_own_count(tmp_path: Path) -> None:
+    """A job resumed from a checkpoint at 400 samples: each record says its count at the window's end (the
+    engine counts the samples it redoes once); a job that does not say has no count in its records."""
+    path = tmp_path / "metrics.jsonl"
+    _train(Recorder(path, signature="sig", gpu_type="cpu", batch_size=8, node="n1", flush_every=5, done_samples=400), 12)
+    assert [r.done_samples for r in read_records(path)] == [440.0, 480.0, 496.0]
+    other = tmp_path / "other.jsonl"
+    _train(Recorder(other, signature="sig", gpu_type="cpu", batch_size=8, node="n1", flush_every=5), 3)
+    assert [r.done_samples for r in read_records(other)] == [None]
+    with pytest.raises(ValueError, match="done_samples"):
+        Recorder(path, signature="sig", gpu_type="cpu", batch_size=8, done_samples=-1)
+    good = read_records(path)[0].model_dump()
+    for bad in (-1.0, float("nan"), float("inf"), 1e16):  # a record's count is bounded like every number in it
+        with pytest.raises(ValueError, match="done_samples"):
+            RuntimeRecord.model_validate({**good, "done_samples": bad})
+
+
 def test_without_metrics_file_it_does_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOPS_METRICS_FILE", raising=False)
     monkeypatch.chdir(tmp_path)

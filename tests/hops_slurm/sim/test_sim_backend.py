@@ -226,12 +226,13 @@ def test_understated_job_is_reaged_as_it_runs_and_taints_its_owners_queue(tmp_pa
         backend.wait_until(120.0)  # both probed (one profiler GPU: 0..60, 60..120)
         backend.apply(Plan({"a": {"v-00": 4}}), fragment=False)
         declared_age = {v.job_id: v.age for v in backend.job_views(fragment=False)}
-        backend.wait_until(120.0 + 200.0)  # a did 200 s of work: 20x its declaration
+        backend.wait_until(120.0 + 400.0)  # a did 400 s of work (its first record at 300 s): 40x its declaration
         return declared_age, {v.job_id: v.age for v in backend.job_views(fragment=False)}, backend
 
     before, after, backend = run(True)
-    assert backend.processed_samples(backend.active["a"]) == pytest.approx(THR4 * 200.0)
-    assert after["a"] == pytest.approx(before["a"] * 20.0 * 2.0)  # 20x done, (1 + headroom 1) x what it did
-    assert after["b"] == pytest.approx(before["b"] * 20.0)  # bad's history: worst ratio 20
+    # the engine's estimate: its record (a 300 s window) and the 100 s since, at the record's rate
+    assert backend.processed_samples(backend.active["a"]) == pytest.approx(THR4 * 400.0, rel=1e-3)
+    assert after["a"] == pytest.approx(before["a"] * 40.0 * 2.0, rel=1e-3)  # 40x done, (1 + headroom 1) x what it did
+    assert after["b"] == pytest.approx(before["b"] * 40.0, rel=1e-3)  # bad's history: worst ratio 40
     before_off, after_off, _ = run(False)
     assert after_off == before_off == before
