@@ -28,6 +28,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
+from profiler.preempt import PREEMPT_SIGNALS
 from planner.params import FIELD_TYPES, PlannerParams, check, setting_key
 
 
@@ -133,6 +134,10 @@ class EngineConfig(_Section):
     probe_retries: int = Field(1, ge=0, le=5, description="resubmissions of a probe that crashed, timed out or left no record")
     default_b_link: float = Field(1.0e10, ge=1e3, le=1e15, description="params/s within a node until `hops-slurm calibrate` measures it")
     default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
+    preempt_signal: Literal[PREEMPT_SIGNALS] = Field(  # type: ignore[valid-type]
+        "USR1", description="signal a running job gets before a planned requeue (docs/preemption.md)")
+    preempt_grace: float = Field(120.0, ge=0, le=3600, description="seconds a job has after its notice to save a "
+                                 "checkpoint before it is requeued; 0 = no notice")
 
 
 class FailOpenConfig(_Section):
@@ -222,6 +227,9 @@ class SiteConfig(_Section):
                 f"planner.time_limit ({limit:g} s) must be shorter than scheduler.round_length"
                 f" ({self.scheduler.round_length:g} s)"
             )
+        if self.engine.preempt_grace >= self.scheduler.round_length:
+            raise ValueError(f"engine.preempt_grace ({self.engine.preempt_grace:g} s) must be shorter than "
+                             f"scheduler.round_length ({self.scheduler.round_length:g} s): a round waits for it")
         if self.slurm.partition == self.slurm.profiler_partition:
             raise ValueError("slurm.profiler_partition must differ from slurm.partition")
         p = self.paths

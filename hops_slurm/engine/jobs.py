@@ -17,20 +17,23 @@ from typing import Any
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine import jobview
 from hops_slurm.engine.aside import per_job
+from hops_slurm.engine.checkpoints import unsaved
 from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
 from hops_slurm.slurm.api import SlurmJob
 from planner.views import JobView
 
 
-def known_job(js: JobState, seen: SlurmJob | None) -> KnownJob:
-    """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config)."""
+def known_job(js: JobState, seen: SlurmJob | None, now: float = 0.0) -> KnownJob:
+    """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config; ``now``:
+    Slurm's clock, for the work a requeue would lose: :func:`hops_slurm.engine.checkpoints.unsaved`)."""
     d = HopsDirectives.from_canonical(js.directives)  # parsed once per text (remembered)
     return KnownJob(
         job_id=js.job_id, user=js.user, signature=js.signature if js.profile == PROFILE_DONE else "",
         requirements=tuple(d.gpus), declared_samples=float(d.samples), submit_time=js.submit_time, ledger=js,
         current=seen.gpu_config() if seen is not None and seen.active else None,
-        processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor)
+        processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor,
+        unsaved=unsaved(js, seen, now) if now else 0.0)
 
 
 def estimate(js: JobState, estimator: JobEstimator | None, memo: Memo | None = None) -> Estimate:
@@ -61,7 +64,7 @@ def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimat
     states = {js.job_id: js for js in jobs}
     known = []
     for js in states.values():
-        got = per_job(js, "reading its directives", lambda js=js: known_job(js, listing.get(js.job_id)), set_aside)
+        got = per_job(js, "reading its directives", lambda js=js: known_job(js, listing.get(js.job_id), now), set_aside)
         if got is not None:
             known.append(got)
 
