@@ -20,9 +20,9 @@ checkpoint it saved. The whole protocol, verified on Slurm 22.05, is in docs/pre
                 save_checkpoint()               # atomically (write a temporary file, then rename it)
                 pre.checkpointed(samples_done)  # a mark: the engine knows how much a requeue would lose
         save_checkpoint()
-        pre.checkpointed(samples_done)          # after a notice this mark answers it
         if done >= total:
-            return 0                            # finished: exit 0 (Hops never requeues an ended job)
+            return 0                            # finished: exit 0, no mark (Hops never requeues an ended job)
+        pre.checkpointed(samples_done)          # after a notice this mark answers it
         if pre.requested and not pre.stopping and not pre.await_requeue():
             continue                            # nobody requeued it within twice the grace: train on
         return 143                              # stopped by Slurm (requeue, cancel, time limit)
@@ -37,8 +37,9 @@ What the job must do, and why (each observed on Slurm 22.05):
   COMPLETED and would never run again, its remaining samples lost; one that exits non-zero is FAILED.
   The engine requeues the job as soon as it reads the mark; Slurm then sends SIGTERM
   (:attr:`stopping`) and the job exits, to be restarted from its checkpoint later.
-* **A job that finishes during the notice just finishes** (exit 0): the engine sees it end and never
-  requeues it (``scontrol requeuehold Incomplete`` leaves an ended job alone).
+* **A job that finishes during the notice just finishes** (exit 0) without answering: the engine sees
+  it end and never requeues it (``scontrol requeuehold Incomplete`` leaves an ended job alone). An
+  answer is for a job that will not finish: the engine requeues as soon as it reads one.
 * **If nothing happens** well after the grace (twice it, and a minute; the engine stopped, say),
   :meth:`await_requeue` returns False and the job trains on: the notice is forgotten.
 
