@@ -227,9 +227,6 @@ class SiteConfig(_Section):
                 f"planner.time_limit ({limit:g} s) must be shorter than scheduler.round_length"
                 f" ({self.scheduler.round_length:g} s)"
             )
-        if self.engine.preempt_grace >= self.scheduler.round_length:
-            raise ValueError(f"engine.preempt_grace ({self.engine.preempt_grace:g} s) must be shorter than "
-                             f"scheduler.round_length ({self.scheduler.round_length:g} s): a round waits for it")
         if self.slurm.partition == self.slurm.profiler_partition:
             raise ValueError("slurm.profiler_partition must differ from slurm.partition")
         p = self.paths

@@ -39,7 +39,9 @@ What the job must do, and why (each observed on Slurm 22.05):
   (:attr:`stopping`) and the job exits, to be restarted from its checkpoint later.
 * **A job that finishes during the notice just finishes** (exit 0) without answering: the engine sees
   it end and never requeues it (``scontrol requeuehold Incomplete`` leaves an ended job alone). An
-  answer is for a job that will not finish: the engine requeues as soon as it reads one.
+  answer is for a job that will not finish: the engine requeues as soon as it reads one, and any mark
+  after a notice answers it -- so a job that trains on to finish within the grace calls
+  :meth:`Preemption.decline` first (its later marks are then regular ones).
 * **If nothing happens** well after the grace (twice it, and a minute; the engine stopped, say),
   :meth:`await_requeue` returns False and the job trains on: the notice is forgotten.
 
@@ -118,7 +120,7 @@ class Preemption:
         self.path = Path(path) if path is not None else None
         self.clock = clock
         self.notices = 0  # notices received (the signal may come again while the job waits)
-        self._answered = 0  # notices answered by a checkpoint mark
+        self._answered = 0  # notices answered by a checkpoint mark (or declined)
         self._requested = False
         self._stopping = False
         self._last_samples: int | None = None
@@ -191,6 +193,12 @@ class Preemption:
     def answered(self) -> bool:
         """Every notice received so far has been answered by a checkpoint mark."""
         return self._answered >= self.notices
+
+    def decline(self) -> None:
+        """The job will finish within the grace instead of answering: the notices so far get no answer (the
+        engine waits for the job to end, and requeues it at the grace's end if it has not)."""
+        self._answered = self.notices
+        self._requested = False
 
     def checkpointed(self, samples: int) -> None:
         """The job saved a checkpoint of ``samples`` processed samples (call it once the file is complete):

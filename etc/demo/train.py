@@ -121,10 +121,11 @@ def main(argv: list[str]) -> int:
         for inputs, targets in rec.wrap(job.loader):
             if done >= directives.samples or pre.stopping:
                 break
-            if pre.requested and not train_on:
-                train_on = finishes_in_time()
+            if pre.requested:
+                train_on = train_on or finishes_in_time()
                 if not train_on:
                     break
+                pre.decline()  # no answer: the engine sees the job end instead
                 log.info("job %s: notice; finishing within it (%d/%d samples)", job_id, done, directives.samples)
             start = time.monotonic()
             with rec.step():

@@ -159,3 +159,15 @@ def test_only_catchable_signals_other_than_sigterm_may_carry_the_notice() -> Non
 def test_a_checkpoint_mark_is_validated(fields: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         parse_record(json.dumps({"kind": "checkpoint", **fields}))
+
+
+def test_a_declined_notice_gets_no_answer_and_later_checkpoints_are_regular(tmp_path: Path, handlers: None) -> None:
+    pre = Preemption(tmp_path / "runtime.jsonl", receives=False)
+    os.kill(os.getpid(), signal.SIGUSR1)
+    pre.decline()  # it will finish within the grace
+    assert not pre.requested and pre.answered
+    pre.checkpointed(10)
+    os.kill(os.getpid(), signal.SIGUSR1)  # a later notice is a new one
+    pre.checkpointed(20)
+    assert [m.notice for m in marks(tmp_path / "runtime.jsonl")] == [False, True]
+    pre.close()
