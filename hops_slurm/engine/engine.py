@@ -235,7 +235,8 @@ class Engine:
         """Recorder settings for a job about to start: its own place for runtime records (owned by its
         owner, :mod:`hops_slurm.engine.runtime_records`) and its signature (the live backend adds its GPU type)."""
         js = self.tracked.get(job_id)
-        env = {"HOPS_PREEMPT_SIGNAL": self.config.engine.preempt_signal, "HOPS_PREEMPT_GRACE": f"{self.config.engine.preempt_grace:g}"}
+        e = self.config.engine  # the notice before a planned requeue (docs/preemption.md)
+        env = {"HOPS_PREEMPT_SIGNAL": e.preempt_signal, "HOPS_PREEMPT_GRACE": f"{e.preempt_grace:g}"}
         if js is not None and not self.dry_run:
             try:
                 place = make_place(self.metrics_dir, job_id, self.owners(js.user))
