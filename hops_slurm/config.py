@@ -28,6 +28,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
+from profiler.preempt import PREEMPT_SIGNALS
 from planner.params import FIELD_TYPES, PlannerParams, check, setting_key
 
 
@@ -137,6 +138,10 @@ class EngineConfig(_Section):
     default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
     restart_cost_default: float = Field(60.0, ge=0, le=DAY, description="seconds a restart costs a job whose model "
                                         "has no measured restart (start to first progress record) yet")
+    preempt_signal: Literal[PREEMPT_SIGNALS] = Field(  # type: ignore[valid-type]
+        "USR1", description="signal a running job gets before a planned requeue (docs/preemption.md)")
+    preempt_grace: float = Field(120.0, ge=0, le=3600, description="seconds a job has after its notice to save a "
+                                 "checkpoint before it is requeued; 0 = no notice")
 
 
 class FailOpenConfig(_Section):

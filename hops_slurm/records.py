@@ -19,6 +19,10 @@ class PlacementRecord(BaseModel):
     config: dict[str, int]  # node -> GPUs
     gpu_type: str = ""  # "v100", or "mixed" for a config across types
     preempted: bool = False  # ended by the scheduler, not by the job finishing
+    # a planned requeue (preemption with notice, docs/preemption.md); None / False for other placements
+    notice: float | None = Field(None, ge=0)  # seconds from the notice's signal to the requeue; None: no notice
+    checkpoint_seen: bool = False  # a checkpoint mark answered the notice
+    work_lost: float | None = Field(None, ge=0)  # seconds since its last checkpoint at the requeue (0: answered)
 
 
 class JobRecord(BaseModel):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hops_slurm.errors import HopsError
-from profiler.records import CalibrationRecord, ProbeFailure, ProbeResult, RuntimeRecord, read_records
+from profiler.records import CalibrationRecord, CheckpointMark, ProbeFailure, ProbeResult, RuntimeRecord, read_records
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,8 @@ def ingest_files(store: StoreWriter, paths: Iterable[Path]) -> IngestSummary:
                 summary.runtime += 1
             elif isinstance(rec, CalibrationRecord):
                 calibrations.append(rec)
+            elif isinstance(rec, CheckpointMark):
+                continue  # a job's preemption protocol (profiler.preempt): the engine reads it, not the store
             else:
                 log.warning("probe of %s on %s failed (%s): %s", rec.model, rec.gpu_type, rec.error, rec.reason)
                 summary.failures.append(rec)

@@ -6,6 +6,8 @@ of the store and turns them into store rows with :mod:`profiler.ingest`).
   as one JSON line each to a job's metrics file.
 * :class:`CalibrationRecord`: all-reduce time versus message size and the fitted bandwidth
   (``hops-slurm calibrate``).
+* :class:`CheckpointMark`: a job's preemption protocol (:mod:`profiler.preempt`): it listens for the
+  notice, or it saved a checkpoint (on notice or regularly); one JSON line in the same metrics file.
 
 All times are seconds; bandwidths are parameters (float32 values) per second, the unit of eq. 2.
 Every record is validated on read: finite numbers within bounds (:data:`MAX_SECONDS`,
@@ -138,6 +140,35 @@ class RuntimeRecord(_Record):
         return self
 
 
+MAX_RUN = 1_000_000  # SLURM_RESTART_COUNT of a run
+MAX_TOTAL_SAMPLES = 10**15  # samples a job processed in all
+
+
+class CheckpointMark(_Record):
+    """One event of a job's preemption protocol (docs/preemption.md), written by :mod:`profiler.preempt`.
+
+    ``event == "listening"``: this run (``run``: Slurm's restart count, 0 for the first run) installed its
+    handler for ``signal``, so the engine may give it notice before a requeue. ``event == "saved"``: the
+    job saved a checkpoint of ``samples`` processed samples; ``notice``: it saved it because it was given
+    notice (it then waits to be requeued). The engine reads these marks (:mod:`hops_slurm.engine.runtime_records`)."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    event: Literal["listening", "saved"]
+    run: int = Field(0, ge=0, le=MAX_RUN)
+    samples: int = Field(0, ge=0, le=MAX_TOTAL_SAMPLES)
+    notice: bool = False
+    signal: Annotated[str, Field(max_length=16, pattern=r"^[A-Z0-9]*$")] = ""
+    measured_at: datetime = Field(default_factory=utc_now)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CheckpointMark:
+        if self.event == "listening" and (self.notice or self.samples):
+            raise ValueError("a listening mark saves nothing (no samples, no notice)")
+        if self.event == "saved" and self.signal:
+            raise ValueError("a saved mark names no signal")
+        return self
+
+
 class CalibrationPoint(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     params: int = Field(gt=0)  # message size in float32 values
@@ -167,18 +198,19 @@ class CalibrationRecord(_Record):
     measured_at: datetime = Field(default_factory=utc_now)
 
 
+AnyRecord = ProbeResult | ProbeFailure | RuntimeRecord | CalibrationRecord | CheckpointMark
 ProfilerRecord = Annotated[
-    Union[ProbeResult, ProbeFailure, RuntimeRecord, CalibrationRecord], Field(discriminator="kind")
+    Union[ProbeResult, ProbeFailure, RuntimeRecord, CalibrationRecord, CheckpointMark], Field(discriminator="kind")
 ]
-_ADAPTER: TypeAdapter[ProbeResult | ProbeFailure | RuntimeRecord | CalibrationRecord] = TypeAdapter(ProfilerRecord)
+_ADAPTER: TypeAdapter[AnyRecord] = TypeAdapter(ProfilerRecord)
 
 
-def parse_record(text: str) -> ProbeResult | ProbeFailure | RuntimeRecord | CalibrationRecord:
+def parse_record(text: str) -> AnyRecord:
     """One record from its JSON text (the ``kind`` field picks the type)."""
     return _ADAPTER.validate_json(text)
 
 
-def read_records(path: Path) -> list[ProbeResult | ProbeFailure | RuntimeRecord | CalibrationRecord]:
+def read_records(path: Path) -> list[AnyRecord]:
     """Every record in a file: one JSON document, or JSON lines (metrics files)."""
     text = Path(path).read_text(encoding="utf-8")
     stripped = text.strip()

@@ -9,7 +9,9 @@ What is real: a tiny zoo model (profiler.zoo, size ``tiny``) trains on synthetic
 learning rate Hops chose (HOPS_LR); its state, the optimizer's and the sample count are checkpointed
 every few seconds to ``$HOPS_DEMO_STATE/ckpt/<job id>/`` and loaded again when Slurm restarts the batch
 script after a preemption (requeue); the running-mode recorder (profiler.runtime) writes measurements
-where the engine asks (HOPS_METRICS_FILE).
+where the engine asks (HOPS_METRICS_FILE). Preemption with notice (profiler.preempt, docs/preemption.md):
+each checkpoint is marked for the engine; on the notice (HOPS_PREEMPT_SIGNAL) the job saves at once,
+marks it and waits to be requeued -- unless it can finish within half the grace, when it finishes.
 
 What is EMULATED (no GPUs here): each step counts ``HOPS_GPUS x batch-size`` samples, and after the
 real step the job sleeps so the step takes as long as etc/demo/emulation.toml says it would on the
@@ -21,16 +23,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType
 
 import torch
 
 from hops_slurm.demo.emulation import gpu_type_of, load_emulation, parse_config
 from hops_slurm.directives import parse_script
+from profiler.preempt import Preemption
 from profiler.runtime import Recorder
 from profiler.zoo import build_zoo_job
 
@@ -38,12 +39,6 @@ CHECKPOINT_EVERY = 3.0  # seconds between checkpoints
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 
 log = logging.getLogger("hops-demo-job")
-_stop = False
-
-
-def _on_term(signum: int, frame: FrameType | None) -> None:
-    global _stop  # Slurm sends SIGTERM before killing a preempted or cancelled job
-    _stop = True
 
 
 def _allocation() -> dict[str, int]:
@@ -72,7 +67,7 @@ def main(argv: list[str]) -> int:
         print(f"{argv[1]}: no #HOPS lines", file=sys.stderr)
         return 2
     torch.set_num_threads(1)  # the demo machine has two cores for every job and daemon together
-    signal.signal(signal.SIGTERM, _on_term)
+    pre = Preemption.from_env()  # the notice (HOPS_PREEMPT_SIGNAL) and Slurm's SIGTERM (requeue, cancel)
 
     job_id = os.environ.get("SLURM_JOB_ID", "local")
     state_root = Path(os.environ.get("HOPS_DEMO_STATE", "/tmp/hops-demo"))
@@ -112,37 +107,59 @@ def main(argv: list[str]) -> int:
         _save(ckpt, {"model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
                      "samples": done, "steps": steps, "history": history})
 
+    def finishes_in_time() -> bool:  # on notice: the rest takes less than half the grace -> finish instead
+        left = (directives.samples - done) / (gpus * directives.batch_size) * step_s
+        return left < 0.5 * pre.grace
+
     rec = Recorder.from_env(batch_size=directives.batch_size, done_samples=done)  # records carry its count
     rec.world_size = gpus  # EMULATED data parallelism: one process stands for `gpus` ranks
     job.model.train()
     last_ckpt = last_progress = time.monotonic()
     loss = float("nan")
-    for inputs, targets in rec.wrap(job.loader):
-        if done >= directives.samples or _stop:
-            break
-        start = time.monotonic()
-        with rec.step():
-            out = job.model(inputs)
-            loss_t = job.loss_fn(out, targets)
-            loss_t.backward()
-            job.optimizer.step()
-            job.optimizer.zero_grad(set_to_none=True)
-            time.sleep(max(0.0, step_s - (time.monotonic() - start)))  # EMULATION: the rest of the GPU step
-        loss = float(loss_t.detach())
-        done += gpus * directives.batch_size
-        steps += 1
-        now = time.monotonic()
-        if now - last_ckpt >= CHECKPOINT_EVERY:
-            checkpoint()
-            last_ckpt = now
-        if now - last_progress >= PROGRESS_EVERY:
-            log.info("job %s: %d/%d samples, loss %.3f", job_id, min(done, directives.samples), directives.samples, loss)
-            last_progress = now
-    rec.close()
-    checkpoint()
-    if _stop and done < directives.samples:
+    train_on = False  # a notice came, and the job finishes within it
+    while True:
+        for inputs, targets in rec.wrap(job.loader):
+            if done >= directives.samples or pre.stopping:
+                break
+            if pre.requested:
+                train_on = train_on or finishes_in_time()
+                if not train_on:
+                    break
+                pre.decline()  # no answer: the engine sees the job end instead
+                log.info("job %s: notice; finishing within it (%d/%d samples)", job_id, done, directives.samples)
+            start = time.monotonic()
+            with rec.step():
+                out = job.model(inputs)
+                loss_t = job.loss_fn(out, targets)
+                loss_t.backward()
+                job.optimizer.step()
+                job.optimizer.zero_grad(set_to_none=True)
+                time.sleep(max(0.0, step_s - (time.monotonic() - start)))  # EMULATION: the rest of the GPU step
+            loss = float(loss_t.detach())
+            done += gpus * directives.batch_size
+            steps += 1
+            now = time.monotonic()
+            if now - last_ckpt >= CHECKPOINT_EVERY:
+                checkpoint()
+                pre.checkpointed(done)
+                last_ckpt = now
+            if now - last_progress >= PROGRESS_EVERY:
+                log.info("job %s: %d/%d samples, loss %.3f", job_id, min(done, directives.samples), directives.samples, loss)
+                last_progress = now
+        rec.flush()
+        checkpoint()
+        if done >= directives.samples:
+            break  # finished: no mark (one would answer a notice, and a finished job must not be requeued)
+        pre.checkpointed(done)  # after a notice, this mark answers it
+        if pre.requested and not pre.stopping:
+            log.info("job %s: notice at %d/%d samples; checkpoint saved, waiting to be requeued", job_id, done,
+                     directives.samples)
+            if not pre.await_requeue():
+                log.info("job %s: no requeue followed the notice; training on", job_id)
+                continue
         log.info("job %s: stopped by Slurm at %d/%d samples; checkpoint saved", job_id, done, directives.samples)
         return 143
+    rec.close()
     summary = {"job_id": job_id, "model": directives.model, "samples": done, "steps": steps, "loss": loss,
                "runs": history}
     (ckpt_dir / "done.json").write_text(json.dumps(summary, indent=1))

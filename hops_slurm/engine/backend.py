@@ -95,7 +95,7 @@ class SlurmBackend:
         self.last_result = result
         if result.after is not None:
             self.keep(result.after)  # the enactor's one re-read after releasing jobs
-        elif result.preempted or result.unplaced or result.refused:
+        elif result.preempted or result.unplaced or result.refused or result.ended:
             self.read()  # nothing started, but Slurm's state changed: read it back
         return Enactment(started=list(result.started), preempted=list(result.preempted), kept=list(result.kept))
 

@@ -32,6 +32,7 @@ from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
 from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.checkpoints import Marks, note_stops, placement_notice
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
@@ -51,6 +52,7 @@ from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
+from hops_slurm.slurm.notice import NoticeSettings
 from hops_slurm.slurm.reconcile import reconcile
 from hops_slurm.text import id_list
 from planner.policies import make_policy
@@ -84,6 +86,7 @@ class Engine:
         self.journal: Journal | None = None
         self.state: EngineState | None = None
         self.enactor: Enactor | None = None
+        self.marks: Marks | None = None  # the jobs' checkpoint marks (not in a dry run)
         self.backend: SlurmBackend | None = None
         self.profiler: ProfilerFlow | None = None
         self.policy = make_policy("hops", config.planner)
@@ -133,8 +136,11 @@ class Engine:
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
         managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
+        e = self.config.engine  # checkpoint marks: the notice before a planned requeue (engine/checkpoints.py)
+        self.marks = None if self.dry_run else Marks(self.state, self.metrics_dir, lambda: self.tracked, self.owners, self.now)
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
-                               settle_timeout=self.config.engine.settle_timeout)
+                               settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
+                               listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
         self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition)
         if self.store is not None and not self.dry_run:
             e = self.config.engine
@@ -237,7 +243,8 @@ class Engine:
         """Recorder settings for a job about to start: its own place for runtime records (owned by its
         owner, :mod:`hops_slurm.engine.runtime_records`) and its signature (the live backend adds its GPU type)."""
         js = self.tracked.get(job_id)
-        env: dict[str, str] = {}
+        e = self.config.engine  # the notice before a planned requeue (docs/preemption.md)
+        env = {"HOPS_PREEMPT_SIGNAL": e.preempt_signal, "HOPS_PREEMPT_GRACE": f"{e.preempt_grace:g}"}
         if js is not None and not self.dry_run:
             try:
                 place = make_place(self.metrics_dir, job_id, self.owners(js.user))
@@ -409,7 +416,9 @@ class Engine:
 
     def _ingest_metrics(self, js: JobState) -> None:
         """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),
-        checked against where Slurm ran it (after this refresh's accounting)."""
+        checked against where Slurm ran it (after this refresh's accounting); its checkpoint marks first."""
+        if self.marks is not None:
+            per_job(js, "its checkpoint marks", lambda: self.marks.read(js), self._set_aside)  # type: ignore[union-attr]
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
         types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
@@ -490,7 +499,7 @@ class Engine:
             ts = {types.get(n, "") for n in p["config"]}
             placements.append(PlacementRecord(start=p["start"], end=p.get("end"), config=p["config"],
                                               gpu_type=ts.pop() if len(ts) == 1 else "mixed",
-                                              preempted=bool(p.get("preempted"))))
+                                              preempted=bool(p.get("preempted")), **placement_notice(p)))
         state = js.end_state or js.last_state
         return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
@@ -548,6 +557,8 @@ class Engine:
 
         write_sqlite(self.records_path, [], [planning.record])
         res = self.backend.last_result
+        if res is not None:  # what each requeue's notice came to, in the placement it ends
+            self.state.save_all(note_stops(self.tracked, res, self.marks, self.now()))
         self.metrics.planning(planning, fragment, res)
         self.metrics.journal(self.journal)
         log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept %d, refused %s (plan %.2f s, enact %.2f s)",

@@ -18,6 +18,7 @@ from typing import Any
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine import jobview
 from hops_slurm.engine.aside import per_job
+from hops_slurm.engine.checkpoints import unsaved
 from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
@@ -31,16 +32,17 @@ log = logging.getLogger(__name__)
 MEASURED = frozenset({PROFILE_DONE, PROFILE_INPLACE})
 
 
-def known_job(js: JobState, seen: SlurmJob | None, restart_cost: float = 0.0) -> KnownJob:
+def known_job(js: JobState, seen: SlurmJob | None, restart_cost: float = 0.0, now: float = 0.0) -> KnownJob:
     """What the engine knows of ``js`` (``seen``: Slurm's listing of it, for its current config;
-    ``restart_cost``: seconds a restart costs it, :class:`hops_slurm.engine.restarts.RestartCosts`)."""
+    ``restart_cost``: seconds a restart costs it, :class:`hops_slurm.engine.restarts.RestartCosts`; ``now``:
+    Slurm's clock, for the work a requeue would lose: :func:`hops_slurm.engine.checkpoints.unsaved`)."""
     d = HopsDirectives.from_canonical(js.directives)  # parsed once per text (remembered)
     return KnownJob(
         job_id=js.job_id, user=js.user, signature=js.signature if js.profile in MEASURED else "",
         requirements=tuple(d.gpus), declared_samples=float(d.samples), submit_time=js.submit_time, ledger=js,
         current=seen.gpu_config() if seen is not None and seen.active else None,
         processed_samples=js.processed if js.run_time > 0 else 0.0, age_factor=js.age_factor,
-        restart_cost=restart_cost)
+        restart_cost=restart_cost, unsaved=unsaved(js, seen, now) if now else 0.0)
 
 
 def estimate(js: JobState, estimator: JobEstimator | None, memo: Memo | None = None) -> Estimate:
@@ -103,7 +105,7 @@ def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimat
     known = []
     for js in states.values():
         got = per_job(js, "reading its directives",
-                      lambda js=js: known_job(js, listing.get(js.job_id), restart_cost(js)), set_aside)
+                      lambda js=js: known_job(js, listing.get(js.job_id), restart_cost(js), now), set_aside)
         if got is not None:
             known.append(got)
 

@@ -7,7 +7,7 @@ state), so one more try after ``pause`` seconds is safe; a second failure raises
 stops and the daemon repairs from the journal before the next one). Without the retry, a failure that
 recurs every N calls livelocks a placement whose steps take exactly N calls: every attempt fails at
 the same step (seen with the every-7th-call fault injector). Operations that are not idempotent
-(requeuehold, creating or deleting a reservation, cancel) are never retried here: each is journaled,
+(requeuehold, a notice's signal, creating or deleting a reservation, cancel) are never retried here: each is journaled,
 and a failed one is repaired from the journal, not repeated blindly.
 """
 
@@ -67,6 +67,9 @@ class RetryingReads:
 
     def requeue_hold(self, job_id: str) -> None:
         self.inner.requeue_hold(job_id)
+
+    def signal_job(self, job_id: str, signal: str) -> None:  # a second try would be a second notice
+        self.inner.signal_job(job_id, signal)
 
     def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
         self.inner.create_reservation(name, nodes, users, flags)

@@ -13,6 +13,12 @@ placed across GPU types, as its ``HOPS_GPU_TYPE`` says).
 A record for another job's signature is refused (a user cannot feed measurements to someone else's
 jobs, nor to a signature of their own other jobs through this one). Refusals are counted and logged,
 never raised: a job's records cannot stop the refresh.
+
+The same file carries the job's checkpoint marks (:class:`profiler.records.CheckpointMark`, written by
+:mod:`profiler.preempt`): :func:`ingest_checkpoints` reads them with an offset of its own (so it serves
+jobs without a signature too, and the enactor can look between refreshes while it waits for an answer
+to a notice) into :class:`hops_slurm.engine.state.JobState` (:func:`apply_mark`); :func:`ingest_job`
+passes them by.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ log = logging.getLogger(__name__)
 RUNTIME_FILE = "runtime.jsonl"
 MAX_READ = 1 << 20  # bytes of new records read per job and refresh
 MAX_LINE = 1 << 16
+_CHECKPOINT_KIND = b'"kind":"checkpoint"'  # how the helper's JSON names the kind (lines without it are skipped)
 
 
 @dataclass
@@ -70,7 +77,7 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
                node_types: Mapping[str, str], uid: int | None = None) -> MetricsReport:
     """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring)."""
     from profiler.ingest import ingest_runtime
-    from profiler.records import parse_record
+    from profiler.records import CheckpointMark, parse_record
 
     report = MetricsReport()
     place = place_root / job.job_id
@@ -93,6 +100,8 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
             if len(raw) > MAX_LINE:
                 raise ValueError(f"line of {len(raw)} bytes (at most {MAX_LINE})")
             record = parse_record(raw.decode("utf-8"))
+            if isinstance(record, CheckpointMark):
+                continue  # :func:`ingest_checkpoints` reads these
             check_runtime(record, job, node_types)
         except ValueError as exc:  # pydantic's ValidationError and UnicodeDecodeError are ValueErrors
             report.refused.append(str(exc).splitlines()[0][:200])
@@ -109,3 +118,53 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
         reasons = list(dict.fromkeys(report.refused))
         log.warning("job %s: %d runtime record(s) refused: %s", job.job_id, len(report.refused), "; ".join(reasons[:3]))
     return report
+
+
+def apply_mark(job: JobState, mark: object, now: float) -> None:
+    """What one checkpoint mark says, into ``job``: its run listens for the notice, or it saved a checkpoint
+    (because of a notice, or regularly). A mark's time is the job's own: never later than ``now``."""
+    from profiler.records import CheckpointMark
+
+    if not isinstance(mark, CheckpointMark):
+        raise ValueError(f"not a checkpoint mark (kind {getattr(mark, 'kind', '?')})")
+    if mark.event == "listening":
+        job.listen_run = mark.run
+        return
+    at = min(mark.measured_at.timestamp(), now)
+    job.checkpoint_at = max(job.checkpoint_at or at, at)
+    if mark.notice:
+        job.answer_at = max(job.answer_at or at, at)
+
+
+def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid: int, now: float) -> int:
+    """The checkpoint marks ``job`` appended to its runtime file since the last look (at most
+    :data:`MAX_READ` bytes, complete lines only), into ``job`` (:func:`apply_mark`); the number read.
+    Lines that are not checkpoint marks are left to :func:`ingest_job`; a bad mark is logged and skipped."""
+    from profiler.records import parse_record
+
+    place = place_root / job.job_id
+    if not place.exists():
+        return 0
+    key = f"checkpoints:{job.job_id}"
+    offset = int(state.meta(key, "0"))
+    data = read_owned(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
+    if not data:
+        return 0
+    end = data.rfind(b"\n") + 1
+    if end == 0 and len(data) >= MAX_READ:
+        end = len(data)
+    read, refused = 0, []
+    for raw in data[:end].split(b"\n"):
+        if _CHECKPOINT_KIND not in raw:
+            continue
+        try:
+            if len(raw) > MAX_LINE:
+                raise ValueError(f"line of {len(raw)} bytes (at most {MAX_LINE})")
+            apply_mark(job, parse_record(raw.decode("utf-8")), now)
+            read += 1
+        except ValueError as exc:
+            refused.append(str(exc).splitlines()[0][:200])
+    state.set_meta(key, str(offset + end))
+    if refused:
+        log.warning("job %s: %d checkpoint mark(s) refused: %s", job.job_id, len(refused), "; ".join(refused[:3]))
+    return read

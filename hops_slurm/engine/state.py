@@ -73,7 +73,11 @@ CREATE TABLE IF NOT EXISTS jobs (
     recorded_seconds REAL NOT NULL DEFAULT 0,
     processed REAL NOT NULL DEFAULT 0,
     age_factor REAL NOT NULL DEFAULT 1,
-    honesty TEXT NOT NULL DEFAULT ''
+    honesty TEXT NOT NULL DEFAULT '',
+    listen_run INTEGER NOT NULL DEFAULT -1,
+    checkpoint_at REAL,
+    answer_at REAL,
+    notice_at REAL
 );
 CREATE TABLE IF NOT EXISTS outcomes (
     job_id TEXT PRIMARY KEY,
@@ -125,6 +129,11 @@ class JobState:
     processed: float = 0.0  # samples processed so far: records + uncovered run time x throughput
     age_factor: float = 1.0  # the planner's age = eq. 9 age x this (estimator.honesty.assess)
     honesty: str = ""  # the verdict's reason for the owner ("" = nothing to say)
+    # preemption with notice (hops_slurm.engine.checkpoints): what its checkpoint marks said
+    listen_run: int = -1  # Slurm's restart count of the last run that listens for the notice (-1: none)
+    checkpoint_at: float | None = None  # when it last saved a checkpoint (its mark's time)
+    answer_at: float | None = None  # when it last saved one because of a notice
+    notice_at: float | None = None  # when the engine last gave it notice
 
     @property
     def active(self) -> bool:
@@ -134,7 +143,10 @@ class JobState:
 _JSON_FIELDS = ("config", "placements", "probes")
 _HONESTY_COLUMNS = (("recorded_samples", "REAL NOT NULL DEFAULT 0"), ("recorded_seconds", "REAL NOT NULL DEFAULT 0"),
                     ("processed", "REAL NOT NULL DEFAULT 0"), ("age_factor", "REAL NOT NULL DEFAULT 1"),
-                    ("honesty", "TEXT NOT NULL DEFAULT ''"))
+                    ("honesty", "TEXT NOT NULL DEFAULT ''"),
+                    # from before preemption with notice (checkpoint marks)
+                    ("listen_run", "INTEGER NOT NULL DEFAULT -1"), ("checkpoint_at", "REAL"), ("answer_at", "REAL"),
+                    ("notice_at", "REAL"))
 
 
 class EngineState:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hops_slurm.errors import HopsError
-from hops_slurm.records import JobRecord
+from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report import metrics
 
 #: Slurm job state names and their short forms (``sacct --state`` accepts either).
@@ -110,6 +110,10 @@ class JobRow:
     step: int | None = None
     declared: float | None = None  # samples= (issue 16)
     processed: float | None = None  # samples measured
+    # planned requeues (preemption with notice): a job's row sums its placements' (None: nothing known)
+    notice: float | None = None  # seconds between the notices and the requeues
+    checkpointed: int | None = None  # requeues a checkpoint answered
+    lost: float | None = None  # seconds of work lost
 
     @property
     def done(self) -> float | None:
@@ -154,7 +158,19 @@ def job_row(job: JobRecord, now: float) -> JobRow:
         elapsed=metrics.run_time(job, now),
         declared=job.total_samples,
         processed=job.processed_samples,
+        **notice_totals(job.placements),
     )
+
+
+def notice_totals(placements: Sequence[PlacementRecord]) -> dict[str, Any]:
+    """``notice``, ``checkpointed`` and ``lost`` of a row, summed over ``placements`` ended by a planned
+    requeue (each None when none was)."""
+    ended = [p for p in placements if p.preempted and p.work_lost is not None]
+    if not ended:
+        return {}
+    noticed = [p.notice for p in ended if p.notice is not None]
+    return {"notice": sum(noticed) if noticed else None, "checkpointed": sum(1 for p in ended if p.checkpoint_seen),
+            "lost": sum(p.work_lost or 0.0 for p in ended)}
 
 
 def history_rows(job: JobRecord, now: float) -> list[JobRow]:
@@ -187,6 +203,7 @@ def history_rows(job: JobRecord, now: float) -> list[JobRow]:
                 state=state,
                 elapsed=max(0.0, end - p.start),
                 step=i,
+                **notice_totals([p]),
             )
         )
         queued_since = end

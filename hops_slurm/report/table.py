@@ -80,6 +80,10 @@ FIELDS: dict[str, Field] = {
         Field("Declared", 10, lambda r, s: "" if r.declared is None else f"{r.declared:.4g}"),
         Field("Processed", 10, lambda r, s: "" if r.processed is None else f"{r.processed:.4g}"),
         Field("Done", 6, lambda r, s: _ratio(r.done)),
+        # preemption with notice (docs/preemption.md): per placement, or summed over the job's requeues
+        Field("Notice", 10, lambda r, s: "" if r.notice is None else format_elapsed(r.notice)),
+        Field("Checkpointed", 12, lambda r, s: "" if r.checkpointed is None else str(r.checkpointed)),
+        Field("WorkLost", 10, lambda r, s: "" if r.lost is None else format_elapsed(r.lost)),
     )
 }
 
@@ -140,6 +144,9 @@ def row_dict(row: JobRow) -> dict[str, object]:
         "state": row.state,
         "jct": row.jct,
         "elapsed": row.elapsed,
+        "notice": row.notice,
+        "checkpointed": row.checkpointed,
+        "work_lost": row.lost,
     }
 
 

@@ -171,6 +171,7 @@ def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Eng
     for db in (engine.store.db, engine.state.db, engine.journal.db):  # a simulation's files need not survive a power cut
         db.execute("PRAGMA synchronous=OFF")
     engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
+    engine.enactor.notifier.pause = ctl.sleep  # a notice's grace passes in virtual time
     hops = policy_name == "hops" or policy_name.startswith(("hops:", "hops-"))
     engine.policy = make_policy(policy_name, config.planner) if hops else make_policy(policy_name)
     return engine

@@ -26,6 +26,9 @@ What it models (what the engine relies on, as the live tests verify it of real S
   (``HOPS_METRICS_FILE`` in ``<env_dir>/<job>.env``, written by the enactor) ``record_seconds`` after it
   (re)starts, then every ``record_every_seconds``, and a last one since its last record when it ends or
   is requeued (the recorder's close), each with the job's own sample count; the engine ingests them.
+* **Notice.** A job with a metrics file says it listens for the notice when it (re)starts, as
+  :mod:`profiler.preempt` does, and a signalled job checkpoints at once: it writes the mark that answers
+  its notice (no cost modelled here). :meth:`sleep` is the enactor's pause while it waits: virtual time.
 * **Ended jobs** stay listed ``min_job_age`` seconds (Slurm's MinJobAge), then are forgotten.
 
 Not modelled: Slurm's own scheduler for jobs outside reservations (every simulated job is a Hops job),
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import datetime, timezone
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +54,7 @@ from hops_slurm.sim.measure import params_of, probe_result, runtime_record
 from hops_slurm.sim.workload import JobSpec
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.enact import greedy_split, read_job_env
-from profiler.records import ProbeFailure
+from profiler.records import CheckpointMark, ProbeFailure
 from profiler.signature import job_signature
 
 EPS = 1e-9
@@ -245,6 +249,9 @@ class SimSlurmctld:
         r.ever_ran = True
         r.job = r.job.model_copy(update={"state": "RUNNING", "reason": "None", "nodes": tuple(want),
                                          "gpu_alloc": alloc, "start_time": self.now()})
+        if env.get("HOPS_PREEMPT_SIGNAL"):
+            self._mark(r, CheckpointMark(event="listening", signal=env["HOPS_PREEMPT_SIGNAL"], run=r.job.restart_count,
+                                         measured_at=datetime.fromtimestamp(self.now(), timezone.utc)))
 
     def _job_env(self, job_id: str) -> dict[str, str]:
         try:
@@ -271,6 +278,12 @@ class SimSlurmctld:
         last = r.next_record - (self.settings.record_every_seconds if r.next_record > r.resume_at + self.settings.record_seconds
                                 else self.settings.record_seconds)
         self._write_record(r, self.t, self.t - max(last, r.resume_at))
+
+    def _mark(self, r: _Run, mark: CheckpointMark) -> None:
+        """A checkpoint mark of the job's preemption protocol, into its metrics file (if it has one)."""
+        if r.metrics_file:
+            with open(r.metrics_file, "a", encoding="utf-8") as f:
+                f.write(mark.model_dump_json() + "\n")
 
     def _end(self, job_id: str, state: str) -> None:
         r = self.runs[job_id]
@@ -387,6 +400,19 @@ class SimSlurmctld:
         r.rate, r.next_record = 0.0, float("inf")
         self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={}, nodes=(),
                      restart_count=r.job.restart_count + 1)
+
+    def signal_job(self, job_id: str, signal: str) -> None:
+        """The notice: the job saves a checkpoint at once and says so (its progress is kept anyway)."""
+        self._count("signal")
+        r = self._run(job_id)
+        if r.job.state != "RUNNING":
+            raise SlurmCommandError(["scancel", "--batch", f"--signal={signal}", job_id], 1, "Job is not running")
+        self._mark(r, CheckpointMark(event="saved", notice=True, samples=min(int(r.done), 10**15), run=r.job.restart_count,
+                                     measured_at=datetime.fromtimestamp(self.now(), timezone.utc)))
+
+    def sleep(self, seconds: float) -> None:
+        """The engine waits (a notice's grace): virtual time passes."""
+        self.advance(self.t + max(0.0, seconds))
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
         self._count("update")

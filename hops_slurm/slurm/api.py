@@ -4,7 +4,7 @@ Data flow: a backend (:class:`hops_slurm.slurm.cli.CliSlurm` over Slurm's client
 :mod:`hops_slurm.slurm.dialect` for Slurm 22.05, 24.11 and 26.05 alike; the untested
 :class:`hops_slurm.slurm.pyslurm_backend.PyslurmSlurm` over pyslurm 25.11) turns slurmctld's state into
 the pydantic models below, the same on every release; :mod:`hops_slurm.slurm.enact` drives the operations
-(hold, place, reservation, release, requeuehold) through :class:`SlurmApi`, journaled by
+(hold, place, reservation, release, notice, requeuehold) through :class:`SlurmApi`, journaled by
 :mod:`hops_slurm.journal`. Nothing here decides anything.
 """
 
@@ -178,7 +178,12 @@ class SlurmApi(Protocol):
     def release(self, job_id: str) -> None: ...
 
     def requeue_hold(self, job_id: str) -> None:
-        """Stop a running job and put it back in the queue, admin-held."""
+        """Stop a running job and put it back in the queue, held. A job that has ended is left alone (on
+        22.05 a plain ``requeuehold`` would requeue even a COMPLETED job)."""
+
+    def signal_job(self, job_id: str, signal: str) -> None:
+        """Send ``signal`` (a name such as ``USR1``) to the running job's batch script process: the notice
+        before a planned requeue (docs/preemption.md). Slurm's record of the job does not change."""
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
         """``scontrol update JobId=.. K=V ..`` (empty value clears the field); order of ``fields`` is kept."""

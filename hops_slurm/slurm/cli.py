@@ -120,7 +120,15 @@ class CliSlurm:
         self._run(["scontrol", "release", str(job_id)])
 
     def requeue_hold(self, job_id: str) -> None:
-        self._run(["scontrol", "requeuehold", str(job_id)])
+        # Incomplete: only a job still running (or configuring, suspended) is requeued; without it 22.05
+        # requeues a COMPLETED job too (docs/slurm-22.05-findings.md)
+        self._run(["scontrol", "requeuehold", "Incomplete", str(job_id)])
+
+    def signal_job(self, job_id: str, signal: str) -> None:
+        # --batch: the batch script's own process only (what `exec python` makes the training process);
+        # without it only srun steps get the signal, and --full would also hit every child (data loader
+        # workers, a shell that does not trap it) -- docs/slurm-22.05-findings.md
+        self._run(["scancel", "--batch", f"--signal={signal}", str(job_id)])
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
         if not fields:

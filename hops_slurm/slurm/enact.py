@@ -24,7 +24,9 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   reservation deleted (a running job keeps running; jobs attached when a reservation ends are killed).
   GPU-level reservations do not exist in 22.05, so the gate is node-level.
 * **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement adds ``StartTime=now`` (requeue pushes the
-  eligible time ~2 min ahead). A running job whose config is unchanged is kept, untouched.
+  eligible time ~2 min ahead). A running job whose config is unchanged is kept, untouched. Before the
+  plan's requeues, every job to be stopped that listens gets its notice and up to a grace to save a
+  checkpoint (:mod:`hops_slurm.slurm.notice`); one that ends meanwhile is not requeued (nor placed).
 * **Job environment.** ``scontrol update`` cannot set a pending job's environment in 22.05, so the engine
   writes ``<env_dir>/<job_id>.env`` (``HOPS_GPUS``, ``HOPS_LR``, ``HOPS_CONFIG`` and any recorder
   settings; shell ``KEY=value`` lines, world-readable) before releasing the job; the job script sources
@@ -44,6 +46,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
 from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, job_reservation, placed_config,  # noqa: F401
                                       released_config, reservation_job)
 
@@ -165,7 +168,9 @@ class EnactResult:
     """What :meth:`Enactor.apply` did. ``started``: released onto their planned nodes (restarts too);
     ``preempted``: requeue-held; ``kept``: unchanged running configs; ``unplaced``: pending placements
     withdrawn; ``refused``: job -> why its config was not enacted (it stays held); ``mismatched``: job ->
-    the allocation Slurm gave instead of the plan (requeue-held)."""
+    the allocation Slurm gave instead of the plan (requeue-held); ``ended``: jobs the plan stopped that
+    ended by themselves first (during their notice): neither requeued nor placed; ``notices``: job -> what
+    became of its notice, for every running job the plan stopped."""
 
     started: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
@@ -174,6 +179,8 @@ class EnactResult:
     refused: dict[str, str] = field(default_factory=dict)
     mismatched: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
     verified: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    ended: list[str] = field(default_factory=list)
+    notices: dict[str, Notice] = field(default_factory=dict)
     #: the read after enactment (None: nothing was released, or not settled)
     after: Snapshot | None = None
 
@@ -187,11 +194,14 @@ class Enactor:
     ``requeue_grace``: seconds between requeuing a job and releasing it again. slurmd revokes the old
     incarnation's credential with one-second resolution, and a restart inside that second is killed
     ("Job credential revoked", job FAILED) -- observed on 22.05 when re-placing right after requeuehold.
+    ``notice``, ``listening``, ``answered``: the notice before a planned requeue (:class:`Notifier`; without
+    ``notice`` none is given).
     """
 
     def __init__(self, api: SlurmApi, journal: Journal, *, managed_nodes: list[str] | None = None,
                  env_dir: Path = DEFAULT_ENV_DIR, settle_timeout: float = 10.0, poll: float = 0.2,
-                 requeue_grace: float = 2.0) -> None:
+                 requeue_grace: float = 2.0, notice: NoticeSettings | None = None,
+                 listening: Listening | None = None, answered: Answered | None = None) -> None:
         self.api = api
         self.journal = journal
         self.managed_nodes = managed_nodes
@@ -200,6 +210,7 @@ class Enactor:
         self.poll = poll
         self.round_id = ""
         self.requeue_grace = requeue_grace
+        self.notifier = Notifier(api, journal, notice or NoticeSettings(grace=0.0), listening=listening, answered=answered)
 
     # ----- the gate and new jobs ------------------------------------------------------------------
     def gate_nodes(self) -> list[str]:
@@ -292,6 +303,7 @@ class Enactor:
         snap = snap.held(self.hold_new([j for j in snap.jobs if j.job_id in assignments]))
         jobs = snap.listing
         to_place: dict[str, dict[str, int]] = {}
+        stopping: list[SlurmJob] = []
         for job_id, config in assignments.items():
             job = jobs.get(str(job_id))
             if job is None or not (job.pending or job.active):
@@ -302,8 +314,7 @@ class Enactor:
                 if want and job.gpu_config() == want:
                     result.kept.append(job.job_id)
                     continue
-                self._preempt(job, attached=job_reservation(job.job_id) in snap.reservation_map)
-                result.preempted.append(job.job_id)
+                stopping.append(job)  # notice first, then requeue-held (:meth:`_stop`)
             elif self._placed_pending(job):
                 if want and self.planned_config(job.job_id) == want:
                     result.kept.append(job.job_id)  # placed last time and still waiting for its GPUs
@@ -313,10 +324,12 @@ class Enactor:
                     result.unplaced.append(job.job_id)
             if want:
                 to_place[job.job_id] = want
-        pending = self._hold_requeued(result.preempted)
+        pending = self._stop(stopping, result, snap)
+        for job_id in result.ended:
+            to_place.pop(job_id, None)
         free: dict[str, int] = {}
         if to_place:
-            free = self._place_all(to_place, result, job_env or {}, snap, pending, result.preempted)
+            free = self._place_all(to_place, result, job_env or {}, snap, pending, [*result.preempted, *result.ended])
         if settle and result.started:
             after = self._await_start(result.started, snap, free)
             self.settle(result.started, result, snapshot=after)
@@ -338,6 +351,29 @@ class Enactor:
                 break
             time.sleep(self.poll)
         return snap.with_jobs(self.api.jobs(), nodes)
+
+    def _stop(self, jobs: list[SlurmJob], result: EnactResult, snap: Snapshot) -> dict[str, SlurmJob]:
+        """Give the running ``jobs`` the plan stops their notice and wait (:class:`Notifier`), then
+        requeue-hold those still running; a job that ended first (during its notice, or just before its
+        requeue: ``requeuehold Incomplete`` leaves it alone) goes to ``result.ended``. The job listing
+        read once they are pending (empty when none was requeued)."""
+        if not jobs:
+            return {}
+        result.notices = self.notifier.notify(jobs, self.round_id)
+        for job in jobs:
+            if result.notices[job.job_id].ended:
+                result.ended.append(job.job_id)
+                continue
+            self._preempt(job, attached=job_reservation(job.job_id) in snap.reservation_map)
+            result.preempted.append(job.job_id)
+        pending = self._hold_requeued(result.preempted)
+        for job_id in list(result.preempted):
+            seen = pending.get(job_id)
+            if seen is not None and not (seen.pending or seen.active):
+                log.info("job %s ended before its requeue reached it: not requeued", job_id)
+                result.preempted.remove(job_id)
+                result.ended.append(job_id)
+        return pending
 
     def _preempt(self, job: SlurmJob, attached: bool | None = None) -> None:
         with self.journal.action("requeuehold", job.job_id, {"config": job.gpu_config()}, self.round_id):
@@ -377,11 +413,12 @@ class Enactor:
             self.api.delete_reservation(name)
 
     def _wait_pending(self, job_ids: list[str]) -> dict[str, SlurmJob]:
-        """Requeued jobs pass through COMPLETING; wait until every named job is pending again."""
+        """Requeued jobs pass through COMPLETING; wait until every named job is pending again (or has
+        ended: a job that finished before its requeue is not requeued)."""
         deadline = time.monotonic() + self.settle_timeout
         while True:
             jobs = {j.job_id: j for j in self.api.jobs()}
-            if all(jobs.get(j) is None or jobs[j].pending for j in job_ids) or time.monotonic() > deadline:
+            if all(jobs.get(j) is None or not jobs[j].active for j in job_ids) or time.monotonic() > deadline:
                 return jobs
             time.sleep(self.poll)
 

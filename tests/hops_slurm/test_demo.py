@@ -208,13 +208,63 @@ def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Pat
     # the second run adds 4 GPUs x 32 samples per step until 4000 are reached
     assert done["samples"] == saved + 128 * math.ceil((4000 - saved) / 128)
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert {r["gpus"] for r in records} == {1, 4} and all(r["kind"] == "runtime" for r in records)
+    runtime = [r for r in records if r["kind"] == "runtime"]
+    assert {r["gpus"] for r in runtime} == {1, 4}
     # the records carry the job's own count: from 0 in the first run, from its checkpoint in the second
     # (so the engine counts the samples it redoes once: hops_slurm.engine.processed)
-    first_run, second_run = ([r for r in records if r["gpus"] == g] for g in (1, 4))
+    first_run, second_run = ([r for r in runtime if r["gpus"] == g] for g in (1, 4))
     assert first_run[0]["done_samples"] == first_run[0]["steps"] * 32
     assert second_run[0]["done_samples"] - second_run[0]["steps"] * 32 * 4 == saved
     assert second_run[-1]["done_samples"] == done["samples"]
+    assert {r["kind"] for r in records} == {"runtime", "checkpoint"}
+    marks = [r for r in records if r["kind"] == "checkpoint"]  # profiler.preempt: each run listens, saves are marked
+    assert [m["event"] for m in marks].count("listening") == 2
+    assert any(m["event"] == "saved" and m["samples"] == saved and not m["notice"] for m in marks)
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and text in path.read_text()) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists() and text in path.read_text(), f"{text!r} never written to {path}"
+
+
+def test_train_answers_a_notice_with_a_checkpoint_and_resumes_where_it_saved(tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#HOPS gpus=1 samples=400000 batch-size=32 model=resnet18\n")
+    metrics = tmp_path / "metrics.jsonl"
+    env = _job_env(tmp_path, "92", SLURMD_NODENAME="v100-1", HOPS_GPUS="1", HOPS_PREEMPT_GRACE="60")
+    first = subprocess.Popen([sys.executable, str(TRAIN), str(script)], text=True, stdout=subprocess.PIPE, env=env)
+    _wait_for(metrics, '"samples":', first)  # listening, and a first regular checkpoint marked
+    first.send_signal(signal.SIGUSR1)  # the notice: Hops will requeue it
+    _wait_for(metrics, '"notice":true', first)
+    assert first.poll() is None  # it waits for the requeue, it does not exit (exit 0 would end the job)
+    first.send_signal(signal.SIGTERM)  # the requeue
+    out1, _ = first.communicate(timeout=30)
+    assert first.returncode == 143 and "checkpoint saved, waiting to be requeued" in out1, out1
+    answer = next(m for m in map(json.loads, metrics.read_text().splitlines()) if m.get("notice"))
+    second = subprocess.Popen([sys.executable, str(TRAIN), str(script)], text=True, stdout=subprocess.PIPE,
+                              env=_job_env(tmp_path, "92", HOPS_CONFIG="a100-1:2"))
+    try:
+        while (line := second.stdout.readline()) and "resumed from checkpoint" not in line:  # type: ignore[union-attr]
+            pass
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.communicate(timeout=30)
+    assert f"resumed from checkpoint at {answer['samples']}/400000" in line  # no work lost
+
+
+def test_train_near_its_end_finishes_within_the_notice_instead_of_answering(tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#HOPS gpus=1 samples=3200 batch-size=32 model=resnet18\n")  # 100 steps of 0.2 s
+    metrics = tmp_path / "metrics.jsonl"
+    job = subprocess.Popen([sys.executable, str(TRAIN), str(script)], text=True, stdout=subprocess.PIPE,
+                           env=_job_env(tmp_path, "93", SLURMD_NODENAME="v100-1", HOPS_GPUS="1", HOPS_PREEMPT_GRACE="60"))
+    _wait_for(metrics, '"listening"', job)
+    job.send_signal(signal.SIGUSR1)
+    out, _ = job.communicate(timeout=90)
+    assert job.returncode == 0 and "notice; finishing within it" in out and "finished 3200 samples" in out, out
+    assert '"notice":true' not in metrics.read_text()  # no answer: Hops sees it end and never requeues it
 
 
 # ----- end to end -----------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ operation. By default it never starts a job (a released job stays pending); with
 models the one thing of slurmctld's scheduler the engine relies on: a released Hops job in its own
 reservation starts at the next read on its required nodes when their GPUs are free (lowest indices
 first; a per-job GPU count split greedily in node order, as 22.05 does), and a requeued job frees its
-GPUs. The live tests (``test_engine_live.py``, ``test_engine_faults_live.py``) run the same engine
+GPUs. ``signal_job`` records the notice and calls ``on_signal(job_id, signal)`` when a test set one (to
+make the job answer or end); with ``clock`` set, :meth:`now` is that virtual clock and :meth:`sleep`
+advances it (the enactor's pause while it waits for a notice). The live tests (``test_engine_live.py``, ``test_engine_faults_live.py``) run the same engine
 against real daemons; these unit tests ask what the engine's own logic does (one bad job, the round,
 crash points and recovery), in-process and without root.
 """
@@ -13,6 +15,7 @@ crash points and recovery), in-process and without root.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from hops_slurm.directives import COMMENT_PREFIX
 from hops_slurm.sim.slurmctld import startable
@@ -31,6 +34,8 @@ class StandInSlurm:
         self._resv: dict[str, SlurmReservation] = {}
         self.calls: list[tuple[str, ...]] = []
         self.fail_every = 0  # > 0: every n-th mutating call fails (fault injection)
+        self.on_signal: Callable[[str, str], None] | None = None
+        self.clock: float | None = None  # virtual time (None: the wall clock)
         self.faults = 0
         self._count = 0
 
@@ -106,7 +111,11 @@ class StandInSlurm:
 
     def requeue_hold(self, job_id: str) -> None:
         self._mutating("requeuehold", job_id)
-        self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={})
+        job = self._jobs[job_id]
+        if not job.active:  # `requeuehold Incomplete`: an ended job is left alone
+            return
+        self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={},
+                     restart_count=job.restart_count + 1)
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
         self._mutating("update", job_id, *(f"{k}={v}" for k, v in fields.items()))
@@ -140,6 +149,23 @@ class StandInSlurm:
         self._mutating("cancel", job_id)
         self._change(job_id, state="CANCELLED")
 
+    def signal_job(self, job_id: str, signal: str) -> None:
+        self._mutating("signal", job_id, signal)
+        if not self._jobs[job_id].active:
+            raise SlurmCommandError(["scancel", "--batch", f"--signal={signal}", job_id], 1, "Job is not running")
+        if self.on_signal is not None:
+            self.on_signal(job_id, signal)
+
+    def end(self, job_id: str, state: str = "COMPLETED") -> None:
+        """The job ends by itself (test helper)."""
+        self._change(job_id, state=state, gpu_alloc={}, reason="None")
+
+    def sleep(self, seconds: float) -> None:
+        if self.clock is None:
+            time.sleep(seconds)
+        else:
+            self.clock += seconds
+
     def submit_probe(self, probe: ProbeJob) -> str:
         """A probe job that never runs (these tests pre-profile their models)."""
         self._mutating("submit_probe", probe.name)
@@ -149,4 +175,4 @@ class StandInSlurm:
         return job_id
 
     def now(self) -> float:
-        return time.time()
+        return time.time() if self.clock is None else self.clock

@@ -54,6 +54,9 @@ def test_the_engine_runs_a_workload_to_completion_through_probe_jobs_and_record_
         assert sum(c["entity_aggregated"] + c["entity_distributed"] for c in counts) >= len(JOBS), counts
         jobs, rounds = sim.records()
     assert len(jobs) == len(JOBS) and all(j.state == "COMPLETED" and j.end is not None for j in jobs)
+    # every planned requeue came with a notice that the simulated job answered at once: no work lost
+    moved = [p for j in jobs for p in j.placements if p.preempted]
+    assert moved and all(p.notice is not None and p.checkpoint_seen and p.work_lost == 0 for p in moved), moved
     assert {j.name.split(":")[1] for j in jobs} == {directive_model(s.model) for s in JOBS}
     assert rounds and all(r.total_gpus == CLUSTER.total_gpus for r in rounds)
     # hops-slurm report reads the engine's records of a simulation as it reads a cluster's
@@ -63,10 +66,11 @@ def test_the_engine_runs_a_workload_to_completion_through_probe_jobs_and_record_
     assert sorted(lines) == sorted(f"{j.job_id}|COMPLETED" for j in jobs)
 
 
-#: every kind of journaled step a placement meets (the live fault test's chain), and a preemption
+#: every kind of journaled step a placement meets (the live fault test's chain), and a preemption (its notice too)
 CHAIN = [("hold", "after"), ("place", "before"), ("place", "after"), ("env", "after"), ("reserve", "after"),
          ("attach", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
-         ("unreserve", "after"), ("gate", "after"), ("requeuehold", "before"), ("requeuehold", "after")]
+         ("unreserve", "after"), ("gate", "after"), ("notice", "before"), ("notice", "after"),
+         ("requeuehold", "before"), ("requeuehold", "after")]
 
 
 @pytest.mark.parametrize(("kind", "when"), CHAIN)

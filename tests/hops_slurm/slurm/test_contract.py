@@ -73,11 +73,17 @@ def test_job_lifecycle_through_the_api(backend: SlurmApi, submit, live) -> None:
     assert not any(r.name == "hops-contract" for r in backend.reservations())
     assert backend.job(job_id).state == "RUNNING"  # type: ignore[union-attr]  # detaching keeps it running
 
+    backend.signal_job(job_id, "URG")  # a notice's way in (URG: a script that does not handle it ignores it)
+    live.stays(backend, job_id, lambda j: j.state == "RUNNING", seconds=1.0)
     backend.requeue_hold(job_id)
     job = live.wait_job(backend, job_id, lambda j: j.pending)
     assert job.held and job.restart_count == 1
+    with pytest.raises(SlurmError):
+        backend.signal_job(job_id, "URG")  # pending: nothing to signal
     backend.cancel(job_id)
     live.wait_job(backend, job_id, lambda j: not (j.pending or j.active))
+    backend.requeue_hold(job_id)  # an ended job is left alone (a plain 22.05 requeuehold would requeue it)
+    live.stays(backend, job_id, lambda j: not (j.pending or j.active) and j.restart_count == 1, seconds=1.0)
 
 
 def test_errors_name_the_command_and_slurms_message(backend: SlurmApi) -> None:
