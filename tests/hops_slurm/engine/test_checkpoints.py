@@ -77,7 +77,7 @@ def test_unsaved_is_the_work_since_the_last_checkpoint_and_none_after_an_answere
     p.write(mark("saved", START + 70, samples=700))
     p.marks.read(p.js)
     assert unsaved(p.js, p.seen(), now) == 30
-    assert known_job(p.js, p.seen(), now).unsaved == 30  # what the planner gets
+    assert known_job(p.js, p.seen(), now=now).unsaved == 30  # what the planner gets
     p.js.notice_at = START + 80  # given notice, answered with a checkpoint: it checkpoints on notice
     p.write(mark("listening", START + 1, signal="USR1") + mark("saved", START + 81, samples=800, notice=True))
     p.marks.read(p.js)
