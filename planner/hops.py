@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from planner.configs import generate_configs
 from planner.entities import entity_classes
 from planner.greedy import fill_leftovers, greedy_plan
-from planner.moves import current_rate, held_reason, move_price
+from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
@@ -110,11 +110,37 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     return out
 
 
-def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0) -> tuple[
+def _pays_to_move(job: JobView, idle: ClusterView, sigma: float) -> bool:
+    """Whether some config of running ``job`` on the ``idle`` GPUs (no running job holds them) is a move
+    that pays (:func:`planner.moves.move_price`)."""
+    rate_now = current_rate(job)
+    for cfg in generate_configs(job, idle, sigma, one_per_class=True):
+        try:
+            thr = float(job.throughput(cfg))
+        except Exception:  # noqa: BLE001 - no estimate there: no move there
+            continue
+        if thr > 0.0 and move_price(job, rate_now, thr).saves > 0.0:
+            return True
+    return False
+
+
+def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0,
+                  sigma: float = 1.4) -> tuple[
         ClusterView, dict[str, str]]:
     """The running jobs a round leaves where they are (:func:`planner.moves.held_reason`: job id ->
     why) and the cluster the round plans the others on: each node's free GPUs less what those jobs hold."""
     held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth))}
+    ending = [j for j in jobs if held.get(j.job_id) == HELD_ENDING]
+    if ending:  # nearly done: kept unless a move to GPUs no running job holds pays
+        busy: dict[str, int] = {}
+        for j in jobs:
+            for n, g in (j.current or {}).items():
+                busy[n] = busy.get(n, 0) + g
+        idle = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
+                                          max(0, n.free_gpus - busy.get(n.name, 0))) for n in cluster.nodes))
+        for j in ending:
+            if idle.free_gpus and _pays_to_move(j, idle, sigma):
+                del held[j.job_id]
     if not held:
         return cluster, {}
     taken: dict[str, int] = {}
@@ -174,7 +200,7 @@ class HopsPolicy(Policy):
         live = tuple(j for j in jobs if j.job_id not in unservable)
         held: dict[str, str] = {}
         if not fragment:  # running jobs a round may not move (planner.moves): planned around
-            cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth)
+            cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth, p.sigma)
             live = tuple(j for j in live if j.job_id not in held)
         gpus = cluster.free_gpus
         prios = priorities(live, now, p.priority, cluster.total_gpus)

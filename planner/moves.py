@@ -14,8 +14,10 @@ Two rules:
    - its processed samples have reached its declaration (it is finishing: a requeue would only
      repeat work);
    - its remaining time where it runs is below what a requeue costs it (``restart_cost`` plus the
-     unsaved work), or below ``min_run_time`` (it frees its GPUs before a job started in its place
-     could be moved again): stopping it can only delay it.
+     unsaved work): stopping it can only delay it;
+   - its remaining time is below ``min_run_time`` (it frees its GPUs before a job started in its place
+     could be moved again), unless a move to GPUs no running job holds pays (``HELD_ENDING``: the
+     policy checks that, :func:`planner.hops.hold_in_place`).
    A held job keeps its GPUs; the round plans the others around it.
 2. **A move's worth** (:func:`move_rate`): moving a running job from its current config (rate ``r0``)
    to another (rate ``r1``) costs ``restart_cost`` seconds and re-does the unsaved work, so its
@@ -37,6 +39,7 @@ from planner.views import Config, JobView
 HELD_MIN_RUN_TIME = "min_run_time"
 HELD_SAMPLES = "reached_samples"
 HELD_FINISHING = "finishing"
+HELD_ENDING = "ending"  # less left than min_run_time: not preempted, but moved to idle GPUs where that pays
 
 
 def current_rate(job: JobView) -> float:
@@ -74,8 +77,10 @@ def held_reason(job: JobView, min_run_time: float, growth: float = 1.0) -> str:
     if job.reached_samples:
         return HELD_SAMPLES
     left = remaining_seconds(job, current_rate(job))
-    if left is not None and left < max(job.restart_cost + job.unsaved, min_run_time):
+    if left is not None and left < job.restart_cost + job.unsaved:
         return HELD_FINISHING
+    if left is not None and left < min_run_time:
+        return HELD_ENDING
     return ""
 
 
@@ -118,5 +123,5 @@ def move_rate(job: JobView, config: Config) -> float:
     return move_price(job, current_rate(job), rate_new).rate
 
 
-__all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "MovePrice", "current_rate", "held_reason",
+__all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "HELD_ENDING", "MovePrice", "current_rate", "held_reason",
            "move_price", "move_rate", "remaining_seconds"]

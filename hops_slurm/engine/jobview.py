@@ -22,8 +22,9 @@ Sensitivity is eq. 10 on the GPU type with the most GPUs in the cluster that the
 compare).
 
 Fallback (a job without a signature, whose probes all failed, or whose estimate is unavailable):
-throughput = number of GPUs (one sample/s per GPU, the same on every type: the planner then only weighs
-GPU counts), sensitivity 1.0 (not placement sensitive), and as age the mean age of the jobs of this
+throughput = the square root of the number of GPUs (the same on every type: the planner then only weighs
+GPU counts, and with diminishing returns, since how the job scales is not known yet: a blind plan starts
+more jobs at moderate counts rather than a few at their largest), sensitivity 1.0 (not placement sensitive), and as age the mean age of the jobs of this
 planning that have one (:data:`FALLBACK_AGE` if none), so its latency ratio grows with its wait like
 everyone else's and it is never stranded. Pure: no Slurm, no clock (``now`` is passed in), no I/O
 beyond what the estimator reads.
@@ -90,7 +91,8 @@ class KnownJob:
 
 
 def fallback_throughput(config: Config) -> float:
-    return float(sum(config.values()))
+    """A job without an estimate: sqrt(GPUs) samples/s on any type (diminishing returns, see the module docstring)."""
+    return math.sqrt(float(sum(config.values())))
 
 
 def sensitivity_types(estimator: Any) -> tuple[str, ...]:

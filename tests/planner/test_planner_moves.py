@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from planner.hops import HopsPolicy
-from planner.moves import HELD_FINISHING, HELD_MIN_RUN_TIME, HELD_SAMPLES, held_reason, move_price
+from planner.moves import HELD_ENDING, HELD_FINISHING, HELD_MIN_RUN_TIME, HELD_SAMPLES, held_reason, move_price
 from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
@@ -124,3 +124,16 @@ def test_each_preemption_lengthens_the_next_exemption() -> None:
     w = waiting("W", wait=1e5)
     assert plan(ONE_NODE, (twice, w), min_run_time=600.0).assignments["R"] == {"n0": 4}
     assert plan(ONE_NODE, (twice, w), min_run_time=600.0, min_run_growth=1.0).assignments["R"] is None
+
+
+def test_a_job_nearly_done_is_not_preempted_but_moves_to_idle_faster_gpus_when_that_pays() -> None:
+    # 320 samples left at 4/s on the slow node: 80 s, below min_run_time (120 s), above its restart (15 s)
+    nearly = running(current={"slow": 4}, thr=by_node, total=320.0, restart=15.0)
+    assert held_reason(nearly, 120.0) == HELD_ENDING
+    # the fast node idle: 15 s + 320 / 12 s = 42 s < 80 s, the move pays and is made
+    assert plan(SLOW_FAST, (nearly,), min_run_time=120.0, restart_penalty=0.0).assignments["R"] == {"fast": 4}
+    # the fast node busy (another running job, itself held): R is kept, not preempted for a waiting job
+    other = running("O", current={"fast": 4}, thr=by_node, placed_for=10.0)
+    p = plan(SLOW_FAST, (nearly, other, waiting("W", wait=1e6)), min_run_time=120.0)
+    assert p.assignments["R"] == {"slow": 4} and p.assignments["W"] is None
+    assert p.diagnostics["held"] == {"R": HELD_ENDING, "O": HELD_MIN_RUN_TIME}

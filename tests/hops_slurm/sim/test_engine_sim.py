@@ -111,9 +111,9 @@ def test_the_engine_learns_degraded_servers_hidden_in_a_class() -> None:
     """Two V100 servers of class v100-dgx run at half speed; Slurm shows nothing of it. After a workload
     the engine's store (entity layer, fed by runtime record files) rates them clearly below their peers."""
     cluster = load_cluster("entities-80")
-    jobs = tuple(JobSpec(job_id=f"j{i}", arrival=600.0 * i, model=m, requirements=(1, 2, 4, 8), user=f"u{i % 3}",
+    jobs = tuple(JobSpec(job_id=f"j{i}", arrival=60.0 * i, model=m, requirements=(1, 2, 4, 8), user=f"u{i % 3}",
                          total_samples=s)
-                 for i, (m, s) in enumerate([("ResNet-50 (batch size 64)", 4e6), ("Transformer (batch size 64)", 3e6)] * 6))
+                 for i, (m, s) in enumerate([("ResNet-50 (batch size 64)", 4e6), ("Transformer (batch size 64)", 3e6)] * 12))
     with engine_simulation(cluster, jobs) as sim:
         sim.run()
         factors = sim.engine.store.entity_factors()
