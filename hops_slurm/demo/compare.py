@@ -35,6 +35,7 @@ class RunSummary:
     makespan: float | None  # seconds
     total_gpus: int
     peak_gpus: int = 0  # most GPUs in use at any instant (:mod:`hops_slurm.report.timeline`; never above total_gpus)
+    preemptions: int = 0  # requeues and moves of running jobs, over every job
 
 
 def summarise_run(label: str, jobs: Sequence[JobRecord], total_gpus: int) -> RunSummary:
@@ -55,6 +56,7 @@ def summarise_run(label: str, jobs: Sequence[JobRecord], total_gpus: int) -> Run
         makespan=end - start,
         total_gpus=total_gpus,
         peak_gpus=timeline.peak(timeline.gpus_in_use_steps(jobs, end)),
+        preemptions=sum(j.preemptions for j in jobs),
     )
 
 
@@ -74,10 +76,12 @@ def _cells(s: RunSummary) -> list[str]:
         util,
         format_elapsed(s.makespan) or "-",
         f"{s.peak_gpus} of {s.total_gpus}" if s.makespan is not None else "-",
+        f"{s.preemptions / s.jobs:.2f}" if s.makespan is not None else "-",
     ]
 
 
-ROWS = ("Jobs completed", "Avg JCT", "Avg wait", "Max latency ratio", "GPU utilisation", "Makespan", "Peak GPUs in use")
+ROWS = ("Jobs completed", "Avg JCT", "Avg wait", "Max latency ratio", "GPU utilisation", "Makespan", "Peak GPUs in use",
+        "Preemptions per job")
 
 
 def comparison_text(runs: Sequence[RunSummary]) -> str:

@@ -9,7 +9,8 @@ refresh and, while the enactor waits for an answer to a notice, at every poll. F
   answered the notice given at ``t``;
 * :func:`unsaved` is the work a requeue now would lose (``KnownJob.unsaved``, priced by the planner):
   seconds since its last checkpoint, or since its current run started when it has none in this run;
-  0 when the job listens and answered its last notice with a checkpoint (it checkpoints on notice);
+  0 when the job listens for the notice and has answered every notice so far with a checkpoint (it
+  checkpoints on notice: none given yet counts, an unanswered one does not);
 * :func:`note_stops` records, in the placement a preemption ends, what the notice came to: the
   seconds from the signal to the requeue (None: no notice), whether a checkpoint answered it, and the
   work lost (0 when one did). :func:`placement_notice` hands them to the job's
@@ -62,8 +63,8 @@ def unsaved(js: JobState, seen: SlurmJob | None, now: float) -> float:
     """Seconds of work a requeue of ``js`` at ``now`` would lose (see the module docstring); 0 unless running."""
     if seen is None or not seen.active:
         return 0.0
-    if listens(js, seen) and js.notice_at is not None and answered(js, js.notice_at):
-        return 0.0
+    if listens(js, seen) and (js.notice_at is None or answered(js, js.notice_at)):
+        return 0.0  # it listens for the notice and has answered every one so far: it checkpoints on notice
     start = run_start(js, seen)
     since = max(js.checkpoint_at or 0.0, start if start is not None else now)
     return max(0.0, now - since)

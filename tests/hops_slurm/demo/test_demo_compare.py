@@ -54,7 +54,7 @@ def test_a_run_without_an_ended_job_has_no_numbers() -> None:
     s = summarise_run("Slurm", [JobRecord(job_id="9", submit=0.0)], 8)
     assert (s.jobs, s.completed, s.avg_jct, s.max_lr, s.makespan, s.gpu_utilisation) == (1, 0, None, None, None, None)
     rows = comparison_text([s]).splitlines()[2:]
-    assert [r.rsplit(None, 1)[-1] for r in rows] == ["1", "-", "-", "-", "-", "-", "-"]
+    assert [r.rsplit(None, 1)[-1] for r in rows] == ["1", "-", "-", "-", "-", "-", "-", "-"]
     assert rows[0].split()[-3:] == ["0", "of", "1"]
 
 

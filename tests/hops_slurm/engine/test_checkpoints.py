@@ -162,3 +162,15 @@ def test_records_written_before_notices_existed_still_load(tmp_path: Path) -> No
     assert rec.placements[0].notice is None and rec.placements[0].work_lost is None and not rec.placements[0].checkpoint_seen
     rows = build_rows([rec], 10.0)
     assert rows[0].notice is None and rows[0].lost is None
+
+
+def test_a_job_that_listens_and_was_never_given_notice_loses_nothing_but_one_that_ignored_a_notice_does(
+        tmp_path: Path) -> None:
+    p = Place(tmp_path)
+    now = START + 100
+    p.write(mark("listening", START + 1, signal="USR1") + mark("saved", START + 40, samples=400))
+    p.marks.read(p.js)
+    assert listens(p.js, p.seen()) and p.js.notice_at is None
+    assert unsaved(p.js, p.seen(), now) == 0  # it will checkpoint on notice
+    p.js.notice_at = START + 80  # a notice it did not answer: it does not checkpoint on notice
+    assert unsaved(p.js, p.seen(), now) == 60  # since its last checkpoint
