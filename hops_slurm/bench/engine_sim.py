@@ -71,8 +71,8 @@ def run(out_dir: Path) -> Path:
         "`HOPS_BENCH_SEEDS` and `HOPS_BENCH_POLICIES` pick). Each part: the same workload and seeds through two paths. *engine*: "
         "`hops-slurm simulate --engine`, the daemon's `Engine` against `hops_slurm/sim/slurmctld.py`; *fast*: "
         "`hops-slurm simulate`, `SimBackend` (what docs/results/paper-tables.md runs). The simulator's defaults "
-        "(360 s rounds, 30 s refresh, 60 s restart cost), workload `paper`. Max.ρ: Themis' ideal time by the same "
-        "formula on both paths (`hops_slurm.sim.groundtruth.ideal_time`).", "",
+        f"(360 s rounds, 30 s refresh; costs, docs/simulator.md: {Options().costs.describe()}), workload `paper`. "
+        "Max.ρ: Themis' ideal time by the same formula on both paths (`hops_slurm.sim.groundtruth.ideal_time`).", "",
     ]
     for name in PARTS:
         part = data / f"{name}.md"

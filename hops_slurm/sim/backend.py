@@ -429,11 +429,14 @@ class SimBackend:
         self._sample()
 
     def _start_waiting(self) -> None:
-        """Start the placed jobs whose GPUs are free (none holds them, no notice of their own still runs), in
-        submission order, as Slurm starts released jobs (:meth:`hops_slurm.sim.slurmctld.SimSlurmctld._schedule`)."""
+        """Start the placed jobs whose GPUs are free, in submission order, as Slurm starts released jobs
+        (:meth:`hops_slurm.sim.slurmctld.SimSlurmctld._schedule`, the same rule): once no notice runs on
+        their nodes (their own included; the engine places after the notices, so a job starts on the GPUs
+        its plan counted free and Slurm's split is the planned one) and their GPUs fit."""
         held = self._held()
+        noticed = {n for _until, config in self._drains.values() for n in config}
         for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id)):
-            if job.config is None or job.running or job.spec.job_id in self._drains:
+            if job.config is None or job.running or job.spec.job_id in self._drains or noticed & set(job.config):
                 continue
             if all(held[n] + g <= self.capacity[n] for n, g in job.config.items()):
                 self._run(job, job.config)

@@ -240,10 +240,14 @@ class SimSlurmctld:
         return used
 
     def _schedule(self) -> None:
+        """Start released jobs whose GPUs are free, by job id. A job placed where a notice still runs waits
+        until every notice on its nodes has ended (the engine places jobs after the notices: the split
+        Slurm makes of a per-job count is then the one planned; the fast path's rule too)."""
         used: dict[str, set[int]] | None = None
+        noticed = {n for _until, alloc in self._drains.values() for n in alloc}
         for r in sorted((r for r in self.runs.values() if r.job.pending and r.job.reservation), key=lambda r: int(r.job.job_id)):
-            if r.job.job_id in self._drains:
-                continue  # its own process is still checkpointing or running out the grace
+            if r.job.job_id in self._drains or noticed & set(r.job.required_nodes):
+                continue  # a notice (its own, or on its nodes) is still running: it starts when they end
             used = self._used() if used is None else used
             want = startable(r.job, self._resv, {n: self._total[n] - len(used[n]) for n in self._total})
             if want is None:
