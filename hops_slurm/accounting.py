@@ -9,6 +9,7 @@ placements (one per run; a preemption ends one). Pure bookkeeping: no Slurm, no 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,7 +42,7 @@ class JobLedger:
 
 
 def account(job: Ledger, now: float, state: str, config: dict[str, int], *, started: float | None = None,
-            ended: float | None = None, ran: dict[str, int] | None = None) -> None:
+            ended: float | None = None, ran: dict[str, int] | None = None, stopped: float | None = None) -> None:
     """Bring ``job`` from its last refresh (``job.last_seen``) up to ``now``, when Slurm says ``state``
     ("PENDING", "RUNNING" or "ENDED") and, running, ``config`` (GPUs per node). Pure bookkeeping.
 
@@ -51,7 +52,14 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
     Wait is pending time, summed over preemptions; run time and GPU-seconds count the runs; each run is
     one placement (start, end, config, preempted). A run Slurm restarted between two refreshes (a later
     start_time, or another config) ends the previous placement as preempted. ``ran``: the config of a run
-    that began and ended between two refreshes (the engine passes the config it released the job on)."""
+    that began and ended between two refreshes (the engine passes the config it released the job on).
+    ``stopped``: when the scheduler itself stopped the job's run (the engine's last requeue of it), the
+    end of a run it requeued: Slurm keeps none, and the refresh that sees the job pending or running
+    again comes seconds later, after another job may have started on those GPUs. It counts only when
+    it falls inside the current run (after its start, by ``now``).
+
+    A job holds GPUs in one placement at a time: a placement's end is never after the next one's start,
+    so GPUs in use summed over jobs never count a moving job twice."""
 
     def at(t: float | None) -> float:
         return now if not t else min(now, max(job.last_seen, t))
@@ -70,6 +78,13 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
         job.run_time += t1 - t0
         job.gpu_seconds += (t1 - t0) * sum(cfg.values())
 
+    def stop_of(current: dict[str, Any] | None, restart: float) -> float:
+        """When the current run stopped, given that the job was seen queued or restarted by ``restart``
+        (``stopped`` to Slurm's whole second, as its start times are, and never before the run began)."""
+        if stopped is None or current is None or not float(current["start"]) - 1.0 <= stopped <= now:
+            return restart
+        return min(max(float(current["start"]), float(math.floor(stopped))), restart)
+
     last = job.last_seen
     if job.last_state == "RUNNING":
         current = job.placements[-1] if job.placements and job.placements[-1].get("end") is None else None
@@ -77,8 +92,10 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
             restarted = bool(started) and current is not None and started > float(current["start"]) + 1.0
             if restarted or config != job.config:
                 t = at(started) if restarted else now
-                add_run(last, t, job.config)
-                close_run(t, preempted=True)
+                t_stop = stop_of(current, t)
+                add_run(last, t_stop, job.config)
+                close_run(t_stop, preempted=True)
+                job.wait += t - t_stop
                 open_run(t, config)
                 add_run(t, now, config)
             else:
@@ -87,9 +104,11 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
             t = at(ended)
             add_run(last, t, job.config)
             close_run(t, preempted=False)
-        else:  # requeued: preempted (Slurm keeps no end time of the run it requeued)
-            add_run(last, now, job.config)
-            close_run(now, preempted=True)
+        else:  # requeued: preempted (Slurm keeps no end time of the run it requeued: ``stopped`` or now)
+            t_stop = stop_of(current, now)
+            add_run(last, t_stop, job.config)
+            close_run(t_stop, preempted=True)
+            job.wait += now - t_stop
     else:
         if state == "RUNNING":
             t = at(started)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,7 @@ class Journal:
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
+        self.clock: Callable[[], float] = time.time  # the engine sets Slurm's (virtual in a simulation)
         self.db = sqlite_utils.Database(self.path) if self.path != ":memory:" else sqlite_utils.Database(memory=True)
         self.db.execute("PRAGMA journal_mode=WAL") if self.path != ":memory:" else None
         if "actions" not in self.db.table_names():
@@ -61,13 +62,13 @@ class Journal:
     # ----- writing ------------------------------------------------------------------------------
     def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
         row = {"round_id": round_id, "job_id": str(job_id), "kind": kind, "args": json.dumps(dict(args or {}), sort_keys=True),
-               "status": INTENDED, "error": "", "created": time.time(), "finished": None}
+               "status": INTENDED, "error": "", "created": self.clock(), "finished": None}
         with self.db.conn:  # committed before the action runs
             return int(self.db["actions"].insert(row).last_pk)
 
     def finish(self, action_id: int, status: str = DONE, error: str = "") -> None:
         with self.db.conn:
-            self.db["actions"].update(action_id, {"status": status, "error": error, "finished": time.time()})
+            self.db["actions"].update(action_id, {"status": status, "error": error, "finished": self.clock()})
 
     @contextmanager
     def action(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> Iterator[int]:
@@ -87,7 +88,7 @@ class Journal:
             self.db["allocations"].insert({
                 "round_id": round_id, "job_id": str(job_id), "planned": json.dumps(dict(planned), sort_keys=True),
                 "actual": json.dumps({n: list(i) for n, i in actual.items()}, sort_keys=True),
-                "matched": int(matched), "at": time.time(),
+                "matched": int(matched), "at": self.clock(),
             })
 
     # ----- reading ------------------------------------------------------------------------------

@@ -34,7 +34,13 @@ If the solver finds no integer solution in the time limit (or fails), the round 
 best incumbent when there is one (``fallback="incumbent"``), else the previous plan's placements that
 still fit (``"previous"``), else the greedy λ → ∞ plan (``"greedy"``); diagnostics say which.
 
-Diagnostics keys: queue, priorities, window, window_size, fillers, running, unservable, lambda,
+Running jobs that a round may not move (:mod:`planner.moves`: inside ``min_run_time``, at their declared
+samples, or with less left to run than a requeue costs them) keep their GPUs and the round plans the
+others around them; every other move of a running job is priced by what that job's restart and lost
+work cost against the time it saves over its remaining work, and a move that does not pay is not a
+candidate (docs/design.md, "Moves that pay").
+
+Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, lambda,
 objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
 n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method.
 """
@@ -47,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from planner.configs import generate_configs
 from planner.entities import entity_classes
 from planner.greedy import fill_leftovers, greedy_plan
+from planner.moves import current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
@@ -61,12 +68,14 @@ PIN_PASSES = 2
 
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
-                   compact: bool = False, restart_penalty: float = 0.0) -> list[Candidate]:
+                   compact: bool = False, restart_penalty: float = 0.0, priced: bool = False) -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
     throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
     signature (what the compact ILP uses), so throughput is asked once per signature.
-    ``restart_penalty`` (optional, 0 = the paper): a running job's candidates other than its current
-    config (compact: its current signature) keep only (1 - penalty) of their gain."""
+    ``priced`` (a round plan; False = the paper's eq. 11 as printed): a running job's candidates other than
+    its current config (compact: its current signature) are moves, worth the rate they achieve over the
+    job's remaining work with its restart and lost work paid (:func:`planner.moves.move_price`), dropped
+    when they do not pay, and keep (1 - ``restart_penalty``) of that gain."""
     out: list[Candidate] = []
     by_name = {n.name: n for n in cluster.nodes}
     for job in jobs:
@@ -83,14 +92,39 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
         if not rated:
             continue
         low = min(thr for _, thr in rated)
-        if job.current and restart_penalty > 0.0 and all(n in by_name for n in job.current):
+        if job.current and priced and all(n in by_name for n in job.current):
+            # a running job: its current config (compact: its signature) at its gain, every other config a
+            # move priced by what it costs this job (planner.moves); moves that do not pay are dropped
             same = (lambda cfg, cur=freeze_config(job.current): signature(cfg, by_name) == signature(cur, by_name)) \
                 if compact else (lambda cfg, cur=dict(job.current): dict(cfg) == cur)
-            out.extend(Candidate(job.job_id, cfg, thr / low * (1.0 if same(cfg) else 1.0 - restart_penalty))
-                       for cfg, thr in rated)
+            rate_now = current_rate(job)
+            for cfg, thr in rated:
+                if same(cfg):
+                    out.append(Candidate(job.job_id, cfg, thr / low))
+                    continue
+                worth = move_price(job, rate_now, thr).rate
+                if worth > 0.0:
+                    out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty)))
         else:
             out.extend(Candidate(job.job_id, cfg, thr / low) for cfg, thr in rated)
     return out
+
+
+def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0) -> tuple[
+        ClusterView, dict[str, str]]:
+    """The running jobs a round leaves where they are (:func:`planner.moves.held_reason`: job id ->
+    why) and the cluster the round plans the others on: each node's free GPUs less what those jobs hold."""
+    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth))}
+    if not held:
+        return cluster, {}
+    taken: dict[str, int] = {}
+    for j in jobs:
+        if j.job_id in held and j.current:
+            for n, g in j.current.items():
+                taken[n] = taken.get(n, 0) + g
+    nodes = tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, max(0, n.free_gpus - taken.get(n.name, 0)))
+                  for n in cluster.nodes)
+    return ClusterView(nodes), held
 
 
 def _why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
@@ -136,9 +170,13 @@ class HopsPolicy(Policy):
     def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
         p = self.params
         self._plan_of_round = self._plan_of_round + 1 if fragment else 0
-        gpus = cluster.free_gpus
         unservable = self._unservable(cluster, jobs, p.sigma)
         live = tuple(j for j in jobs if j.job_id not in unservable)
+        held: dict[str, str] = {}
+        if not fragment:  # running jobs a round may not move (planner.moves): planned around
+            cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth)
+            live = tuple(j for j in live if j.job_id not in held)
+        gpus = cluster.free_gpus
         prios = priorities(live, now, p.priority, cluster.total_gpus)
         running = [j for j in live if j.current and not fragment]
         if p.window == "active":  # the earlier reading: the window cut from every active job
@@ -152,7 +190,7 @@ class HopsPolicy(Policy):
         planned = queue_order(planned, prios)  # highest priority first: entity probes, greedy fallbacks
         cluster = entity_classes(cluster, planned, p.entity_tolerance)
         cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
-                               restart_penalty=0.0 if fragment else p.restart_penalty)
+                               restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment)
         w = weights({j.job_id: prios[j.job_id] for j in planned}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in planned if j.current}
@@ -188,6 +226,7 @@ class HopsPolicy(Policy):
             # keep their nodes
             chosen = keep_running_jobs(chosen, cluster.nodes, current)
 
+        chosen.update({j.job_id: freeze_config(j.current) for j in jobs if j.job_id in held and j.current})
         assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs}
         if not fragment:
             self._previous = {j: c for j, c in assignments.items() if c}
@@ -202,6 +241,7 @@ class HopsPolicy(Policy):
             "window_size": window.size,
             "fillers": list(window.fillers),
             "running": [j.job_id for j in running],
+            "held": dict(held),
             "unservable": dict(unservable),
             "entity_classes": len({(n.gpu_type, n.server_class) for n in cluster.nodes}),
             "time_limit_hit": bool(sol.extra.get("time_limit_hit")),

@@ -35,6 +35,7 @@ class PlannerParams:
     sensitivity_adjustment: bool = True
     restart_penalty: float = 0.2
     min_run_time: float = 600.0
+    min_run_growth: float = 2.0
     pin_running: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
@@ -114,6 +115,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "restart_penalty": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 is the paper's objective"),
     "min_run_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: how long a job runs in a placement before "
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
+    "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
+                       "each earlier preemption of the job (1 = the same for every run)"),
     "pin_running": (_switch, "true or false"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),

@@ -95,6 +95,7 @@ class JobView:
     restart_cost: float = 0.0  # seconds a requeue and restart cost it: notice + start to first progress, measured per model
     unsaved: float = 0.0  # seconds of its work a requeue now would lose (since its last checkpoint; 0 if it checkpoints on notice)
     placed_for: float = 0.0  # seconds it has run in its current config since it (re)started there; 0 if pending
+    preemptions: int = 0  # times a round has preempted or moved it so far
     measured: bool = True  # False: no throughput data yet (probe in place: the fallback throughput until its records arrive)
 
     def __post_init__(self) -> None:

@@ -32,6 +32,7 @@ from hops_slurm.report.table import (
     render_table,
 )
 from hops_slurm.report.timefmt import parse_duration, parse_time
+from hops_slurm.report.timeline import timeline_problems
 
 #: Clocks below this many seconds are simulated (they start at 0), not the epoch (2001-09-09).
 SIMULATED_CLOCK_LIMIT = 1e9
@@ -68,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-A", "--accounts", default="", help="comma-separated accounts")
     p.add_argument("--history", action="store_true", help="also one row per placement (JOBID.N), like sacct steps")
     p.add_argument("--summary", action="store_true", help="RAQLR, LR, wait, JCT, fragments, utilisation over --window")
-    p.add_argument("--window", default="24h", help="summary window: 24h, 90m, 7d, [D-]HH:MM:SS (default 24h)")
+    p.add_argument("--window", help="summary window ending at --now: 24h, 90m, 7d, [D-]HH:MM:SS (default: the records' "
+                   "own, first submission to last end, the same whenever the report is run)")
     p.add_argument("--total-gpus", type=bounded_int(1, 10**7), help="cluster size for utilisation (default: from the plan records)")
     p.add_argument("--plot", type=Path, metavar="DIR", help="write lr_jct_cdf.png, wait_vs_age.png, gpu_use.png")
     p.add_argument(
@@ -130,7 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         rows = apply_sacct(rows, accounting)
 
     if args.summary:
-        summary = summarise(jobs, records.rounds, now, parse_duration(args.window), args.total_gpus)
+        window = parse_duration(args.window) if args.window is not None else None
+        summary = summarise(jobs, records.rounds, now, window, args.total_gpus)
         sys.stdout.write(summary_json(summary) if args.json else summary_text(summary, style.instant))
     elif args.json:
         sys.stdout.write(render_json(rows, now, simulated, disagreements))
@@ -146,6 +149,12 @@ def _run(args: argparse.Namespace) -> int:
         written = plots.write_plots(args.plot, {label: (jobs, records.rounds)}, now)
         for path in written:
             print(f"wrote {path}", file=sys.stderr)
+    if args.summary or args.plot is not None:  # a timeline above the cluster is said, never clipped
+        problems = timeline_problems(jobs, args.total_gpus or records.total_gpus(), now)
+        for problem in problems[:5]:
+            print(f"hops-slurm: warning: GPU accounting: {problem}", file=sys.stderr)
+        if len(problems) > 5:
+            print(f"hops-slurm: warning: GPU accounting: and {len(problems) - 5} more", file=sys.stderr)
     if not records.jobs:
         print(f"hops-slurm: note: {args.records} holds no job records (as of {style.instant(now)})", file=sys.stderr)
     return 0

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hops_slurm.records import JobRecord
-from hops_slurm.report import metrics
+from hops_slurm.report import metrics, timeline
 from hops_slurm.report.summary import group_stats
 from hops_slurm.report.timefmt import format_elapsed
 
@@ -34,6 +34,7 @@ class RunSummary:
     gpu_utilisation: float | None  # 0..1 of total_gpus over the makespan
     makespan: float | None  # seconds
     total_gpus: int
+    peak_gpus: int = 0  # most GPUs in use at any instant (:mod:`hops_slurm.report.timeline`; never above total_gpus)
 
 
 def summarise_run(label: str, jobs: Sequence[JobRecord], total_gpus: int) -> RunSummary:
@@ -53,6 +54,7 @@ def summarise_run(label: str, jobs: Sequence[JobRecord], total_gpus: int) -> Run
         gpu_utilisation=metrics.gpu_utilisation(jobs, total_gpus, start, end),
         makespan=end - start,
         total_gpus=total_gpus,
+        peak_gpus=timeline.peak(timeline.gpus_in_use_steps(jobs, end)),
     )
 
 
@@ -71,10 +73,11 @@ def _cells(s: RunSummary) -> list[str]:
         "-" if s.max_lr is None else f"{s.max_lr:.2f}",
         util,
         format_elapsed(s.makespan) or "-",
+        f"{s.peak_gpus} of {s.total_gpus}" if s.makespan is not None else "-",
     ]
 
 
-ROWS = ("Jobs completed", "Avg JCT", "Avg wait", "Max latency ratio", "GPU utilisation", "Makespan")
+ROWS = ("Jobs completed", "Avg JCT", "Avg wait", "Max latency ratio", "GPU utilisation", "Makespan", "Peak GPUs in use")
 
 
 def comparison_text(runs: Sequence[RunSummary]) -> str:

@@ -5,9 +5,10 @@ etc/demo/jobs at the times etc/demo/workload.toml gives (the hook rejects the ma
 the rest) -> ``hops-slurm daemon`` (a PID-tracked subprocess with etc/demo/hops.toml) profiles, plans
 and places them round by round -> the jobs (etc/demo/train.py: real CPU PyTorch, emulated GPU speed)
 train, checkpoint, resume after preemption, end -> the daemon's records -> ``hops-slurm report`` table
-and ``--summary`` on stdout, ``report.md`` and PNG plots into docs/demo -> daemon stopped -> unless
-``hops_only``, the same jobs again under Slurm's own backfill, rigid (:mod:`.rigid`), and both runs side
-by side (:mod:`.compare`; ``comparison.md`` into docs/demo) -> cluster stopped, also on error or Ctrl-C.
+and ``--summary`` on stdout, ``report.md``, PNG plots and the run's records (:mod:`.ab`) into docs/demo ->
+daemon stopped -> unless ``hops_only``, the same jobs again under Slurm's own backfill, rigid
+(:mod:`.rigid`), and both runs side by side (:mod:`.compare`; ``comparison.md`` with the A/B plots, and the
+Slurm run's records, into docs/demo) -> cluster stopped, also on error or Ctrl-C.
 Running it twice is safe: the demo's own state is wiped at the start.
 """
 
@@ -273,7 +274,7 @@ def run_demo(
             print("== stopping the daemon", file=out)
             daemon.stop()
             _show_jobs(progress, dirs, out)
-            _report(dirs, report_dir, out)
+            _report(dirs, report_dir, out, sum(g.gpus * g.count for g in spec.nodes))
             failed = [f"{progress.names[j]} ({progress.states.get(j)})" for j in progress.names
                       if progress.states.get(j) != "COMPLETED"]
             if failed:
@@ -355,8 +356,9 @@ def _show_jobs(progress: Progress, dirs: DemoDirs, out: TextIO) -> None:
         print(f"   {job_id:>5} {name:<13} {progress.states.get(job_id, '?'):<10} {samples:>7} samples  runs: {runs}", file=out)
 
 
-def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO) -> None:
-    """``hops-slurm report`` and ``--summary`` on the daemon's records; Markdown and plots."""
+def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO, total_gpus: int) -> None:
+    """``hops-slurm report`` and ``--summary`` on the daemon's records; Markdown, plots and the records
+    themselves (:func:`hops_slurm.demo.ab.keep_run`)."""
     if not dirs.records.exists():
         raise DemoError(f"the daemon wrote no records ({dirs.records} is missing); see {dirs.logs / 'daemon.log'}")
     base = [*HOPS_SLURM, "report", "--records", str(dirs.records), "--utc"]
@@ -374,11 +376,16 @@ def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO) -> None:
         now = records.last_time() or time.time()
         path = write_markdown(records, report_dir, now, simulated=False, title="Example: `make demo`", max_rows=20)
         print(f"== wrote {path} and its plots", file=out)
+        from hops_slurm.demo.ab import HOPS, keep_run
+
+        kept = keep_run(report_dir, HOPS, records.jobs, records.rounds, total_gpus, fresh=True)
+        print(f"== kept the run's records in {kept}", file=out)
 
 
 def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], progress: Progress, dirs: DemoDirs,
                           env: dict[str, str], out: TextIO, report_dir: Path | None, timeout: float, poll: float) -> None:
     """The same jobs under Slurm's backfill (the daemon is stopped), then both runs side by side."""
+    from hops_slurm.demo import ab
     from hops_slurm.demo.compare import comparison_markdown, comparison_text, summarise_run, with_hops_ages
     from hops_slurm.demo.rigid import BackfillError, run_backfill, write_rigid_scripts
     from hops_slurm.report import metrics
@@ -402,16 +409,19 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
         lr = metrics.job_latency_ratio(j, j.end) if j.end is not None else None
         print(f"   {j.job_id:>5} {names[j.job_id]:<13} {j.state:<10} {config:<18} wait {format_elapsed(metrics.wait_time(j, j.end or 0))}"
               f"  JCT {format_elapsed(metrics.jct(j)) or '-'}  LR {'-' if lr is None else f'{lr:.2f}'}", file=out)
-    runs = [summarise_run("Hops", hops_jobs, total_gpus), summarise_run("Slurm backfill (rigid)", slurm_jobs, total_gpus)]
+    runs = [summarise_run(ab.HOPS, hops_jobs, total_gpus), summarise_run(ab.SLURM, slurm_jobs, total_gpus)]
     print(f"== Hops beside Slurm's own scheduling: the same {len(rigid)} jobs on the same {total_gpus} GPUs", file=out)
     print(comparison_text(runs).rstrip(), file=out)
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
+        ab.keep_run(report_dir, ab.SLURM, slurm_jobs, (), total_gpus)
+        pngs = ab.write_ab_plots(report_dir, [(ab.HOPS, hops_jobs), (ab.SLURM, slurm_jobs)], total_gpus)
         path = report_dir / "comparison.md"
         path.write_text(f"# `make demo`: Hops beside Slurm's own scheduling\n\nThe same {len(rigid)} jobs on the same "
                         f"{total_gpus} GPUs (LR of a Slurm job: its wait over the age Hops estimated for it).\n\n"
-                        + comparison_markdown(runs))
-        print(f"== wrote {path}", file=out)
+                        + comparison_markdown(runs) + "\n" + ab.plots_markdown(pngs))
+        print(f"== wrote {path}, {', '.join(p.name for p in pngs)} and both runs' records ({ab.RUNS_FILE})", file=out)
+        print(f"   GPUs in use: {ab.check_runs(report_dir)}", file=out)
     failed = [f"{names[j.job_id]} ({j.state})" for j in slurm_jobs if j.state != "COMPLETED"]
     if failed:
         raise DemoError(f"jobs did not complete under Slurm's scheduling: {', '.join(failed)}; logs in {dirs.logs}")

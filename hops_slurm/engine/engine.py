@@ -121,6 +121,7 @@ class Engine:
             self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
             make_root(self.metrics_dir)
             self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
+            self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
             self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
         self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
         self.tracked = self.state.jobs()
@@ -352,9 +353,13 @@ class Engine:
             # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
             # job was released on (the enactor verifies and records the real one when it settles)
             config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
-            account(js, now, "RUNNING", config, started=seen.start_time)
+            account(js, now, "RUNNING", config, started=seen.start_time, stopped=self._requeued_at(js))
         else:
-            account(js, now, "PENDING", {})
+            account(js, now, "PENDING", {}, stopped=self._requeued_at(js))
+
+    def _requeued_at(self, js: JobState) -> float | None:
+        """The engine's last requeue of a job seen running (the end of its run: :func:`account`)."""
+        return self.journal.last_started(js.job_id, "requeuehold") if self.journal is not None and js.last_state == "RUNNING" else None
 
     # ----- jobs set aside (one bad job never stops the round: hops_slurm.engine.aside) ---------------
     def _set_aside(self, js: JobState, reason: str) -> None:

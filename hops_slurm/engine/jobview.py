@@ -180,6 +180,7 @@ def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -
         restart_cost=job.restart_cost,
         unsaved=job.unsaved,
         placed_for=placed_for(job.ledger, now) if job.current else 0.0,
+        preemptions=sum(1 for p in job.ledger.placements if p.get("preempted")),
         measured=est.throughput is not None,
     )
 

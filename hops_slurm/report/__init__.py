@@ -1,8 +1,9 @@
 """Reports: sacct-style per-job accounting with latency ratios, queue-busyness summaries and plots.
 
 Reads what the engine (SQLite) and the simulator (JSONL) record (:mod:`hops_slurm.records`), computes
-the Hops metrics (:mod:`.metrics`), prints tables (:mod:`.table`) and summaries (:mod:`.summary`),
-draws plots (:mod:`.plots`) and cross-checks against Slurm accounting (:mod:`.sacct`).
+the Hops metrics (:mod:`.metrics`) and GPU use over time (:mod:`.timeline`), prints tables (:mod:`.table`)
+and summaries (:mod:`.summary`), draws plots (:mod:`.plots`) and cross-checks against Slurm accounting
+(:mod:`.sacct`).
 """
 
 from hops_slurm.report.accounting import JobFilter, JobRow, build_rows, select_jobs

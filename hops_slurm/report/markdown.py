@@ -25,7 +25,7 @@ def write_markdown(
     out_dir: Path,
     now: float,
     simulated: bool,
-    window: float = 86400.0,
+    window: float | None = None,
     title: str = "Example report",
     max_rows: int = 15,
 ) -> Path:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
+from hops_slurm.report import timeline
 
 
 def wait_time(job: JobRecord, now: float) -> float:
@@ -162,18 +163,20 @@ def fragments_per_round(plans: Iterable[RoundRecord], until: float | None = None
 
 
 def gpu_seconds(placements: Iterable[PlacementRecord], start: float, end: float) -> float:
-    """GPU-seconds the placements held inside ``[start, end]`` (a running placement runs to ``end``)."""
+    """GPU-seconds one job's placements held inside ``[start, end]`` (a running placement runs to ``end``;
+    the job counted once while it moves: :func:`hops_slurm.report.timeline.held`)."""
     total = 0.0
-    for p in placements:
-        lo = max(p.start, start)
-        hi = min(end if p.end is None else p.end, end)
+    for s in timeline.held(placements):
+        lo = max(s.start, start)
+        hi = min(end if s.end is None else s.end, end)
         if hi > lo:
-            total += (hi - lo) * sum(p.config.values())
+            total += (hi - lo) * s.gpus
     return total
 
 
 def gpu_utilisation(jobs: Iterable[JobRecord], total_gpus: int, start: float, end: float) -> float | None:
-    """Share of the cluster's GPU-seconds in ``[start, end]`` that jobs held (0..1)."""
+    """Share of the cluster's GPU-seconds in ``[start, end]`` that jobs held (0..1 for records whose
+    timeline stays within the cluster: :func:`hops_slurm.report.timeline.timeline_problems`)."""
     if total_gpus <= 0 or end <= start:
         return None
     used = sum(gpu_seconds(job.placements, start, end) for job in jobs)
@@ -181,28 +184,8 @@ def gpu_utilisation(jobs: Iterable[JobRecord], total_gpus: int, start: float, en
 
 
 def gpus_in_use_steps(jobs: Iterable[JobRecord], until: float) -> list[tuple[float, int]]:
-    """Cluster GPU use as a step function: ``(time, GPUs in use from then on)``, in time order.
-
-    Placements still open hold their GPUs through ``until``; the last step is at ``until`` (or at
-    the last change, if later) so the curve reaches the horizon without a false drop to zero.
-    """
-    deltas: dict[float, int] = {}
-    for job in jobs:
-        for p in job.placements:
-            g = sum(p.config.values())
-            if p.start >= until or (p.end is not None and p.end <= p.start):
-                continue
-            deltas[p.start] = deltas.get(p.start, 0) + g
-            if p.end is not None and p.end <= until:
-                deltas[p.end] = deltas.get(p.end, 0) - g
-    steps: list[tuple[float, int]] = []
-    level = 0
-    for t in sorted(deltas):
-        level += deltas[t]
-        steps.append((t, level))
-    if steps and steps[-1][0] < until:
-        steps.append((until, level))
-    return steps
+    """Cluster GPU use as a step function (:func:`hops_slurm.report.timeline.gpus_in_use_steps`)."""
+    return timeline.gpus_in_use_steps(jobs, until)
 
 
 @dataclass

@@ -1,8 +1,11 @@
 """Report plots (PNG, headless): CDFs of LR and JCT, wait vs age, cluster GPU use over time.
 
 Data flow: records --> these functions --> PNG files. Each plot takes a mapping ``label -> data`` so
-the same code draws one live cluster or several simulated policies side by side. Figures are drawn
-with matplotlib's object API on the Agg canvas (no pyplot, no display, no global state).
+the same code draws one live cluster, several simulated policies or the demo's two schedulers side by
+side. Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot, no display, no
+global state). GPU use over time is :mod:`hops_slurm.report.timeline`'s, each series from its own first
+submission (two live runs at different hours share the axis); never clipped to the cluster: a stretch
+above it is drawn, marked and named on the plot.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from hops_slurm.records import JobRecord, RoundRecord
-from hops_slurm.report import metrics
+from hops_slurm.report import metrics, timeline
 
 #: Pixel size of every plot: figure inches times DPI.
 FIG_INCHES = (8.0, 4.5)
@@ -102,31 +105,77 @@ def plot_wait_vs_age(series: JobSeries, path: Path, now: float) -> Path:
     return _save(fig, path)
 
 
+#: time units of the time axes: name -> seconds
+UNITS = {"minutes": 60.0, "hours": 3600.0}
+
+
+def time_unit(span: float) -> str:
+    """Minutes for runs up to three hours (the live demo's), hours beyond."""
+    return "minutes" if span <= 3 * 3600.0 else "hours"
+
+
+def plot_jct_cdf(series: JobSeries, path: Path, unit: str | None = None) -> Path:
+    """CDF of JCT of the finished jobs, one line per series, in ``unit`` (default :func:`time_unit`)."""
+    fig, (ax,) = _figure()
+    jcts = {label: [t for j in jobs if (t := metrics.jct(j)) is not None] for label, jobs in series.items()}
+    unit = unit or time_unit(max((t for v in jcts.values() for t in v), default=0.0))
+    seen = False
+    for label, values in jcts.items():
+        seen |= _cdf(ax, [t / UNITS[unit] for t in values], label)
+    ax.set_xlabel(f"JCT ({unit})")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.grid(alpha=0.3)
+    ax.set_title("CDF of job completion time")
+    if seen:
+        ax.legend(fontsize="small", loc="lower right")
+    else:
+        _no_data(ax)
+    return _save(fig, path)
+
+
+def _horizon(jobs: Sequence[JobRecord], now: float) -> float:
+    """Where a series' GPU-use curve stops: ``now``, or its last end once every job of it has ended."""
+    ends = [j.end for j in jobs]
+    return min(now, max(e for e in ends if e is not None)) if ends and None not in ends else now
+
+
 def plot_gpu_use(
-    series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]], path: Path, now: float
+    series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]], path: Path, now: float,
+    capacity: int | None = None, unit: str | None = None,
 ) -> Path:
-    """GPUs in use over time (hours since the first placement) per series, from placements; the cluster size from plan records."""
+    """GPUs in use over time per series (from its first submission to ``now`` or its last end, in ``unit``,
+    default :func:`time_unit`); the cluster's size (``capacity``, else the plan records') as a dotted line.
+    Stretches above it are marked in red and named in the title, not clipped."""
     fig, (ax,) = _figure()
     seen = False
-    all_steps = {label: metrics.gpus_in_use_steps(jobs, now) for label, (jobs, _) in series.items()}
-    t0 = min((steps[0][0] for steps in all_steps.values() if steps), default=0.0)
-    for label, (jobs, rounds) in series.items():
-        steps = all_steps[label]
+    all_steps = {label: timeline.gpus_in_use_steps(jobs, _horizon(jobs, now)) for label, (jobs, _) in series.items()}
+    origins = {label: min((j.submit for j in jobs), default=0.0) for label, (jobs, _) in series.items()}
+    span = max((steps[-1][0] - origins[label] for label, steps in all_steps.items() if steps), default=0.0)
+    unit = unit or time_unit(span)
+    sizes = {label: capacity or max((r.total_gpus for r in rounds), default=0) for label, (_, rounds) in series.items()}
+    over = 0
+    for label, steps in all_steps.items():
         if steps:
             seen = True
-            xs = [(t - t0) / 3600.0 for t, _ in steps]
-            ys = [g for _, g in steps]
-            ax.step(xs, ys, where="post", label=label)
-        total = max((r.total_gpus for r in rounds), default=0)
-        if total:
-            ax.axhline(total, color="grey", linestyle=":", linewidth=1)
+            t0 = origins[label]
+            ax.step([(t - t0) / UNITS[unit] for t, _ in steps], [g for _, g in steps], where="post", label=label)
+            for a, b, g in timeline.above_capacity(steps, sizes[label]) if sizes[label] else ():
+                over = max(over, g)
+                ax.plot([(a - t0) / UNITS[unit], (b - t0) / UNITS[unit]], [g, g], color="red", linewidth=3)
+    for total in sorted({g for g in sizes.values() if g}):
+        ax.axhline(total, color="grey", linestyle=":", linewidth=1)
     if seen:
         ax.legend(fontsize="small")
     else:
         _no_data(ax)
-    ax.set_xlabel("hours since the first placement")
+    ax.set_xlabel(f"{unit} since the first submission")
     ax.set_ylabel("GPUs in use")
-    ax.set_title("Cluster GPU use")
+    if over:
+        ax.set_title(f"Cluster GPU use: ABOVE THE CLUSTER ({over} GPUs in use, red)", color="red")
+    else:
+        ax.set_title("Cluster GPU use")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     return _save(fig, path)

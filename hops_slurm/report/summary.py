@@ -1,9 +1,12 @@
-"""``hops-slurm report --summary``: how busy and how fair the cluster was over a recent window.
+"""``hops-slurm report --summary``: how busy and how fair the cluster was over a window.
 
 Data flow: selected jobs + plan records --> :func:`summarise` --> :class:`Summary` --> text or JSON.
-Job statistics are over the jobs that ended inside the window (the population of RAQLR, Hops
-eq. 7); ``waiting`` counts jobs still queued at the window's end and their largest LR so far.
-GPU utilisation and fragments use the window clipped to the first record (a simulation starts at 0).
+The window is the records' own unless one is asked for: first submission to last end (while jobs still
+run or wait, the latest time their records mention), so a finished run gives the same numbers whenever
+the report is made; an asked ``window`` is ``(now - window, now]``, clipped to the first record (a
+simulation starts at 0). Job statistics are over the jobs that ended inside the window (the population
+of RAQLR, Hops eq. 7); ``waiting`` counts jobs still queued at the window's end and their largest LR
+so far.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class GroupStats:
 class Summary:
     window_start: float
     window_end: float
-    window: float  # requested length, seconds
+    window: float | None  # requested length, seconds; None: the records' own (first submit to last end)
     all: GroupStats
     rounds: int
     fragments_per_round: float | None
@@ -88,29 +91,45 @@ def _groups(jobs: Sequence[JobRecord], key: Callable[[JobRecord], str], start: f
     return tuple(group_stats(k, buckets[k], start, end) for k in sorted(buckets))
 
 
+def records_window(jobs: Sequence[JobRecord], default: float) -> tuple[float, float]:
+    """The records' own window: first submission to last end (the latest time the jobs' records mention,
+    ends and placement starts included, while some still run or wait); ``(default, default)`` without jobs."""
+    if not jobs:
+        return default, default
+    times = [t for j in jobs for t in (j.submit, j.start, j.end, *(x for p in j.placements for x in (p.start, p.end)))
+             if t is not None]
+    return min(j.submit for j in jobs), max(times)
+
+
 def summarise(
     jobs: Sequence[JobRecord],
     rounds: Sequence[RoundRecord],
     now: float,
-    window: float,
+    window: float | None = None,
     total_gpus: int | None = None,
 ) -> Summary:
-    """Summary of the window ``(now - window, now]``; ``total_gpus`` defaults to the plan records'."""
-    first = min([j.submit for j in jobs] + [r.time for r in rounds], default=now)
-    start = max(now - window, min(first, now))
+    """Summary of the records' own window (``window`` None: :func:`records_window`, ``now`` unused but
+    without jobs), or of ``(now - window, now]``; ``total_gpus`` defaults to the plan records'."""
+    if window is None:
+        start, end = records_window(jobs, now)
+        opened = start - 1.0  # jobs ending in (opened, end]: every job of the records that ended
+    else:
+        first = min([j.submit for j in jobs] + [r.time for r in rounds], default=now)
+        start, end = max(now - window, min(first, now)), now
+        opened = now - window
     gpus = total_gpus if total_gpus is not None else max((r.total_gpus for r in rounds), default=0)
-    in_window = [r for r in rounds if start <= r.time <= now]
+    in_window = [r for r in rounds if start <= r.time <= end]
     return Summary(
         window_start=start,
-        window_end=now,
+        window_end=end,
         window=window,
-        all=group_stats("all", jobs, now - window, now),
+        all=group_stats("all", jobs, opened, end),
         rounds=len(metrics.rounds_of(in_window)),
         fragments_per_round=metrics.fragments_per_round(in_window),
         total_gpus=gpus,
-        gpu_utilisation=metrics.gpu_utilisation(jobs, gpus, start, now),
-        by_user=tuple(replace(g, history=user_history(jobs, g.key, now)) for g in _groups(jobs, lambda j: j.user, now - window, now)),
-        by_partition=_groups(jobs, lambda j: j.partition, now - window, now),
+        gpu_utilisation=metrics.gpu_utilisation(jobs, gpus, start, end),
+        by_user=tuple(replace(g, history=user_history(jobs, g.key, end)) for g in _groups(jobs, lambda j: j.user, opened, end)),
+        by_partition=_groups(jobs, lambda j: j.partition, opened, end),
     )
 
 
@@ -157,7 +176,9 @@ def summary_text(summary: Summary, instant: Callable[[float | None], str]) -> st
     util = "-" if summary.gpu_utilisation is None else f"{100 * summary.gpu_utilisation:.1f}%"
     lines = [
         f"Window {instant(summary.window_start)} .. {instant(summary.window_end)} "
-        f"({format_elapsed(summary.window_end - summary.window_start)} of the {format_elapsed(summary.window)} asked)",
+        f"({format_elapsed(summary.window_end - summary.window_start)}"
+        + (", the records': first submission to last end)" if summary.window is None
+           else f" of the {format_elapsed(summary.window)} asked)"),
         f"  RAQLR (eq. 7)        {_num(a.raqlr, '{:.3f}')}  over {a.finished} jobs ended in the window",
         f"  LR max / p95         {_num(a.max_lr, '{:.3f}')} / {_num(a.p95_lr, '{:.3f}')}",
         f"  Avg wait / Avg JCT   {_dur(a.avg_wait)} / {_dur(a.avg_jct)}",

@@ -3,6 +3,8 @@
 Data flow: hops_slurm.sim.runner.compare -> :func:`aggregate` -> :func:`markdown_table`,
 :func:`write_summary`, :func:`write_plots` (CDFs of JCT, latency ratio and FTF rho like the paper's
 Figs. 9/12; normalised cluster throughput over time like Fig. 11). Matplotlib with the Agg backend.
+Every table carries the physical bound (:mod:`hops_slurm.sim.bound`): its avg JCT once, under the
+table, and each policy's slowdown against it (avg JCT / the bound's avg JCT) as a column.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from hops_slurm.report.metrics import cdf
+from hops_slurm.sim.bound import slowdown
 from hops_slurm.sim.runner import RunResult
 
 COLUMNS = (
     ("makespan", "Makespan (h)", 3600.0),
     ("avg_jct", "Avg.JCT (h)", 3600.0),
+    ("slowdown", "Slowdown vs bound", 1.0),
     ("avg_wait", "Avg.WT (h)", 3600.0),
     ("max_lr", "Max.LR", 1.0),
     ("avg_frag", "Avg.frag", 1.0),
@@ -39,14 +43,35 @@ def aggregate(results: Sequence[RunResult]) -> dict[str, dict[str, tuple[float, 
     for policy, runs in by_policy.items():
         row = {}
         for key, _label, _scale in COLUMNS:
-            values = [float(getattr(r.metrics, key)) for r in runs]
+            values = [_value(r, key) for r in runs]
             mean = statistics.fmean(values)
             row[key] = (mean, statistics.stdev(values) if len(values) > 1 else 0.0)
         out[policy] = row
     return out
 
 
+def _value(r: RunResult, key: str) -> float:
+    if key == "slowdown":
+        return slowdown(r.metrics.avg_jct, r.bound_avg_jct)
+    return float(getattr(r.metrics, key))
+
+
+def bound_line(results: Sequence[RunResult]) -> str:
+    """The sentence under a table: the bound's avg JCT (mean over the seeds' workloads); "" without one."""
+    per_seed = {r.seed: r.bound_avg_jct for r in results if r.bound_avg_jct is not None}
+    if not per_seed:
+        return ""
+    values = [per_seed[s] for s in sorted(per_seed)]
+    mean = statistics.fmean(values)
+    spread = statistics.stdev(values) if len(values) > 1 and all(map(math.isfinite, values)) else 0.0
+    return (f"Physical bound (each job alone on its fastest allowed configuration from its submission: no wait, "
+            f"no restart): avg JCT {_fmt(mean, spread, 3600.0)} h. Slowdown vs bound = a policy's avg JCT / the "
+            "bound's.\n")
+
+
 def _fmt(mean: float, spread: float, scale: float) -> str:
+    if math.isnan(mean):
+        return "-"
     if not math.isfinite(mean):
         return "∞"
     digits = 3 if scale == 1.0 and abs(mean) < 10 else 2
@@ -75,14 +100,17 @@ def markdown_table(results: Sequence[RunResult]) -> str:
         if p not in agg:
             rows.append(f"| {p} (FAILED) | " + " | ".join(["-"] * len(COLUMNS)) + " |")
     notes = [f"FAILED: {f.policy} seed {f.seed}: {f.error}" for f in _failures(results)]
-    return "\n".join([head, sep, *rows]) + "\n" + ("\n" + "\n\n".join(notes) + "\n" if notes else "")
+    bound = bound_line(results)
+    return ("\n".join([head, sep, *rows]) + "\n" + ("\n" + bound if bound else "")
+            + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 
 
 def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     summary = {
         "runs": [
-            {"policy": r.policy, "seed": r.seed, "wall_seconds": r.wall_seconds, **r.metrics.table_row()}
+            {"policy": r.policy, "seed": r.seed, "wall_seconds": r.wall_seconds, **r.metrics.table_row(),
+             "bound_avg_jct": r.bound_avg_jct, "slowdown": None if math.isnan(_value(r, "slowdown")) else _value(r, "slowdown")}
             for r in results
         ],
         "aggregate": {p: {k: {"mean": m, "std": s} for k, (m, s) in row.items()} for p, row in aggregate(results).items()},

@@ -24,6 +24,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.source import write_sqlite
 from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.bound import physical_bound
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.costs import CostModel
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
@@ -41,6 +42,8 @@ class RunResult:
     series: list[tuple[float, int, float]]
     metrics: RunMetrics
     wall_seconds: float = 0.0
+    #: the workload's physical bound, avg JCT in seconds (:mod:`hops_slurm.sim.bound`; set by :func:`compare`)
+    bound_avg_jct: float | None = None
 
 
 @dataclass
@@ -172,6 +175,7 @@ def compare(
     bar = Progress(len(policies) * len(seeds), enabled=progress)
     for seed in seeds:
         jobs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
+        bound = physical_bound(cluster, jobs).avg_jct
         for name in policies:
             label = f"{name} seed {seed}"
             try:
@@ -187,6 +191,7 @@ def compare(
                     (folder / "error.txt").write_text(text + "\n")
                 continue
             bar.done_runs += 1
+            result.bound_avg_jct = bound
             bar.show(label, len(jobs), len(jobs), max(j.end or 0.0 for j in result.jobs), force=True)
             if out is not None:
                 write_run(result, out / name / f"seed{seed}")

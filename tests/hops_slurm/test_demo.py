@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.config import load_config
+from hops_slurm.demo.ab import GPU_USE, HOPS, JCT_CDF, SLURM, load_runs
 from hops_slurm.demo.emulation import Emulation, gpu_type_of, load_emulation, parse_config
 from hops_slurm.demo.run import (
     JOBS_DIR,
@@ -33,6 +34,7 @@ from hops_slurm.errors import ConfigError, DirectiveError
 from hops_slurm.minicluster import processes
 from hops_slurm.minicluster.spec import Ports, load_spec
 from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.report.timeline import timeline_problems
 from slurm_helpers import leftover_processes, root_mounts, test_release
 
 TRAIN = ROOT / "etc" / "demo" / "train.py"
@@ -262,6 +264,16 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     assert table[0].split() == ["Hops", "Slurm", "backfill", "(rigid)"]
     assert table[2].split() == ["Jobs", "completed", "3", "of", "3", "3", "of", "3"]
     assert all(re.fullmatch(r"\d+\.\d\d", x) for x in table[5].split()[-2:])  # max LR on both sides
-    assert "| Jobs completed | 3 of 3 | 3 of 3 |" in (tmp_path / "report" / "comparison.md").read_text()
+    comparison = (tmp_path / "report" / "comparison.md").read_text()
+    assert "| Jobs completed | 3 of 3 | 3 of 3 |" in comparison
+    # both runs' records kept in the report folder, within the cluster; the A/B plots on the comparison page
+    total, runs = load_runs(tmp_path / "report")
+    assert total == 24 and [label for label, _ in runs] == [HOPS, SLURM]
+    assert [len(records.jobs) for _, records in runs] == [3, 3]
+    for _, records in runs:
+        assert timeline_problems(list(records.jobs), total, records.last_time() or 0.0) == []
+    for png in (JCT_CDF, GPU_USE):
+        assert f"]({png})" in comparison and (tmp_path / "report" / png).stat().st_size > 10_000
+    assert "GPUs in use: Hops: peak " in text
     assert leftover_processes(spec.state_dir) == []
     assert root_mounts(Minicluster(spec)) == mounts_before

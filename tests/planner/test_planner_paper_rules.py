@@ -36,7 +36,7 @@ def window_case() -> tuple[ClusterView, tuple[JobView, ...]]:
 
 def test_window_is_cut_from_the_waiting_queue_and_running_jobs_are_always_planned() -> None:
     cluster, jobs = window_case()
-    plan = HopsPolicy(PlannerParams(gap=0.0)).plan(cluster, jobs, 600.0)
+    plan = HopsPolicy(PlannerParams(gap=0.0, min_run_time=0.0)).plan(cluster, jobs, 600.0)
     d = plan.diagnostics
     assert d["window"] == ["W1", "W2"] and d["running"] == ["R"]
     # W1 + R (weights 1 + small) beats W2 alone (0.5): R keeps its GPUs, nothing idles
@@ -48,7 +48,7 @@ def test_the_earlier_reading_preempts_the_running_job_and_idles_its_gpus() -> No
     # The window cut from every active job: R (LR 0) sinks behind W1 and W2, is not planned and
     # loses its GPUs although they then sit idle. Kept as the ablation ``window="active"``.
     cluster, jobs = window_case()
-    plan = HopsPolicy(PlannerParams(gap=0.0, window="active")).plan(cluster, jobs, 600.0)
+    plan = HopsPolicy(PlannerParams(gap=0.0, window="active", min_run_time=0.0)).plan(cluster, jobs, 600.0)
     assert plan.assignments["R"] is None and plan.assignments["W1"] == {"n0": 4}
     assert sum(sum(c.values()) for c in plan.placed().values()) == 4
 
@@ -119,9 +119,9 @@ def test_a_move_must_gain_more_than_one_restart(formulation: str, reqs: tuple[in
         return rates[n] * (1.0 if g == 2 or len(reqs) == 1 else 1.05)
 
     r = job("R", reqs, thr, current=current)
-    free = HopsPolicy(PlannerParams(formulation=formulation, restart_penalty=0.0, gap=0.0)).plan(nodes, (r,), 600.0)
+    free = HopsPolicy(PlannerParams(formulation=formulation, restart_penalty=0.0, gap=0.0, min_run_time=0.0)).plan(nodes, (r,), 600.0)
     assert free.assignments["R"] == moves_without_price  # the paper's eq. 11 moves for any gain
-    priced = HopsPolicy(PlannerParams(formulation=formulation, gap=0.0)).plan(nodes, (r,), 600.0)
+    priced = HopsPolicy(PlannerParams(formulation=formulation, gap=0.0, min_run_time=0.0)).plan(nodes, (r,), 600.0)
     assert PlannerParams().restart_penalty > 0.05
     assert priced.assignments["R"] == current  # by default a 5% gain does not pay for the restart
 

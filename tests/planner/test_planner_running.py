@@ -240,7 +240,7 @@ def test_restart_penalty_prices_a_change_of_class(formulation: str, penalty: flo
     nodes = (NodeView("a0", "t", "A", 4, 4), NodeView("b0", "t", "B", 4, 4))
     rate = {"a0": 10.0, "b0": 11.0}
     r = job("R", (4,), lambda cfg: sum(rate[n] for n in cfg) if len(cfg) == 1 else 0.0, current={"a0": 4})
-    plan = HopsPolicy(PlannerParams(formulation=formulation, restart_penalty=penalty, gap=0.0)).plan(
+    plan = HopsPolicy(PlannerParams(formulation=formulation, restart_penalty=penalty, gap=0.0, min_run_time=0.0)).plan(
         ClusterView(nodes), (r,), 600.0)
     assert plan.assignments["R"] == {expected: 4}
 

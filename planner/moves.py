@@ -1,0 +1,122 @@
+"""Moves that pay: which running jobs a round may move or preempt, and what a move is worth.
+
+Where it sits: :class:`planner.hops.HopsPolicy` asks this module, in every round plan, before it builds
+the ILP's candidates (docs/design.md, "Moves that pay"). Pure: the job views carry what each move costs
+(``JobView.restart_cost``: the requeue and restart of that job's model, measured live per model;
+``JobView.unsaved``: the work a requeue now would lose, since its last checkpoint) and how long it has
+run where it is (``JobView.placed_for``); nothing here reads a clock.
+
+Two rules:
+
+1. **Held in place** (:func:`held_reason`): a running job is not moved or preempted by a round while
+   - it has run in its placement for less than ``min_run_time`` (Slurm's PreemptExemptTime, KAI's
+     min-runtime), so a job a fragment fill started is kept by the next round;
+   - its processed samples have reached its declaration (it is finishing: a requeue would only
+     repeat work);
+   - its remaining time where it runs is below what a requeue costs it (``restart_cost`` plus the
+     unsaved work), or below ``min_run_time`` (it frees its GPUs before a job started in its place
+     could be moved again): stopping it can only delay it.
+   A held job keeps its GPUs; the round plans the others around it.
+2. **A move's worth** (:func:`move_rate`): moving a running job from its current config (rate ``r0``)
+   to another (rate ``r1``) costs ``restart_cost`` seconds and re-does the unsaved work, so its
+   remaining ``R`` samples take ``restart_cost + (R + unsaved * r0) / r1`` instead of ``R / r0``. A move
+   pays when that is shorter; its worth to the ILP is the rate it achieves over the job's remaining
+   work, ``R / (restart_cost + (R + unsaved * r0) / r1)``, so a move that saves an hour on a long job
+   is taken and one that saves a minute on a nearly finished job is not. A move that does not pay is
+   no candidate at all. A job that leaves the plan entirely (preempted for a waiting job) is not
+   priced here: the held-in-place rule bounds how often it can happen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.views import Config, JobView
+
+#: why a running job is held in place (diagnostics ``held``)
+HELD_MIN_RUN_TIME = "min_run_time"
+HELD_SAMPLES = "reached_samples"
+HELD_FINISHING = "finishing"
+
+
+def current_rate(job: JobView) -> float:
+    """The job's estimated samples/s where it runs now (0.0 when pending or unknown)."""
+    if not job.current:
+        return 0.0
+    try:
+        return max(float(job.throughput(job.current)), 0.0)
+    except Exception:  # noqa: BLE001 - an estimate that fails is no rate; the job is then not held for it
+        return 0.0
+
+
+def remaining_seconds(job: JobView, rate: float) -> float | None:
+    """Seconds the job still needs where it runs: its remaining samples at ``rate`` when both are known
+    and the rate is measured, else what its age says is left (age - run time); None when neither."""
+    if job.measured and job.total_samples > 0.0 and rate > 0.0:
+        return job.remaining_samples / rate
+    if job.age > 0.0:
+        return max(job.age - job.run_time, 0.0)
+    return None
+
+
+def exempt_time(job: JobView, min_run_time: float, growth: float = 1.0) -> float:
+    """How long this run of the job is exempt from moves and preemption: ``min_run_time`` times
+    ``growth`` for each earlier preemption (a job preempted twice runs 4x as long before a third)."""
+    return min_run_time * growth ** min(job.preemptions, 30)
+
+
+def held_reason(job: JobView, min_run_time: float, growth: float = 1.0) -> str:
+    """Why a round must leave this running job where it is; "" when it may be moved or preempted."""
+    if not job.current:
+        return ""
+    if job.placed_for < exempt_time(job, min_run_time, growth):
+        return HELD_MIN_RUN_TIME
+    if job.reached_samples:
+        return HELD_SAMPLES
+    left = remaining_seconds(job, current_rate(job))
+    if left is not None and left < max(job.restart_cost + job.unsaved, min_run_time):
+        return HELD_FINISHING
+    return ""
+
+
+@dataclass(frozen=True)
+class MovePrice:
+    """A running job's move, priced: the rate it achieves over the job's remaining work (0.0 when the
+    move does not pay) and the seconds it saves (negative when it loses)."""
+
+    rate: float
+    saves: float
+
+
+def move_price(job: JobView, rate_now: float, rate_new: float) -> MovePrice:
+    """Rule 2 of the module docstring for one candidate config of a running job."""
+    if rate_new <= 0.0:
+        return MovePrice(0.0, float("-inf"))
+    if rate_now <= 0.0:  # no estimate where it runs: any placement with a rate is worth its rate, less the restart
+        return MovePrice(rate_new, 0.0)
+    if job.measured and job.total_samples > 0.0:
+        work = job.remaining_samples
+    else:  # unknown samples: the remaining time its age gives, at the current rate
+        left = remaining_seconds(job, rate_now)
+        work = (left if left is not None else 0.0) * rate_now
+    if work <= 0.0:
+        return MovePrice(0.0, float("-inf"))
+    stay = work / rate_now
+    move = job.restart_cost + (work + job.unsaved * rate_now) / rate_new
+    if move >= stay:
+        return MovePrice(0.0, stay - move)
+    return MovePrice(work / move, stay - move)
+
+
+def move_rate(job: JobView, config: Config) -> float:
+    """The worth of moving running ``job`` to ``config``: its rate over the remaining work, restart and
+    lost work included; 0.0 when the move does not pay."""
+    try:
+        rate_new = max(float(job.throughput(config)), 0.0)
+    except Exception:  # noqa: BLE001 - no estimate for that config: no move there
+        return 0.0
+    return move_price(job, current_rate(job), rate_new).rate
+
+
+__all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "MovePrice", "current_rate", "held_reason",
+           "move_price", "move_rate", "remaining_seconds"]

@@ -1,0 +1,126 @@
+"""Moves that pay (planner/moves.py through HopsPolicy): running jobs held in place by the minimum run
+time, at their declared samples or when finishing, and moves taken only when the time they save over
+the job's remaining work beats its restart and lost work."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.hops import HopsPolicy
+from planner.moves import HELD_FINISHING, HELD_MIN_RUN_TIME, HELD_SAMPLES, held_reason, move_price
+from planner.params import PlannerParams
+from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+
+ONE_NODE = ClusterView((NodeView("n0", "t", "A", 4, 4),))
+SLOW_FAST = ClusterView((NodeView("slow", "k80", "S", 4, 4), NodeView("fast", "v100", "F", 4, 4)))
+
+
+def linear(cfg: Config) -> float:
+    return float(sum(cfg.values()))
+
+
+def by_node(cfg: Config) -> float:
+    """1 sample/s per GPU on the slow node, 3 on the fast one; single-node configs only."""
+    if len(cfg) != 1:
+        return 0.0
+    (n, g), = cfg.items()
+    return g * (3.0 if n == "fast" else 1.0)
+
+
+def running(job_id: str = "R", *, current: dict[str, int] | None = None, placed_for: float = 10_000.0,
+            total: float = 1e6, done: float = 0.0, restart: float = 0.0, unsaved: float = 0.0, thr=linear,
+            reqs: tuple[int, ...] = (4,)) -> JobView:
+    return JobView(job_id, reqs, 0.0, 0.0, 1000.0, 1.1, thr, total_samples=total, done_samples=done,
+                   current=freeze_config(current or {"n0": 4}), placed_for=placed_for, restart_cost=restart,
+                   unsaved=unsaved, run_time=placed_for)
+
+
+def waiting(job_id: str, wait: float, reqs: tuple[int, ...] = (4,)) -> JobView:
+    return JobView(job_id, reqs, 0.0, wait, 100.0, 1.1, linear, total_samples=1e6)
+
+
+def plan(cluster: ClusterView, jobs: tuple[JobView, ...], **params: object):
+    return HopsPolicy(PlannerParams(gap=0.0, **params)).plan(cluster, jobs, 10_000.0)  # type: ignore[arg-type]
+
+
+# A waiting job with a huge latency ratio would take R's 4 GPUs (the only 4 there are) if R may be preempted.
+@pytest.mark.parametrize(("placed_for", "preempted"), [(100.0, False), (700.0, True)])
+def test_the_minimum_run_time_holds_a_running_job_in_place(placed_for: float, preempted: bool) -> None:
+    r = running(placed_for=placed_for)
+    w = waiting("W", wait=5000.0)
+    p = plan(ONE_NODE, (r, w), min_run_time=600.0)
+    if preempted:
+        assert p.assignments["R"] is None and p.assignments["W"] == {"n0": 4}
+        assert p.diagnostics["held"] == {}
+    else:
+        assert p.assignments["R"] == {"n0": 4} and p.assignments["W"] is None
+        assert p.diagnostics["held"] == {"R": HELD_MIN_RUN_TIME}
+
+
+def test_a_job_at_its_declared_samples_is_never_requeued() -> None:
+    r = running(done=1e6, total=1e6)
+    p = plan(ONE_NODE, (r, waiting("W", wait=1e6)), min_run_time=0.0)
+    assert p.assignments["R"] == {"n0": 4}
+    assert p.diagnostics["held"] == {"R": HELD_SAMPLES}
+
+
+def test_a_job_with_less_left_than_a_restart_costs_finishes() -> None:
+    # 400 samples left at 4 samples/s: 100 s, a requeue costs 120 s: let it finish
+    r = running(total=1000.0, done=600.0, restart=120.0)
+    assert held_reason(r, 0.0) == HELD_FINISHING
+    assert plan(ONE_NODE, (r, waiting("W", wait=1e6)), min_run_time=0.0).assignments["R"] == {"n0": 4}
+    # with 1000 s left it may be preempted for the waiting job
+    longer = running(total=4600.0, done=600.0, restart=120.0)
+    assert held_reason(longer, 0.0) == ""
+
+
+def test_fragment_plans_never_touch_running_jobs_and_the_next_round_keeps_what_they_started() -> None:
+    w = waiting("W", wait=10.0)
+    fill = HopsPolicy(PlannerParams(gap=0.0)).plan(ONE_NODE, (w,), 0.0, fragment=True)
+    assert fill.assignments["W"] == {"n0": 4}
+    # the round 5 s later: W runs (placed 5 s ago) and a job with a far higher LR waits
+    started = JobView("W", (4,), 0.0, 10.0, 100.0, 1.1, linear, total_samples=1e6, current=freeze_config({"n0": 4}),
+                      placed_for=5.0)
+    p = plan(ONE_NODE, (started, waiting("X", wait=1e5)))
+    assert p.assignments["W"] == {"n0": 4} and p.assignments["X"] is None
+
+
+@pytest.mark.parametrize("formulation", ["compact", "plain"])
+@pytest.mark.parametrize(("remaining", "restart", "moves"), [
+    # 4 GPUs at 4/s on the slow node; 12/s on the fast one
+    (4000.0, 60.0, True),    # stay 1000 s; move 60 + 333 s: pays
+    (400.0, 60.0, True),     # stay 100 s; move 60 + 33 s = 93 s: pays, just
+    (400.0, 80.0, False),    # stay 100 s; move 80 + 33 s = 113 s: does not pay
+])
+def test_a_move_to_faster_free_gpus_is_made_when_it_pays(formulation: str, remaining: float, restart: float,
+                                                          moves: bool) -> None:
+    r = running(current={"slow": 4}, thr=by_node, total=remaining, restart=restart)
+    p = plan(SLOW_FAST, (r,), min_run_time=0.0, formulation=formulation, restart_penalty=0.0)
+    assert p.assignments["R"] == ({"fast": 4} if moves else {"slow": 4})
+
+
+def test_unsaved_work_is_part_of_the_price() -> None:
+    # stay 1000 s; move 60 s + (4000 + 4/s x 2000 s unsaved) / 12/s = 60 + 1000 s: does not pay
+    r = running(current={"slow": 4}, thr=by_node, total=4000.0, restart=60.0, unsaved=2000.0)
+    price = move_price(r, 4.0, 12.0)
+    assert price.rate == 0.0 and price.saves < 0
+    p = plan(SLOW_FAST, (r,), min_run_time=0.0, restart_penalty=0.0)
+    assert p.assignments["R"] == {"slow": 4}
+    saved = running(current={"slow": 4}, thr=by_node, total=4000.0, restart=60.0, unsaved=0.0)
+    assert move_price(saved, 4.0, 12.0).rate == pytest.approx(4000.0 / (60.0 + 4000.0 / 12.0))
+
+
+def test_min_run_time_is_a_checked_planner_parameter() -> None:
+    assert PlannerParams().min_run_time == 600.0
+    assert PlannerParams().with_settings("min_run_time=30").min_run_time == 30.0
+    with pytest.raises(ValueError, match="min_run_time"):
+        PlannerParams(min_run_time=-1.0)
+
+
+def test_each_preemption_lengthens_the_next_exemption() -> None:
+    # preempted twice: exempt for 600 s x 2^2 = 2400 s of this run
+    twice = JobView("R", (4,), 0.0, 0.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"n0": 4}),
+                    placed_for=2000.0, preemptions=2)
+    w = waiting("W", wait=1e5)
+    assert plan(ONE_NODE, (twice, w), min_run_time=600.0).assignments["R"] == {"n0": 4}
+    assert plan(ONE_NODE, (twice, w), min_run_time=600.0, min_run_growth=1.0).assignments["R"] is None
