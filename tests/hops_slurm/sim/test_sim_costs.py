@@ -251,3 +251,37 @@ def test_job_progress_is_one_model():
     assert p.requeue(75.0) == 195.0
     assert p.stop(195.0) == pytest.approx(185.0 - 150.0)  # its checkpoint at 160 held 150; killed at 195 with 185
     assert p.done == p.saved == 150.0 and not p.running
+
+
+def test_the_simulated_slurmctld_answers_a_notice_with_a_mark_only_when_the_job_checkpoints_on_it(tmp_path):
+    """The engine's protocol (hops_slurm.engine.checkpoints) on the cost model: a job with a metrics file says
+    it listens when it starts; signalled, one that checkpoints on notice writes a "saved" mark (notice=True,
+    its count), one that ignores the notice writes none; a job not running cannot be signalled."""
+    from profiler.records import CheckpointMark
+
+    from hops_slurm.slurm.api import SlurmCommandError
+    from hops_slurm.slurm.enact import write_job_env
+
+    jobs = (job("a", 2000.0, on_notice=True), job("b", 2000.0, on_notice=False))
+    ctl = SimSlurmctld(cluster(tmp_path), jobs, tmp_path / "env", SimCtlSettings(costs=COSTS))
+    ctl.advance(120.0)
+    ids = {ctl.workload_id(j): j for j in ctl.runs}
+    for w, node in (("a", "v-00"), ("b", "v-01")):
+        write_job_env(tmp_path / "env", ids[w], {"HOPS_METRICS_FILE": str(tmp_path / f"{w}.jsonl"),
+                                                  "HOPS_JOB_SIGNATURE": f"sig-{w}", "HOPS_PREEMPT_SIGNAL": "USR1"})
+        _place(ctl, ids[w], node)
+    ctl.advance(400.0)
+    for w in "ab":
+        ctl.signal_job(ids[w], "USR1")
+
+    def marks(w: str) -> list[CheckpointMark]:
+        lines = (tmp_path / f"{w}.jsonl").read_text().splitlines()
+        return [CheckpointMark.model_validate_json(x) for x in lines if '"event"' in x]
+
+    a, b = marks("a"), marks("b")
+    assert [m.event for m in a] == ["listening", "saved"] and a[1].notice
+    assert a[1].samples == int(ctl.runs[ids["a"]].progress.done) and a[1].samples == pytest.approx(THR4 * 270.0, abs=1)
+    assert [m.event for m in b] == ["listening"]
+    ctl.requeue_hold(ids["a"])
+    with pytest.raises(SlurmCommandError):
+        ctl.signal_job(ids["a"], "USR1")
