@@ -44,7 +44,11 @@ DIFFERENCES = [
     "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; the engine's "
     "processed samples are its runtime records plus uncovered run time x the estimated rate (restart time after "
     "a preemption counts), the fast path's the true progress, so under heavy preemption the engine may re-age "
-    "honest jobs (docs/design.md, \"One engine\").", "",
+    "honest jobs (docs/design.md, \"One engine\").",
+    "- Both paths charge one cost model (hops_slurm/sim/costs.py): a requeue's notice holds the job's GPUs and "
+    "a job placed on a node where a notice runs starts when the notices there end. On the engine path the "
+    "requeue and the placements come at one virtual instant, so a job a fragment plan placed beside a notice "
+    "may be split by Slurm otherwise than planned once it starts (the enactor then requeue-holds it).", "",
     "The engine path's wall time is its SQLite writes (journal, engine state, records; `synchronous=OFF` in "
     "simulation), the probe and runtime-record files and the estimates made at every refresh.", "",
 ]
@@ -71,8 +75,8 @@ def run(out_dir: Path) -> Path:
         "`HOPS_BENCH_SEEDS` and `HOPS_BENCH_POLICIES` pick). Each part: the same workload and seeds through two paths. *engine*: "
         "`hops-slurm simulate --engine`, the daemon's `Engine` against `hops_slurm/sim/slurmctld.py`; *fast*: "
         "`hops-slurm simulate`, `SimBackend` (what docs/results/paper-tables.md runs). The simulator's defaults "
-        "(360 s rounds, 30 s refresh, 60 s restart cost), workload `paper`. Max.ρ: Themis' ideal time by the same "
-        "formula on both paths (`hops_slurm.sim.groundtruth.ideal_time`).", "",
+        f"(360 s rounds, 30 s refresh; costs, docs/simulator.md: {Options().costs.describe()}), workload `paper`. "
+        "Max.ρ: Themis' ideal time by the same formula on both paths (`hops_slurm.sim.groundtruth.ideal_time`).", "",
     ]
     for name in PARTS:
         part = data / f"{name}.md"

@@ -19,6 +19,7 @@ from pathlib import Path
 from hops_slurm.bench import sacct_history
 from hops_slurm.bench.machine import load, machine_line
 from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.costs import CostModel, parse_checkpoint_seconds
 from hops_slurm.sim.runner import Options
 from hops_slurm.whatif import output
 from hops_slurm.whatif.assumptions import Assumptions
@@ -28,7 +29,10 @@ from hops_slurm.whatif.pipeline import WhatIf, run_whatif
 NAME = "whatif"
 IN_ALL = False
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "sacct"
-RECORDED_OPTIONS = ("--round-seconds", "30", "--refresh-seconds", "5", "--restart-seconds", "5")
+#: the recorded jobs are short local ones: the demo's measured start (a few seconds) and a 1 s checkpoint
+RECORDED_OPTIONS = ("--round-seconds", "30", "--refresh-seconds", "5", "--process-start-seconds", "5",
+                    "--checkpoint-seconds", "1")
+RECORDED_COSTS = CostModel(process_start=5.0).with_checkpoint_seconds(parse_checkpoint_seconds("1"))
 
 
 def _table(result: WhatIf) -> str:
@@ -40,7 +44,7 @@ def _recorded(out_dir: Path) -> list[str]:
     if not export.is_file():
         return ["## On a recorded sacct export", "", f"Not run: {export} is not here (a source checkout has it)."]
     cluster = load_cluster(RECORDED / "replay-cluster.toml")
-    options = Options(round_seconds=30.0, refresh_seconds=5.0, restart_seconds=5.0)
+    options = Options(round_seconds=30.0, refresh_seconds=5.0, costs=RECORDED_COSTS)
     start = time.perf_counter()
     result = run_whatif(export, cluster, Assumptions(), options=options)
     took = time.perf_counter() - start

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
+from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.output import markdown_table, write_plots, write_summary
@@ -38,7 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("sim-out"), help="output folder (default sim-out)")
     p.add_argument("--round-seconds", type=bounded_float(0, 86400, low_open=True), default=360.0, help="round length (default 360)")
     p.add_argument("--refresh-seconds", type=bounded_float(0, 86400, low_open=True), default=30.0, help="queue refresh / fragment plans (default 30)")
-    p.add_argument("--restart-seconds", type=bounded_float(0, 86400), default=60.0, help="restart cost after preemption (default 60)")
     p.add_argument("--fragment-plans", choices=("at-once", "at-ticks"), default="at-once",
                    help="fragment plans right after each round plan and at refresh ticks (at-once, the paper's), "
                         "or only at refresh ticks (at-ticks, for the ablation)")
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "record files, journal, records.sqlite) against a simulated slurmctld; slower, the same results "
                         "within a few percent (docs/simulator.md)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
+    add_cost_arguments(p)
     p.set_defaults(func=_run)
 
 
@@ -56,12 +57,12 @@ def _run(args: argparse.Namespace) -> int:
         raise HopsError("no policies given")
     if not args.seeds:
         raise HopsError("no seeds given")
-    if min(args.round_seconds, args.refresh_seconds) <= 0 or args.restart_seconds < 0:
-        raise HopsError("--round-seconds and --refresh-seconds must be > 0, --restart-seconds >= 0")
+    if min(args.round_seconds, args.refresh_seconds) <= 0:
+        raise HopsError("--round-seconds and --refresh-seconds must be > 0")
     for name in policies:
         make_policy(name)  # fail on a bad name before any run starts
     cluster = load_cluster(args.cluster)
-    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds,
+    options = Options(args.round_seconds, args.refresh_seconds, cost_model(args),
                       fragment_at_once=args.fragment_plans == "at-once")
     # the bar only on a terminal; in logs and pipes the command is quiet until its results
     progress = not args.no_progress and sys.stderr.isatty()
@@ -72,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         run = simulate_engine
     results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
-              f"seeds {','.join(map(str, args.seeds))}")
+              f"seeds {','.join(map(str, args.seeds))}\n\nCosts: {options.costs.describe()}.")
     write_summary(results, args.out, header)
     write_plots(results, args.out)
     print(markdown_table(results), end="")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
+from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
 from planner.policies import make_policy, split_policy_list
@@ -67,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-seconds", type=bounded_float(0, 86400, low_open=True), default=360.0, help="round length (default 360)")
     p.add_argument("--refresh-seconds", type=bounded_float(0, 86400, low_open=True), default=30.0,
                    help="queue refresh / fragment plans (default 30)")
-    p.add_argument("--restart-seconds", type=bounded_float(0, 86400), default=60.0, help="restart cost after preemption (default 60)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
+    add_cost_arguments(p)
     p.set_defaults(func=_run)
 
 
@@ -89,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         make_policy(name)
     assumptions = load_assumptions(args.assumptions)
     cluster = load_cluster(args.cluster) if args.cluster else None
-    options = Options(args.round_seconds, args.refresh_seconds, args.restart_seconds)
+    options = Options(args.round_seconds, args.refresh_seconds, cost_model(args))
     progress = not args.no_progress and sys.stderr.isatty()
     try:
         result = run_whatif(args.export, cluster, assumptions, policies, options, progress)

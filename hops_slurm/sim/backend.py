@@ -29,10 +29,12 @@ age, eq. 10 sensitivity, asked of the estimator at every planning) and view. Thi
 what a simulated cluster is: time, ground-truth progress, probes and runtime records written into the
 store, arrivals and completions.
 
-Restart cost: ``restart_seconds`` (default 60 s) of holding the GPUs without progress whenever a job
-resumes after a preemption or moves to another config. Gavel and Themis measure 5-10 s checkpoint
-save/load alone; Sia's measured restart penalties, which include re-launching the framework, are
-120-250 s; 60 s sits between. A job's first start costs nothing (it was launched by the probe path).
+Costs (:mod:`hops_slurm.sim.costs`, the same model as the engine path's simulated slurmctld): a job
+that starts holds its GPUs for the process start (plus its checkpoint load when it resumes) before it
+progresses, a first start included; a preempted job gets a notice: it checkpoints and is requeued after
+its checkpoint write, or ignores it, runs out the grace and loses its work since its last periodic
+checkpoint. The GPUs stay busy until the notice ends: a job placed on them (or the moved job itself)
+waits for them, pending, as on Slurm.
 
 Policies never see ground truth: not the node speeds, not the server kinds (only what the cluster
 file says Slurm shows, :meth:`hops_slurm.sim.cluster.ClusterSpec.view`).
@@ -43,8 +45,8 @@ honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.ag
 samples processed so far as the live engine estimates them from the same records
 (:meth:`SimBackend.processed_samples`: :func:`hops_slurm.engine.processed.processed_samples`, not ground
 truth) and the owner's history, and the pipeline multiplies the age by it (as the live engine's
-``JobState.age_factor``). Each job's ``KnownJob.restart_cost`` is the restart the simulator charges
-(``restart_seconds``).
+``JobState.age_factor``). Each job's ``KnownJob.restart_cost`` is what the cost model charges a move
+(its notice, then a start from its checkpoint) and ``unsaved`` the work a requeue now would lose.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from hops_slurm.engine.jobview import Estimate, KnownJob, estimate, fallback_age
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import runtime_record, signature_of
@@ -85,20 +88,28 @@ class _Job:
     record: JobRecord
     ledger: JobLedger
     signature: str
-    config: Config | None = None
-    rate: float = 0.0  # ground-truth samples/s in config
-    resume_at: float = 0.0  # restart cost ends
+    progress: JobProgress  # ground-truth progress, starts, notices and checkpoints (hops_slurm.sim.costs)
+    config: Config | None = None  # placed: running, or waiting for its GPUs (a notice still holds them)
+    running: bool = False  # started on its GPUs
     next_record: float = math.inf  # when its recorder writes the next runtime record
     last_record: float = 0.0  # when its recorder's last window of this run ended (its start before one)
-    done: float = 0.0
     active_integral_at_submit: float = 0.0
     finished: bool = False
     ever_ran: bool = False
 
+    @property
+    def done(self) -> float:
+        return self.progress.done
+
+    @property
+    def rate(self) -> float:
+        return self.progress.rate
+
 
 @dataclass
 class SimSettings:
-    restart_seconds: float = 60.0
+    #: what starts, notices and restarts cost (both simulated paths share it)
+    costs: CostModel = field(default_factory=CostModel)
     max_seconds: float = 90 * 86400.0  # safety stop: a simulation running past this is a bug
     #: the whole cluster idle this long with ready jobs, no arrivals or probes left: the policy cannot
     #: place them (e.g. a rigid request outside its config space); they are CANCELLED and reported
@@ -147,6 +158,9 @@ class SimBackend:
         self._active_integral = 0.0
         self._idle_since: float | None = None
         self.cancelled: dict[str, _Job] = {}
+        #: job id -> (when its notice ends, the GPUs it holds until then): preempted, still checkpointing
+        #: or running out the grace
+        self._drains: dict[str, tuple[float, Config]] = {}
         #: (time, GPUs in use, normalised throughput) after every change
         self.series: list[tuple[float, int, float]] = []
         ids = [spec.job_id for spec in self.jobs]
@@ -168,20 +182,38 @@ class SimBackend:
         if self._next_arrival < len(self._pending_arrivals):
             times.append(self._pending_arrivals[self._next_arrival].arrival)
         times += self._completion_times()
+        times += [until for until, _c in self._drains.values()]
         return min(times) if times else None
 
-    def _used(self) -> dict[str, int]:
+    def _draining(self) -> dict[str, int]:
+        """GPUs per node that preempted jobs hold until their notice ends."""
         used = dict.fromkeys(self.capacity, 0)
-        for job in self.active.values():
-            for node, g in (job.config or {}).items():
+        for _until, config in self._drains.values():
+            for node, g in config.items():
                 used[node] += g
         return used
 
+    def _held(self) -> dict[str, int]:
+        """GPUs per node in use now: running jobs' and draining jobs'."""
+        used = self._draining()
+        for job in self.active.values():
+            if job.running and job.config is not None:
+                for node, g in job.config.items():
+                    used[node] += g
+        return used
+
+    def _used(self) -> dict[str, int]:
+        """GPUs per node a fragment plan may not use: placed jobs' (running or waiting) and draining ones'
+        (at most the node's GPUs: a waiting job waits for draining GPUs), as the engine reads Slurm."""
+        used = self._draining()
+        for job in self.active.values():
+            for node, g in (job.config or {}).items():
+                used[node] += g
+        return {n: min(g, self.capacity[n]) for n, g in used.items()}
+
     def cluster_view(self, *, fragment: bool) -> ClusterView:
-        if not fragment:
-            return self.cluster.view()
-        used = self._used()
-        return self.cluster.view({n: self.capacity[n] - used[n] for n in self.capacity})
+        used = self._used() if fragment else self._draining()  # a round plan re-plans the placed jobs' GPUs
+        return self.cluster.view({n: max(0, self.capacity[n] - used[n]) for n in self.capacity})
 
     def _offered(self, fragment: bool) -> list[_Job]:
         """Jobs a planning offers to the policy: profiled, and (fragment plans) not running."""
@@ -197,19 +229,23 @@ class SimBackend:
                 if job.ready_at > self.t + EPS and idle >= min(job.spec.requirements):
                     job.ready_at = self.t
         histories = self.user_histories()
+        costs = self.settings.costs
         known = [KnownJob(job_id=job.spec.job_id, user=job.spec.user, signature=job.signature,
                           requirements=job.spec.requirements, declared_samples=job.spec.declared,
-                          submit_time=job.spec.arrival, ledger=job.ledger, current=job.config,
+                          submit_time=job.spec.arrival, ledger=job.ledger, current=job.config if job.running else None,
                           processed_samples=self.processed_samples(job), age_factor=self.age_factor(job, histories),
-                          restart_cost=self.settings.restart_seconds)
+                          restart_cost=costs.move_cost(job.spec),
+                          unsaved=0.0 if not job.running or costs.checkpoints_on_notice(job.spec)
+                          else job.progress.unsaved_seconds(self.t))
                  for job in self._offered(fragment)]
         return job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
 
     # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
     def processed_samples(self, job: _Job) -> float:
         """Samples the job has processed so far as the live engine estimates them
-        (:func:`hops_slurm.engine.processed.processed_samples` over its runtime records, not ground truth);
-        an ended job's is its record's, made when it ended."""
+        (:func:`hops_slurm.engine.processed.processed_samples` over its runtime records, which carry the job's
+        own count, so work lost to a requeue and redone shows; not ground truth); an ended job's is its
+        record's, made when it ended."""
         if job.finished and job.record.processed_samples is not None:
             return job.record.processed_samples
 
@@ -218,7 +254,7 @@ class SimBackend:
                           self.knowledge.memo, job_id=job.spec.job_id).throughput
             return float(fn(freeze_config(config))) if fn is not None and config else None  # type: ignore[arg-type]
 
-        return processed.processed_samples(job.ledger, self.t, rate=rate, restart=self.settings.restart_seconds)
+        return processed.processed_samples(job.ledger, self.t, rate=rate, restart=self.settings.costs.process_start)
 
     def user_histories(self) -> dict[str, UserHistory]:
         """Each user's :class:`UserHistory` over their ended jobs (in order of completion) and their
@@ -251,34 +287,40 @@ class SimBackend:
                     f"plan gives job {job_id} {n} GPUs; its requirement set is {self.active[job_id].spec.requirements}"
                 )
             placed[job_id] = config
+        # a fragment plan fills idle GPUs; a round plan's jobs wait for GPUs a notice still holds (as on Slurm)
         used = self._used() if fragment else dict.fromkeys(self.capacity, 0)
+        touched = set()
         for config in placed.values():
             for node, g in config.items():
                 used[node] += g
-        for node, g in used.items():
-            if g > self.capacity[node]:
-                raise PolicyPlanError(f"plan uses {g} GPUs on {node}, which has {self.capacity[node]}")
+                touched.add(node)
+        for node in sorted(touched, key=self.order.__getitem__):
+            if used[node] > self.capacity[node]:
+                raise PolicyPlanError(f"plan uses {used[node]} GPUs on {node}, which has {self.capacity[node]}")
         return placed
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         placed = self._check(plan, fragment)
         result = Enactment()
         if not fragment:
-            for job in self.active.values():
+            for job in list(self.active.values()):
                 if job.config is None:
                     continue
                 new = placed.get(job.spec.job_id)
                 if new is not None and dict(new) == dict(job.config):
                     result.kept.append(job.spec.job_id)
-                else:
-                    self._stop(job, preempted=True)
+                elif job.running:
+                    self._preempt(job)
                     result.preempted.append(job.spec.job_id)
+                else:
+                    job.config = None  # placed and still waiting for its GPUs: withdrawn, nothing to stop
         for job_id, config in placed.items():
             job = self.active[job_id]
             if job.config is not None:
                 continue  # kept
-            self._start(job, config)
+            job.config = config
             result.started.append(job_id)
+        self._start_waiting()
         self._sample()
         return result
 
@@ -299,21 +341,27 @@ class SimBackend:
             for c in self._completion_times():
                 nxt = min(nxt, c)
             for job in self.active.values():
-                if job.config is not None and job.resume_at > self.t:
-                    nxt = min(nxt, job.resume_at)
+                if job.running and job.progress.resume_at > self.t:
+                    nxt = min(nxt, job.progress.resume_at)
+            for until, _c in self._drains.values():
+                nxt = min(nxt, until)
             self._progress(max(nxt, self.t))
-            self._arrive()
-            self._complete()
+            self._events()
         self._progress(max(self.t, t))
+        self._events()
+        self._check_stall()
+
+    def _events(self) -> None:
         self._arrive()
         self._complete()
-        self._check_stall()
+        self._end_drains()
 
     def _check_stall(self) -> None:
         stalled = (
             self.active
             and self._next_arrival >= len(self._pending_arrivals)
             and not self._probes_due
+            and not self._drains
             and all(j.config is None and j.ready_at <= self.t for j in self.active.values())
         )
         if not stalled:
@@ -334,8 +382,9 @@ class SimBackend:
     def _completion_times(self) -> list[float]:
         out = []
         for job in self.active.values():
-            if job.config is not None and job.rate > 0:
-                out.append(max(self.t, job.resume_at) + (job.spec.total_samples - job.done) / job.rate)
+            at = job.progress.finish_time() if job.running else None
+            if at is not None:
+                out.append(max(self.t, at))
         return out
 
     def _progress(self, until: float) -> None:
@@ -344,15 +393,14 @@ class SimBackend:
             return
         self._active_integral += len(self.active) * dt
         for job in self.active.values():
-            if job.config is not None:
-                useful = max(0.0, until - max(self.t, job.resume_at))
-                job.done = min(job.spec.total_samples, job.done + job.rate * useful)
+            job.progress.advance(until)  # a draining job too: one that ignored its notice still runs
+            if job.running and job.config is not None:
                 account(job.ledger, until, "RUNNING", dict(job.config))
             else:
                 account(job.ledger, until, "PENDING", {})
         self.t = until
         for job in self.active.values():
-            while job.config is not None and job.next_record <= self.t + EPS:
+            while job.running and job.next_record <= self.t + EPS:
                 self._record(job, job.next_record)
                 job.next_record += self.settings.record_every_seconds
         while self._probes_due and self._probes_due[0][0] <= self.t + EPS:
@@ -375,7 +423,8 @@ class SimBackend:
         assert job.config is not None
         nodes = sorted(job.config, key=self.order.__getitem__)
         types = {self.speeds[n].gpu_type for n in nodes}
-        done = max(0.0, job.done - job.rate * max(0.0, self.t - max(at, job.resume_at)))  # its count at ``at``
+        p = job.progress  # advanced to now: its count at ``at`` is less the progress since
+        done = max(0.0, p.done - p.rate * max(0.0, min(self.t, p.halt_at) - max(at, p.resume_at)))
         rec = runtime_record(job.signature, job.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
                              gpus=sum(job.config.values()), nodes=len(nodes), throughput=job.rate,
                              window=self.settings.record_seconds if window is None else window, at=at, done=done)
@@ -411,46 +460,100 @@ class SimBackend:
                 requirements=list(spec.requirements), total_samples=spec.declared,
             )
             job = _Job(spec, ready, record, JobLedger(last_seen=spec.arrival), signature,
-                       active_integral_at_submit=self._active_integral)
+                       JobProgress.of(spec, self.settings.costs), active_integral_at_submit=self._active_integral)
             record.age_estimate = estimate(signature, spec.declared, spec.requirements, self.knowledge.estimator,
                                            self.knowledge.memo, job_id=spec.job_id).age  # eq. 9 at arrival
             self.active[spec.job_id] = job
 
     def _complete(self) -> None:
         for job in list(self.active.values()):
-            remaining = job.spec.total_samples - job.done
-            if job.config is not None and job.rate > 0 and self.t >= job.resume_at - EPS and remaining <= max(1e-9 * job.spec.total_samples, job.rate * 1e-6):
-                self._stop(job, preempted=False)
-                job.finished = True
-                job.record.end = self.t
-                job.record.processed_samples = self.processed_samples(job)
-                job.record.state = "COMPLETED"
-                job.record.ideal_time = self._ideal_time(job)
-                if job.record.age_estimate is None:  # ended before its model's probes (the engine's rule too)
-                    job.record.age_estimate = fallback_age_of(Estimate(age=j.record.age_estimate)
-                                                              for j in (*self.finished.values(), *self.active.values()))
-                self.finished[job.spec.job_id] = self.active.pop(job.spec.job_id)
-                self._sample()
+            p = job.progress
+            remaining = p.total - p.done
+            if job.running and p.rate > 0 and self.t >= p.resume_at - EPS and remaining <= max(1e-9 * p.total, p.rate * 1e-6):
+                self._finish(job)
 
-    def _start(self, job: _Job, config: Config) -> None:
-        job.config = config
-        job.rate = self.truth.throughput(job.spec.model, config, self.speeds)
-        job.resume_at = self.t + (self.settings.restart_seconds if job.ever_ran else 0.0)
-        job.next_record = job.resume_at + self.settings.record_seconds
-        job.last_record = job.resume_at
+    def _finish(self, job: _Job) -> None:
+        """The job processed its last sample (running, or running out a notice it ignored): it ends."""
+        self._last_window(job)
+        account(job.ledger, self.t, "ENDED", {})
+        job.progress.finish(self.t)
+        job.config, job.running, job.next_record = None, False, math.inf
+        job.finished = True
+        job.record.end = self.t
+        job.record.processed_samples = self.processed_samples(job)
+        job.record.state = "COMPLETED"
+        job.record.ideal_time = self._ideal_time(job)
+        if job.record.age_estimate is None:  # ended before its model's probes (the engine's rule too)
+            job.record.age_estimate = fallback_age_of(Estimate(age=j.record.age_estimate)
+                                                      for j in (*self.finished.values(), *self.active.values()))
+        self.finished[job.spec.job_id] = self.active.pop(job.spec.job_id)
+        self._sample()
+
+    def _start_waiting(self) -> None:
+        """Start the placed jobs whose GPUs are free, in submission order, as Slurm starts released jobs
+        (:meth:`hops_slurm.sim.slurmctld.SimSlurmctld._schedule`, the same rule): once no notice runs on
+        their nodes (their own included; the engine places after the notices, so a job starts on the GPUs
+        its plan counted free and Slurm's split is the planned one) and their GPUs fit."""
+        held = self._held()
+        noticed = {n for _until, config in self._drains.values() for n in config}
+        for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id)):
+            if job.config is None or job.running or job.spec.job_id in self._drains or noticed & set(job.config):
+                continue
+            if all(held[n] + g <= self.capacity[n] for n, g in job.config.items()):
+                self._run(job, job.config)
+                for n, g in job.config.items():
+                    held[n] += g
+
+    def _run(self, job: _Job, config: Config) -> None:
+        """The job starts on its GPUs: its start cost (hops_slurm.sim.costs), then progress."""
+        costs = self.settings.costs
+        rate = self.truth.throughput(job.spec.model, config, self.speeds)
+        job.progress.start(self.t, rate, costs.start_cost(job.spec.model, from_checkpoint=job.progress.saved > 0))
+        job.running = True
+        job.next_record = job.progress.resume_at + self.settings.record_seconds
+        job.last_record = job.progress.resume_at
         if not job.ever_ran:
             job.record.state = "RUNNING"
         job.ever_ran = True
         account(job.ledger, self.t, "RUNNING", dict(config))
 
-    def _stop(self, job: _Job, *, preempted: bool) -> None:
-        since = max(job.last_record, job.resume_at)
-        if job.config is not None and self.t - since > EPS:  # the recorder's last window, since its last one
+    def _last_window(self, job: _Job) -> None:
+        """The recorder's last window when the job stops (it ends, or is preempted): since its last record."""
+        since = max(job.last_record, job.progress.resume_at)
+        if job.running and job.config is not None and self.t - since > EPS:
             self._record(job, self.t, self.t - since)
-        account(job.ledger, self.t, "PENDING" if preempted else "ENDED", {})
-        job.config = None
-        job.rate = 0.0
-        job.next_record = math.inf
+
+    def _preempt(self, job: _Job) -> None:
+        """A preemption: the notice (hops_slurm.sim.costs); the job is pending at once, its GPUs stay busy
+        until the notice ends."""
+        assert job.config is not None
+        self._last_window(job)
+        job.progress.give_notice(self.t, job.spec, self.settings.costs)
+        until = job.progress.requeue(self.t)
+        account(job.ledger, self.t, "PENDING", {})
+        self._drains[job.spec.job_id] = (until, job.config)
+        job.config, job.running, job.next_record = None, False, math.inf
+        if until <= self.t + EPS:
+            self._end_drain(job.spec.job_id)
+
+    def _end_drains(self) -> None:
+        ended = [j for j, (until, _c) in self._drains.items() if until <= self.t + EPS]
+        for job_id in sorted(ended):
+            self._end_drain(job_id)
+        if ended:
+            self._start_waiting()
+            self._sample()
+
+    def _end_drain(self, job_id: str) -> None:
+        """A notice ends: the job's process is gone and its GPUs free; what it did not checkpoint is lost
+        (or, having ignored the notice, it processed its last sample first: it completes)."""
+        self._drains.pop(job_id)
+        job = self.active[job_id]
+        notice = job.progress.notice
+        if notice is not None and notice.completes:
+            self._finish(job)
+        else:
+            job.progress.stop(self.t)
 
     def _ideal_time(self, job: _Job) -> float:
         """Themis T_id (:func:`hops_slurm.sim.groundtruth.ideal_time`), N = time-averaged active jobs over its life."""
@@ -459,10 +562,10 @@ class SimBackend:
         return ideal_time(self.truth, self.gpus_per_type, job.spec.model, job.spec.requirements, job.spec.total_samples, n_avg)
 
     def _sample(self) -> None:
-        used = 0
+        used = sum(self._draining().values())
         norm = 0.0
         for job in self.active.values():
-            if job.config is None:
+            if not job.running or job.config is None:
                 continue
             used += sum(job.config.values())
             ref = self.truth.samples_per_second(job.spec.model, REFERENCE_TYPE, 1, False)

@@ -146,7 +146,7 @@ def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_na
         "engine": {"settle_timeout": 0.1},
     }, "engine simulation")
     ctl = SimSlurmctld(cluster, jobs, config.paths.resolve(config.engine.env_dir),
-                       SimCtlSettings(restart_seconds=options.restart_seconds))
+                       SimCtlSettings(costs=options.costs))
     _calibrate(config.paths.resolve(config.paths.store), cluster)
     if options.honesty is not None:
         log.info("engine simulation: [honesty] of the engine's config applies, not Options.honesty")

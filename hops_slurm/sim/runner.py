@@ -26,6 +26,7 @@ from hops_slurm.report.source import write_sqlite
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.bound import physical_bound
 from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.costs import CostModel
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize
 from hops_slurm.sim.workload import JobSpec, load_workload
@@ -66,7 +67,8 @@ class Comparison(list[RunResult]):
 class Options:
     round_seconds: float = 360.0
     refresh_seconds: float = 30.0
-    restart_seconds: float = 60.0
+    #: what starts, notices and restarts cost, on both paths (:mod:`hops_slurm.sim.costs`)
+    costs: CostModel = field(default_factory=CostModel)
     #: fragment plans at the round plan's instant (the paper's); False: only at refresh ticks
     fragment_at_once: bool = True
     #: the defences against understated samples (None: estimator.honesty's defaults, on)
@@ -83,7 +85,7 @@ def simulate(
 ) -> RunResult:
     """Run ``policy_name`` on ``cluster`` with ``jobs`` to completion; deterministic for the inputs."""
     start = time.perf_counter()
-    settings = SimSettings(restart_seconds=options.restart_seconds)
+    settings = SimSettings(costs=options.costs)
     if options.honesty is not None:
         settings.honesty = options.honesty
     backend = SimBackend(cluster, jobs, settings)

@@ -13,9 +13,17 @@ What it models (what the engine relies on, as the live tests verify it of real S
   name becomes a directive model name (:func:`directive_model`).
 * **Scheduling.** A released job in its own reservation starts at the next read when the GPUs it asks
   for (``TresPerNode`` or a per-job count split greedily in node order, as 22.05 does) are free on its
-  required nodes; it then progresses at the ground-truth throughput of that placement (degraded nodes
-  included), after ``restart_seconds`` without progress when it resumes from a checkpoint, and
-  completes when its true samples are done. ``requeuehold`` stops it (progress kept), frees its GPUs.
+  required nodes and no notice of its own still runs; it then progresses at the ground-truth throughput
+  of that placement (degraded nodes included), after its start cost, and completes when its true
+  samples are done.
+* **Costs** (:mod:`hops_slurm.sim.costs`, the fast path's model): a start costs the process start (and
+  the checkpoint load when resuming). ``signal`` gives a running job the preemption notice: a job that
+  checkpoints on notice stops and writes its checkpoint, one that ignores it runs on. ``requeuehold``
+  shows the job pending (held) at once, but its GPUs stay allocated on their nodes until the notice
+  ends (the write, or the whole grace: the engine's wait before it requeues, at one virtual instant);
+  then work it did not checkpoint is lost, and released jobs waiting for those GPUs start. A requeue
+  without a signal first gives the notice at the requeue (Slurm sends SIGTERM on requeue and waits
+  KillWait; ``notice_on_requeue=False``: killed at once, losing its work since its last checkpoint).
 * **Probes.** ``submit_probe`` queues a probe job on the profiler's GPUs of its type (``gpus_per_type``
   slots, first come first served; listed as a node ``profiler-<type>`` of the ``profiler`` partition alone,
   so the engine knows them for dedicated probe nodes); ``probe_seconds`` later it writes the record ``python -m
@@ -26,9 +34,10 @@ What it models (what the engine relies on, as the live tests verify it of real S
   (``HOPS_METRICS_FILE`` in ``<env_dir>/<job>.env``, written by the enactor) ``record_seconds`` after it
   (re)starts, then every ``record_every_seconds``, and a last one since its last record when it ends or
   is requeued (the recorder's close), each with the job's own sample count; the engine ingests them.
-* **Notice.** A job with a metrics file says it listens for the notice when it (re)starts, as
-  :mod:`profiler.preempt` does, and a signalled job checkpoints at once: it writes the mark that answers
-  its notice (no cost modelled here). :meth:`sleep` is the enactor's pause while it waits: virtual time.
+* **Notice marks.** A job with a metrics file says it listens for the notice when it (re)starts, as
+  :mod:`profiler.preempt` does; a signalled job that checkpoints on notice answers at once with a
+  "saved" mark (its write's cost is the drain above), one that ignores it writes nothing and the engine
+  waits out its grace. :meth:`sleep` is the enactor's pause while it waits: virtual time.
 * **Ended jobs** stay listed ``min_job_age`` seconds (Slurm's MinJobAge), then are forgotten.
 
 Not modelled: Slurm's own scheduler for jobs outside reservations (every simulated job is a Hops job),
@@ -49,6 +58,7 @@ from hops_slurm.directives import COMMENT_PREFIX, HopsDirectives
 from hops_slurm.engine.userfiles import Owner
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size
 from hops_slurm.sim.measure import params_of, probe_result, runtime_record
 from hops_slurm.sim.workload import JobSpec
@@ -69,7 +79,10 @@ def directive_model(model: str) -> str:
 
 @dataclass
 class SimCtlSettings:
-    restart_seconds: float = 60.0
+    #: what starts, notices and restarts cost (the fast path's model, hops_slurm.sim.costs)
+    costs: CostModel = field(default_factory=CostModel)
+    #: a requeue without a signal before it gives the notice then (else it kills at once)
+    notice_on_requeue: bool = True
     record_seconds: float = 300.0
     record_every_seconds: float = 3600.0
     min_job_age: float = 300.0
@@ -81,9 +94,7 @@ class _Run:
 
     spec: JobSpec
     job: SlurmJob
-    done: float = 0.0
-    rate: float = 0.0
-    resume_at: float = 0.0
+    progress: JobProgress  # its true progress, starts, notices and checkpoints (hops_slurm.sim.costs)
     next_record: float = float("inf")
     metrics_file: str = ""
     signature: str = ""
@@ -123,6 +134,9 @@ class SimSlurmctld:
         self.probes: dict[str, _Probe] = {}
         self._slots = {t: [0.0] * self.cluster.profiler.gpus_per_type for t in self.cluster.gpu_types}
         self._resv: dict[str, SlurmReservation] = {}
+        #: job id -> (when its notice ends, the GPUs it holds until then): requeued, still checkpointing or
+        #: running out the grace
+        self._drains: dict[str, tuple[float, dict[str, tuple[int, ...]]]] = {}
         self._ended_at: dict[str, float] = {}
         self._next_id = 1
         self.models = {directive_model(j.model): j.model for j in self.workload}
@@ -147,13 +161,15 @@ class SimSlurmctld:
         if self._next_arrival < len(self._arrivals):
             times.append(self._arrivals[self._next_arrival].arrival)
         times += [c for c in (self._completion(r) for r in self.runs.values()) if c is not None]
+        times += [until for until, _a in self._drains.values()]
         return min(times) if times else None
 
     def advance(self, until: float) -> None:
         """Move the clock to ``until`` (simulated seconds), event by event."""
         while self.t < until - EPS:
             nxt = min([until, *(e for e in (self.next_event(),) if e is not None and e > self.t + EPS),
-                       *(r.resume_at for r in self.runs.values() if r.job.state == "RUNNING" and r.resume_at > self.t + EPS),
+                       *(r.progress.resume_at for r in self.runs.values()
+                         if r.job.state == "RUNNING" and r.progress.resume_at > self.t + EPS),
                        *(r.next_record for r in self.runs.values() if r.job.state == "RUNNING" and r.next_record > self.t + EPS)])
             self._progress(max(nxt, self.t))
             self._events()
@@ -161,9 +177,7 @@ class SimSlurmctld:
 
     def _progress(self, until: float) -> None:
         for r in self.runs.values():
-            if r.job.state == "RUNNING":
-                useful = max(0.0, until - max(self.t, r.resume_at))
-                r.done = min(r.spec.total_samples, r.done + r.rate * useful)
+            r.progress.advance(until)  # a requeued job that ignored its notice runs until the grace's end
         self.t = until
 
     def _events(self) -> None:
@@ -177,6 +191,7 @@ class SimSlurmctld:
             c = self._completion(r)
             if c is not None and c <= self.t + EPS:
                 self._end(r.job.job_id, "COMPLETED")
+        self._end_drains()
         for p in self.probes.values():
             if p.job.state in ("PENDING", "RUNNING") and p.ends <= self.t + EPS:
                 self._finish_probe(p)
@@ -187,9 +202,8 @@ class SimSlurmctld:
                 del self._ended_at[job_id]
 
     def _completion(self, r: _Run) -> float | None:
-        if r.job.state != "RUNNING" or r.rate <= 0:
-            return None
-        return max(self.t, r.resume_at) + max(0.0, r.spec.total_samples - r.done) / r.rate
+        at = r.progress.finish_time() if r.job.state == "RUNNING" else None
+        return None if at is None else max(self.t, at)
 
     def _new_id(self) -> str:
         job_id = str(self._next_id)
@@ -201,14 +215,15 @@ class SimSlurmctld:
         job = SlurmJob(job_id=job_id, name=f"{spec.job_id}:{directive_model(spec.model)}"[:128], user=spec.user or "sim",
                        state="PENDING", reason="JobHeldUser", priority=0, partition=self.partition,
                        admin_comment=COMMENT_PREFIX + directives(spec).canonical(), submit_time=self.now())
-        self.runs[job_id] = _Run(spec, job)
+        self.runs[job_id] = _Run(spec, job, JobProgress.of(spec, self.settings.costs))
         self.specs[job_id] = spec
 
     def stalled(self) -> bool:
         """Nothing runs, nothing is left to arrive or probe, and workload jobs wait."""
         return (self._next_arrival >= len(self._arrivals)
                 and not any(p.job.state in ("PENDING", "RUNNING") for p in self.probes.values())
-                and not any(r.job.state == "RUNNING" for r in self.runs.values()) and bool(self.waiting()))
+                and not any(r.job.state == "RUNNING" for r in self.runs.values()) and not self._drains
+                and bool(self.waiting()))
 
     def waiting(self) -> list[str]:
         """Workload jobs pending (by Slurm job id)."""
@@ -226,11 +241,20 @@ class SimSlurmctld:
             if r.job.state == "RUNNING":
                 for n, idx in r.job.gpu_alloc.items():
                     used[n].update(idx)
+        for _until, alloc in self._drains.values():
+            for n, idx in alloc.items():
+                used[n].update(idx)
         return used
 
     def _schedule(self) -> None:
+        """Start released jobs whose GPUs are free, by job id. A job placed where a notice still runs waits
+        until every notice on its nodes has ended (the engine places jobs after the notices: the split
+        Slurm makes of a per-job count is then the one planned; the fast path's rule too)."""
         used: dict[str, set[int]] | None = None
+        noticed = {n for _until, alloc in self._drains.values() for n in alloc}
         for r in sorted((r for r in self.runs.values() if r.job.pending and r.job.reservation), key=lambda r: int(r.job.job_id)):
+            if r.job.job_id in self._drains or noticed & set(r.job.required_nodes):
+                continue  # a notice (its own, or on its nodes) is still running: it starts when they end
             used = self._used() if used is None else used
             want = startable(r.job, self._resv, {n: self._total[n] - len(used[n]) for n in self._total})
             if want is None:
@@ -243,9 +267,10 @@ class SimSlurmctld:
         alloc = {n: tuple(sorted(set(range(self._total[n])) - used[n]))[:k] for n, k in want.items()}
         env = self._job_env(r.job.job_id)
         r.metrics_file, r.signature = env.get("HOPS_METRICS_FILE", ""), env.get("HOPS_JOB_SIGNATURE", "")
-        r.rate = self.truth.throughput(r.spec.model, want, self.speeds)
-        r.resume_at = self.t + (self.settings.restart_seconds if r.ever_ran else 0.0)
-        r.next_record = r.resume_at + self.settings.record_seconds
+        costs = self.settings.costs
+        r.progress.start(self.t, self.truth.throughput(r.spec.model, want, self.speeds),
+                         costs.start_cost(r.spec.model, from_checkpoint=r.progress.saved > 0))
+        r.next_record = r.progress.resume_at + self.settings.record_seconds
         r.ever_ran = True
         r.job = r.job.model_copy(update={"state": "RUNNING", "reason": "None", "nodes": tuple(want),
                                          "gpu_alloc": alloc, "start_time": self.now()})
@@ -268,16 +293,17 @@ class SimSlurmctld:
         nodes = sorted(r.job.gpu_config(), key=self.order.__getitem__)
         types = {self.speeds[n].gpu_type for n in nodes}
         rec = runtime_record(r.signature, r.spec.model, types.pop() if len(types) == 1 else "mixed", nodes[0],
-                             gpus=sum(r.job.gpu_config().values()), nodes=len(nodes), throughput=r.rate,
-                             window=window, at=EPOCH + at, done=r.done)
+                             gpus=sum(r.job.gpu_config().values()), nodes=len(nodes), throughput=r.progress.rate,
+                             window=window, at=EPOCH + at, done=r.progress.done)
         with open(r.metrics_file, "a", encoding="utf-8") as f:
             f.write(rec.model_dump_json() + "\n")
 
     def _last_window(self, r: _Run) -> None:
         """The recorder's last window when the job stops (it ends, or Slurm requeues it): since its last record."""
-        last = r.next_record - (self.settings.record_every_seconds if r.next_record > r.resume_at + self.settings.record_seconds
+        resume = r.progress.resume_at
+        last = r.next_record - (self.settings.record_every_seconds if r.next_record > resume + self.settings.record_seconds
                                 else self.settings.record_seconds)
-        self._write_record(r, self.t, self.t - max(last, r.resume_at))
+        self._write_record(r, self.t, self.t - max(last, resume))
 
     def _mark(self, r: _Run, mark: CheckpointMark) -> None:
         """A checkpoint mark of the job's preemption protocol, into its metrics file (if it has one)."""
@@ -289,7 +315,10 @@ class SimSlurmctld:
         r = self.runs[job_id]
         if r.job.state == "RUNNING" and state == "COMPLETED":
             self._last_window(r)
-        r.rate = 0.0
+        if state == "COMPLETED":
+            r.progress.finish(self.t)
+        elif r.progress.running and r.job.job_id not in self._drains:
+            r.progress.stop(self.t)
         r.job = r.job.model_copy(update={"state": state, "end_time": self.now(), "reason": "None"})
         self._ended_at[job_id] = self.t
         self.ended += 1
@@ -396,19 +425,57 @@ class SimSlurmctld:
         r = self._run(job_id)
         if r.job.state != "RUNNING":
             raise SlurmCommandError(["scontrol", "requeuehold", job_id], 1, "Job is not running")
-        self._last_window(r)
-        r.rate, r.next_record = 0.0, float("inf")
+        self._last_window(r)  # the recorder's close (a job that ignores its notice trains on unrecorded)
+        if r.progress.notice is None and self.settings.notice_on_requeue:
+            r.progress.give_notice(self.t, r.spec, self.settings.costs)
+        until = r.progress.requeue(self.t)
+        self._drains[job_id] = (until, dict(r.job.gpu_alloc))
+        r.next_record = float("inf")
         self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={}, nodes=(),
                      restart_count=r.job.restart_count + 1)
+        if until <= self.t + EPS:
+            self._end_drains()
 
-    def signal_job(self, job_id: str, signal: str) -> None:
-        """The notice: the job saves a checkpoint at once and says so (its progress is kept anyway)."""
+    def signal(self, job_id: str, signal: str = "USR1") -> None:
+        """``scancel --signal``: a running workload job gets the preemption notice (:mod:`hops_slurm.sim.costs`:
+        it checkpoints at once, or ignores it and runs on); its requeue then waits for the notice's end. A job
+        that checkpoints on notice answers it with a "saved" mark (``notice=True``, its count) in its metrics
+        file, as :mod:`profiler.preempt` does (the engine's Notifier reads it and requeues at once). Any other
+        job, or a second signal, changes nothing."""
         self._count("signal")
         r = self._run(job_id)
+        if r.job.state == "RUNNING" and r.progress.notice is None:
+            notice = r.progress.give_notice(self.t, r.spec, self.settings.costs)
+            if notice.checkpoints:
+                self._mark(r, CheckpointMark(event="saved", notice=True, samples=min(int(r.progress.done), 10**15),
+                                             run=r.job.restart_count,
+                                             measured_at=datetime.fromtimestamp(self.now(), timezone.utc)))
+
+    def _end_drains(self) -> None:
+        """Notices that ended: the requeued job's process is gone and its GPUs free (the work it did not
+        checkpoint is lost; one that ignored the notice and ran out of samples first completes); released
+        jobs waiting for those GPUs start, as slurmctld schedules when resources free."""
+        ended = sorted((j for j, (until, _a) in self._drains.items() if until <= self.t + EPS), key=int)
+        for job_id in ended:
+            del self._drains[job_id]
+            r = self.runs.get(job_id)
+            if r is None or not r.progress.running:
+                continue
+            notice = r.progress.notice
+            if notice is not None and notice.completes and r.job.state in ("PENDING", "RUNNING"):
+                self._end(job_id, "COMPLETED")
+            else:
+                r.progress.stop(self.t)
+        if ended:
+            self._schedule()
+
+    def signal_job(self, job_id: str, signal: str) -> None:
+        """:meth:`SlurmApi.signal_job` (``scancel --batch --signal``): :meth:`signal`, refused for a job not running."""
+        r = self._run(job_id)
         if r.job.state != "RUNNING":
+            self._count("signal")
             raise SlurmCommandError(["scancel", "--batch", f"--signal={signal}", job_id], 1, "Job is not running")
-        self._mark(r, CheckpointMark(event="saved", notice=True, samples=min(int(r.done), 10**15), run=r.job.restart_count,
-                                     measured_at=datetime.fromtimestamp(self.now(), timezone.utc)))
+        self.signal(job_id, signal)
 
     def sleep(self, seconds: float) -> None:
         """The engine waits (a notice's grace): virtual time passes."""

@@ -29,7 +29,9 @@ Specs (``name`` or ``name:key=value,key=value``):
   ``model`` (a Gavel job type such as ``ResNet-50 (batch size 64)`` or a family such as ``ResNet-50``),
   ``requirements`` (GPU counts, e.g. ``1 2 4`` or ``[1,2,4]``), one of ``samples`` (total samples)
   or ``duration`` (seconds on the smallest requirement on one v100 server), optional ``job_id``,
-  ``user``. Every bad row is reported with its line number.
+  ``user``, ``checkpoint_interval`` (seconds of run time between its checkpoints) and
+  ``checkpoint_on_notice`` (true/false: it checkpoints when told it will be preempted); the last two
+  default to the cost model's (:mod:`hops_slurm.sim.costs`). Every bad row is reported with its line number.
 
 Seeds: a generator draws from ``random.Random(seed)`` only, so a (spec, seed) pair is reproducible.
 """
@@ -78,6 +80,11 @@ class JobSpec:
     category: str = ""
     #: the samples= its owner declares, when not the truth (the honesty bench's liars and overstaters)
     declared_samples: float | None = None
+    #: seconds of run time between its periodic checkpoints (None: the cost model's default,
+    #: :class:`hops_slurm.sim.costs.CostModel`)
+    checkpoint_interval: float | None = None
+    #: whether it checkpoints when given a preemption notice (None: the cost model draws it)
+    checkpoint_on_notice: bool | None = None
 
     @property
     def declared(self) -> float:
@@ -187,6 +194,28 @@ def _parse_reqs(value: object) -> tuple[int, ...]:
     return tuple(sorted(set(reqs)))
 
 
+def _interval(value: object) -> float | None:
+    """A row's ``checkpoint_interval``: seconds > 0 (``inf``: never), or None when absent."""
+    if value is None:
+        return None
+    seconds = float(str(value))
+    if not seconds > 0:
+        raise ValueError(f"checkpoint_interval must be > 0 seconds, got {value!r}")
+    return seconds
+
+
+def _flag(value: object) -> bool | None:
+    """A row's ``checkpoint_on_notice``: true/false (JSON booleans, or the words), or None when absent."""
+    if value is None or isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("true", "yes", "1"):
+        return True
+    if word in ("false", "no", "0"):
+        return False
+    raise ValueError(f"checkpoint_on_notice must be true or false, got {value!r}")
+
+
 def _resolve_model(truth: GroundTruth, name: str) -> str:
     if name in truth.models:
         return name
@@ -217,7 +246,8 @@ def file_workload(path: Path) -> tuple[JobSpec, ...]:
     errors, out = [], []
     for lineno, row in rows:
         try:
-            unknown = set(row) - {"job_id", "arrival", "model", "requirements", "samples", "duration", "user"}
+            unknown = set(row) - {"job_id", "arrival", "model", "requirements", "samples", "duration", "user",
+                                  "checkpoint_interval", "checkpoint_on_notice"}
             if unknown:
                 raise ValueError(f"unknown field(s) {sorted(unknown)}")
             for key in ("arrival", "model", "requirements"):
@@ -237,7 +267,9 @@ def file_workload(path: Path) -> tuple[JobSpec, ...]:
             if not samples > 0:
                 raise ValueError("samples/duration must be > 0")
             job_id = str(row.get("job_id", f"j{len(out):04d}"))
-            out.append(JobSpec(job_id, arrival, model, reqs, samples, str(row.get("user", ""))))
+            out.append(JobSpec(job_id, arrival, model, reqs, samples, str(row.get("user", "")),
+                               checkpoint_interval=_interval(row.get("checkpoint_interval")),
+                               checkpoint_on_notice=_flag(row.get("checkpoint_on_notice"))))
         except (ValueError, TypeError) as exc:
             errors.append(f"{path}:{lineno}: {exc}")
     if errors:

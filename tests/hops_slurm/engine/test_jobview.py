@@ -120,7 +120,8 @@ def test_simulated_views_follow_what_the_store_learns(tmp_path) -> None:
     backend.wait_until(60.0)
     (first,) = backend.job_views(fragment=False)
     backend.apply(Plan({"a": {"v-00": 4, "v-01": 4}}), fragment=False)
-    backend.wait_until(60.0 + backend.settings.record_seconds + 1.0)  # its first runtime record is in
+    # its first runtime record is in (a window after its process start)
+    backend.wait_until(60.0 + backend.settings.costs.process_start + backend.settings.record_seconds + 1.0)
     assert backend.knowledge.records == 1
     (now,) = backend.job_views(fragment=False)
     fresh = Estimator.for_cluster(backend.knowledge.store, backend.cluster.view())

@@ -4,6 +4,7 @@ import pytest
 
 from hops_slurm.sim.backend import PolicyPlanError, SimBackend, SimSettings
 from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import summarize
@@ -13,6 +14,8 @@ from planner.views import Plan, Policy
 
 R50 = "ResNet-50 (batch size 64)"
 THR4 = GroundTruth().samples_per_second(R50, "v100", 4, False)
+#: the hand-computed timelines below leave the start and restart costs out (tests/hops_slurm/sim/test_sim_costs.py)
+FREE = SimSettings(costs=CostModel.free())
 
 
 def cluster(tmp_path, nodes=1, speed=1.0):
@@ -37,7 +40,7 @@ def test_a_new_model_on_an_idle_cluster_starts_at_once_and_runs_at_ground_truth(
     rounds = run_rounds(backend, FifoGreedy())
     (rec,) = backend.job_records()
     assert rec.start == pytest.approx(0.0)  # probe in place: its probe runs beside it on the profiler's GPU
-    assert rec.end == pytest.approx(3600.0)
+    assert rec.end == pytest.approx(CostModel().process_start + 3600.0)  # a first start pays the process start
     assert rec.placements[0].config == {"v-00": 4} and rec.placements[0].gpu_type == "v100"
     assert rounds[0].time == pytest.approx(0.0) and rounds[0].gpus_in_use == 4
     assert rec.age_estimate and rec.age_estimate > 0  # made when its probes ended (t = 60)
@@ -48,19 +51,19 @@ def test_single_job_waits_for_its_probe_then_runs_at_ground_truth(tmp_path):
     rounds = run_rounds(backend, FifoGreedy())
     (rec,) = backend.job_records()
     assert rec.start == pytest.approx(60.0)  # the paper's order: profiled before it is queued
-    assert rec.end == pytest.approx(3660.0)
+    assert rec.end == pytest.approx(60.0 + CostModel().process_start + 3600.0)
     assert rounds[0].time == pytest.approx(60.0) and rounds[0].gpus_in_use == 4
 
 
 def test_slow_server_runs_at_its_speed_factor(tmp_path):
-    backend = SimBackend(cluster(tmp_path, speed=0.5), (job("a", 1000.0),))
+    backend = SimBackend(cluster(tmp_path, speed=0.5), (job("a", 1000.0),), FREE)
     run_rounds(backend, FifoGreedy())
     assert backend.job_records()[0].end == pytest.approx(2000.0)
 
 
 def test_completion_frees_gpus_for_the_next_fragment_plan(tmp_path):
     jobs = (job("a", 1000.0), job("b", 1000.0))
-    backend = SimBackend(cluster(tmp_path), jobs)
+    backend = SimBackend(cluster(tmp_path), jobs, FREE)
     run_rounds(backend, FifoGreedy())
     a, b = backend.job_records()
     assert a.end == pytest.approx(1000.0)
@@ -68,7 +71,7 @@ def test_completion_frees_gpus_for_the_next_fragment_plan(tmp_path):
     # that began at 720 is 1020
     assert b.start == pytest.approx(1020.0) and b.end == pytest.approx(2020.0)
 
-    backend = SimBackend(cluster(tmp_path), jobs)
+    backend = SimBackend(cluster(tmp_path), jobs, FREE)
     run_rounds(backend, NoFragments())
     a, b = backend.job_records()
     assert b.start == pytest.approx(3 * 360.0)  # waits for the round boundary
@@ -84,7 +87,7 @@ def test_a_job_seen_on_a_busy_cluster_waits_for_its_probes_until_gpus_are_idle(t
                     '[[server_kind]]\nname = "v"\ngpu_type = "v100"\ngpus = 4\ncount = 1\n')
     r18 = "ResNet-18 (batch size 64)"
     jobs = (job("a", 300.0), JobSpec("b", 100.0, r18, (4,), 1.0e6))
-    backend = SimBackend(load_cluster(path), jobs)
+    backend = SimBackend(load_cluster(path), jobs, FREE)
     backend.wait_until(0.0)
     backend.apply(Plan({"a": {"v-00": 4}}), fragment=False)
     backend.wait_until(100.0)
@@ -113,18 +116,22 @@ class MoveOnce(Policy):
         return Plan({j.job_id: {node: 4} for j in jobs})
 
 
-def test_preemption_pays_the_restart_cost(tmp_path):
-    backend = SimBackend(cluster(tmp_path, nodes=2), (job("a", 1000.0),), SimSettings(restart_seconds=60.0))
+def test_preemption_pays_the_notice_and_the_restart(tmp_path):
+    costs = CostModel(process_start=30.0).with_checkpoint_seconds({"ResNet-50": 5.0})
+    backend = SimBackend(cluster(tmp_path, nodes=2), (job("a", 1000.0),), SimSettings(costs=costs))
     rounds = run_rounds(backend, MoveOnce(), LoopSettings(360.0, 30.0))
     (rec,) = backend.job_records()
-    # ran 0..360 on node 0 (360 s of work), moved at 360, 60 s restart, 640 s left -> 1060
-    assert rec.end == pytest.approx(1060.0)
+    # started at 0 (probe in place), progress from 30 (process start) to 360 (330 s of work); moved at 360:
+    # it checkpoints on notice (5 s write, its GPUs busy), restarts on node 1 at 365, 30 s start + 5 s load,
+    # 670 s left
+    assert rec.end == pytest.approx(365.0 + 35.0 + 670.0)
     assert [p.preempted for p in rec.placements] == [True, False]
     assert rec.placements[0].end == pytest.approx(360.0)
+    assert rec.placements[1].start == pytest.approx(365.0)
     assert rec.preemptions == 1
     m = summarize(backend.job_records(), rounds)
-    assert m.avg_wait == pytest.approx(0.0)  # started at once; restart time holds GPUs
-    assert m.makespan == pytest.approx(1060.0)
+    assert m.avg_wait == pytest.approx(5.0)  # pending while its notice ran
+    assert m.makespan == pytest.approx(1070.0)
 
 
 class Greedy(Policy):
@@ -222,7 +229,8 @@ def test_understated_job_is_reaged_as_it_runs_and_taints_its_owners_queue(tmp_pa
     def run(enabled):
         liar = replace(job("a", 1000.0), user="bad", declared_samples=THR4 * 10.0)
         queued = replace(job("b", 100.0), user="bad")
-        backend = SimBackend(cluster(tmp_path, nodes=2), (liar, queued), SimSettings(honesty=HonestyParams(enabled=enabled)))
+        backend = SimBackend(cluster(tmp_path, nodes=2), (liar, queued),
+                             SimSettings(honesty=HonestyParams(enabled=enabled), costs=CostModel.free()))
         backend.wait_until(120.0)  # both probed (one profiler GPU: 0..60, 60..120)
         backend.apply(Plan({"a": {"v-00": 4}}), fragment=False)
         declared_age = {v.job_id: v.age for v in backend.job_views(fragment=False)}

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.cli import main
+from hops_slurm.sim.costs import CostModel
 from tests_paths import DATA
 
 SACCT = DATA / "sacct"
 CLUSTER = str(SACCT / "replay-cluster.toml")
-FAST = ["--round-seconds", "30", "--refresh-seconds", "5", "--restart-seconds", "5", "--cluster", CLUSTER]
+FAST = ["--round-seconds", "30", "--refresh-seconds", "5", "--process-start-seconds", "5", "--cluster", CLUSTER]
 RELEASES = sorted(p.name for p in SACCT.iterdir() if (p / "sacct.json").is_file())
 
 
@@ -106,6 +107,6 @@ def test_progress_bar_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     from hops_slurm.whatif.pipeline import run_whatif
 
     run_whatif(SACCT / "22.05" / "sacct.json", load_cluster(CLUSTER), Assumptions(), ["slurm-backfill"],
-               Options(30.0, 5.0, 5.0), progress=True)
+               Options(30.0, 5.0, CostModel(process_start=5.0)), progress=True)
     err = capsys.readouterr().err
     assert "0/1 policies; slurm-backfill" in err and "1/1 policies" in err
