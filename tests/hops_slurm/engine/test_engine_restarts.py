@@ -127,4 +127,5 @@ def test_the_engine_on_the_simulated_cluster_measures_what_the_simulator_charges
         records, _ = sim.records()
     for rec in records:
         assert rec.processed_samples is not None and rec.total_samples is not None
-        assert rec.total_samples * 0.999 <= rec.processed_samples <= rec.total_samples * (1 + 1e-6), rec.job_id
+        # within 0.1%: a run the enactor requeue-held at once (its split was not the plan) may add a window it redid
+        assert rec.total_samples * 0.999 <= rec.processed_samples <= rec.total_samples * 1.001, rec.job_id
