@@ -138,7 +138,7 @@ def estimate(signature: str, declared_samples: float, requirements: Sequence[int
                      lambda: estimator.expected_age(signature, float(declared_samples), reqs))
         return Estimate(fn, age, cached(("sens", signature), sens))
     except EstimateUnavailable as exc:
-        log.warning("job %s: no estimate (%s); using the fallback", job_id or signature, exc)
+        log.info("job %s: no estimate (%s); using the fallback", job_id or signature, exc)  # until its records arrive (probe in place)
         return NO_ESTIMATE
 
 
