@@ -35,16 +35,15 @@ PARTS = {"table3": ("Table 3: 64 GPUs", "paper-64", POLICIES, "0,1,2"),
          "table4": ("Table 4: 512 GPUs, 500 jobs at 100/h", "paper-512", ("hops", "sia-lr", "gavel-lr"), "0")}
 DIFFERENCES = [
     "Where the paths differ, by construction:", "",
-    "- A new job is profiled by probe jobs the engine submits at its first refresh after arrival and collects "
-    "at the first refresh after they end (up to two 30 s ticks later than the fast path, which hands the probe "
-    "results over at once).",
+    "- A new model's job starts in place at the engine's first refresh after its arrival when GPUs are idle, "
+    "its probes running on the simulated profiler's own GPUs; the engine collects their records at the first "
+    "refresh after they end (up to two 30 s ticks later than the fast path).",
     "- The enactor refuses a placement Slurm would not make exactly (an uneven split over nodes, `greedy_split`: "
     "Slurm 22.05 splits `--gpus` greedily in node order); the fast path enacts any plan. The refused job waits "
     "for the next plan.",
-    "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; the engine's "
-    "processed samples are its runtime records plus uncovered run time x the estimated rate (restart time after "
-    "a preemption counts), the fast path's the true progress, so under heavy preemption the engine may re-age "
-    "honest jobs (docs/design.md, \"One engine\").",
+    "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; both estimate "
+    "processed samples from the runtime records by one function (hops_slurm/engine/processed.py: restart time "
+    "is not progress, redone samples count once), the engine from the record files it reads at its refreshes.",
     "- Both paths charge one cost model (hops_slurm/sim/costs.py): a requeue's notice holds the job's GPUs and "
     "a job placed on a node where a notice runs starts when the notices there end. On the engine path the "
     "requeue and the placements come at one virtual instant, so a job a fragment plan placed beside a notice "
