@@ -89,13 +89,19 @@ def _rank() -> int:
     return 0
 
 
+#: SLURM_STEP_ID of the batch step itself: unset up to 24.11; 26.05 sets it to SLURM_BATCH_SCRIPT, printed
+#: signed (-5) (seen on the 26.05 minicluster); its unsigned and symbolic spellings for other builds
+BATCH_STEP_IDS = frozenset({"-5", "4294967291", "batch"})
+
+
 def receives_batch_signal(forwarded: bool = False) -> bool:
     """Whether a signal Hops sends this job (``scancel --batch``: the batch script's own process) reaches
     this process: it is not inside an ``srun`` step and it is the batch script's process (the script
     ``exec``-ed python), or ``forwarded`` (the script traps the signal and passes it on)."""
     if forwarded:
         return True
-    if os.environ.get("SLURM_STEP_ID"):
+    step = os.environ.get("SLURM_STEP_ID", "")
+    if step and step not in BATCH_STEP_IDS:  # inside an srun step (Slurm 25.x+ names the batch step itself)
         return False
     task = os.environ.get("SLURM_TASK_PID", "")
     return not task or (task.isdigit() and int(task) == os.getpid())

@@ -171,3 +171,18 @@ def test_a_declined_notice_gets_no_answer_and_later_checkpoints_are_regular(tmp_
     pre.checkpointed(20)
     assert [m.notice for m in marks(tmp_path / "runtime.jsonl")] == [False, True]
     pre.close()
+
+
+@pytest.mark.parametrize(("step", "receives"), [("", True), ("-5", True), ("4294967291", True), ("batch", True),
+                                                ("0", False), ("12", False)])
+def test_the_batch_step_receives_the_notice_and_an_srun_step_does_not(monkeypatch: pytest.MonkeyPatch, step: str,
+                                                                      receives: bool) -> None:
+    # Slurm 26.05 sets SLURM_STEP_ID=-5 (SLURM_BATCH_SCRIPT) in the batch step; up to 24.11 it is unset there
+    from profiler.preempt import receives_batch_signal
+
+    monkeypatch.delenv("SLURM_TASK_PID", raising=False)
+    if step:
+        monkeypatch.setenv("SLURM_STEP_ID", step)
+    else:
+        monkeypatch.delenv("SLURM_STEP_ID", raising=False)
+    assert receives_batch_signal() is receives
