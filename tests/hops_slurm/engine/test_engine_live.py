@@ -27,6 +27,9 @@ def _running_config(eng, job_id: str) -> dict[str, int]:  # noqa: ANN001
 
 
 def test_jobs_land_on_exactly_the_planned_nodes_and_gpus_including_two_nodes(eng) -> None:  # noqa: ANN001
+    # Both A100 nodes must be free for the wide job: a job of an earlier test still completing there would
+    # send the small job onto them first, and the minimum run time then keeps it there.
+    eng.until_idle()
     wide = eng.submit(gpus="16")  # 16 GPUs: more than any node has, so the plan must span two nodes or more
     small = eng.submit(gpus="1,2,4")
     out = eng.until_planned([wide, small], placed=True)
