@@ -68,7 +68,8 @@ PIN_PASSES = 2
 
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
-                   compact: bool = False, restart_penalty: float = 0.0, priced: bool = False) -> list[Candidate]:
+                   compact: bool = False, restart_penalty: float = 0.0, priced: bool = False,
+                   preempt_penalty: float = 0.0) -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
     throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
     signature (what the compact ILP uses), so throughput is asked once per signature.
@@ -100,7 +101,7 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
             rate_now = current_rate(job)
             for cfg, thr in rated:
                 if same(cfg):
-                    out.append(Candidate(job.job_id, cfg, thr / low))
+                    out.append(Candidate(job.job_id, cfg, thr / low * (1.0 + preempt_penalty)))
                     continue
                 worth = move_price(job, rate_now, thr).rate
                 if worth > 0.0:
@@ -216,7 +217,8 @@ class HopsPolicy(Policy):
         planned = queue_order(planned, prios)  # highest priority first: entity probes, greedy fallbacks
         cluster = entity_classes(cluster, planned, p.entity_tolerance)
         cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
-                               restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment)
+                               restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment,
+                               preempt_penalty=p.preempt_penalty)
         w = weights({j.job_id: prios[j.job_id] for j in planned}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in planned if j.current}

@@ -34,6 +34,7 @@ class PlannerParams:
     window: str = "waiting"
     sensitivity_adjustment: bool = True
     restart_penalty: float = 0.2
+    preempt_penalty: float = 0.0
     min_run_time: float = 600.0
     min_run_growth: float = 2.0
     pin_running: bool = True
@@ -113,6 +114,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "window": (_choice(WINDOW_RULES), f"one of {', '.join(WINDOW_RULES)}"),
     "sensitivity_adjustment": (_switch, "true or false"),
     "restart_penalty": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 is the paper's objective"),
+    "preempt_penalty": (_number(0.0, 100.0), "a number in [0, 100]: a running job's current placement is worth "
+                        "(1 + this) of its gain, so a waiting job takes its GPUs only when it is worth that much more"),
     "min_run_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: how long a job runs in a placement before "
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "

@@ -137,3 +137,25 @@ def test_a_job_nearly_done_is_not_preempted_but_moves_to_idle_faster_gpus_when_t
     p = plan(SLOW_FAST, (nearly, other, waiting("W", wait=1e6)), min_run_time=120.0)
     assert p.assignments["R"] == {"slow": 4} and p.assignments["W"] is None
     assert p.diagnostics["held"] == {"R": HELD_ENDING, "O": HELD_MIN_RUN_TIME}
+
+
+@pytest.mark.parametrize(("waiting_lr", "penalty", "evicted"),
+                         [(1.5, 0.0, True), (1.5, 1.0, False), (3.0, 1.0, True)])
+def test_a_waiting_job_takes_a_running_jobs_gpus_only_when_worth_the_preempt_penalty_more(
+        waiting_lr: float, penalty: float, evicted: bool) -> None:
+    # R runs with latency ratio 1.0 (wait 1000 s, age 1000 s) on the only 4 GPUs; W waits with a higher one.
+    # Both have one config (4 GPUs, gain 1): R's placement is worth 1.0 x (1 + penalty), W's the ratio.
+    r = JobView("R", (4,), 0.0, 1000.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"n0": 4}),
+                placed_for=10_000.0, run_time=10_000.0)
+    w = JobView("W", (4,), 0.0, 100.0 * waiting_lr, 100.0, 1.1, linear, total_samples=1e6)
+    p = plan(ONE_NODE, (r, w), min_run_time=0.0, preempt_penalty=penalty)
+    if evicted:
+        assert p.assignments["R"] is None and p.assignments["W"] == {"n0": 4}
+    else:
+        assert p.assignments["R"] == {"n0": 4} and p.assignments["W"] is None
+
+
+def test_the_preempt_penalty_is_a_checked_planner_parameter() -> None:
+    assert PlannerParams().with_settings("preempt_penalty=0.5").preempt_penalty == 0.5
+    with pytest.raises(ValueError, match="preempt_penalty"):
+        PlannerParams(preempt_penalty=-1.0)
