@@ -6,7 +6,7 @@ side. Figures are drawn with matplotlib's object API on the Agg canvas (no pyplo
 global state). GPU use over time is :mod:`hops_slurm.report.timeline`'s, each series from its own first
 submission (two live runs at different hours share the axis); never clipped to the cluster: a stretch
 above it is drawn, marked and named on the plot. Every time axis is in the unit :func:`time_unit` picks
-(minutes for a run under two hours, hours beyond); the plots of one report share it (:func:`write_plots`).
+(minutes for a run under two hours, hours beyond, seconds under two minutes); the plots of one report share it (:func:`write_plots`).
 Each ``plot_*`` saves the figure its ``*_figure`` draws.
 """
 
@@ -57,14 +57,19 @@ def _no_data(ax) -> None:
 
 
 #: time units of the time axes: name -> seconds
-UNITS = {"minutes": 60.0, "hours": 3600.0}
-#: a run shorter than this is drawn in minutes, a longer one in hours
+UNITS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0}
+#: a run shorter than this is drawn in seconds (a test's few jobs) ...
+SECONDS_BELOW = 120.0
+#: ... one shorter than this in minutes (the live demo's few minutes), a longer one in hours
 MINUTES_BELOW = 2 * 3600.0
 
 
 def time_unit(span: float) -> str:
     """The unit of every time axis for a run lasting ``span`` seconds: minutes under two hours (the live
-    demo's few minutes), hours from there on (the simulator's days). The one place that decides it."""
+    demo's few minutes), hours from there on (the simulator's days), seconds under two minutes. The one
+    place that decides it."""
+    if span < SECONDS_BELOW:
+        return "seconds"
     return "minutes" if span < MINUTES_BELOW else "hours"
 
 

@@ -87,14 +87,16 @@ def _run(minutes: float, epoch: float = 1.7e9) -> list:
 
 
 def test_the_unit_is_minutes_under_two_hours_and_hours_from_there() -> None:
-    assert plots.time_unit(0.0) == "minutes"
+    assert plots.time_unit(0.0) == "seconds"
+    assert plots.time_unit(119.0) == "seconds"
+    assert plots.time_unit(120.0) == "minutes"
     assert plots.time_unit(4 * 60.0) == "minutes"
     assert plots.time_unit(2 * 3600.0 - 1) == "minutes"
     assert plots.time_unit(2 * 3600.0) == "hours"
     assert plots.time_unit(30 * 3600.0) == "hours"
 
 
-@pytest.mark.parametrize(("minutes", "unit"), [(4.0, "minutes"), (100.0, "minutes"), (300.0, "hours")])
+@pytest.mark.parametrize(("minutes", "unit"), [(0.5, "seconds"), (4.0, "minutes"), (100.0, "minutes"), (300.0, "hours")])
 def test_every_time_axis_of_a_report_is_in_the_runs_unit(minutes: float, unit: str) -> None:
     jobs = _run(minutes)
     now = max(j.end for j in jobs)
@@ -106,8 +108,8 @@ def test_every_time_axis_of_a_report_is_in_the_runs_unit(minutes: float, unit: s
         plots.jct_cdf_figure({"cluster": jobs}).axes[0].get_xlabel(),
         plots.gpu_use_figure({"cluster": (jobs, ())}, now).axes[0].get_xlabel(),
     ]
-    assert all(f"{unit}" in label for label in labels), labels
-    assert not any(("hours" if unit == "minutes" else "minutes") in label for label in labels), labels
+    assert all(f"({unit})" in label or label.startswith(f"{unit} ") for label in labels), labels
+    assert not any(other in label for label in labels for other in plots.UNITS if other != unit), labels
 
 
 def test_a_four_minute_run_is_drawn_in_minutes_not_hundredths_of_an_hour() -> None:

@@ -45,7 +45,7 @@ def test_a_mean_over_seeds_keeps_one_decimal_only_when_it_is_not_whole() -> None
     assert b["Preemptions"] == "4"
 
 
-@pytest.mark.parametrize(("hours", "unit"), [(5.0, "hours"), (0.5, "minutes")])
+@pytest.mark.parametrize(("hours", "unit"), [(5.0, "hours"), (0.5, "minutes"), (0.01, "seconds")])
 def test_plot_time_axes_take_the_runs_unit(hours: float, unit: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     labels: list[str] = []
     real = output._finish
