@@ -81,8 +81,9 @@ def demo_steps(o: DemoOutputs) -> list[Step]:
         steps.append(Step("the demo's jobs as slurmdbd recorded them, replayed under simulated Slurm backfill and Hops",
                           ("whatif", o.export)))
     elif o.example_export is not None:
-        steps.append(Step("what-if on a sacct export (this cluster keeps no accounting, `accounting = true` in its spec "
-                          "records one): here one recorded on the minicluster", ("whatif", o.example_export)))
+        steps.append(Step("a sacct export replayed under simulated Slurm backfill and Hops: the demo's cluster keeps no "
+                          "accounting, so one recorded on the minicluster (a spec with `accounting = true` exports the "
+                          "demo's own)", ("whatif", o.example_export)))
     return steps
 
 
