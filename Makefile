@@ -32,9 +32,10 @@ ifneq ($(SLURM),)
 	$(HOPS) minicluster install --spec tests/data/minicluster-accounting.toml --slurm $(SLURM)
 endif
 
-# HOPS_ONLY=1: the jobs under Hops only (no second run under Slurm's own backfill).
+# HOPS_ONLY=1: the jobs under Hops only (no second run under Slurm's own backfill). The report, plots and
+# records go to var/demo (git-ignored); OUT=docs/demo rewrites the README's pictures instead.
 demo: install slurm
-	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM)) $(if $(HOPS_ONLY),--hops-only)
+	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM)) $(if $(OUT),--out $(OUT)) $(if $(HOPS_ONLY),--hops-only)
 
 # Everything; the live tests on $(SLURM) (make test SLURM=24.11).
 test: install slurm

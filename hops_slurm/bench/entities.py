@@ -112,9 +112,12 @@ def _plot(traces: dict[int, Trace], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hops_slurm.report.plots import UNITS, time_unit  # the one rule for the unit of a time axis
+
+    unit = time_unit(3600.0 * max((t[0] for trace in traces.values() for t in trace), default=0.0))
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(7, 7), sharex=True)
     for seed, trace in traces.items():
-        xs = [t[0] for t in trace]
+        xs = [t[0] * 3600.0 / UNITS[unit] for t in trace]  # the trace keeps hours (its CSV's column)
         first = seed == min(traces)
         ax.plot(xs, [100 * t[1] for t in trace], color="tab:red", alpha=0.7, label="degraded nodes" if first else None)
         ax.plot(xs, [100 * t[2] for t in trace], color="tab:blue", alpha=0.7, label="healthy v100-dgx nodes" if first else None)
@@ -123,7 +126,7 @@ def _plot(traces: dict[int, Trace], path: Path) -> None:
     ax.set_ylabel("mean |estimate - truth| / truth (%)")
     ax.set_title("Hops' estimates per node (active jobs' smallest request), one line per seed")
     ax.legend()
-    bx.set_xlabel("simulated hours")
+    bx.set_xlabel(f"simulated {unit}")
     bx.set_ylabel("learned entity factor (mean)")
     bx.set_ylim(0, 1.2)
     bx.legend()

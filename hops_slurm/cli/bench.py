@@ -12,7 +12,9 @@ from hops_slurm.progress import StepBar
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="run benchmarks and write their results (Markdown) to --out")
+    p = sub.add_parser("bench", help="run benchmarks and write their results (Markdown) to --out",
+                       description="Run one benchmark (or all) and write its results as Markdown under --out; "
+                                   "`hops-slurm bench list` names them.")
     p.add_argument("name", help="benchmark name, or 'all'; 'list' shows the names")
     p.add_argument("--out", type=Path, default=Path("docs/results"), help="result folder (default docs/results)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",

@@ -16,7 +16,9 @@ from profiler.records import write_record
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("calibrate", help="measure all-reduce bandwidth (B_link / B_net) for a GPU type")
+    p = sub.add_parser("calibrate", help="measure all-reduce bandwidth (B_link / B_net) for a GPU type",
+                       description="Measure all-reduce bandwidth inside a node (B_link) and across nodes (B_net) "
+                                   "for one GPU type, as a calibration record the engine ingests into its throughput store.")
     p.add_argument("--gpu-type", default=None, help="GPU type the measurement is stored under (default: cpu, or the local GPU)")
     p.add_argument("--launch", choices=("local", "env"), default="local",
                    help="local: spawn --procs processes here; env: join the group srun/torchrun describe")

@@ -1,4 +1,5 @@
-"""``hops-slurm config check FILE``: validate a site configuration, naming every bad key."""
+"""``hops-slurm config check|show [FILE]``: validate a site configuration, naming every bad key, or show it
+with every default filled in."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from hops_slurm.config import default_config_path, load_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("config", help="site configuration (etc/hops.toml)")
-    p.add_argument("action", choices=["check", "show"])
-    p.add_argument("file", type=Path, nargs="?", default=None, help=f"default {default_config_path()}")
+    p = sub.add_parser(
+        "config", help="check a site configuration (etc/hops.toml) or show it with its defaults",
+        description="Validate a site configuration (hops.toml). `check` says OK or names every bad key with its "
+                    "path and exits 1; `show` validates the same way, then prints the whole configuration as JSON, "
+                    "every default filled in (what the daemon will run with).")
+    p.add_argument("action", choices=["check", "show"],
+                   help="check: validate, print `FILE: OK` or the problems; show: validate, then print the "
+                        "effective configuration as JSON")
+    p.add_argument("file", type=Path, nargs="?", default=None, help=f"the configuration (default {default_config_path()})")
     p.set_defaults(func=_run)
 
 

@@ -48,7 +48,9 @@ def info_logging(log_file: Path | None = None) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("daemon", help="run the Hops engine: queue refresh, rounds, monitor, profiling")
+    p = sub.add_parser("daemon", help="run the Hops engine: queue refresh, rounds, monitor, profiling",
+                       description="Run the Hops engine: read Slurm's queue, profile new jobs, plan rounds and "
+                                   "enact them; detaches unless --foreground.")
     add_config_arg(p)
     p.add_argument("--foreground", action="store_true", help="stay attached and log to stderr (systemd, tests)")
     p.set_defaults(func=_run)

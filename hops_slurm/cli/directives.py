@@ -19,8 +19,10 @@ MAX_READ = 64 * 1024 * 1024  # a batch script larger than this is not one (Slurm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("directives", help="#HOPS directives in batch scripts")
-    p.add_argument("action", choices=["check"])
+    p = sub.add_parser("directives", help="#HOPS directives in batch scripts",
+                       description="Check the #HOPS lines of batch scripts as the submit hook would: print "
+                                   "their canonical form, or the error naming the key.")
+    p.add_argument("action", choices=["check"], help="check: parse each script, print its canonical form or its error")
     p.add_argument("scripts", type=Path, nargs="+", help="batch scripts ('-' for standard input)")
     p.add_argument("--comment", default=None, help="also parse this --comment value (hops:...)")
     p.add_argument("--json", action="store_true", help="one JSON object per script")

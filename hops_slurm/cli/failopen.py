@@ -14,7 +14,9 @@ from hops_slurm.cli.daemon import add_config_arg, site_config
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("failopen", help="release held #HOPS jobs to Slurm's own scheduling when the daemon is gone "
-                                        "(per [failopen] in hops.toml; for a timer)")
+                                        "(per [failopen] in hops.toml; for a timer)",
+                       description="When the Hops daemon is gone, release the #HOPS jobs it holds to Slurm's own "
+                                   "scheduling, as [failopen] in hops.toml says (run from a timer).")
     add_config_arg(p)
     p.add_argument("--dry-run", action="store_true", help="say what would be released, change nothing")
     p.set_defaults(func=_run)

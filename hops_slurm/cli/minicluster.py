@@ -14,8 +14,13 @@ from hops_slurm.minicluster.spec import default_spec_path, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("minicluster", help="a local multi-node fake-GPU Slurm cluster (real daemons)")
-    p.add_argument("action", choices=["up", "down", "status", "env", "install"])
+    p = sub.add_parser("minicluster", help="a local multi-node fake-GPU Slurm cluster (real daemons)",
+                       description="A local multi-node fake-GPU Slurm cluster: real slurmctld and one slurmd "
+                                   "per node on this host, GPUs as character devices.")
+    p.add_argument("action", choices=["up", "down", "status", "env", "install"],
+                   help="up: start it (idempotent); down: stop what up started, by PID; status: its daemons; "
+                        "env: the shell lines that point Slurm's clients at it; install: the Slurm packages "
+                        "(or Debian root) it needs")
     p.add_argument("--spec", type=Path, default=None, help=f"cluster spec TOML (default {default_spec_path()})")
     p.add_argument("--slurm", choices=roots.RELEASES, default=None,
                    help="Slurm release (default: the spec's `slurm`, else 22.05 = the host's packages; "

@@ -15,7 +15,9 @@ from hops_slurm.errors import HopsError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="plan one round now (--once), e.g. from cron; --dry-run changes nothing")
+    p = sub.add_parser("plan", help="plan one round now (--once), e.g. from cron; --dry-run changes nothing",
+                       description="Plan one round now (--once): refresh from Slurm, plan, and enact it, or with "
+                                   "--dry-run print the plan and change nothing.")
     add_config_arg(p)
     p.add_argument("--once", action="store_true", help="one refresh + one round, then exit")
     p.add_argument("--dry-run", action="store_true", help="print the plan; change nothing in Slurm")

@@ -1,16 +1,26 @@
 """``hops-slurm queue``: the Hops LR queue like ``sprio``/``squeue`` (JobID, Name, User, ST, Priority, LR,
-Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only."""
+Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only.
+
+The engine's state (``engine.sqlite`` in the ``--config``'s ``paths.state_dir``) names the jobs; Slurm says
+which of them are still pending or running. When the engine tracks no unfinished job (a finished demo,
+an idle site) Slurm is not asked: the queue is empty whatever it says, so the command works with the
+cluster down, and a note on stderr says where the ended jobs are (``hops-slurm report``)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from hops_slurm.cli.daemon import add_config_arg, site_config
 from hops_slurm.engine.queue import FIELDS, parse_format, queue_rows, render
+from hops_slurm.text import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("queue", help="show the Hops latency-ratio queue (priority, LR, wait, age, window, plan)")
+    p = sub.add_parser("queue", help="show the Hops latency-ratio queue (priority, LR, wait, age, window, plan)",
+                       description="Show the jobs the Hops engine has pending or running, in its latency-ratio "
+                                   "order, like sprio/squeue; reads the engine's state (--config says where), "
+                                   "changes nothing.")
     add_config_arg(p)
     p.add_argument("--format", "-o", default=None, help=f"comma-separated fields (default {','.join(FIELDS)})")
     p.add_argument("--parsable2", action="store_true", help="'|' between fields, no padding (like sacct)")
@@ -32,10 +42,15 @@ def _run(args: argparse.Namespace) -> int:
         raise HopsError(f"{path} does not exist: the engine has not run yet (hops-slurm daemon)")
     state = EngineState(path)
     try:
-        rows = queue_rows(state, CliSlurm().jobs())
+        unfinished = state.jobs()
+        rows = queue_rows(state, CliSlurm().jobs()) if unfinished else []
     finally:
         state.close()
     out = render(rows, fields, parsable=args.parsable2, header=not args.noheader, as_json=args.json)
     if out:
         print(out)
+    if not unfinished:
+        records = cfg.paths.resolve(cfg.paths.records)
+        print(printable(f"hops-slurm: note: the engine ({path}) tracks no pending or running job; the ended ones: "
+                        f"hops-slurm report --records {records}", 600), file=sys.stderr)
     return 0

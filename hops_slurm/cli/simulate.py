@@ -28,7 +28,10 @@ def _ints(text: str) -> list[int]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("simulate", help="run policies on a simulated cluster and compare them")
+    p = sub.add_parser("simulate", help="run policies on a simulated cluster and compare them",
+                       description="Run scheduling policies on a simulated cluster and workload, every seed, and "
+                                   "compare them: a table on stdout, summary.json, results.md, plots and each "
+                                   "run's records in --out.")
     p.add_argument("--cluster", default="paper-64", help="cluster name in etc/clusters or a TOML file (default paper-64)")
     p.add_argument("--workload", default="paper",
                    help="paper[:jobs=N,rate=R,mix=S/M/L/XL], sweep:rate=R, gavel[:jobs=N,rate=R], "

@@ -10,7 +10,8 @@ Files, all in the report folder (docs/demo for ``make demo``):
   reads (:mod:`hops_slurm.report.source`);
 - ``runs.json``: which files hold which run, and the cluster's GPUs (the Slurm run has no plan records
   to say it): ``{"total_gpus": 24, "runs": [{"label": "Hops", "records": "records-hops.jsonl"}, ...]}``;
-- ``ab_jct_cdf.png``, ``ab_gpu_use.png``: CDF of JCT and GPUs in use over time of both runs, minutes.
+- ``ab_jct_cdf.png``, ``ab_gpu_use.png``: CDF of JCT and GPUs in use over time of both runs, in the unit
+  :func:`hops_slurm.report.plots.time_unit` picks for the longer run (minutes for the demo's).
 """
 
 from __future__ import annotations
@@ -82,17 +83,19 @@ def load_runs(report_dir: Path) -> tuple[int, list[tuple[str, RecordSet]]]:
 
 
 def write_ab_plots(report_dir: Path, runs: Sequence[tuple[str, Sequence[JobRecord]]], total_gpus: int) -> list[Path]:
-    """CDF of JCT and GPUs in use over time of every run, minutes on the x axis, each run from its own first
-    submission; the cluster's ``total_gpus`` as the line no run may cross."""
+    """CDF of JCT and GPUs in use over time of every run, each run from its own first submission, both in
+    the unit :func:`~hops_slurm.report.plots.time_unit` picks for the longer run; the cluster's
+    ``total_gpus`` as the line no run may cross."""
     from hops_slurm.report import plots  # matplotlib: imported only when plotting
 
     ends = [j.end for _, jobs in runs for j in jobs if j.end is not None]
-    now = max(ends, default=0.0)
+    now = max([max(ends, default=0.0), *(j.submit for _, jobs in runs for j in jobs)])
+    series = {label: jobs for label, jobs in runs}
+    unit = plots.time_unit(plots.run_span(series, now))
     return [
-        plots.plot_jct_cdf({label: jobs for label, jobs in runs}, report_dir / JCT_CDF, unit="minutes"),
-        plots.plot_gpu_use({label: (jobs, ()) for label, jobs in runs}, report_dir / GPU_USE,
-                           max([now, *(j.submit for _, jobs in runs for j in jobs)]), capacity=total_gpus,
-                           unit="minutes"),
+        plots.plot_jct_cdf(series, report_dir / JCT_CDF, unit=unit),
+        plots.plot_gpu_use({label: (jobs, ()) for label, jobs in runs}, report_dir / GPU_USE, now, capacity=total_gpus,
+                           unit=unit),
     ]
 
 

@@ -5,11 +5,16 @@ etc/demo/jobs at the times etc/demo/workload.toml gives (the hook rejects the ma
 the rest) -> ``hops-slurm daemon`` (a PID-tracked subprocess with etc/demo/hops.toml) profiles, plans
 and places them round by round -> the jobs (etc/demo/train.py: real CPU PyTorch, emulated GPU speed)
 train, checkpoint, resume after preemption, end -> the daemon's records -> ``hops-slurm report`` table
-and ``--summary`` on stdout, ``report.md``, PNG plots and the run's records (:mod:`.ab`) into docs/demo ->
-daemon stopped -> unless ``hops_only``, the same jobs again under Slurm's own backfill, rigid
+and ``--summary`` on stdout, ``report.md``, PNG plots and the run's records (:mod:`.ab`) into the report
+folder -> daemon stopped -> unless ``hops_only``, the same jobs again under Slurm's own backfill, rigid
 (:mod:`.rigid`), and both runs side by side (:mod:`.compare`; ``comparison.md`` with the A/B plots, and the
-Slurm run's records, into docs/demo) -> cluster stopped, also on error or Ctrl-C.
-Running it twice is safe: the demo's own state is wiped at the start.
+Slurm run's records, into the report folder) -> on a cluster with accounting, slurmdbd's export of the
+jobs (:mod:`.export`) -> cluster stopped, also on error or Ctrl-C -> the commands that look at what it
+made (:mod:`.next_steps`).
+
+The report folder is var/demo (git-ignored) unless ``--out`` names another: ``--out docs/demo`` rewrites
+the README's pictures. The daemon's state and records stay in the minicluster's state directory
+(``<state_dir>/demo``). Running it twice is safe: the demo's own state is wiped at the start.
 """
 
 from __future__ import annotations
@@ -39,7 +44,12 @@ DEMO_DIR = ROOT / "etc" / "demo"
 JOBS_DIR = DEMO_DIR / "jobs"
 WORKLOAD = DEMO_DIR / "workload.toml"
 SITE_CONFIG = DEMO_DIR / "hops.toml"
-REPORT_DIR = ROOT / "docs" / "demo"
+#: the report folder unless --out names another: inside the checkout, git-ignored (/var/ in .gitignore)
+REPORT_DIR = ROOT / "var" / "demo"
+#: the README's pictures and example output (committed): ``hops-slurm demo --out docs/demo`` rewrites them
+README_DIR = ROOT / "docs" / "demo"
+#: sacct exports recorded on the minicluster (tests/data/sacct/<release>/): the whatif step's example
+RECORDED_EXPORTS = ROOT / "tests" / "data" / "sacct"
 HOOK = ROOT / "hooks" / "job_submit.lua"
 PROBE_PYTHON = DEMO_DIR / "probe-python"
 #: ``hops-slurm`` run by this interpreter (``python -m`` cannot run the ``hops_slurm.cli`` package).
@@ -250,6 +260,8 @@ def run_demo(
     dirs = DemoDirs(spec.state_dir / "demo")
     cluster = Minicluster(spec, job_submit_lua=HOOK)
     daemon: Daemon | None = None
+    began = time.time()
+    export: Path | None = None
     try:
         with _interrupts_as_errors():
             print("== bringing up the minicluster (real slurmctld + one slurmd per node, fake GPUs)", file=out)
@@ -279,8 +291,15 @@ def run_demo(
                       if progress.states.get(j) != "COMPLETED"]
             if failed:
                 raise DemoError(f"jobs did not complete: {', '.join(failed)}; logs in {dirs.logs}")
+            slurm_ids: list[str] = []
             if not hops_only:
-                _backfill_and_compare(spec, submissions, progress, dirs, env, out, report_dir, timeout, poll)
+                slurm_ids = _backfill_and_compare(spec, submissions, progress, dirs, env, out, report_dir, timeout, poll)
+            if spec.accounting:
+                from hops_slurm.demo.export import EXPORT_FILE, export_sacct
+
+                export = export_sacct(cluster, began - 60.0, [*progress.names, *slurm_ids],
+                                      (report_dir or dirs.root) / EXPORT_FILE, say=lambda line: print(line, file=out))
+                print(f"== wrote slurmdbd's record of the jobs: {export}", file=out)
     finally:
         if daemon is not None and daemon.stop() not in (None, 0):
             print(f"   the daemon exited with status {daemon.proc.returncode if daemon.proc else '?'}", file=out)
@@ -290,7 +309,22 @@ def run_demo(
             print("== tearing down", file=out)
             stopped = cluster.down()
             print(f"   stopped {len(stopped)} daemons", file=out)
+    _print_next_steps(out, spec, dirs, report_dir, export, hops_only)
     return 0
+
+
+def _print_next_steps(out: TextIO, spec: MiniclusterSpec, dirs: DemoDirs, report_dir: Path | None, export: Path | None,
+                      hops_only: bool) -> None:
+    """The commands that look at what this run made (:mod:`hops_slurm.demo.next_steps`), as they run from here."""
+    from hops_slurm.demo.ab import SLURM, slug
+    from hops_slurm.demo.next_steps import DemoOutputs, demo_steps, hops_slurm_command, render
+
+    example = RECORDED_EXPORTS / spec.slurm / "sacct.json"
+    outputs = DemoOutputs(
+        records=dirs.records, config=dirs.config, report_dir=report_dir,
+        slurm_records=None if hops_only or report_dir is None else report_dir / f"records-{slug(SLURM)}.jsonl",
+        export=export, example_export=example if example.is_file() else None)
+    print(render(demo_steps(outputs), hops_slurm_command(), Path.cwd(), report_dir), end="", file=out)
 
 
 def _run_workload(cluster: Minicluster, daemon: Daemon, submissions: list[Submission], dirs: DemoDirs,
@@ -383,8 +417,9 @@ def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO, total_gpus: in
 
 
 def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], progress: Progress, dirs: DemoDirs,
-                          env: dict[str, str], out: TextIO, report_dir: Path | None, timeout: float, poll: float) -> None:
-    """The same jobs under Slurm's backfill (the daemon is stopped), then both runs side by side."""
+                          env: dict[str, str], out: TextIO, report_dir: Path | None, timeout: float, poll: float) -> list[str]:
+    """The same jobs under Slurm's backfill (the daemon is stopped), then both runs side by side; the Slurm
+    run's job ids."""
     from hops_slurm.demo import ab
     from hops_slurm.demo.compare import comparison_markdown, comparison_text, summarise_run, with_hops_ages
     from hops_slurm.demo.rigid import BackfillError, run_backfill, write_rigid_scripts
@@ -425,3 +460,4 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
     failed = [f"{names[j.job_id]} ({j.state})" for j in slurm_jobs if j.state != "COMPLETED"]
     if failed:
         raise DemoError(f"jobs did not complete under Slurm's scheduling: {', '.join(failed)}; logs in {dirs.logs}")
+    return [j.job_id for j in slurm_jobs]

@@ -5,7 +5,9 @@ the same code draws one live cluster, several simulated policies or the demo's t
 side. Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot, no display, no
 global state). GPU use over time is :mod:`hops_slurm.report.timeline`'s, each series from its own first
 submission (two live runs at different hours share the axis); never clipped to the cluster: a stretch
-above it is drawn, marked and named on the plot.
+above it is drawn, marked and named on the plot. Every time axis is in the unit :func:`time_unit` picks
+(minutes for a run under two hours, hours beyond, seconds under two minutes); the plots of one report share it (:func:`write_plots`).
+Each ``plot_*`` saves the figure its ``*_figure`` draws.
 """
 
 from __future__ import annotations
@@ -54,17 +56,42 @@ def _no_data(ax) -> None:
     ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
 
 
-def plot_cdfs(series: JobSeries, path: Path) -> Path:
-    """Two panels: CDF of the final LR and CDF of JCT (hours) of finished jobs, one line per series."""
+#: time units of the time axes: name -> seconds
+UNITS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0}
+#: a run shorter than this is drawn in seconds (a test's few jobs) ...
+SECONDS_BELOW = 120.0
+#: ... one shorter than this in minutes (the live demo's few minutes), a longer one in hours
+MINUTES_BELOW = 2 * 3600.0
+
+
+def time_unit(span: float) -> str:
+    """The unit of every time axis for a run lasting ``span`` seconds: minutes under two hours (the live
+    demo's few minutes), hours from there on (the simulator's days), seconds under two minutes. The one
+    place that decides it."""
+    if span < SECONDS_BELOW:
+        return "seconds"
+    return "minutes" if span < MINUTES_BELOW else "hours"
+
+
+def run_span(series: Mapping[str, Sequence[JobRecord]], now: float) -> float:
+    """The longest run of ``series``: from its first submission to ``now`` or its last end (seconds)."""
+    spans = [_horizon(jobs, now) - min(j.submit for j in jobs) for jobs in series.values() if jobs]
+    return max(spans, default=0.0)
+
+
+def cdf_figure(series: JobSeries, unit: str | None = None) -> Figure:
+    """Two panels: CDF of the final LR and CDF of JCT of finished jobs, one line per series; JCT in
+    ``unit`` (default :func:`time_unit` of the longest JCT)."""
     fig, (ax_lr, ax_jct) = _figure(2)
+    done = {label: [j for j in jobs if j.end is not None] for label, jobs in series.items()}
+    jcts = {label: [t for j in jobs if (t := metrics.jct(j)) is not None] for label, jobs in done.items()}
+    unit = unit or time_unit(max((t for v in jcts.values() for t in v), default=0.0))
     any_lr = any_jct = False
-    for label, jobs in series.items():
-        done = [j for j in jobs if j.end is not None]
-        lrs = [lr for j in done if (lr := metrics.job_latency_ratio(j, j.end or 0.0)) is not None]
-        jcts = [t / 3600.0 for j in done if (t := metrics.jct(j)) is not None]
+    for label, jobs in done.items():
+        lrs = [lr for j in jobs if (lr := metrics.job_latency_ratio(j, j.end or 0.0)) is not None]
         any_lr |= _cdf(ax_lr, lrs, label)
-        any_jct |= _cdf(ax_jct, jcts, label)
-    for ax, seen, xlabel in ((ax_lr, any_lr, "latency ratio (wait / age)"), (ax_jct, any_jct, "JCT (hours)")):
+        any_jct |= _cdf(ax_jct, [t / UNITS[unit] for t in jcts[label]], label)
+    for ax, seen, xlabel in ((ax_lr, any_lr, "latency ratio (wait / age)"), (ax_jct, any_jct, f"JCT ({unit})")):
         ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction of jobs")
         ax.set_ylim(0, 1.02)
@@ -75,47 +102,53 @@ def plot_cdfs(series: JobSeries, path: Path) -> Path:
             _no_data(ax)
     ax_lr.set_title("CDF of latency ratio")
     ax_jct.set_title("CDF of JCT")
-    return _save(fig, path)
+    return fig
 
 
-def plot_wait_vs_age(series: JobSeries, path: Path, now: float) -> Path:
-    """Scatter of wait (hours) against the age estimate (hours), with the LR = 1 diagonal."""
+def plot_cdfs(series: JobSeries, path: Path, unit: str | None = None) -> Path:
+    """:func:`cdf_figure` as a PNG."""
+    return _save(cdf_figure(series, unit), path)
+
+
+def wait_vs_age_figure(series: JobSeries, now: float, unit: str | None = None) -> Figure:
+    """Scatter of wait against the age estimate, with the LR = 1 diagonal; both in ``unit`` (default
+    :func:`time_unit` of the largest of them)."""
     fig, (ax,) = _figure()
+    points = {
+        label: [(j.age_estimate, metrics.wait_time(j, j.end if j.end is not None else now))
+                for j in jobs if j.age_estimate is not None and j.age_estimate > 0]
+        for label, jobs in series.items()
+    }
+    unit = unit or time_unit(max((max(p) for pts in points.values() for p in pts), default=0.0))
+    scale = UNITS[unit]
     top = 0.0
     seen = False
-    for label, jobs in series.items():
-        pts = [
-            (j.age_estimate / 3600.0, metrics.wait_time(j, j.end if j.end is not None else now) / 3600.0)
-            for j in jobs
-            if j.age_estimate is not None and j.age_estimate > 0
-        ]
+    for label, pts in points.items():
         if pts:
             seen = True
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, alpha=0.7, label=f"{label} (n={len(pts)})")
-            top = max(top, *(p[0] for p in pts))
+            ax.scatter([p[0] / scale for p in pts], [p[1] / scale for p in pts], s=14, alpha=0.7,
+                       label=f"{label} (n={len(pts)})")
+            top = max(top, *(p[0] / scale for p in pts))
     if seen:
         ax.plot([0, top], [0, top], color="grey", linestyle="--", linewidth=1, label="LR = 1")
         ax.legend(fontsize="small")
     else:
         _no_data(ax)
-    ax.set_xlabel("age estimate (hours)")
-    ax.set_ylabel("wait (hours)")
+    ax.set_xlabel(f"age estimate ({unit})")
+    ax.set_ylabel(f"wait ({unit})")
     ax.set_title("Wait vs age")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig
 
 
-#: time units of the time axes: name -> seconds
-UNITS = {"minutes": 60.0, "hours": 3600.0}
+def plot_wait_vs_age(series: JobSeries, path: Path, now: float, unit: str | None = None) -> Path:
+    """:func:`wait_vs_age_figure` as a PNG."""
+    return _save(wait_vs_age_figure(series, now, unit), path)
 
 
-def time_unit(span: float) -> str:
-    """Minutes for runs up to three hours (the live demo's), hours beyond."""
-    return "minutes" if span <= 3 * 3600.0 else "hours"
-
-
-def plot_jct_cdf(series: JobSeries, path: Path, unit: str | None = None) -> Path:
-    """CDF of JCT of the finished jobs, one line per series, in ``unit`` (default :func:`time_unit`)."""
+def jct_cdf_figure(series: JobSeries, unit: str | None = None) -> Figure:
+    """CDF of JCT of the finished jobs, one line per series, in ``unit`` (default :func:`time_unit` of the
+    longest JCT)."""
     fig, (ax,) = _figure()
     jcts = {label: [t for j in jobs if (t := metrics.jct(j)) is not None] for label, jobs in series.items()}
     unit = unit or time_unit(max((t for v in jcts.values() for t in v), default=0.0))
@@ -132,7 +165,12 @@ def plot_jct_cdf(series: JobSeries, path: Path, unit: str | None = None) -> Path
         ax.legend(fontsize="small", loc="lower right")
     else:
         _no_data(ax)
-    return _save(fig, path)
+    return fig
+
+
+def plot_jct_cdf(series: JobSeries, path: Path, unit: str | None = None) -> Path:
+    """:func:`jct_cdf_figure` as a PNG."""
+    return _save(jct_cdf_figure(series, unit), path)
 
 
 def _horizon(jobs: Sequence[JobRecord], now: float) -> float:
@@ -141,10 +179,10 @@ def _horizon(jobs: Sequence[JobRecord], now: float) -> float:
     return min(now, max(e for e in ends if e is not None)) if ends and None not in ends else now
 
 
-def plot_gpu_use(
-    series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]], path: Path, now: float,
+def gpu_use_figure(
+    series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]], now: float,
     capacity: int | None = None, unit: str | None = None,
-) -> Path:
+) -> Figure:
     """GPUs in use over time per series (from its first submission to ``now`` or its last end, in ``unit``,
     default :func:`time_unit`); the cluster's size (``capacity``, else the plan records') as a dotted line.
     Stretches above it are marked in red and named in the title, not clipped."""
@@ -178,7 +216,15 @@ def plot_gpu_use(
         ax.set_title("Cluster GPU use")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig
+
+
+def plot_gpu_use(
+    series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]], path: Path, now: float,
+    capacity: int | None = None, unit: str | None = None,
+) -> Path:
+    """:func:`gpu_use_figure` as a PNG."""
+    return _save(gpu_use_figure(series, now, capacity, unit), path)
 
 
 def write_plots(
@@ -186,10 +232,12 @@ def write_plots(
     series: Mapping[str, tuple[Sequence[JobRecord], Sequence[RoundRecord]]],
     now: float,
 ) -> list[Path]:
-    """All report plots into ``out_dir``: lr_jct_cdf.png, wait_vs_age.png, gpu_use.png."""
+    """All report plots into ``out_dir``: lr_jct_cdf.png, wait_vs_age.png, gpu_use.png, every time axis in
+    the one unit :func:`time_unit` picks for the longest run."""
     jobs_only = {label: jobs for label, (jobs, _) in series.items()}
+    unit = time_unit(run_span(jobs_only, now))
     return [
-        plot_cdfs(jobs_only, out_dir / "lr_jct_cdf.png"),
-        plot_wait_vs_age(jobs_only, out_dir / "wait_vs_age.png", now),
-        plot_gpu_use(series, out_dir / "gpu_use.png", now),
+        plot_cdfs(jobs_only, out_dir / "lr_jct_cdf.png", unit),
+        plot_wait_vs_age(jobs_only, out_dir / "wait_vs_age.png", now, unit),
+        plot_gpu_use(series, out_dir / "gpu_use.png", now, unit=unit),
     ]

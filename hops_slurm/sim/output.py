@@ -32,6 +32,8 @@ COLUMNS = (
     ("planner_mean_seconds", "Planner s/round", 1.0),
     ("unfinished", "Unfinished", 1.0),
 )
+#: columns that count things (jobs, preemptions): whole numbers, not measurements (see :func:`_fmt`)
+COUNTS = frozenset({"preemptions", "unfinished"})
 
 
 def aggregate(results: Sequence[RunResult]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -69,11 +71,16 @@ def bound_line(results: Sequence[RunResult]) -> str:
             "bound's.\n")
 
 
-def _fmt(mean: float, spread: float, scale: float) -> str:
+def _fmt(mean: float, spread: float, scale: float, count: bool = False) -> str:
+    """``mean ± spread`` over seeds. A ``count`` prints as the whole number it is (one seed, or seeds that
+    agree), and a mean over seeds that is not whole (2.5 preemptions) with one decimal, as is its spread."""
     if math.isnan(mean):
         return "-"
     if not math.isfinite(mean):
         return "∞"
+    if count:
+        text = f"{mean:.0f}" if float(mean).is_integer() else f"{mean:.1f}"
+        return text + (f" ± {spread:.1f}" if spread > 0 else "")
     digits = 3 if scale == 1.0 and abs(mean) < 10 else 2
     text = f"{mean / scale:.{digits}f}"
     return text + (f" ± {spread / scale:.{digits}f}" if spread > 0 else "")
@@ -95,7 +102,7 @@ def markdown_table(results: Sequence[RunResult]) -> str:
     rows = []
     for p, row in agg.items():
         mark = f" (FAILED seed {','.join(str(f.seed) for f in failed[p])})" if p in failed else ""
-        rows.append(f"| {p}{mark} | " + " | ".join(_fmt(*row[k], s) for k, _l, s in COLUMNS) + " |")
+        rows.append(f"| {p}{mark} | " + " | ".join(_fmt(*row[k], s, k in COUNTS) for k, _l, s in COLUMNS) + " |")
     for p, fs in failed.items():
         if p not in agg:
             rows.append(f"| {p} (FAILED) | " + " | ".join(["-"] * len(COLUMNS)) + " |")
@@ -130,13 +137,16 @@ def write_plots(results: Sequence[RunResult], out: Path, prefix: str = "") -> li
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hops_slurm.report.plots import UNITS, time_unit  # the one rule for the unit of a time axis
+
     out.mkdir(parents=True, exist_ok=True)
     policies = list(dict.fromkeys(r.policy for r in results))
     paths: list[Path] = []
     if not policies:
         return paths
+    jct_unit = time_unit(max((v for r in results for v in r.metrics.jct), default=0.0))
     for key, label, scale, fname in (
-        ("jct", "JCT (h)", 3600.0, "cdf_jct.png"),
+        ("jct", f"JCT ({jct_unit})", UNITS[jct_unit], "cdf_jct.png"),
         ("lr", "latency ratio", 1.0, "cdf_lr.png"),
         ("rho", "FTF ρ", 1.0, "cdf_rho.png"),
     ):
@@ -148,11 +158,13 @@ def write_plots(results: Sequence[RunResult], out: Path, prefix: str = "") -> li
         if key != "jct":
             ax.set_xscale("symlog", linthresh=0.1)  # ratios span 0 .. 100+
         paths.append(_finish(plt, fig, ax, label, "CDF", out / f"{prefix}{fname}"))
+    firsts = {p: next(r for r in results if r.policy == p) for p in policies}
+    time_unit_name = time_unit(max((t for r in firsts.values() for t, _u, _n in r.series), default=0.0))
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for p in policies:
-        first = next(r for r in results if r.policy == p)
-        ax.step([t / 3600 for t, _u, _n in first.series], [n for _t, _u, n in first.series], where="post", label=p)
-    paths.append(_finish(plt, fig, ax, "time (h)", "cluster throughput (p100-GPU equivalents)",
+    for p, first in firsts.items():
+        ax.step([t / UNITS[time_unit_name] for t, _u, _n in first.series], [n for _t, _u, n in first.series],
+                where="post", label=p)
+    paths.append(_finish(plt, fig, ax, f"time ({time_unit_name})", "cluster throughput (p100-GPU equivalents)",
                          out / f"{prefix}throughput.png"))
     return paths
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.demo import ab
-from hops_slurm.demo.run import REPORT_DIR
+from hops_slurm.demo.run import README_DIR
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.timeline import gpus_in_use_steps, peak, timeline_problems
@@ -43,7 +43,7 @@ def _engine_run_with_moves(folder: Path) -> int:
 def test_gpus_in_use_never_exceed_the_cluster_in_kept_demo_records(tmp_path: Path) -> None:
     moves = _engine_run_with_moves(tmp_path)
     assert moves > 0  # the check below means something: jobs were requeued and placed elsewhere
-    folders = [tmp_path] + ([REPORT_DIR] if (REPORT_DIR / ab.RUNS_FILE).is_file() else [])  # docs/demo: make demo's
+    folders = [tmp_path] + ([README_DIR] if (README_DIR / ab.RUNS_FILE).is_file() else [])  # docs/demo: the README's run
     for folder in folders:
         total, runs = ab.load_runs(folder)
         assert runs and all(records.jobs for _, records in runs), f"{folder / ab.RUNS_FILE} lists no run with jobs"
