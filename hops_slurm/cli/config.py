@@ -1,4 +1,5 @@
-"""``hops-slurm config check FILE``: validate a site configuration, naming every bad key."""
+"""``hops-slurm config check FILE``: validate a site configuration, naming every bad key (``check`` also says
+where the engine writes: the state directory and ``paths.allowed_roots``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 from hops_slurm.config import default_config_path, load_config
+from hops_slurm.text import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +22,8 @@ def _run(args: argparse.Namespace) -> int:
     path = args.file or default_config_path()
     cfg = load_config(path)  # raises ConfigError naming every key path
     if args.action == "check":
-        print(f"{path}: OK")
+        roots = [cfg.paths.state_dir, *cfg.paths.allowed_roots]
+        print(printable(f"{path}: OK; the engine writes under {', '.join(str(r) for r in roots)}"))
     else:
         print(json.dumps(cfg.model_dump(mode="json", by_alias=True), indent=1))
     return 0

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hops_slurm import tomlfile
 from hops_slurm.text import read_utf8
 from hops_slurm.errors import ConfigError
 from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
@@ -138,7 +139,7 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
             f"known clusters: {', '.join(known_clusters()) or 'none'}"
         )
     try:
-        data = tomllib.loads(read_utf8(path, "cluster file"))
+        data = tomlfile.loads(read_utf8(path, "cluster file"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     try:
