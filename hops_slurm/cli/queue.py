@@ -1,5 +1,6 @@
 """``hops-slurm queue``: the Hops LR queue like ``sprio``/``squeue`` (JobID, Name, User, ST, Priority, LR,
-Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only."""
+Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only: the engine database is opened through a
+read-only URI (:meth:`hops_slurm.engine.state.EngineState.read_only`); a foreign or newer one is one error line."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
         from hops_slurm.errors import HopsError
 
         raise HopsError(f"{path} does not exist: the engine has not run yet (hops-slurm daemon)")
-    state = EngineState(path)
+    state = EngineState.read_only(path)  # never creates, migrates or writes it: only the engine does
     try:
         rows = queue_rows(state, CliSlurm().jobs())
     finally:
