@@ -51,3 +51,12 @@ def one_line(exc: ValidationError, limit: int = 300) -> str:
     text = problem(errors[0])
     text = text if len(text) <= limit else text[:limit] + "..."
     return text + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
+def reason(exc: BaseException, limit: int = 300) -> str:
+    """Any exception as one line: :func:`one_line` for a validation error, else its first line (or its type)."""
+    if isinstance(exc, ValidationError):
+        return one_line(exc, limit)
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first if len(first) <= limit else first[:limit] + "..."

@@ -84,11 +84,9 @@ def check_runtime(record: object, job: JobState, node_types: Mapping[str, str]) 
 
 def _reason(exc: ValueError) -> str:
     """One line naming the field and the bound (pydantic's header, ``1 validation error for ...``, names neither)."""
-    from pydantic import ValidationError
+    from hops_slurm.validation import reason
 
-    from hops_slurm.validation import one_line
-
-    return one_line(exc, 200) if isinstance(exc, ValidationError) else str(exc).splitlines()[0][:200]
+    return reason(exc, 200)
 
 
 def read_new(state: EngineState, key: str, place: Path, uid: int, job_id: str) -> tuple[bytes, int]:

@@ -43,6 +43,7 @@ class HistoryJob:
     gpu_type: str = ""  # from a typed TRES (gres/gpu:v100), "" when the export names none
     hops: str = ""  # the admin comment (the submit hook's canonical #HOPS form), "" when none
     nodes: int = 0  # allocated nodes, 0 when unknown
+    node_names: tuple[str, ...] = ()  # the nodes it ran on (NodeList / nodes), () when the export names none
 
     @property
     def run_time(self) -> float | None:
