@@ -11,9 +11,10 @@ number:
   server for the entity tables: a signature has one row per (type, node, config) it was measured in,
   and the estimates (the mean of every record of a key) are the ones the store gave before the rows
   were folded (:func:`add_measured`);
-- **samples** (data times and sync waits for eq. 3): at most :data:`KEEP_SAMPLES` rows per (signature,
-  GPU type, source) (:func:`trim_samples`), the most recent; the eq. 3 fit reads at most that many,
-  the most recent, so what it fits on is unchanged;
+- **samples** (data times and sync waits for eq. 3): fewer than :data:`KEEP_SAMPLES` + :data:`TRIM_EVERY`
+  rows per (signature, GPU type, source): the store cuts them to the last :data:`KEEP_SAMPLES`
+  (:func:`trim_samples`) whenever :data:`TRIM_EVERY` rows were added since the last cut; the eq. 3 fit
+  reads at most the last :data:`KEEP_SAMPLES`, so what it fits on is unchanged;
 - **restart costs**: the last :data:`estimator.restart_cost.KEEP` per signature (that module).
 
 Version 4 (:func:`migrate`) folds the rows of an older store into these shapes. Pure: these functions
@@ -26,6 +27,9 @@ import sqlite_utils
 
 #: rows of samples kept per (signature, GPU type, source): the eq. (3) fit reads at most this many
 KEEP_SAMPLES = 20_000
+#: rows added to a (signature, GPU type, source) between two cuts to KEEP_SAMPLES (one cut per record costs a
+#: scan of the group's index; one per this many rows, a scan per thousands of rows)
+TRIM_EVERY = 4096
 #: the measured-throughput tables and the columns of their key
 MEASURED_KEYS = {
     "type_aggregated": ("signature", "gpu_type", "gpus", "nodes"),
@@ -74,4 +78,4 @@ def trim_samples(db: sqlite_utils.Database, signature: str, gpu_type: str, sourc
                "ORDER BY id DESC LIMIT 1 OFFSET ?)", [signature, gpu_type, source] * 2 + [max(int(keep), 0)])
 
 
-__all__ = ["KEEP_SAMPLES", "MEASURED_KEYS", "add_measured", "migrate", "trim_samples"]
+__all__ = ["KEEP_SAMPLES", "TRIM_EVERY", "MEASURED_KEYS", "add_measured", "migrate", "trim_samples"]

@@ -151,6 +151,7 @@ class ThroughputStore:
         self.path = Path(path)
         self.read_only = read_only
         self._lock_fd: int | None = None
+        self._untrimmed: dict[tuple[str, str, str], int] = {}  # sample rows added since the last cut
         if read_only:
             if not self.path.exists():
                 raise StoreError(f"throughput store {self.path} does not exist; the engine creates it on first start")
@@ -334,16 +335,22 @@ class ThroughputStore:
         for name, values in (("data time", data), ("sync wait", sync)):
             if any(not math.isfinite(v) or v < 0 for v in values):
                 raise ValueError(f"{name} samples must be finite and non-negative")
-        rows: list[dict[str, object]]
+        rows: list[tuple[float | None, float | None]]
         if len(data) == len(sync):
-            rows = [{"data_time": d, "sync_wait": s} for d, s in zip(data, sync)]
+            rows = list(zip(data, sync))
         else:
-            rows = [{"data_time": d, "sync_wait": None} for d in data]
-            rows += [{"data_time": None, "sync_wait": s} for s in sync]
-        base = {"signature": signature, "gpu_type": gpu_type, "source": source, "server": server}
+            rows = [(d, None) for d in data] + [(None, s) for s in sync]
         if rows:
-            self.db["samples"].insert_all([{**base, **r} for r in rows[-_bounds.KEEP_SAMPLES:]])
-            _bounds.trim_samples(self.db, signature, gpu_type, source)
+            rows = rows[-_bounds.KEEP_SAMPLES:]
+            self.db.conn.executemany(
+                "insert into samples (signature, gpu_type, source, server, data_time, sync_wait) values (?, ?, ?, ?, ?, ?)",
+                [(signature, gpu_type, source, server, d, w) for d, w in rows])
+            key = (signature, gpu_type, source)  # cut to the last KEEP_SAMPLES every TRIM_EVERY rows (and at first)
+            added = self._untrimmed.get(key, _bounds.TRIM_EVERY) + len(rows)
+            if added >= _bounds.TRIM_EVERY:
+                _bounds.trim_samples(self.db, signature, gpu_type, source)
+                added = 0
+            self._untrimmed[key] = added
 
     def add_runtime_samples(
         self,

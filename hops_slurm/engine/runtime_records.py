@@ -157,7 +157,7 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
         reasons = list(dict.fromkeys(report.refused))
         log.warning("job %s: %d runtime record(s) refused: %s", job.job_id, len(report.refused), "; ".join(reasons[:3]))
     if report.over_budget:
-        log.warning("job %s: %d valid runtime record(s) over its budget of stored records (counted for its "
+        log.info("job %s: %d valid runtime record(s) over its budget of stored records (counted for its "
                     "progress, not stored)", job.job_id, report.over_budget)
     return report
 
