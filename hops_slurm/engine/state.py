@@ -176,10 +176,11 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> None:
     if "jobs" in tables:
         columns = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
         known = {f.name for f in dataclasses.fields(JobState)}
-        if columns - known or not {"job_id", "directives", "submit_time", "last_state"} <= columns:
-            raise StateSchemaError(f"{path}: its jobs table is not the hops-slurm engine's (columns "
-                                   f"{', '.join(sorted(columns - known)[:5]) or 'missing'}): another program's "
-                                   "database, or a newer hops-slurm's")
+        required = known - {"aside"} - {name for name, _ in _HONESTY_COLUMNS}  # the first release's columns
+        if columns - known or required - columns:
+            odd = sorted(columns - known)[:5] or [f"no {c}" for c in sorted(required - columns)[:5]]
+            raise StateSchemaError(f"{path}: its jobs table is not the hops-slurm engine's (columns: {', '.join(odd)}): "
+                                   "another program's database, or a newer hops-slurm's")
 
 
 class EngineState:
