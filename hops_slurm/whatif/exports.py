@@ -77,8 +77,10 @@ def read_export(path: Path, limit: int = MAX_EXPORT_BYTES) -> ExportReading:
     if size > limit:
         raise HopsError(f"{printable(path, 200)} is {size} bytes; whatif reads at most {limit} "
                         "(split the export by --starttime/--endtime)")
-    with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+    with path.open("rb") as fh:  # its size, not the limit: read(n) allocates n bytes first
+        data = fh.read(min(size, limit) + 1)
+        while len(data) <= limit and (more := fh.read(min(1 << 20, limit + 1 - len(data)))):  # it grew meanwhile
+            data += more
     if len(data) > limit:
         raise HopsError(f"{printable(path, 200)} grew past {limit} bytes while being read")
     return parse_text(data.decode("utf-8-sig", errors="replace"))
