@@ -13,6 +13,11 @@ Layers, keyed by job signature:
 - ``restart_cost``: observed restart costs per signature (:mod:`estimator.restart_cost`,
   :meth:`ThroughputStore.put_restart_cost`, :meth:`ThroughputStore.restart_cost`).
 
+Bounded (:mod:`estimator.bounds`, schema version 4): the records come from users' jobs, as many as the
+engine accepts, so every table keeps a bounded summary: one running aggregate per (signature, type,
+node, config) in the measured layers, the last :data:`estimator.bounds.KEEP_SAMPLES` samples per
+(signature, type, source), the last restart costs per signature.
+
 The database is in WAL mode, so readers (``read_only=True``) run while the writer writes. Only one
 writer may open a store: it holds an exclusive ``flock`` on ``<path>.writer.lock``; a second writer
 gets :class:`StoreLockedError`. Locked, corrupt or too-new databases raise the errors of
@@ -36,7 +41,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from estimator import restart_cost as _restarts
+from estimator import bounds as _bounds, restart_cost as _restarts
 from estimator.errors import SchemaVersionError, StoreCorruptError, StoreError, StoreLockedError
 from estimator.model import TimeComponents
 from estimator.snapshot import Calibration, JobSnapshot, TypeTheory
@@ -90,14 +95,31 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
 
 
 #: Ordered migrations: MIGRATIONS[i] brings the schema from version i to version i + 1 (version 3: the
-#: restart costs of :mod:`estimator.restart_cost`).
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _restarts.migrate)
+#: restart costs of :mod:`estimator.restart_cost`; version 4: the bounded layers of :mod:`estimator.bounds`).
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _restarts.migrate,
+                                                                   _bounds.migrate)
 SCHEMA_VERSION = len(MIGRATIONS)
-#: The eq. (3) fit uses at most this many of a (job, type)'s most recent samples.
-MAX_FIT_SAMPLES = 20_000
+#: The eq. (3) fit uses at most this many of a (job, type)'s most recent samples (as many as are kept).
+MAX_FIT_SAMPLES = _bounds.KEEP_SAMPLES
 
 _LOCKED_MARKERS = ("database is locked", "database table is locked", "busy")
 _CORRUPT_MARKERS = ("not a database", "malformed", "no such table", "no such column", "corrupt")
+
+
+def read_only_uri(path: str | os.PathLike[str]) -> str:
+    """An SQLite URI that opens ``path`` for reading only and creates nothing beside it: ``mode=ro``, plus
+    ``immutable=1`` for a WAL database without a ``-wal`` file (no connection has it open: SQLite would
+    otherwise create ``-wal`` and ``-shm`` files to read it; a writer that opens it meanwhile writes its
+    WAL, not the file read). A rollback-journal database is read with its locks, as any reader."""
+    p = Path(path).resolve()
+    try:
+        with open(p, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        header = b""
+    wal = len(header) == 20 and header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
+    quiet = wal and not any(p.with_name(p.name + suffix).exists() for suffix in ("-wal", "-journal"))
+    return f"file:{urllib.parse.quote(str(p))}?mode=ro" + ("&immutable=1" if quiet else "")
 
 
 def _to_iso(when: float | str | datetime) -> str:
@@ -119,17 +141,21 @@ class ThroughputStore:
     """The SQLite store. ``ThroughputStore(path)`` opens (creating and migrating) as the single writer;
     ``ThroughputStore(path, read_only=True)`` opens an existing store for reading only.
 
-    ``busy_timeout`` (seconds) is how long SQLite waits for a lock before :class:`StoreLockedError`.
+    ``busy_timeout`` (seconds) is how long SQLite waits for a lock before :class:`StoreLockedError`;
+    ``momentary`` (read-only): a reader that reads at once and closes (a CLI command) and creates nothing
+    beside the file (:func:`read_only_uri`); a long-lived reader sees the writer's commits without it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0,
+                 momentary: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self._lock_fd: int | None = None
+        self._untrimmed: dict[tuple[str, str, str], int] = {}  # sample rows added since the last cut
         if read_only:
             if not self.path.exists():
                 raise StoreError(f"throughput store {self.path} does not exist; the engine creates it on first start")
-            uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
+            uri = read_only_uri(self.path) if momentary else f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
             conn = self._connect(lambda: sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False))
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,15 +335,22 @@ class ThroughputStore:
         for name, values in (("data time", data), ("sync wait", sync)):
             if any(not math.isfinite(v) or v < 0 for v in values):
                 raise ValueError(f"{name} samples must be finite and non-negative")
-        rows: list[dict[str, object]]
+        rows: list[tuple[float | None, float | None]]
         if len(data) == len(sync):
-            rows = [{"data_time": d, "sync_wait": s} for d, s in zip(data, sync)]
+            rows = list(zip(data, sync))
         else:
-            rows = [{"data_time": d, "sync_wait": None} for d in data]
-            rows += [{"data_time": None, "sync_wait": s} for s in sync]
-        base = {"signature": signature, "gpu_type": gpu_type, "source": source, "server": server}
+            rows = [(d, None) for d in data] + [(None, s) for s in sync]
         if rows:
-            self.db["samples"].insert_all([{**base, **r} for r in rows])
+            rows = rows[-_bounds.KEEP_SAMPLES:]
+            self.db.conn.executemany(
+                "insert into samples (signature, gpu_type, source, server, data_time, sync_wait) values (?, ?, ?, ?, ?, ?)",
+                [(signature, gpu_type, source, server, d, w) for d, w in rows])
+            key = (signature, gpu_type, source)  # cut to the last KEEP_SAMPLES every TRIM_EVERY rows (and at first)
+            added = self._untrimmed.get(key, _bounds.TRIM_EVERY) + len(rows)
+            if added >= _bounds.TRIM_EVERY:
+                _bounds.trim_samples(self.db, signature, gpu_type, source)
+                added = 0
+            self._untrimmed[key] = added
 
     def add_runtime_samples(
         self,
@@ -352,10 +385,10 @@ class ThroughputStore:
             raise ValueError(f"need 1 <= nodes <= gpus, got gpus={gpus}, nodes={nodes}")
         per_gpu = _check_positive("throughput", throughput) / gpus
         layout = "aggregated" if nodes == 1 else "distributed"
-        row = {"signature": signature, "gpu_type": gpu_type, "gpus": gpus, "nodes": nodes, "per_gpu": per_gpu}
-        self.db[f"type_{layout}"].insert(row)
+        row: dict[str, object] = {"signature": signature, "gpu_type": gpu_type, "gpus": gpus, "nodes": nodes}
+        _bounds.add_measured(self.db, f"type_{layout}", row, per_gpu)  # one row per key: a running mean
         if server:
-            self.db[f"entity_{layout}"].insert({**row, "server": server})
+            _bounds.add_measured(self.db, f"entity_{layout}", {**row, "server": server}, per_gpu)
 
     def put_type_throughput(self, signature: str, gpu_type: str, *, gpus: int, nodes: int, throughput: float) -> None:
         """Record a measured whole-job throughput (samples/s) on ``gpu_type`` in the type layer only."""
@@ -450,7 +483,7 @@ class ThroughputStore:
     def _means(self, table: str, key: str, count: str, signature: str) -> dict[tuple[str, int], float]:
         with self._guard(f"read {table}"):
             rows = self.db.query(
-                f"select {key} as k, {count} as c, avg(per_gpu) as v from {table} "
+                f"select {key} as k, {count} as c, sum(total) / sum(n) as v from {table} "
                 "where signature = ? group by k, c", [signature])
             return {(r["k"], int(r["c"])): float(r["v"]) for r in rows}
 
@@ -483,7 +516,8 @@ class ThroughputStore:
         """
         with self._guard("read entity factors"):
             rows = list(self.db.query(
-                "select e.server as server, e.signature as sig, e.gpu_type as t, e.gpus as gpus, avg(e.per_gpu) as v, "
+                "select e.server as server, e.signature as sig, e.gpu_type as t, e.gpus as gpus, "
+                "sum(e.total) / sum(e.n) as v, "
                 "max(th.batch_size / (th.t_f + th.t_b + th.t_u)) as probe "
                 "from entity_aggregated e left join theory th on th.signature = e.signature and th.gpu_type = e.gpu_type "
                 "and th.t_f + th.t_b + th.t_u > 0 group by e.server, e.signature, e.gpu_type, e.gpus"))
@@ -502,10 +536,17 @@ class ThroughputStore:
         return {server: statistics.median(values) for server, values in ratios.items()}
 
     def record_counts(self, signature: str) -> dict[str, int]:
-        """How many rows each layer holds for ``signature`` (reports, tests)."""
+        """How many records each layer holds for ``signature`` (reports, tests): sample rows, and the
+        records folded into the measured layers' aggregates."""
         out: dict[str, int] = defaultdict(int)
         with self._guard("count records"):
-            for table in ("samples", "type_aggregated", "type_distributed", "entity_aggregated", "entity_distributed"):
+            out["samples"] = self.db.execute("select count(*) from samples where signature = ?", [signature]).fetchone()[0]
+            for table in _bounds.MEASURED_KEYS:
                 out[table] = self.db.execute(
-                    f"select count(*) from {table} where signature = ?", [signature]).fetchone()[0]
+                    f"select coalesce(sum(n), 0) from {table} where signature = ?", [signature]).fetchone()[0]
         return dict(out)
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table, over every signature (the store's size: docs/security.md, the flood test)."""
+        with self._guard("count rows"):
+            return {t: self.db.execute(f"select count(*) from [{t}]").fetchone()[0] for t in self.db.table_names()}

@@ -7,8 +7,10 @@ module adds only the strict reading of types. The other defaults are documented 
 declared, below. ``load_config`` reports every problem at once, each with its key path. Validation is
 strict: no type coercion (``"30"`` is not a number, ``1`` is not a string), no ``inf``/``nan``, every
 number bounded above as well as below, names that reach ``scontrol`` limited to safe characters, paths
-non-empty (``state_dir`` and ``probe_python`` absolute, the others inside ``state_dir``), no existing
-directory among them world-writable, no unknown key; and every key is read by the engine or the CLI
+non-empty (``state_dir`` and ``probe_python`` absolute; the others relative to ``state_dir``, or absolute
+under it or under one of ``paths.allowed_roots``, and never in a system directory such as /etc, as
+written or through the links that exist), no existing directory among them world-writable, no unknown
+key; and every key is read by the engine or the CLI
 (``tests/hops_slurm/test_config.py`` checks that).
 """
 
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model,
                       model_validator)
 
+from hops_slurm import tomlfile
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
 from profiler.preempt import PREEMPT_SIGNALS
@@ -107,15 +110,66 @@ class SlurmConfig(_Section):
     profiler_partition: SlurmName = Field("profiler", description="partition the probes run in")
 
 
+#: the operating system's own directories: no path key may lead into one, nor state_dir or a root be one
+SYSTEM_DIRS = tuple(Path(d) for d in ("/etc", "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32",
+                                      "/boot", "/dev", "/proc", "/sys", "/root"))
+
+
+def _within(p: Path, root: Path) -> bool:
+    return p == root or root in p.parents
+
+
+def _forms(p: Path) -> tuple[Path, Path]:
+    """``p`` normalised as written, and with the links that exist today followed."""
+    return Path(os.path.normpath(p)), Path(os.path.realpath(p))
+
+
+def _system(p: Path) -> Path | None:
+    """The system directory ``p`` is (in), or the root ``/`` itself; None when neither."""
+    for form in _forms(p):
+        if form == Path("/"):
+            return form
+        for d in SYSTEM_DIRS:
+            if _within(form, d):
+                return d
+    return None
+
+
 class PathsConfig(_Section):
     state_dir: AbsPath = Path("/var/lib/hops-slurm")
     store: SubPath = Path("store.sqlite")  # relative paths are inside state_dir
     journal: SubPath = Path("journal.sqlite")
     engine_db: SubPath = Path("engine.sqlite")  # the engine's job accounting (wait, age, profiles)
     records: SubPath = Path("records.sqlite")  # JobRecord/RoundRecord for `hops-slurm report --records`
+    #: absolute directories besides state_dir where a path key may point (an absolute path elsewhere is refused)
+    allowed_roots: Annotated[list[AbsPath], Field(max_length=16)] = Field(default_factory=list)
 
     def resolve(self, p: Path) -> Path:
         return p if p.is_absolute() else self.state_dir / p
+
+    def check_place(self, key: str, p: Path) -> None:
+        """Raise ValueError unless ``p`` (a path key's value) resolves under state_dir or an allowed root and
+        into no system directory, as written and with today's links followed."""
+        path = self.resolve(p)
+        system = _system(path)
+        if system is not None:
+            raise ValueError(f"{key} ({path}) is in the system directory {system}: refused")
+        roots = [form for root in (self.state_dir, *self.allowed_roots) for form in _forms(root)]
+        if not all(any(_within(form, root) for root in roots) for form in _forms(path)):
+            raise ValueError(f"{key} ({path}) is outside paths.state_dir ({self.state_dir}) and paths.allowed_roots: "
+                             "use a path relative to state_dir, or add its directory to paths.allowed_roots")
+
+    @model_validator(mode="after")
+    def _places(self) -> PathsConfig:
+        for key, root in (("paths.state_dir", self.state_dir),
+                          *((f"paths.allowed_roots.{i}", r) for i, r in enumerate(self.allowed_roots))):
+            system = _system(root)
+            if system is not None:
+                where = "the file system root" if system == Path("/") else f"in the system directory {system}"
+                raise ValueError(f"{key} ({root}) is {where}: refused")
+        for key in ("store", "journal", "engine_db", "records"):
+            self.check_place(f"paths.{key}", getattr(self, key))
+        return self
 
 
 class EngineConfig(_Section):
@@ -234,6 +288,8 @@ class SiteConfig(_Section):
         if self.slurm.partition == self.slurm.profiler_partition:
             raise ValueError("slurm.profiler_partition must differ from slurm.partition")
         p = self.paths
+        p.check_place("engine.env_dir", self.engine.env_dir)
+        p.check_place("engine.probe_dir", self.engine.probe_dir)
         for key, path in (("paths.state_dir", p.state_dir), ("engine.env_dir", p.resolve(self.engine.env_dir)),
                           ("engine.probe_dir", p.resolve(self.engine.probe_dir))):
             if _world_writable(path):
@@ -273,7 +329,7 @@ def load_config(path: Path) -> SiteConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
     try:
-        data = tomllib.loads(text)
+        data = tomlfile.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     return parse_config(data, str(path))

@@ -31,12 +31,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from hops_slurm.errors import DirectiveError
+from hops_slurm.limits import MAX_JOB_GPUS
 
 MAX_HEADER = 32768  # #HOPS lines come before the first command, within this many bytes
 MAX_LINE = 1024  # bytes in one #HOPS line
 MAX_LINES = 16  # #HOPS lines in one script
 MAX_COMMENT = 1024  # bytes of a hops: comment
-MAX_GPUS = 1024
+MAX_GPUS = MAX_JOB_GPUS  # hooks/job_submit.lua: MAX_GPUS
 MAX_CHOICES = 8
 SAMPLES_EXP = 15
 MAX_SAMPLES = 10**SAMPLES_EXP

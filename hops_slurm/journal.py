@@ -12,6 +12,7 @@ the allocations that actually started (GPU indices per node), as read back from 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -38,11 +39,18 @@ class Action:
 
 
 class Journal:
-    """SQLite journal at ``path`` (created if missing; ``":memory:"`` for a throwaway one)."""
+    """SQLite journal at ``path`` (created if missing; ``":memory:"`` for a throwaway one); ``read_only``:
+    an existing journal read through a read-only URI (``plan --dry-run``), nothing created or written."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self.path = str(path)
         self.clock: Callable[[], float] = time.time  # the engine sets Slurm's (virtual in a simulation)
+        if read_only:
+            from estimator.store import read_only_uri
+
+            self.db = sqlite_utils.Database(sqlite3.connect(read_only_uri(self.path), uri=True))
+            self.db.execute("PRAGMA query_only = 1")
+            return
         self.db = sqlite_utils.Database(self.path) if self.path != ":memory:" else sqlite_utils.Database(memory=True)
         self.db.execute("PRAGMA journal_mode=WAL") if self.path != ":memory:" else None
         if "actions" not in self.db.table_names():

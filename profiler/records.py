@@ -23,6 +23,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from hops_slurm.limits import MAX_JOB_GPUS
+
 SCHEMA_VERSION = 1
 
 # Bounds. Records are written by probes and recorders that run as the job's owner, so every record is
@@ -31,7 +33,7 @@ MAX_SECONDS = 86400.0  # one timed phase, step or window
 MAX_THROUGHPUT = 1.0e8  # samples/s of a whole job
 MAX_SAMPLES_PER_LIST = 100_000
 MAX_TEXT = 256
-MAX_GPUS = 1024  # as hops_slurm.directives.MAX_GPUS
+MAX_GPUS = MAX_JOB_GPUS  # one limit for directives, records and whatif (hops_slurm.limits)
 MAX_BATCH = 65536
 MAX_PARAMS = 10**13
 MAX_DONE_SAMPLES = 1.0e15  # a job's own count of samples done (its progress counter)

@@ -102,10 +102,11 @@ def _iso(t: int) -> str:
 
 
 def to_parsable2(jobs: list[GenJob]) -> str:
-    """``sacct --parsable2 --format=`` whatif's field list."""
+    """``sacct --parsable2 --format=`` whatif's field list (NodeList left empty: the generator places no node,
+    so whatif infers the cluster from the recorded peak)."""
     lines = [FORMAT.replace(",", "|")]
     for j in jobs:
         tres = f"billing=1,cpu={max(j.gpus, 1) * 4}" + (f",gres/gpu={j.gpus}" if j.gpus else "") + f",node={1 if j.gpus <= 4 else 2}"
         lines.append("|".join([str(j.job_id), j.name, j.user, "gpu", j.state, _iso(j.submit), _iso(j.start),
-                               _iso(j.end), tres if j.start else "", tres, ""]))
+                               _iso(j.end), tres if j.start else "", tres, "", ""]))  # no AdminComment, NodeList
     return "\n".join(lines) + "\n"

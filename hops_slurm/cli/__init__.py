@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from hops_slurm import __version__
 from hops_slurm.errors import HopsError
 from hops_slurm.text import EscapingFormatter, printable, printable_lines
+from hops_slurm.validation import one_line
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -59,9 +60,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"input is not valid {exc.encoding} text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
     if isinstance(exc, ValidationError):
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        return f"invalid record: {where}: {first['msg']} ({exc.error_count()} problem(s))"
+        return f"invalid record: {one_line(exc)}"
     return str(exc) or type(exc).__name__
 
 

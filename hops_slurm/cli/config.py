@@ -1,5 +1,6 @@
-"""``hops-slurm config check|show [FILE]``: validate a site configuration, naming every bad key, or show it
-with every default filled in."""
+"""``hops-slurm config check|show [FILE]``: validate a site configuration, naming every bad key (``check``
+also says where the engine writes: the state directory and ``paths.allowed_roots``), or show it with every
+default filled in."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from pathlib import Path
 
 from hops_slurm.config import default_config_path, load_config
+from hops_slurm.text import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +29,8 @@ def _run(args: argparse.Namespace) -> int:
     path = args.file or default_config_path()
     cfg = load_config(path)  # raises ConfigError naming every key path
     if args.action == "check":
-        print(f"{path}: OK")
+        roots = [cfg.paths.state_dir, *cfg.paths.allowed_roots]
+        print(printable(f"{path}: OK; the engine writes under {', '.join(str(r) for r in roots)}"))
     else:
         print(json.dumps(cfg.model_dump(mode="json", by_alias=True), indent=1))
     return 0

@@ -77,5 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         info_logging(cfg.paths.state_dir / "engine.log")
     else:
         info_logging()
+    roots = [str(r) for r in (cfg.paths.state_dir, *cfg.paths.allowed_roots)]
+    logging.getLogger(__name__).info("the engine writes under %s ([paths] state_dir, allowed_roots)", ", ".join(roots))
     sys.stdout.flush()
     return run_daemon(engine)

@@ -1,5 +1,6 @@
 """``hops-slurm queue``: the Hops LR queue like ``sprio``/``squeue`` (JobID, Name, User, ST, Priority, LR,
-Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only.
+Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only: the engine database is opened through a
+read-only URI (:meth:`hops_slurm.engine.state.EngineState.read_only`); a foreign or newer one is one error line.
 
 The engine's state (``engine.sqlite`` in the ``--config``'s ``paths.state_dir``) names the jobs; Slurm says
 which of them are still pending or running. When the engine tracks no unfinished job (a finished demo,
@@ -40,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         from hops_slurm.errors import HopsError
 
         raise HopsError(f"{path} does not exist: the engine has not run yet (hops-slurm daemon)")
-    state = EngineState(path)
+    state = EngineState.read_only(path)  # never creates, migrates or writes it: only the engine does
     try:
         unfinished = state.jobs()
         rows = queue_rows(state, CliSlurm().jobs()) if unfinished else []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hops_slurm import tomlfile
 from hops_slurm.text import read_utf8
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
@@ -100,7 +101,7 @@ def parse_config(text: str) -> dict[str, int]:
 
 def load_emulation(path: Path = DEFAULT_PATH) -> Emulation:
     try:
-        data = tomllib.loads(read_utf8(path, "emulation file"))
+        data = tomlfile.loads(read_utf8(path, "emulation file"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as exc:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from hops_slurm import tomlfile
 from hops_slurm.text import read_utf8
 from hops_slurm.config import load_config
 from hops_slurm.demo.jobs import Progress, Submission, sbatch_script
@@ -66,7 +67,7 @@ def load_workload(jobs_dir: Path = JOBS_DIR, workload: Path | None = WORKLOAD) -
     arrivals: dict[str, float] = {}
     if workload is not None:
         try:
-            data = tomllib.loads(read_utf8(workload, "workload file"))
+            data = tomlfile.loads(read_utf8(workload, "workload file"))
         except (FileNotFoundError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{workload}: {exc}") from None
         arrivals = {str(k): float(v) for k, v in data.get("arrivals", {}).items()}

@@ -39,6 +39,7 @@ from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartb
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.inplace import probe_capacity
 from hops_slurm.engine.jobs import estimate, job_views, refresh_ages, schedulable
+from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
@@ -97,7 +98,7 @@ class Engine:
         self._round_no = 0
         self._estimator_memo: tuple[int, object, object, Any] | None = None  # (refresh, nodes, node key, estimator)
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
-        self._refreshes = 0
+        self._refreshes, self._record_budget = 0, RefreshBudget()  # records stored per user: one budget per refresh
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
         self.needs_recovery = False
@@ -116,14 +117,14 @@ class Engine:
 
     def _open(self) -> None:
         from estimator.store import ThroughputStore
-
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        store_path = self.config.paths.resolve(self.config.paths.store)
-        if self.dry_run:
-            self.store = ThroughputStore(store_path, read_only=True) if store_path.exists() else None
-            jpath = self.config.paths.resolve(self.config.paths.journal)
-            self.journal = Journal(jpath if jpath.exists() else ":memory:")  # read for placed jobs only
+        store_path, state_path = (self.config.paths.resolve(p) for p in (self.config.paths.store, self.config.paths.engine_db))
+        if self.dry_run:  # reads only, creates nothing
+            self.store = ThroughputStore(store_path, read_only=True, momentary=True) if store_path.exists() else None
+            jpath = self.config.paths.resolve(self.config.paths.journal)  # read for placed jobs only
+            self.journal = Journal(jpath, read_only=True) if jpath.exists() else Journal(":memory:")
+            self.state = EngineState.read_only(state_path) if state_path.exists() else EngineState(":memory:")
         else:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
             self.store = ThroughputStore(store_path)
             # users reach their own places below (probes, runtime records) but cannot list the directory
             self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
@@ -131,7 +132,7 @@ class Engine:
             self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
             self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
             self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
-        self.state = EngineState(self.config.paths.resolve(self.config.paths.engine_db))
+            self.state = EngineState(state_path)
         self.restarts = RestartCosts(self.store, self.config.engine.restart_cost_default, writes=not self.dry_run)
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
@@ -284,6 +285,7 @@ class Engine:
         assert self.backend is not None and self.enactor is not None and self.state is not None
         b = self.backend
         self._refreshes += 1
+        self._record_budget = RefreshBudget()
         snap = b.read(listing)
         out: dict[str, Any] = {"held": [], "ended": [], "profiled": [], "in_place": []}
         if not self.dry_run:
@@ -422,8 +424,8 @@ class Engine:
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
         types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
-        report = per_job(js, "its runtime records", lambda: ingest_job(self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid),  # type: ignore[arg-type]
-                         self._set_aside)
+        report = per_job(js, "its runtime records", lambda: ingest_job(  # type: ignore[arg-type]
+            self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid, self._record_budget), self._set_aside)
         if report is not None and report.accepted:
             self._ingested(js.signature)
             if self.profiler is not None:

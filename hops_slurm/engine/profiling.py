@@ -60,6 +60,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import ProbeJob, SlurmApi, SlurmCommandError, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import GATE
+from hops_slurm.validation import reason as one_line_reason
 
 log = logging.getLogger(__name__)
 
@@ -404,7 +405,7 @@ class ProfilerFlow:
                 if isinstance(record, ProbeResult):
                     check_probe(record, d, gpu_type)
         except (HopsError, ValueError) as exc:  # UnsafeFile, UnicodeDecodeError, pydantic's ValidationError
-            reason = f"probe record refused: {str(exc).splitlines()[0][:300]}"
+            reason = f"probe record refused: {one_line_reason(exc)}"
             probe.update(status="failed", error=reason, kind="error")
             log.warning("job %s: probe on %s: %s", job.job_id, gpu_type, reason)
             return

@@ -9,10 +9,16 @@ is kept in the engine state), at most :data:`MAX_READ` bytes, and ingests the co
 A line is accepted only if it is a valid :class:`profiler.records.RuntimeRecord` (finite, bounded
 values whose throughput agrees with its steps) *for this job*: its signature is the job's own (the
 engine's ``<owner>/<hash>``), and its node is one the job runs or ran on, with that node's GPU type (or ``mixed`` for a job
-placed across GPU types, as its ``HOPS_GPU_TYPE`` says).
+placed across GPU types, as its ``HOPS_GPU_TYPE`` says), its GPUs and nodes are those the job held there,
+and its window fits in the time the job ran (:mod:`hops_slurm.engine.record_limits`).
 A record for another job's signature is refused (a user cannot feed measurements to someone else's
-jobs, nor to a signature of their own other jobs through this one). Refusals are counted and logged,
-never raised: a job's records cannot stop the refresh.
+jobs, nor to a signature of their own other jobs through this one). Refusals are counted and logged
+(each naming the field and the bound it broke), never raised: a job's records cannot stop the refresh.
+An accepted record goes into the store within the job's and its owner's budgets
+(:mod:`hops_slurm.engine.record_limits`); over budget it counts for the job's progress only.
+
+A file shorter than the offset kept for it was truncated by its owner: it is read on from its new end
+(what it held before is never read twice, nor what was written over it).
 
 The same file carries the job's checkpoint marks (:class:`profiler.records.CheckpointMark`, written by
 :mod:`profiler.preempt`): :func:`ingest_checkpoints` reads them with an offset of its own (so it serves
@@ -29,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.engine.processed import Window
+from hops_slurm.engine.record_limits import Claims, RefreshBudget, check_allocation, spaced
 from hops_slurm.engine.state import EngineState, JobState
-from hops_slurm.engine.userfiles import owner_of, read_owned
+from hops_slurm.engine.userfiles import owner_of, read_owned_at
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +49,8 @@ _CHECKPOINT_KIND = b'"kind":"checkpoint"'  # how the helper's JSON names the kin
 
 @dataclass
 class MetricsReport:
-    accepted: int = 0
+    accepted: int = 0  # stored
+    over_budget: int = 0  # valid, counted for the job's progress, not stored (record_limits' budgets)
     refused: list[str] = field(default_factory=list)
     samples: float = 0.0  # samples the accepted rank-0 windows processed (the job's progress: issue 16)
     seconds: float = 0.0  # seconds those windows cover
@@ -71,11 +79,34 @@ def check_runtime(record: object, job: JobState, node_types: Mapping[str, str]) 
     mixed = len({node_types.get(n) for n in job_nodes(job)}) > 1  # the engine tells such a job "mixed"
     if record.gpu_type != node_types.get(record.node) and not (mixed and record.gpu_type == "mixed"):
         raise ValueError(f"GPU type {record.gpu_type[:30]!r} is not node {record.node}'s")
+    check_allocation(record, job)
+
+
+def _reason(exc: ValueError) -> str:
+    """One line naming the field and the bound (pydantic's header, ``1 validation error for ...``, names neither)."""
+    from hops_slurm.validation import reason
+
+    return reason(exc, 200)
+
+
+def read_new(state: EngineState, key: str, place: Path, uid: int, job_id: str) -> tuple[bytes, int]:
+    """(what was appended to the job's runtime file since the offset kept under ``key``, that offset), at
+    most :data:`MAX_READ` bytes; a truncated file is read on from its new end (the module docstring)."""
+    offset = int(state.meta(key, "0"))
+    data, size = read_owned_at(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
+    if data is not None and size < offset:
+        log.warning("job %s: %s was truncated (%d bytes, read up to %d before): read on from its new end",
+                    job_id, RUNTIME_FILE, size, offset)
+        state.set_meta(key, str(size))
+        return b"", size
+    return data or b"", offset
 
 
 def ingest_job(store: object, state: EngineState, place_root: Path, job: JobState,
-               node_types: Mapping[str, str], uid: int | None = None) -> MetricsReport:
-    """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring)."""
+               node_types: Mapping[str, str], uid: int | None = None,
+               budget: RefreshBudget | None = None) -> MetricsReport:
+    """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring).
+    ``budget``: the refresh's per-user budget, shared by the owner's jobs (None: this job's alone)."""
     from profiler.ingest import ingest_runtime
     from profiler.records import CheckpointMark, parse_record
 
@@ -84,11 +115,12 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
     if not place.exists():
         return report
     key = f"metrics:{job.job_id}"
-    offset = int(state.meta(key, "0"))
     uid = owner_of(job.user).uid if uid is None else uid  # the file must be the owner's
-    data = read_owned(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
+    data, offset = read_new(state, key, place, uid, job.job_id)
     if not data:
         return report
+    budget = budget if budget is not None else RefreshBudget()
+    claims = Claims.of(state, job)
     end = data.rfind(b"\n") + 1
     if end == 0 and len(data) >= MAX_READ:  # one line longer than we ever read: skip it
         end = len(data)
@@ -103,20 +135,30 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
             if isinstance(record, CheckpointMark):
                 continue  # :func:`ingest_checkpoints` reads these
             check_runtime(record, job, node_types)
+            claims.claim(record, job)
         except ValueError as exc:  # pydantic's ValidationError and UnicodeDecodeError are ValueErrors
-            report.refused.append(str(exc).splitlines()[0][:200])
+            report.refused.append(_reason(exc))
             continue
-        ingest_runtime(store, record)  # type: ignore[arg-type]
-        report.accepted += 1
-        report.types.add(record.gpu_type)
+        if claims.may_store(job, report.accepted) and budget.take(job.user):
+            ingest_runtime(store, record.model_copy(update={  # type: ignore[arg-type]
+                "data_times": spaced(record.data_times), "sync_waits": spaced(record.sync_waits)}))
+            claims.stored += 1
+            report.accepted += 1
+            report.types.add(record.gpu_type)
+        else:
+            report.over_budget += 1
         if record.rank == 0:  # every rank's window covers the whole job's steps: count one
             report.samples += float(record.steps * record.batch_size * record.gpus)
             report.seconds += record.window_seconds
             report.windows.append(Window.of(record))
     state.set_meta(key, str(offset + end))
+    claims.save(state)
     if report.refused:
         reasons = list(dict.fromkeys(report.refused))
         log.warning("job %s: %d runtime record(s) refused: %s", job.job_id, len(report.refused), "; ".join(reasons[:3]))
+    if report.over_budget:
+        log.info("job %s: %d valid runtime record(s) over its budget of stored records (counted for its "
+                    "progress, not stored)", job.job_id, report.over_budget)
     return report
 
 
@@ -146,8 +188,7 @@ def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid:
     if not place.exists():
         return 0
     key = f"checkpoints:{job.job_id}"
-    offset = int(state.meta(key, "0"))
-    data = read_owned(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
+    data, offset = read_new(state, key, place, uid, job.job_id)
     if not data:
         return 0
     end = data.rfind(b"\n") + 1
@@ -163,7 +204,7 @@ def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid:
             apply_mark(job, parse_record(raw.decode("utf-8")), now)
             read += 1
         except ValueError as exc:
-            refused.append(str(exc).splitlines()[0][:200])
+            refused.append(_reason(exc))
     state.set_meta(key, str(offset + end))
     if refused:
         log.warning("job %s: %d checkpoint mark(s) refused: %s", job.job_id, len(refused), "; ".join(refused[:3]))

@@ -5,10 +5,16 @@ calls :meth:`EngineState.account` to add the time since the last refresh to each
 pending) or run time and GPU-seconds (while running); profiling progress (probe job per GPU type,
 signature, failures), the eq. 9 age and why a job was set aside (``aside``) live here too. All of it survives a restart of the daemon.
 Slurm stays the source of truth for which jobs exist; rows of jobs Slurm no longer lists are closed.
+
+Only the engine writes (and migrates) it: :meth:`EngineState.read_only` opens it for ``hops-slurm queue``
+and ``plan --dry-run`` through a read-only URI (:func:`estimator.store.read_only_uri`), creating and
+changing nothing; a database that is not the engine's, or of a newer schema (:data:`SCHEMA_VERSION`, in
+SQLite's ``user_version``), is one :class:`StateSchemaError` line naming it, for readers and the engine alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import sqlite3
@@ -26,6 +32,14 @@ PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "
 PROFILE_INPLACE = "in_place"
 #: profile states of a job the engine plans (with its signature's data, or the fallback while it has none)
 SCHEDULABLE_PROFILES = frozenset({PROFILE_DONE, PROFILE_FAILED, PROFILE_INPLACE})
+
+
+#: the schema of engine.sqlite (SQLite's ``user_version``); 0: written before versions were kept (same tables)
+SCHEMA_VERSION = 1
+
+
+class StateSchemaError(HopsError):
+    """The engine database is not one (another program's SQLite file) or is of a newer schema."""
 
 
 class StateError(HopsError):
@@ -149,14 +163,44 @@ _HONESTY_COLUMNS = (("recorded_samples", "REAL NOT NULL DEFAULT 0"), ("recorded_
                     ("notice_at", "REAL"))
 
 
-class EngineState:
-    """Open (creating) the engine database at ``path``. Single writer: the engine holding the lock."""
+def _check_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Raise :class:`StateSchemaError` unless ``db`` is empty or an engine database this code knows."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if tables and not {"jobs", "meta"} <= tables:
+        raise StateSchemaError(f"{path} is an SQLite database but not the hops-slurm engine's (tables: "
+                               f"{', '.join(sorted(tables)[:10])}); point [paths] engine_db at another file")
+    if version > SCHEMA_VERSION:
+        raise StateSchemaError(f"{path} is an engine database of schema version {version}, newer than this "
+                               f"hops-slurm understands ({SCHEMA_VERSION}): upgrade hops-slurm")
+    if "jobs" in tables:
+        columns = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+        known = {f.name for f in dataclasses.fields(JobState)}
+        required = known - {"aside"} - {name for name, _ in _HONESTY_COLUMNS}  # the first release's columns
+        if columns - known or required - columns:
+            odd = sorted(columns - known)[:5] or [f"no {c}" for c in sorted(required - columns)[:5]]
+            raise StateSchemaError(f"{path}: its jobs table is not the hops-slurm engine's (columns: {', '.join(odd)}): "
+                                   "another program's database, or a newer hops-slurm's")
 
-    def __init__(self, path: Path | str) -> None:
+
+class EngineState:
+    """Open (creating, migrating) the engine database at ``path``. Single writer: the engine holding the
+    lock. Readers use :meth:`read_only`."""
+
+    def __init__(self, path: Path | str, *, _db: sqlite3.Connection | None = None) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if _db is not None:  # read_only()
+            self.db = _db
+            return
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), timeout=10.0, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
+        try:
+            _check_schema(self.db, self.path)
+        except BaseException:
+            self.db.close()
+            raise
         with self.db:
             self.db.executescript(_SCHEMA)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -166,6 +210,29 @@ class EngineState:
             for name, kind in _HONESTY_COLUMNS:  # from before declarations were checked
                 if name not in columns:
                     self.db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @classmethod
+    def read_only(cls, path: Path | str) -> EngineState:
+        """Open an existing engine database for reading only: nothing is created, migrated or written
+        (:class:`StateSchemaError` for a foreign or newer one, :class:`HopsError` for a missing one)."""
+        from estimator.store import read_only_uri
+
+        p = Path(path)
+        if not p.is_file():
+            raise HopsError(f"{p}: no such engine database (the engine has not run yet: hops-slurm daemon)")
+        db = sqlite3.connect(read_only_uri(p), uri=True, timeout=10.0, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        try:
+            db.execute("PRAGMA query_only = 1")
+            _check_schema(db, p)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StateSchemaError(f"{p} is not an SQLite database the engine wrote ({exc})") from None
+        except BaseException:
+            db.close()
+            raise
+        return cls(p, _db=db)
 
     def close(self) -> None:
         self.db.close()

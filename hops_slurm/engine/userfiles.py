@@ -5,8 +5,11 @@ Where it sits: the profiler flow (:mod:`hops_slurm.engine.profiling`) gives each
 for its runtime records (:mod:`hops_slurm.engine.runtime_records`). The owner's processes (probes and the
 runtime recorder run as the owner) write there; the engine only reads.
 
-* :func:`make_place`: the parent is root's and writable by no one else (0755); the place itself is a
-  directory owned by the job's owner, mode 0700 (other users cannot read or plant files in it).
+* :func:`make_place`: the parent is root's, 0711: writable by no one else, and other users can reach a
+  place whose name (the job id) they know but cannot list the parent (which jobs have places); the
+  place itself is a directory owned by the job's owner, mode 0700 (other users cannot read or plant
+  files in it). Nothing a job runs needs to list the parent: the recorder and the probe open paths
+  the engine gave them.
 * :func:`read_owned`: opens one file of a place without following links and without blocking
   (``O_NOFOLLOW | O_NONBLOCK``; the place itself with ``O_DIRECTORY | O_NOFOLLOW``), then checks on the
   open descriptors that the place and the file belong to the job's owner and that the file is a
@@ -26,6 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
+
+
+#: the mode of a places' parent: search only for others (docs/security.md)
+ROOT_MODE = 0o711
+#: the mode of a place: its owner's alone
+PLACE_MODE = 0o700
 
 
 class UnsafeFile(HopsError):
@@ -55,14 +64,14 @@ def _safe_name(job_id: str) -> str:
 
 
 def make_root(root: Path) -> Path:
-    """The parent of the places: created if missing, root's (the engine's) own, 0755."""
+    """The parent of the places: created if missing, root's (the engine's) own, :data:`ROOT_MODE` (0711)."""
     root.mkdir(parents=True, exist_ok=True)
     st = os.lstat(root)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise UnsafeFile(f"{root} is not a directory")
     if st.st_uid != os.geteuid():
         os.chown(root, os.geteuid(), os.getegid())
-    os.chmod(root, 0o755)
+    os.chmod(root, ROOT_MODE)
     return root
 
 
@@ -71,26 +80,33 @@ def make_place(root: Path, job_id: str, owner: Owner) -> Path:
     make_root(root)
     place = root / _safe_name(job_id)
     try:
-        os.mkdir(place, 0o700)
+        os.mkdir(place, PLACE_MODE)
     except FileExistsError:
         st = os.lstat(place)  # only the engine writes in root: a non-directory here is its own leftover
         if not stat.S_ISDIR(st.st_mode):
             place.unlink()
-            os.mkdir(place, 0o700)
+            os.mkdir(place, PLACE_MODE)
     os.chown(place, owner.uid, owner.gid, follow_symlinks=False)
-    os.chmod(place, 0o700)
+    os.chmod(place, PLACE_MODE)
     return place
 
 
 def read_owned(place: Path, name: str, uid: int, *, offset: int = 0, cap: int = 1 << 20) -> bytes | None:
     """Up to ``cap`` bytes of ``place/name`` from ``offset``; None if the file does not exist (yet).
     Raises :class:`UnsafeFile` unless the place and the file are ``uid``'s and the file is regular."""
+    return read_owned_at(place, name, uid, offset=offset, cap=cap)[0]
+
+
+def read_owned_at(place: Path, name: str, uid: int, *, offset: int = 0,
+                  cap: int = 1 << 20) -> tuple[bytes | None, int]:
+    """:func:`read_owned` and the file's size when it was read (0 when it does not exist): a size below
+    ``offset`` says the owner truncated the file since it was read up to ``offset``."""
     if "/" in name or name in ("", ".", ".."):
         raise UnsafeFile(f"bad file name {name!r}")
     try:
         dfd = os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None
+        return None, 0
     except OSError as exc:  # ELOOP (a symlink), ENOTDIR
         raise UnsafeFile(f"{place} is not the job's directory ({exc.strerror})") from None
     try:
@@ -100,7 +116,7 @@ def read_owned(place: Path, name: str, uid: int, *, offset: int = 0, cap: int = 
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dfd)
         except FileNotFoundError:
-            return None
+            return None, 0
         except OSError as exc:
             raise UnsafeFile(f"{place / name} cannot be opened safely ({exc.strerror})") from None
         try:
@@ -109,7 +125,7 @@ def read_owned(place: Path, name: str, uid: int, *, offset: int = 0, cap: int = 
                 raise UnsafeFile(f"{place / name} is not a regular file")
             if fst.st_uid != uid:
                 raise UnsafeFile(f"{place / name} belongs to uid {fst.st_uid}, not the job's owner (uid {uid})")
-            return os.pread(fd, max(0, cap), offset)
+            return os.pread(fd, max(0, cap), offset) if offset <= fst.st_size else b"", fst.st_size
         finally:
             os.close(fd)
     finally:

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hops_slurm import tomlfile
 from hops_slurm.text import read_utf8
 from hops_slurm.errors import MiniclusterError
 from hops_slurm.validation import format_validation_error
@@ -163,7 +164,7 @@ def load_spec(path: Path | None = None, slurm: str | None = None) -> Minicluster
     """The spec at ``path`` (default: the shipped one); ``slurm`` overrides its release."""
     path = path or default_spec_path()
     try:
-        data = tomllib.loads(read_utf8(path, "minicluster spec"))
+        data = tomlfile.loads(read_utf8(path, "minicluster spec"))
     except FileNotFoundError:
         raise MiniclusterError(f"minicluster spec {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:

@@ -9,7 +9,8 @@ else by shape (``job_id`` means a job). A path may be one file or a folder of ``
 job may appear on several lines (an append-only log of snapshots): the last line wins.
 
 SQLite: tables ``job_records`` (one row per job, the record as JSON in ``record`` plus a few indexed
-columns) and ``round_records`` (one row per plan); :func:`write_sqlite` creates them.
+columns) and ``round_records`` (one row per plan); :func:`write_sqlite` creates them (the engine);
+reports read them through a read-only URI (:func:`estimator.store.read_only_uri`) that creates nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import ValidationError
 
+from estimator.store import read_only_uri
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 
@@ -153,7 +155,7 @@ class SqliteSource:
             raise RecordsError(f"{self.path}: cannot read the database: {exc} (truncated or not a hops-slurm database?)") from None
 
     def _load(self) -> RecordSet:
-        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        con = sqlite3.connect(read_only_uri(self.path), uri=True)  # creates and writes nothing
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if JOBS_TABLE not in tables:

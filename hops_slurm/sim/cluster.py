@@ -35,8 +35,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from hops_slurm import tomlfile
 from hops_slurm.text import read_utf8
 from hops_slurm.errors import ConfigError
 from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
@@ -46,6 +47,10 @@ from planner.views import ClusterView, NodeView
 #: installed wheel looks in hops_slurm/etc/clusters (package data) instead
 CLUSTER_DIR = Path(__file__).resolve().parents[2] / "etc" / "clusters"
 PACKAGED_DIR = Path(__file__).resolve().parents[1] / "etc" / "clusters"
+
+
+#: the most nodes a simulated cluster may have (each is a node of the simulated Slurm: memory and time grow with it)
+MAX_NODES = 100_000
 
 
 def _cluster_dirs() -> list[Path]:
@@ -58,7 +63,7 @@ class ServerKind(BaseModel):
     name: str
     gpu_type: str
     gpus: int = Field(gt=0, le=64)
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=MAX_NODES)
     speed: float = Field(default=1.0, gt=0.0, le=1.0)
     features: list[str] = Field(default_factory=list, max_length=16)
     paper_hardware: str = ""
@@ -89,8 +94,15 @@ class ClusterSpec(BaseModel):
     name: str
     description: str = ""
     profiler: ProfilerSpec = ProfilerSpec()
-    server_kind: list[ServerKind] = Field(min_length=1)
-    degraded: list[DegradedNode] = Field(default_factory=list)
+    server_kind: list[ServerKind] = Field(min_length=1, max_length=1000)
+    degraded: list[DegradedNode] = Field(default_factory=list, max_length=MAX_NODES)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ClusterSpec:
+        nodes = sum(k.count for k in self.server_kind)
+        if nodes > MAX_NODES:
+            raise ValueError(f"server_kind: {nodes} nodes in all (at most {MAX_NODES})")
+        return self
 
     def nodes(self) -> list[tuple[str, ServerKind]]:
         """(node name, its server kind) in adjacency order."""
@@ -138,7 +150,7 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
             f"known clusters: {', '.join(known_clusters()) or 'none'}"
         )
     try:
-        data = tomllib.loads(read_utf8(path, "cluster file"))
+        data = tomlfile.loads(read_utf8(path, "cluster file"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     try:

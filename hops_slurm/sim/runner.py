@@ -30,6 +30,7 @@ from hops_slurm.sim.costs import CostModel
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize
 from hops_slurm.sim.workload import JobSpec, load_workload
+from hops_slurm.validation import reason
 from planner.policies import make_policy
 
 
@@ -182,7 +183,7 @@ def compare(
                 result = run(cluster, jobs, name, seed, options,
                                   on_round=lambda now, n, label=label: bar.show(label, n, len(jobs), now))
             except Exception as exc:  # noqa: BLE001 - one failed policy must not lose the comparison
-                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                text = reason(exc)
                 bar.done_runs += 1
                 results.failures.append(RunFailure(name, seed, text))
                 if out is not None:

@@ -126,7 +126,7 @@ def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path
     """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
     plain ``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"`` passes them on to the job's child processes."""
     env_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(env_dir, 0o755)
+    os.chmod(env_dir, 0o711)  # a job reads its own file by name; no one lists the others (docs/security.md)
     path = env_dir / f"{job_id}.env"
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items()))

@@ -42,6 +42,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from hops_slurm import tomlfile
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.errors import ConfigError, DirectiveError, HopsError
 from hops_slurm.sim.groundtruth import GroundTruth, family
@@ -130,7 +131,7 @@ def load_assumptions(path: Path | None) -> Assumptions:
     if path is None:
         return Assumptions()
     try:
-        data = tomllib.loads(read_utf8(path, "assumptions file", limit=MAX_FILE))
+        data = tomlfile.loads(read_utf8(path, "assumptions file", limit=MAX_FILE))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{printable(path, 200)}: not valid TOML: {exc}") from None
     try:

@@ -3,7 +3,9 @@
 Where it sits: the first step of ``hops-slurm whatif``: a path in, a :class:`Selection` out (the jobs
 to replay, and every row that was bad or left out as a :class:`Problem`, so nothing is dropped
 silently). The file is untrusted: it is capped at :data:`MAX_EXPORT_BYTES`, decoded as UTF-8 with bad
-bytes replaced, and a document that is not a supported export is one :class:`HopsError` line.
+bytes replaced (a byte order mark at its start dropped), a number too long to be a value fails its row
+(:func:`hops_slurm.whatif.fields.json_int`), and a document that is not a supported export is one
+:class:`HopsError` line.
 
 A job is replayed when it ran and ended (state COMPLETED, FAILED, TIMEOUT, CANCELLED, NODE_FAIL,
 OUT_OF_MEMORY, PREEMPTED, BOOT_FAIL or DEADLINE with a start and an end) and held GPUs. Left out, each
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.text import printable
-from hops_slurm.whatif import read_json, read_parsable2
+from hops_slurm.whatif import fields, read_json, read_parsable2
 from hops_slurm.whatif.history import ENDED_STATES, MAX_EXPORT_BYTES, ExportReading, HistoryJob, Problem
 
 
@@ -43,12 +45,13 @@ class Selection:
 
 def parse_text(text: str) -> ExportReading:
     """The rows of an export's text, ``--json`` or ``--parsable2`` by its first character."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (some editors and Windows tools write one)
     body = text.lstrip()
     if not body:
         raise HopsError("the export is empty")
     if body[0] in "{[":
         try:
-            doc = json.loads(body)
+            doc = json.loads(body, parse_int=fields.json_int)  # a 5000-digit number fails its row, not the file
         except json.JSONDecodeError as exc:
             raise HopsError(f"sacct --json export is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
         except RecursionError:
@@ -74,11 +77,13 @@ def read_export(path: Path, limit: int = MAX_EXPORT_BYTES) -> ExportReading:
     if size > limit:
         raise HopsError(f"{printable(path, 200)} is {size} bytes; whatif reads at most {limit} "
                         "(split the export by --starttime/--endtime)")
-    with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+    with path.open("rb") as fh:  # its size, not the limit: read(n) allocates n bytes first
+        data = fh.read(min(size, limit) + 1)
+        while len(data) <= limit and (more := fh.read(min(1 << 20, limit + 1 - len(data)))):  # it grew meanwhile
+            data += more
     if len(data) > limit:
         raise HopsError(f"{printable(path, 200)} grew past {limit} bytes while being read")
-    return parse_text(data.decode("utf-8", errors="replace"))
+    return parse_text(data.decode("utf-8-sig", errors="replace"))
 
 
 def select(reading: ExportReading) -> Selection:

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from hops_slurm.text import printable
 from hops_slurm.whatif.history import MAX_JOB_GPUS, MAX_TEXT
+
+#: the most nodes one row may name (a GPU job holds a GPU on each of its nodes, at most this many)
+MAX_ROW_NODES = MAX_JOB_GPUS
+#: the most GPUs per node a row may claim (the simulator's servers have at most this many)
+MAX_GPUS_PER_NODE = 64
+#: the most digits of a number in a JSON export (an epoch time has 10; Python refuses more than 4300)
+MAX_DIGITS = 20
+_NODE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_RANGE = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?")
 
 _JOB_ID = re.compile(r"[0-9][0-9_+\[\]%,-]{0,63}")
 _STATE = re.compile(r"[A-Z_]{1,32}")
@@ -26,6 +36,31 @@ MAX_EPOCH = 4102444800.0
 
 class RowError(ValueError):
     """A value in one export row is unusable; the message says which and why."""
+
+
+class Oversized:
+    """A JSON integer of more than :data:`MAX_DIGITS` digits, kept as its digit count (the JSON reader's
+    ``parse_int``, :func:`json_int`): not a number to any field, so the row that holds it is refused,
+    naming it, where the whole export would fail on Python's own limit (4300 digits)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<a number of {self.digits} digits>"
+
+
+def json_int(digits: str) -> int | Oversized:
+    """``parse_int`` for :func:`json.loads` on an export: an int, or :class:`Oversized` past MAX_DIGITS."""
+    n = len(digits.lstrip("-"))
+    return int(digits) if n <= MAX_DIGITS else Oversized(n)
+
+
+def _whole(value: object, what: str) -> None:
+    if isinstance(value, Oversized):
+        raise RowError(f"{what} is a number of {value.digits} digits (at most {MAX_DIGITS})")
 
 
 def short(value: object, limit: int = 40) -> str:
@@ -44,6 +79,7 @@ def text(value: object) -> str:
 
 
 def job_id(value: object) -> str:
+    _whole(value, "job id")
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise RowError(f"job id must be a number or text, got {type(value).__name__}")
     s = str(value)
@@ -68,6 +104,7 @@ def epoch(value: object, what: str) -> float | None:
         value = value.get("number")
     if value is None:
         return None
+    _whole(value, f"{what} time")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RowError(f"{what} time {short(value)} is not a number")
     if value in NO_VAL32:  # 24.11 gives a never-started job's start as NO_VAL (recorded)
@@ -98,6 +135,7 @@ def iso_time(value: str, what: str) -> float | None:
 
 
 def gpu_count(value: object) -> int:
+    _whole(value, "GPU count")
     if isinstance(value, bool):
         raise RowError("GPU count is not a number")
     if isinstance(value, str):
@@ -146,6 +184,65 @@ def tres_text_pairs(value: str) -> list[tuple[str, str]]:
         if key.startswith("gres/"):
             out.append((key[5:], count))
     return out
+
+
+def node_list(value: object) -> tuple[str, ...]:
+    """The node names of a Slurm hostlist (``g1``, ``n[01-04,07],gpu-a``, ``r[1-2]-n[1-2]``); () when unset
+    (``None assigned``, empty). At most :data:`MAX_ROW_NODES` names, counted before any is made."""
+    if value is None:
+        return ()
+    if not isinstance(value, str):
+        raise RowError(f"node list {short(value)} is not text")
+    text = value.strip()
+    if text in ("", "None assigned", "(null)", "None"):
+        return ()
+    if len(text) > 64 * 1024:
+        raise RowError(f"node list of {len(text)} characters is not a Slurm hostlist")
+    items, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "[") - (c == "]")
+        if depth not in (0, 1):
+            raise RowError(f"node list {short(text)} is not a Slurm hostlist")
+        if c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    names: list[str] = []
+    for item in items:
+        parts = re.split(r"\[([^\]]*)\]", item)  # literal, ranges, literal, ranges, ..., literal
+        choices: list[list[str]] = []
+        count = 1
+        for k, part in enumerate(parts):
+            if k % 2 == 0:
+                choices.append([part])
+                continue
+            ranges = []
+            for r in part.split(","):
+                m = _RANGE.fullmatch(r)
+                if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+                    raise RowError(f"node list {short(text)}: {short(r, 20)} is not a range")
+                ranges.append(m)
+            count *= sum(int(m.group(2) or m.group(1)) - int(m.group(1)) + 1 for m in ranges)
+            if len(names) + count > MAX_ROW_NODES:
+                raise RowError(f"node list {short(text)} names more than {MAX_ROW_NODES} nodes")
+            choices.append([str(n).zfill(len(m.group(1))) for m in ranges
+                            for n in range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1)])
+        expanded = [""]
+        for options in choices:
+            expanded = [head + tail for head in expanded for tail in options]
+        for name in expanded:
+            if not _NODE.fullmatch(name):
+                raise RowError(f"node list {short(text)}: {short(name, 20)} is not a node name")
+        names.extend(expanded)
+    if len(set(names)) != len(names):
+        raise RowError(f"node list {short(text)} names a node twice")
+    return tuple(sys.intern(n) for n in names)
+
+
+def check_per_node(gpus: int, names: tuple[str, ...]) -> None:
+    """A row's GPUs spread over its nodes: at most :data:`MAX_GPUS_PER_NODE` on each."""
+    if names and math.ceil(gpus / len(names)) > MAX_GPUS_PER_NODE:
+        raise RowError(f"{gpus} GPUs on {len(names)} node(s): more than {MAX_GPUS_PER_NODE} GPUs per node")
 
 
 def looks_like_id(value: str) -> bool:

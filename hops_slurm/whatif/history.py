@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hops_slurm.limits import MAX_JOB_GPUS  # noqa: F401 - the most GPUs a row may hold (one limit for all)
+
 #: the largest export read (bytes); a site's year of history as JSON is a few hundred MB
 MAX_EXPORT_BYTES = 512 * 1024 * 1024
 #: the most job rows read from one export; rows beyond it are reported (one line), not read
 MAX_ROWS = 200_000
 #: text fields (names, users, partitions, comments) are cut to this many characters
 MAX_TEXT = 256
-#: the most GPUs one job may hold (larger counts are reported as bad rows)
-MAX_JOB_GPUS = 4096
 #: the most problems listed one per line; the rest are counted
 MAX_LISTED_PROBLEMS = 50
 
@@ -43,6 +43,7 @@ class HistoryJob:
     gpu_type: str = ""  # from a typed TRES (gres/gpu:v100), "" when the export names none
     hops: str = ""  # the admin comment (the submit hook's canonical #HOPS form), "" when none
     nodes: int = 0  # allocated nodes, 0 when unknown
+    node_names: tuple[str, ...] = ()  # the nodes it ran on (NodeList / nodes), () when the export names none
 
     @property
     def run_time(self) -> float | None:

@@ -11,7 +11,10 @@ values too long end in ``+``), ``--parsable2`` (``|`` between fields), ``--nohea
 (every field, raw numbers: seconds and fractions). ``--out DIR`` gets ``results.md``, ``summary.json``,
 the report's plots (``lr_jct_cdf.png``, ``wait_vs_age.png``, ``gpu_use.png``), per-side ``jobs.jsonl``,
 the simulator's input (``workload.csv``, usable with ``hops-slurm simulate --workload``),
-``cluster.toml`` and ``problems.txt``.
+``cluster.toml`` and ``problems.txt``. Every text in them that came from the export (user and job names,
+ids, comments, paths) is written escaped: printable text in the CSV, Markdown and text files
+(:func:`hops_slurm.text.printable`), ASCII with ``\\u`` escapes in the JSON and TOML files: no file
+whatif writes holds a raw control character, escape sequence or bidirectional override.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -70,6 +74,35 @@ def row_of(side: Side, total_gpus: int) -> Row:
         preemptions=sum(j.preemptions for j in side.jobs),
         error=side.error,
     )
+
+
+_NOT_ASCII = re.compile("[\x7f-\U0010ffff]")
+
+
+def ascii_json(text: str) -> str:
+    """JSON text with every character past ASCII (and DEL) as a ``\\u`` escape: the same document, and
+    nothing in it a terminal or an editor would act on (control characters are escaped by JSON itself)."""
+    def esc(m: re.Match[str]) -> str:
+        c = ord(m.group())
+        if c < 0x10000:
+            return f"\\u{c:04x}"
+        c -= 0x10000
+        return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
+    return _NOT_ASCII.sub(esc, text)
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string holding ``text``, every character past printable ASCII escaped."""
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 0x20 <= c < 0x7f:
+            out.append(ch)
+        else:
+            out.append(f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _dur(x: float | None) -> str:
@@ -150,34 +183,34 @@ def write_out(out: Path, sides: Sequence[Side], rows: Sequence[Row], derived: Se
               cluster: ClusterSpec, problems: Sequence[Problem], meta: dict[str, object], title: str) -> list[Path]:
     """Every file of ``--out`` (see the module notes); returns the plots written."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.md").write_text(markdown(rows, title))
-    (out / "summary.json").write_text(json.dumps(document(rows, meta, problems), indent=2) + "\n")
+    (out / "results.md").write_text(markdown(rows, printable(title)))
+    (out / "summary.json").write_text(ascii_json(json.dumps(document(rows, meta, problems), indent=2)) + "\n")
     (out / "problems.txt").write_text("".join(printable(p.line(), 600) + "\n" for p in problems))
     (out / "cluster.toml").write_text(_cluster_toml(cluster))
     with (out / "workload.csv").open("w", newline="") as fh:
-        w = csv.writer(fh)
+        w = csv.writer(fh, lineterminator="\n")  # no \r: nothing in the file a terminal acts on
         w.writerow(["job_id", "arrival", "model", "requirements", "samples", "user"])
         for d in derived:
             s = d.spec
-            w.writerow([s.job_id, f"{s.arrival:.3f}", s.model, " ".join(map(str, s.requirements)),
-                        f"{s.total_samples:.6g}", s.user])
+            w.writerow([printable(s.job_id, 64), f"{s.arrival:.3f}", printable(s.model, 128),
+                        " ".join(map(str, s.requirements)), f"{s.total_samples:.6g}", printable(s.user, 256)])
     for side in sides:
         folder = out / side.label
         folder.mkdir(exist_ok=True)
         with (folder / "jobs.jsonl").open("w") as fh:
             for rec in side.jobs:
-                fh.write(rec.model_dump_json() + "\n")
+                fh.write(ascii_json(rec.model_dump_json()) + "\n")
         if side.error:
-            (folder / "error.txt").write_text(side.error + "\n")
+            (folder / "error.txt").write_text(printable(side.error) + "\n")
     done = [s for s in sides if s.jobs]
     now = max((j.end or 0.0 for s in done for j in s.jobs), default=0.0)
     return write_plots(out, {s.label: (s.jobs, s.rounds) for s in done}, now)
 
 
 def _cluster_toml(c: ClusterSpec) -> str:
-    lines = [f"name = {json.dumps(c.name)}", f"description = {json.dumps(c.description)}", "",
+    lines = [f"name = {toml_string(c.name)}", f"description = {toml_string(c.description)}", "",
              "[profiler]", f"gpus_per_type = {c.profiler.gpus_per_type}", f"probe_seconds = {c.profiler.probe_seconds}"]
     for k in c.server_kind:
-        lines += ["", "[[server_kind]]", f"name = {json.dumps(k.name)}", f"gpu_type = {json.dumps(k.gpu_type)}",
+        lines += ["", "[[server_kind]]", f"name = {toml_string(k.name)}", f"gpu_type = {toml_string(k.gpu_type)}",
                   f"gpus = {k.gpus}", f"count = {k.count}", f"speed = {k.speed}"]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,8 @@ the start of a job cancelled while pending as 4294967294 (Slurm's NO_VAL) where 
 ``job_id``, ``name``, ``user``, ``partition``, ``state.current``, ``time.{submission,start,end}`` (epoch
 seconds, 0 = unknown), ``tres.allocated[]`` / ``tres.requested[]`` (``{type, name, count}``; GPUs are
 ``type == "gres"`` with ``name`` ``gpu`` or ``gpu:TYPE``; node count ``type == "node"``) and
-``comment.administrator`` (where the submit hook keeps a job's canonical ``#HOPS`` form). Pure.
+``comment.administrator`` (where the submit hook keeps a job's canonical ``#HOPS`` form) and ``nodes`` (a
+Slurm hostlist, :func:`hops_slurm.whatif.fields.node_list`: the cluster is inferred from it). Pure.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ def job(raw: object, where: str) -> HistoryJob:
     if gpus is None or (gpus == 0 and not alloc):
         gpus, gpu_type = fields.gpus_from_tres(req)
     where = f"{where} (job {job_id})"
+    names = fields.node_list(raw.get("nodes"))
+    fields.check_per_node(gpus or 0, names)
     comment = raw.get("comment")
     admin = fields.text(comment.get("administrator")) if isinstance(comment, Mapping) else ""
     return HistoryJob(
@@ -107,7 +110,8 @@ def job(raw: object, where: str) -> HistoryJob:
         gpus=gpus or 0,
         gpu_type=gpu_type,
         hops=admin,
-        nodes=nodes or req_nodes,
+        nodes=len(names) or nodes or req_nodes,
+        node_names=names,
     )
 
 

@@ -10,7 +10,8 @@ The export whatif reads (a header line, ``|`` between fields, times in sacct's d
           --format=JobID,JobName,User,Partition,State,Submit,Start,End,AllocTRES,ReqTRES,AdminComment
 
 Required fields: ``JobID``, ``State``, ``Submit``, ``Start``, ``End`` and at least one of ``AllocTRES``
-/ ``ReqTRES``; the others are used when present, and fields whatif does not know are ignored. Step lines
+/ ``ReqTRES``; the others are used when present (``NodeList``: the cluster is inferred from it), and fields
+whatif does not know are ignored. Step lines
 (``123.batch``, ``123.0``; not there with ``--allocations``) are counted and left out. A line with more
 or fewer fields than the header (a job name or comment holding ``|``) is a bad row. Pure.
 """
@@ -22,7 +23,7 @@ from hops_slurm.whatif.fields import RowError
 from hops_slurm.whatif.history import MAX_ROWS, ExportReading, HistoryJob, Problem
 
 REQUIRED = ("JobID", "State", "Submit", "Start", "End")
-FORMAT = "JobID,JobName,User,Partition,State,Submit,Start,End,AllocTRES,ReqTRES,AdminComment"
+FORMAT = "JobID,JobName,User,Partition,State,Submit,Start,End,AllocTRES,ReqTRES,AdminComment,NodeList"
 MAX_LINE = 64 * 1024
 
 
@@ -46,6 +47,8 @@ def row(values: dict[str, str], where: str) -> HistoryJob:
     gpus, gpu_type = fields.gpus_from_tres(fields.tres_text_pairs(alloc))
     if gpus is None or (gpus == 0 and not alloc):
         gpus, gpu_type = fields.gpus_from_tres(fields.tres_text_pairs(values.get("ReqTRES", "")))
+    names = fields.node_list(values.get("NodeList"))
+    fields.check_per_node(gpus or 0, names)
     return HistoryJob(
         job_id=fields.job_id(values["JobID"]),
         where=where,
@@ -59,7 +62,8 @@ def row(values: dict[str, str], where: str) -> HistoryJob:
         gpus=gpus or 0,
         gpu_type=gpu_type,
         hops=fields.text(values.get("AdminComment")),
-        nodes=_nodes(alloc) or _nodes(values.get("ReqTRES", "")),
+        nodes=len(names) or _nodes(alloc) or _nodes(values.get("ReqTRES", "")),
+        node_names=names,
     )
 
 

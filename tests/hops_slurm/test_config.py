@@ -135,3 +135,32 @@ def test_the_planner_defaults_are_documented_once_and_right() -> None:
         return f"`{v}`" if isinstance(v, str) else f"{v:g}"
 
     assert rows == {setting_key(f.name): shown(f.default) for f in dataclasses.fields(PlannerParams)}
+
+
+@pytest.mark.parametrize(("paths", "engine", "needle"), [
+    ({"store": "/etc/passwd"}, {}, "paths.store (/etc/passwd) is in the system directory /etc"),
+    ({"journal": "/srv/elsewhere/j.sqlite"}, {}, "paths.journal (/srv/elsewhere/j.sqlite) is outside paths.state_dir"),
+    ({"state_dir": "/etc/hops"}, {}, "paths.state_dir (/etc/hops) is in the system directory /etc"),
+    ({"state_dir": "/var/../usr/lib/hops"}, {}, "is in the system directory /usr"),
+    ({"state_dir": "/"}, {}, "paths.state_dir (/) is the file system root"),
+    ({"allowed_roots": ["/boot"]}, {}, "paths.allowed_roots.0 (/boot) is in the system directory /boot"),
+    ({}, {"env_dir": "/etc/cron.d"}, "engine.env_dir (/etc/cron.d) is in the system directory /etc"),
+    ({}, {"probe_dir": "/opt/probes"}, "engine.probe_dir (/opt/probes) is outside paths.state_dir"),
+])
+def test_every_path_key_stays_under_the_state_dir_or_an_allowed_root(paths: dict[str, object], engine: dict[str, object],
+                                                                   needle: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"paths": paths, "engine": engine})
+    assert needle in str(err.value)
+
+
+def test_an_allowed_root_admits_absolute_paths_and_a_link_into_the_system_is_seen(tmp_path: Path) -> None:
+    cfg = parse_config({"paths": {"state_dir": str(tmp_path / "state"), "records": "/srv/hops/records.sqlite",
+                                  "allowed_roots": ["/srv/hops"]}})
+    assert cfg.paths.resolve(cfg.paths.records) == Path("/srv/hops/records.sqlite")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "link").symlink_to("/etc")
+    with pytest.raises(ConfigError, match=r"paths.store \(.*/state/link/passwd\) is in the system directory /etc"):
+        parse_config({"paths": {"state_dir": str(state), "store": "link/passwd"}})
+

@@ -1,9 +1,13 @@
-"""Hostile input through the public CLI: scripts, comments, job names, configs, records files, options.
+"""Hostile input through the public CLI: scripts, comments, job names, configs, records files, options,
+and the surfaces added since (issue 24, :mod:`hostile_surfaces`): deep TOML, path keys, what-if exports,
+read-only commands on foreign databases.
 
 Every case runs ``hops-slurm`` in-process (:func:`hops_slurm.cli.main`) and must end in a clean exit
 status with, when refused, one error line naming the problem; no exception may escape (that would be a
 traceback), nothing printed may carry a raw control character, and no case may be silently accepted
-where it is malformed. The counts (cases, refused, accepted, tracebacks) are printed with ``-s``.
+where it is malformed. A read-only command's case names a folder it must leave byte for byte as it was
+(0 writes); a case that writes files names the folder whose text files must hold no raw control
+character. The counts (cases, refused, accepted, tracebacks, writes, raw files) are printed with ``-s``.
 """
 
 from __future__ import annotations
@@ -14,27 +18,20 @@ import random
 import re
 import sqlite3
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hooks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hook_corpus import corpus  # noqa: E402
+from hostile_surfaces import Case, files_of, raw_text_files, surfaces  # noqa: E402
 
 from hops_slurm.cli import main  # noqa: E402
 from hops_slurm.directives import parse_script  # noqa: E402
 from hops_slurm.errors import DirectiveError  # noqa: E402
 
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]")
-
-
-@dataclass
-class Case:
-    name: str
-    argv: list[str]
-    refuse: bool  # True: must be refused (exit != 0) with an error line containing `names`
-    names: str = ""
 
 
 def _scripts(tmp: Path) -> list[Case]:
@@ -317,7 +314,7 @@ def _options(tmp: Path) -> list[Case]:
 
 def _all_cases(tmp: Path) -> list[Case]:
     out: list[Case] = []
-    for part in (_scripts, _comments, _job_names, _configs, _records, _options):
+    for part in (_scripts, _comments, _job_names, _configs, _records, _options, surfaces):
         d = tmp / part.__name__
         d.mkdir()
         out += part(d)
@@ -341,10 +338,15 @@ def test_hostile_inputs_give_one_line_errors(tmp_path: Path, capsys: pytest.Capt
     monkeypatch.delenv("HOPS_SLURM_RECORDS", raising=False)
     cases = _all_cases(tmp_path)
     assert len(cases) >= 300
-    tracebacks, silent, unclear, unprintable = [], [], [], []
+    tracebacks, silent, unclear, unprintable, writes, raw_files = [], [], [], [], [], []
     refused = accepted = 0
     for case in cases:
+        before = files_of(case.watch) if case.watch is not None else None
         code, out, err, exc = _run(case, capsys)
+        if before is not None and files_of(case.watch) != before:  # type: ignore[arg-type]
+            writes.append(case.name)
+        if case.out is not None:
+            raw_files += [f"{case.name}: {name}" for name in raw_text_files(case.out)]
         if exc is not None:
             tracebacks.append((case.name, repr(exc)[:200]))
             continue
@@ -365,5 +367,7 @@ def test_hostile_inputs_give_one_line_errors(tmp_path: Path, capsys: pytest.Capt
             unclear.append((case.name, err.strip()[:300]))
     print(f"\nhostile CLI suite: {len(cases)} cases, {refused} refused with an error line, {accepted} accepted, "
           f"{len(tracebacks)} tracebacks, {len(silent)} wrongly accepted/refused, {len(unclear)} unclear, "
-          f"{len(unprintable)} with raw control characters")
-    assert (tracebacks, silent, unclear, unprintable) == ([], [], [], [])
+          f"{len(unprintable)} with raw control characters, {len(writes)} writes by read-only commands "
+          f"({sum(c.watch is not None for c in cases)} watched), {len(raw_files)} output files with a raw escape "
+          f"({sum(c.out is not None for c in cases)} cases writing files)")
+    assert (tracebacks, silent, unclear, unprintable, writes, raw_files) == ([], [], [], [], [], [])

@@ -59,8 +59,9 @@ def test_the_job_views_carry_each_job_s_restart_cost() -> None:
     assert {v.job_id: v.restart_cost for v in views} == {"1": 30.0, "2": 90.0}
 
 
-def _record(at: float, window: float, node: str, done: float | None = None) -> str:
-    return RuntimeRecord(signature="sig-resnet18", gpu_type="a100", node=node, gpus=1, nodes=1, batch_size=8,
+def _record(at: float, window: float, node: str, done: float | None = None, gpus: int = 1) -> str:
+    """A window of 80 samples from a job of ``gpus`` GPUs on one node (its allocation: record_limits)."""
+    return RuntimeRecord(signature="sig-resnet18", gpu_type="a100", node=node, gpus=gpus, nodes=1, batch_size=8 // gpus,
                          steps=10, window_seconds=window, throughput=80.0 / window, data_times=[], sync_waits=[],
                          step_times=[], measured_at=datetime.fromtimestamp(at, tz=timezone.utc),
                          done_samples=done).model_dump_json() + "\n"
@@ -89,7 +90,10 @@ def test_the_engine_measures_a_job_s_start_from_its_record_file(tmp_path: Path) 
         assert js.placements[-1]["start"] == T0
         node = next(iter(js.config))
         place = tmp_path / "state" / "metrics" / "1"
-        (place / RUNTIME_FILE).write_text(_record(T0 + 12.0, 2.0, node, done=80.0) + _record(T0 + 14.0, 2.0, node, 160.0))
+        gpus = js.config[node]
+        assert list(js.config) == [node] and 8 % gpus == 0
+        (place / RUNTIME_FILE).write_text(_record(T0 + 12.0, 2.0, node, done=80.0, gpus=gpus)
+                                          + _record(T0 + 14.0, 2.0, node, 160.0, gpus=gpus))
         clock[0] = T0 + 60.0
         engine.refresh()
         assert engine.store.restart_cost("sig-resnet18") == pytest.approx(10.0)  # once per run, not per record

@@ -14,7 +14,7 @@ from hops_slurm.whatif.exports import parse_text, read_export, select
 from hops_slurm.whatif.read_parsable2 import FORMAT
 
 HEADER = FORMAT.replace(",", "|")
-GOOD = "7|train|alice|gpu|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|2026-01-01T01:01:00|billing=1,cpu=4,gres/gpu=2,node=1|cpu=4,gres/gpu=2|"
+GOOD = "7|train|alice|gpu|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|2026-01-01T01:01:00|billing=1,cpu=4,gres/gpu=2,node=1|cpu=4,gres/gpu=2||g1"
 
 
 def p2(*rows: str) -> str:
@@ -47,7 +47,7 @@ def test_good_parsable2_row_reads() -> None:
 
 
 @pytest.mark.parametrize(("row", "needle"), [
-    (GOOD.replace("|alice|", "|al|ice|"), "12 fields where the header has 11"),
+    (GOOD.replace("|alice|", "|al|ice|"), "13 fields where the header has 12"),
     (GOOD.replace("2026-01-01T00:01:00", "yesterday"), "Start time 'yesterday' is not YYYY-MM-DDTHH:MM:SS"),
     (GOOD.replace("gres/gpu=2,node", "gres/gpu=lots,node"), "GPU count 'lots' is not a whole number"),
     (GOOD.replace("gres/gpu=2,node", "gres/gpu=999999,node"), "GPU count 999999 is outside"),
@@ -72,7 +72,7 @@ def test_bad_json_entry_names_its_index_and_job() -> None:
     wheres = [p.where for p in r.problems]
     assert wheres == ["jobs[1] (job 6)", "jobs[2]", "jobs[3] (job 8)"]
     assert "submission time 'soon' is not a number" in r.problems[0].message
-    assert "outside 0..4096" in r.problems[2].message
+    assert "outside 0..1024" in r.problems[2].message
 
 
 def test_left_out_rows_are_warnings_never_silent() -> None:
@@ -141,4 +141,4 @@ def test_typed_tres_gives_type_and_untyped_total_wins() -> None:
     only_typed = GOOD.replace("gres/gpu=2,node", "gres/gpu:v100=3,node")
     j = parse_text(p2(only_typed)).jobs[0]
     assert (j.gpus, j.gpu_type) == (3, "v100")
-    assert history.MAX_JOB_GPUS == 4096
+    assert history.MAX_JOB_GPUS == 1024  # one limit with the records and the #HOPS grammar (hops_slurm.limits)
