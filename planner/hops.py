@@ -38,7 +38,8 @@ Running jobs that a round may not move (:mod:`planner.moves`: inside ``min_run_t
 samples, or with less left to run than a requeue costs them) keep their GPUs and the round plans the
 others around them; every other move of a running job is priced by what that job's restart and lost
 work cost against the time it saves over its remaining work, and a move that does not pay is not a
-candidate (docs/design.md, "Moves that pay").
+candidate; every candidate of a running job is worth (1 + ``preempt_penalty``) of its gain, so a waiting
+job takes its GPUs only when it is worth that much more (docs/design.md, "Moves that pay").
 
 Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, lambda,
 objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
@@ -76,7 +77,8 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     ``priced`` (a round plan; False = the paper's eq. 11 as printed): a running job's candidates other than
     its current config (compact: its current signature) are moves, worth the rate they achieve over the
     job's remaining work with its restart and lost work paid (:func:`planner.moves.move_price`), dropped
-    when they do not pay, and keep (1 - ``restart_penalty``) of that gain."""
+    when they do not pay, and keep (1 - ``restart_penalty``) of that gain; every candidate of a running job
+    is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job."""
     out: list[Candidate] = []
     by_name = {n.name: n for n in cluster.nodes}
     for job in jobs:
@@ -98,14 +100,16 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
             # move priced by what it costs this job (planner.moves); moves that do not pay are dropped
             same = (lambda cfg, cur=freeze_config(job.current): signature(cfg, by_name) == signature(cur, by_name)) \
                 if compact else (lambda cfg, cur=dict(job.current): dict(cfg) == cur)
-            rate_now = current_rate(job)
+            # every placement of a running job is worth (1 + preempt_penalty): leaving it out of the plan (a
+            # preemption for a waiting job) must gain that much more; its moves compete with staying as before
+            rate_now, keep = current_rate(job), 1.0 + preempt_penalty
             for cfg, thr in rated:
                 if same(cfg):
-                    out.append(Candidate(job.job_id, cfg, thr / low * (1.0 + preempt_penalty)))
+                    out.append(Candidate(job.job_id, cfg, thr / low * keep))
                     continue
                 worth = move_price(job, rate_now, thr).rate
                 if worth > 0.0:
-                    out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty)))
+                    out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty) * keep))
         else:
             out.extend(Candidate(job.job_id, cfg, thr / low) for cfg, thr in rated)
     return out

@@ -25,8 +25,9 @@ Two rules:
    pays when that is shorter; its worth to the ILP is the rate it achieves over the job's remaining
    work, ``R / (restart_cost + (R + unsaved * r0) / r1)``, so a move that saves an hour on a long job
    is taken and one that saves a minute on a nearly finished job is not. A move that does not pay is
-   no candidate at all. A job that leaves the plan entirely (preempted for a waiting job) is not
-   priced here: the held-in-place rule bounds how often it can happen.
+   no candidate at all. A job that leaves the plan entirely (preempted for a waiting job) is priced
+   by :func:`planner.hops.candidates_for`: every candidate of a running job is worth
+   ``1 + PlannerParams.preempt_penalty`` of its gain, so a waiting job must be worth that much more.
 """
 
 from __future__ import annotations

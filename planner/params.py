@@ -33,10 +33,10 @@ class PlannerParams:
     sigma: float = 1.4
     window: str = "waiting"
     sensitivity_adjustment: bool = True
-    restart_penalty: float = 0.2
-    preempt_penalty: float = 0.0
-    min_run_time: float = 600.0
-    min_run_growth: float = 2.0
+    restart_penalty: float = 0.3
+    preempt_penalty: float = 1.5
+    min_run_time: float = 300.0
+    min_run_growth: float = 1.0
     pin_running: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"

@@ -111,7 +111,7 @@ def test_unsaved_work_is_part_of_the_price() -> None:
 
 
 def test_min_run_time_is_a_checked_planner_parameter() -> None:
-    assert PlannerParams().min_run_time == 600.0
+    assert PlannerParams().min_run_time == 300.0
     assert PlannerParams().with_settings("min_run_time=30").min_run_time == 30.0
     with pytest.raises(ValueError, match="min_run_time"):
         PlannerParams(min_run_time=-1.0)
@@ -122,7 +122,7 @@ def test_each_preemption_lengthens_the_next_exemption() -> None:
     twice = JobView("R", (4,), 0.0, 0.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"n0": 4}),
                     placed_for=2000.0, preemptions=2)
     w = waiting("W", wait=1e5)
-    assert plan(ONE_NODE, (twice, w), min_run_time=600.0).assignments["R"] == {"n0": 4}
+    assert plan(ONE_NODE, (twice, w), min_run_time=600.0, min_run_growth=2.0).assignments["R"] == {"n0": 4}
     assert plan(ONE_NODE, (twice, w), min_run_time=600.0, min_run_growth=1.0).assignments["R"] is None
 
 
