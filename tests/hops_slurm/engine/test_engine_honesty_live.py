@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slurm
 def _record(signature: str, node: str, gpu_type: str, gpus: int, steps: int) -> str:
     from profiler.records import RuntimeRecord
 
-    window = 100.0
+    window = 5.0  # within the run time the job has had (the engine checks a window against it)
     return RuntimeRecord(signature=signature, gpu_type=gpu_type, node=node, gpus=gpus, nodes=1, batch_size=8,
                          steps=steps, window_seconds=window, throughput=steps * 8 * gpus / window,
                          data_times=[0.01] * 10, sync_waits=[], step_times=[0.2] * 10).model_dump_json() + "\n"
