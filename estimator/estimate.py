@@ -26,10 +26,15 @@ from dataclasses import dataclass
 from estimator.errors import CalibrationMissing, EstimateUnavailable
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
+from estimator.progress import no_progress
 from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
 from planner.views import ClusterView, Config, ThroughputFn
 
 log = logging.getLogger(__name__)
+
+#: the layer of an estimate where the job's records show no measurable progress (:mod:`estimator.progress`)
+NO_PROGRESS = "no_progress"
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -59,16 +64,17 @@ def per_gpu_estimate(
         raise ValueError(f"need 1 <= nodes <= gpus, got gpus={gpus}, nodes={nodes}")
     aggregated = nodes == 1
     key_count = gpus if aggregated else nodes
+    typed = (snap.type_aggregated if aggregated else snap.type_distributed).get((gpu_type, key_count))
+    if typed is not None and no_progress(typed, snap):  # stalled there (estimator.progress): unusable
+        return Estimate(0.0, NO_PROGRESS)
     if server:
         table = snap.entity_aggregated if aggregated else snap.entity_distributed
         value = table.get((server, key_count))
         if value is not None:
-            return Estimate(value, "entity")
+            return Estimate(0.0, NO_PROGRESS) if no_progress(value, snap) else Estimate(value, "entity")
     factor = float((entity_factors or {}).get(server, 1.0)) if server else 1.0
-    table = snap.type_aggregated if aggregated else snap.type_distributed
-    value = table.get((gpu_type, key_count))
-    if value is not None:
-        return Estimate(value * factor, "type")
+    if typed is not None:
+        return Estimate(typed * factor, "type")
     theory = snap.theory.get(gpu_type)
     if theory is None:
         carried = extrapolated_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes)

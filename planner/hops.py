@@ -12,8 +12,10 @@ Who is planned (``window="waiting"``, the default): a round plan plans every run
 LR weight, plus the service window cut from the *waiting* queue; a fragment plan sees waiting jobs
 only. Jobs that no configuration can serve on this cluster (every candidate config on the whole
 cluster estimated at throughput 0, e.g. a rigid 4-GPU request of a model that cannot run on more
-than one GPU) never take a place in the window or its accumulation; diagnostics ``unservable`` names
-each with the reason, and the verdict is reconsidered whenever the cluster's nodes change.
+than one GPU, or a job whose runtime records show no progress on every config it could run on:
+:mod:`estimator.progress`) never take a place in the window or its accumulation; diagnostics
+``unservable`` names each with the reason, and the verdict is reconsidered whenever the cluster's nodes
+change. A running job whose current config makes no progress is judged the same way and leaves the plan.
 ``window="active"`` is the earlier reading (the window cut from every active job), for ablations.
 
 Node classes are refined by estimated speed first (:mod:`planner.entities`): nodes of one declared
@@ -153,18 +155,30 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
     return ClusterView(nodes), held
 
 
-def _why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
+#: how the reason of a job no configuration serves starts (backends set such jobs aside: docs/design.md)
+NO_USABLE_CONFIG = "no configuration serves it"
+
+
+def why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
     """"" when some config of ``job`` on the idle ``whole`` cluster has a positive throughput
-    estimate, else the reason (one line, for the job's owner)."""
+    estimate, else the reason (one line, for the job's owner). A config where the job's records show
+    no progress is estimated at 0 (:mod:`estimator.progress`), so a job that stalled everywhere it
+    could run ends here."""
+    return _verdict(job, whole, sigma)[0]
+
+
+def _verdict(job: JobView, whole: ClusterView, sigma: float) -> tuple[str, Config | None]:
+    """:func:`why_unservable`'s reason and, when servable, the config that showed it (the witness)."""
     if job.requirements[0] > whole.total_gpus:
-        return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}")
+        return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}"), None
     for cfg in generate_configs(job, whole, sigma, one_per_class=True):
         if float(job.throughput(cfg)) > 0.0:
-            return ""
+            return "", cfg
     counts = ",".join(str(r) for r in job.requirements)
     types = ",".join(whole.gpu_types)
-    return (f"no configuration serves it: every placement of {counts} GPU(s) on {types} is estimated at "
-            f"throughput 0 (e.g. the model cannot run on that many GPUs); allow other GPU counts")
+    return (f"{NO_USABLE_CONFIG}: every placement of {counts} GPU(s) on {types} is estimated at "
+            f"throughput 0 or made no progress (e.g. the model cannot run on that many GPUs); allow other "
+            f"GPU counts"), None
 
 
 def fits(assignments: Mapping[str, Config | None], capacity: Mapping[str, int]) -> bool:
@@ -185,8 +199,9 @@ class HopsPolicy(Policy):
         self.params = params or PlannerParams()
         self._previous: dict[str, Config] = {}
         self._plan_of_round = 0
-        #: job id -> (cluster shape, reason or "" when servable): the verdict of :meth:`_unservable`
-        self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str]] = {}
+        #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
+        #: throughput function judged): the verdict of :meth:`_unservable`
+        self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
 
     @property
     def lambda_(self) -> float:
@@ -294,21 +309,28 @@ class HopsPolicy(Policy):
         """Job id -> why no configuration on this cluster serves it, for every such job. Judged on the
         whole cluster as if idle (not on this planning's free GPUs), once per job and cluster shape:
         a job is unservable when it asks for more GPUs than the cluster has, or every candidate config
-        is estimated at throughput 0. Running jobs are servable by definition."""
+        is estimated at throughput 0. A running job is servable while its current config has a positive
+        estimate; one whose records there show no progress is judged like a waiting job (and, unservable,
+        leaves the plan: preempted)."""
         shape = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
         whole = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, n.total_gpus)
                                   for n in cluster.nodes))
         out: dict[str, str] = {}
-        seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str]] = {}
+        seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
         for job in jobs:
             known = self._servable.get(job.job_id)
-            if job.current:
+            witness: Config | None = None
+            if job.current and current_rate(job) > 0.0:
                 reason = ""
-            elif known is not None and known[0] == shape:
-                reason = known[1]
+            elif known is not None and known[0] == shape and (
+                    (not known[1] and known[2] is not None and float(job.throughput(known[2])) > 0.0)
+                    or (known[1] and known[3] is job.throughput)):
+                # the same cluster, and its witness config still serves it (or, unservable, the same
+                # estimates): no need to look at every config again
+                reason, witness = known[1], known[2]
             else:
-                reason = _why_unservable(job, whole, sigma)
-            seen[job.job_id] = (shape, reason)
+                reason, witness = _verdict(job, whole, sigma)
+            seen[job.job_id] = (shape, reason, witness, job.throughput)
             if reason:
                 out[job.job_id] = reason
         self._servable = seen  # finished jobs drop out
