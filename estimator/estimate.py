@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from estimator.errors import CalibrationMissing, EstimateUnavailable
+from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
 from estimator.progress import no_progress
@@ -236,6 +237,50 @@ class Estimator:
             return cache[key]
 
         return fn
+
+    def optimistic_fn(self, signature: str) -> ThroughputFn:
+        """Config -> an upper bound of the job's samples/s there when some node of it is on a key no
+        record measured (:mod:`estimator.explore`: the single-GPU rate per GPU), 0.0 when every node's
+        key is measured (nothing to explore) or no bound is known. Cached per config."""
+        snap = self.source.snapshot(signature)
+        calibrations = self.source.calibrations()
+        factors = self.entity_factors()
+        exact = self.throughput_fn(signature)
+        cache: dict[tuple[tuple[str, int], ...], float] = {}
+
+        def fn(config: Config) -> float:
+            key = tuple(sorted((n, int(g)) for n, g in config.items() if g > 0))
+            if key not in cache:
+                cache[key] = self._optimistic(dict(key), snap, calibrations, factors, exact)
+            return cache[key]
+
+        return fn
+
+    def _optimistic(self, used: dict[str, int], snap: JobSnapshot, calibrations: Mapping[str, Calibration],
+                    factors: Mapping[str, float], exact: ThroughputFn) -> float:
+        if not used or any(n not in self.nodes for n in used):
+            return 0.0
+        total, n_nodes = sum(used.values()), len(used)
+        bounds: list[float] = []
+        unmeasured = False
+        for node in used:
+            gpu_type, server = self.nodes[node]
+            bound = optimistic_per_gpu(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes,
+                                       server=server, factor=float(factors.get(server, 1.0)))
+            if bound is None and confidence(snap, gpu_type, gpus=total, nodes=n_nodes, server=server) == MODEL_ONLY:
+                return 0.0  # nothing bounds it
+            if bound is None:  # measured there: what it measured paces the config
+                try:
+                    bound = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes,
+                                               server=server, entity_factors=factors)
+                except EstimateUnavailable:
+                    return 0.0
+            else:
+                unmeasured = True
+            bounds.append(bound)
+        if not unmeasured:
+            return 0.0
+        return max(min(bounds) * total, float(exact(used)))
 
     def entity_factors(self) -> dict[str, float]:
         """The source's learned per-server speed factors (a source without them: none)."""

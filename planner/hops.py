@@ -42,7 +42,12 @@ others around them; every other move of a running job is priced by what that job
 work cost against the time it saves over its remaining work, and a move that does not pay is not a
 candidate (docs/design.md, "Moves that pay").
 
-Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, lambda,
+Exploration (:mod:`planner.explore`, ``PlannerParams.explore``): after the solve, a placed job may be
+moved to a config of the same GPU count that no record has measured, on GPUs the plan leaves idle, when
+its optimistic estimate beats the planned rate (priced like a move for a running job); diagnostics
+``explored`` names each with why.
+
+Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored, lambda,
 objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
 n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method.
 """
@@ -54,6 +59,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.entities import entity_classes
+from planner.explore import explore_idle
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
@@ -258,6 +264,9 @@ class HopsPolicy(Policy):
             chosen = filled
         else:
             extra_gain = 0.0
+        explored: dict[str, str] = {}
+        if p.explore:  # configs no record measured, on GPUs the plan leaves idle (planner.explore)
+            chosen, explored = explore_idle(chosen, planned, cluster, capacity, p.sigma)
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
             chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
@@ -284,6 +293,7 @@ class HopsPolicy(Policy):
             "running": [j.job_id for j in running],
             "held": dict(held),
             "unservable": dict(unservable),
+            "explored": explored,
             "entity_classes": len({(n.gpu_type, n.server_class) for n in cluster.nodes}),
             "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
             "lambda": self.lambda_,

@@ -45,3 +45,23 @@ def test_a_stalled_measurement_is_not_carried_to_other_counts():
     assert extrapolated_per_gpu(snap, "v100", gpus=4, nodes=1) == pytest.approx(100.0)
     assert no_progress(STALLED, JobSnapshot("j", type_aggregated={("v100", 2): STALLED}))  # nothing better known
     assert no_progress(float("nan"), snap)
+
+
+def test_uncertainty_and_the_optimistic_bound_of_configs_no_record_measured():
+    from estimator.estimate import Estimator
+    from estimator.explore import MANY_RECORDS, MODEL_ONLY, ONE_RECORD, confidence
+    from estimator.snapshot import MemorySource
+
+    snap = JobSnapshot("j", theory={"v100": V100}, type_aggregated={("v100", 1): 800.0, ("v100", 2): 700.0},
+                       type_aggregated_n={("v100", 1): 3})
+    assert confidence(snap, "v100", gpus=1, nodes=1) == MANY_RECORDS
+    assert confidence(snap, "v100", gpus=2, nodes=1) == ONE_RECORD
+    assert confidence(snap, "v100", gpus=4, nodes=1) == MODEL_ONLY
+    est = Estimator(MemorySource({"j": snap}, dict(CALS)), {"a": ("v100", "a"), "b": ("v100", "b")})
+    opt = est.optimistic_fn("j")
+    assert opt({"a": 2}) == 0.0  # measured: nothing to explore
+    # 4 GPUs: no record; the measured single-GPU rate per GPU, or the model's estimate where that is higher
+    exact = est.throughput_fn("j")
+    assert opt({"a": 4}) == pytest.approx(max(4 * 800.0, exact({"a": 4})))
+    assert opt({"a": 2, "b": 2}) == pytest.approx(max(4 * 800.0, exact({"a": 2, "b": 2})))  # two nodes: no record
+    assert exact({"a": 2, "b": 2}) < 4 * 800.0  # the bound is above the pessimistic two-node estimate
