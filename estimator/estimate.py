@@ -10,6 +10,10 @@ relative to their type-level throughput, learned from every job's records; see
 :meth:`estimator.store.ThroughputStore.entity_factors`), so a slow server learned from one job is
 slow for the next job too. Unknown servers have factor 1.
 
+A measured value that shows no progress (:mod:`estimator.progress`) answers 0 ("cannot run there"),
+layer ``no_progress``. :meth:`Estimator.optimistic_fn` gives, beside the estimate, an upper bound where no
+record measured the config yet (:mod:`estimator.explore`), for the planner's exploration.
+
 - :func:`per_gpu_throughput`: samples/s per GPU of a job on one node for a GPU/node count;
 - :func:`config_throughput`: a ``{node: gpus}`` config's samples/s = min per-GPU throughput × Σ GPUs;
 - :func:`sensitivity`: eq. (10), thr({0:1}) / per-GPU thr({0:1, 1:1}) on one GPU type;
