@@ -10,6 +10,10 @@ relative to their type-level throughput, learned from every job's records; see
 :meth:`estimator.store.ThroughputStore.entity_factors`), so a slow server learned from one job is
 slow for the next job too. Unknown servers have factor 1.
 
+A measured value that shows no progress (:mod:`estimator.progress`) answers 0 ("cannot run there"),
+layer ``no_progress``. :meth:`Estimator.optimistic_fn` gives, beside the estimate, an upper bound where no
+record measured the config yet (:mod:`estimator.explore`), for the planner's exploration.
+
 - :func:`per_gpu_throughput`: samples/s per GPU of a job on one node for a GPU/node count;
 - :func:`config_throughput`: a ``{node: gpus}`` config's samples/s = min per-GPU throughput × Σ GPUs;
 - :func:`sensitivity`: eq. (10), thr({0:1}) / per-GPU thr({0:1, 1:1}) on one GPU type;
@@ -24,12 +28,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from estimator.errors import CalibrationMissing, EstimateUnavailable
+from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
+from estimator.progress import no_progress
 from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
 from planner.views import ClusterView, Config, ThroughputFn
 
 log = logging.getLogger(__name__)
+
+#: the layer of an estimate where the job's records show no measurable progress (:mod:`estimator.progress`)
+NO_PROGRESS = "no_progress"
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -59,16 +69,17 @@ def per_gpu_estimate(
         raise ValueError(f"need 1 <= nodes <= gpus, got gpus={gpus}, nodes={nodes}")
     aggregated = nodes == 1
     key_count = gpus if aggregated else nodes
+    typed = (snap.type_aggregated if aggregated else snap.type_distributed).get((gpu_type, key_count))
+    if typed is not None and no_progress(typed, snap):  # stalled there (estimator.progress): unusable
+        return Estimate(0.0, NO_PROGRESS)
     if server:
         table = snap.entity_aggregated if aggregated else snap.entity_distributed
         value = table.get((server, key_count))
         if value is not None:
-            return Estimate(value, "entity")
+            return Estimate(0.0, NO_PROGRESS) if no_progress(value, snap) else Estimate(value, "entity")
     factor = float((entity_factors or {}).get(server, 1.0)) if server else 1.0
-    table = snap.type_aggregated if aggregated else snap.type_distributed
-    value = table.get((gpu_type, key_count))
-    if value is not None:
-        return Estimate(value * factor, "type")
+    if typed is not None:
+        return Estimate(typed * factor, "type")
     theory = snap.theory.get(gpu_type)
     if theory is None:
         carried = extrapolated_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes)
@@ -230,6 +241,50 @@ class Estimator:
             return cache[key]
 
         return fn
+
+    def optimistic_fn(self, signature: str) -> ThroughputFn:
+        """Config -> an upper bound of the job's samples/s there when some node of it is on a key no
+        record measured (:mod:`estimator.explore`: the single-GPU rate per GPU), 0.0 when every node's
+        key is measured (nothing to explore) or no bound is known. Cached per config."""
+        snap = self.source.snapshot(signature)
+        calibrations = self.source.calibrations()
+        factors = self.entity_factors()
+        exact = self.throughput_fn(signature)
+        cache: dict[tuple[tuple[str, int], ...], float] = {}
+
+        def fn(config: Config) -> float:
+            key = tuple(sorted((n, int(g)) for n, g in config.items() if g > 0))
+            if key not in cache:
+                cache[key] = self._optimistic(dict(key), snap, calibrations, factors, exact)
+            return cache[key]
+
+        return fn
+
+    def _optimistic(self, used: dict[str, int], snap: JobSnapshot, calibrations: Mapping[str, Calibration],
+                    factors: Mapping[str, float], exact: ThroughputFn) -> float:
+        if not used or any(n not in self.nodes for n in used):
+            return 0.0
+        total, n_nodes = sum(used.values()), len(used)
+        bounds: list[float] = []
+        unmeasured = False
+        for node in used:
+            gpu_type, server = self.nodes[node]
+            bound = optimistic_per_gpu(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes,
+                                       server=server, factor=float(factors.get(server, 1.0)))
+            if bound is None and confidence(snap, gpu_type, gpus=total, nodes=n_nodes, server=server) == MODEL_ONLY:
+                return 0.0  # nothing bounds it
+            if bound is None:  # measured there: what it measured paces the config
+                try:
+                    bound = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes,
+                                               server=server, entity_factors=factors)
+                except EstimateUnavailable:
+                    return 0.0
+            else:
+                unmeasured = True
+            bounds.append(bound)
+        if not unmeasured:
+            return 0.0
+        return max(min(bounds) * total, float(exact(used)))
 
     def entity_factors(self) -> dict[str, float]:
         """The source's learned per-server speed factors (a source without them: none)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from estimator.progress import no_progress
 from estimator.snapshot import JobSnapshot
 
 MIXED = "mixed"
@@ -38,7 +39,7 @@ def measured_points(snap: JobSnapshot, gpu_type: str) -> list[Point]:
     """The job's type-layer measurements on ``gpu_type`` (the entity layer mirrors into it)."""
     points: list[Point] = [(True, c, v) for (t, c), v in snap.type_aggregated.items() if t == gpu_type]
     points += [(False, c, v) for (t, c), v in snap.type_distributed.items() if t == gpu_type]
-    return [p for p in points if p[1] > 0 and math.isfinite(p[2]) and p[2] > 0]
+    return [p for p in points if p[1] > 0 and math.isfinite(p[2]) and p[2] > 0 and not no_progress(p[2], snap)]
 
 
 def nearest(points: list[Point], aggregated: bool, count: int) -> float | None:

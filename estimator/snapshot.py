@@ -70,9 +70,14 @@ class JobSnapshot:
     type_distributed: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (gpu_type, nodes)
     entity_aggregated: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (server, gpus)
     entity_distributed: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (server, nodes)
+    #: how many records each type-layer key averages (keys as the tables'); a measured key missing here
+    #: counts as one record (estimator.explore: model-only, one record, many)
+    type_aggregated_n: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    type_distributed_n: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("theory", "type_aggregated", "type_distributed", "entity_aggregated", "entity_distributed"):
+        for name in ("theory", "type_aggregated", "type_distributed", "entity_aggregated", "entity_distributed",
+                     "type_aggregated_n", "type_distributed_n"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
 
 

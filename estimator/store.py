@@ -487,6 +487,13 @@ class ThroughputStore:
                 "where signature = ? group by k, c", [signature])
             return {(r["k"], int(r["c"])): float(r["v"]) for r in rows}
 
+    def _counts(self, table: str, key: str, count: str, signature: str) -> dict[tuple[str, int], int]:
+        with self._guard(f"count {table}"):
+            rows = self.db.query(
+                f"select {key} as k, {count} as c, count(*) as n from {table} where signature = ? group by k, c",
+                [signature])
+            return {(r["k"], int(r["c"])): int(r["n"]) for r in rows}
+
     def snapshot(self, signature: str, *, max_samples: int = MAX_FIT_SAMPLES) -> JobSnapshot:
         """Everything known about ``signature``; the eq. (3) mixture is fitted on its most recent
         ``max_samples`` iterations (so a job with years of running-mode records stays cheap)."""
@@ -501,6 +508,8 @@ class ThroughputStore:
             theory=theory,
             type_aggregated=self._means("type_aggregated", "gpu_type", "gpus", signature),
             type_distributed=self._means("type_distributed", "gpu_type", "nodes", signature),
+            type_aggregated_n=self._counts("type_aggregated", "gpu_type", "gpus", signature),
+            type_distributed_n=self._counts("type_distributed", "gpu_type", "nodes", signature),
             entity_aggregated=self._means("entity_aggregated", "server", "gpus", signature),
             entity_distributed=self._means("entity_distributed", "server", "nodes", signature),
         )

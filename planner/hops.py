@@ -12,8 +12,10 @@ Who is planned (``window="waiting"``, the default): a round plan plans every run
 LR weight, plus the service window cut from the *waiting* queue; a fragment plan sees waiting jobs
 only. Jobs that no configuration can serve on this cluster (every candidate config on the whole
 cluster estimated at throughput 0, e.g. a rigid 4-GPU request of a model that cannot run on more
-than one GPU) never take a place in the window or its accumulation; diagnostics ``unservable`` names
-each with the reason, and the verdict is reconsidered whenever the cluster's nodes change.
+than one GPU, or a job whose runtime records show no progress on every config it could run on:
+:mod:`estimator.progress`) never take a place in the window or its accumulation; diagnostics
+``unservable`` names each with the reason, and the verdict is reconsidered whenever the cluster's nodes
+change. A running job whose current config makes no progress is judged the same way and leaves the plan.
 ``window="active"`` is the earlier reading (the window cut from every active job), for ablations.
 
 Node classes are refined by estimated speed first (:mod:`planner.entities`): nodes of one declared
@@ -41,7 +43,12 @@ work cost against the time it saves over its remaining work, and a move that doe
 candidate; every candidate of a running job is worth (1 + ``preempt_penalty``) of its gain, so a waiting
 job takes its GPUs only when it is worth that much more (docs/design.md, "Moves that pay").
 
-Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, lambda,
+Exploration (:mod:`planner.explore`, ``PlannerParams.explore``): after the solve, a placed job may be
+moved to a config of the same GPU count that no record has measured, on GPUs the plan leaves idle, when
+its optimistic estimate beats the planned rate (priced like a move for a running job); diagnostics
+``explored`` names each with why.
+
+Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored, lambda,
 objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
 n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method.
 """
@@ -53,6 +60,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.entities import entity_classes
+from planner.explore import explore_idle
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
@@ -158,18 +166,30 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
     return ClusterView(nodes), held
 
 
-def _why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
+#: how the reason of a job no configuration serves starts (backends set such jobs aside: docs/design.md)
+NO_USABLE_CONFIG = "no configuration serves it"
+
+
+def why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
     """"" when some config of ``job`` on the idle ``whole`` cluster has a positive throughput
-    estimate, else the reason (one line, for the job's owner)."""
+    estimate, else the reason (one line, for the job's owner). A config where the job's records show
+    no progress is estimated at 0 (:mod:`estimator.progress`), so a job that stalled everywhere it
+    could run ends here."""
+    return _verdict(job, whole, sigma)[0]
+
+
+def _verdict(job: JobView, whole: ClusterView, sigma: float) -> tuple[str, Config | None]:
+    """:func:`why_unservable`'s reason and, when servable, the config that showed it (the witness)."""
     if job.requirements[0] > whole.total_gpus:
-        return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}")
+        return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}"), None
     for cfg in generate_configs(job, whole, sigma, one_per_class=True):
         if float(job.throughput(cfg)) > 0.0:
-            return ""
+            return "", cfg
     counts = ",".join(str(r) for r in job.requirements)
     types = ",".join(whole.gpu_types)
-    return (f"no configuration serves it: every placement of {counts} GPU(s) on {types} is estimated at "
-            f"throughput 0 (e.g. the model cannot run on that many GPUs); allow other GPU counts")
+    return (f"{NO_USABLE_CONFIG}: every placement of {counts} GPU(s) on {types} is estimated at "
+            f"throughput 0 or made no progress (e.g. the model cannot run on that many GPUs); allow other "
+            f"GPU counts"), None
 
 
 def fits(assignments: Mapping[str, Config | None], capacity: Mapping[str, int]) -> bool:
@@ -190,8 +210,9 @@ class HopsPolicy(Policy):
         self.params = params or PlannerParams()
         self._previous: dict[str, Config] = {}
         self._plan_of_round = 0
-        #: job id -> (cluster shape, reason or "" when servable): the verdict of :meth:`_unservable`
-        self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str]] = {}
+        #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
+        #: throughput function judged): the verdict of :meth:`_unservable`
+        self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
 
     @property
     def lambda_(self) -> float:
@@ -249,6 +270,9 @@ class HopsPolicy(Policy):
             chosen = filled
         else:
             extra_gain = 0.0
+        explored: dict[str, str] = {}
+        if p.explore:  # configs no record measured, on GPUs the plan leaves idle (planner.explore)
+            chosen, explored = explore_idle(chosen, planned, cluster, capacity, p.sigma)
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
             chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
@@ -275,6 +299,7 @@ class HopsPolicy(Policy):
             "running": [j.job_id for j in running],
             "held": dict(held),
             "unservable": dict(unservable),
+            "explored": explored,
             "entity_classes": len({(n.gpu_type, n.server_class) for n in cluster.nodes}),
             "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
             "lambda": self.lambda_,
@@ -300,21 +325,28 @@ class HopsPolicy(Policy):
         """Job id -> why no configuration on this cluster serves it, for every such job. Judged on the
         whole cluster as if idle (not on this planning's free GPUs), once per job and cluster shape:
         a job is unservable when it asks for more GPUs than the cluster has, or every candidate config
-        is estimated at throughput 0. Running jobs are servable by definition."""
+        is estimated at throughput 0. A running job is servable while its current config has a positive
+        estimate; one whose records there show no progress is judged like a waiting job (and, unservable,
+        leaves the plan: preempted)."""
         shape = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
         whole = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, n.total_gpus)
                                   for n in cluster.nodes))
         out: dict[str, str] = {}
-        seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str]] = {}
+        seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
         for job in jobs:
             known = self._servable.get(job.job_id)
-            if job.current:
+            witness: Config | None = None
+            if job.current and current_rate(job) > 0.0:
                 reason = ""
-            elif known is not None and known[0] == shape:
-                reason = known[1]
+            elif known is not None and known[0] == shape and (
+                    (not known[1] and known[2] is not None and float(job.throughput(known[2])) > 0.0)
+                    or (known[1] and known[3] is job.throughput)):
+                # the same cluster, and its witness config still serves it (or, unservable, the same
+                # estimates): no need to look at every config again
+                reason, witness = known[1], known[2]
             else:
-                reason = _why_unservable(job, whole, sigma)
-            seen[job.job_id] = (shape, reason)
+                reason, witness = _verdict(job, whole, sigma)
+            seen[job.job_id] = (shape, reason, witness, job.throughput)
             if reason:
                 out[job.job_id] = reason
         self._servable = seen  # finished jobs drop out

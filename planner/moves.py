@@ -18,7 +18,8 @@ Two rules:
    - its remaining time is below ``min_run_time`` (it frees its GPUs before a job started in its place
      could be moved again), unless a move to GPUs no running job holds pays (``HELD_ENDING``: the
      policy checks that, :func:`planner.hops.hold_in_place`).
-   A held job keeps its GPUs; the round plans the others around it.
+   A held job keeps its GPUs; the round plans the others around it. A job whose estimate where it runs
+   is 0 (its records there show no progress, :mod:`estimator.progress`) is never held.
 2. **A move's worth** (:func:`move_rate`): moving a running job from its current config (rate ``r0``)
    to another (rate ``r1``) costs ``restart_cost`` seconds and re-does the unsaved work, so its
    remaining ``R`` samples take ``restart_cost + (R + unsaved * r0) / r1`` instead of ``R / r0``. A move
@@ -72,6 +73,8 @@ def exempt_time(job: JobView, min_run_time: float, growth: float = 1.0) -> float
 def held_reason(job: JobView, min_run_time: float, growth: float = 1.0) -> str:
     """Why a round must leave this running job where it is; "" when it may be moved or preempted."""
     if not job.current:
+        return ""
+    if job.measured and current_rate(job) <= 0.0:  # no progress where it runs: holding it only wastes the GPUs
         return ""
     if job.placed_for < exempt_time(job, min_run_time, growth):
         return HELD_MIN_RUN_TIME

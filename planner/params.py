@@ -38,6 +38,7 @@ class PlannerParams:
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
     pin_running: bool = True
+    explore: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     solver: str = "CBC"
@@ -121,6 +122,7 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
     "pin_running": (_switch, "true or false"),
+    "explore": (_switch, "true or false: try a config no record measured when its GPUs sit idle (planner.explore)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "solver": (_choice(SOLVERS), f"one of {', '.join(SOLVERS)}"),

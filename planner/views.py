@@ -97,6 +97,9 @@ class JobView:
     placed_for: float = 0.0  # seconds it has run in its current config since it (re)started there; 0 if pending
     preemptions: int = 0  # times a round has preempted or moved it so far
     measured: bool = True  # False: no throughput data yet (probe in place: the fallback throughput until its records arrive)
+    #: config -> an optimistic samples/s where no record measured the job yet, 0.0 where every node is
+    #: measured (nothing to learn); None: no exploration (estimator.explore, planner.explore)
+    explore: ThroughputFn | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         reqs = self.requirements

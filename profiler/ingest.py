@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from estimator.calibration import physical_pair
 from hops_slurm.errors import HopsError
 from profiler.records import CalibrationRecord, CheckpointMark, ProbeFailure, ProbeResult, RuntimeRecord, read_records
 
@@ -70,7 +71,9 @@ def ingest_calibration(store: StoreWriter, records: Iterable[CalibrationRecord])
     """Store B_link and B_net per GPU type; returns the GPU types written.
 
     The newest record of each scope wins. A GPU type with only one scope measured takes the other from
-    what the store already holds (``store.calibration(gpu_type)``); with neither, it is an error.
+    what the store already holds (``store.calibration(gpu_type)``); with neither, it is an error. The
+    pair stored is physical (:func:`estimator.calibration.physical_pair`): B_link below B_net (noise, an
+    adversarial record) stores both at their geometric mean.
     """
     latest: dict[tuple[str, str], CalibrationRecord] = {}
     for rec in records:
@@ -87,6 +90,7 @@ def ingest_calibration(store: StoreWriter, records: Iterable[CalibrationRecord])
             missing = "B_net (run `hops-slurm calibrate --launch env` across two nodes)" if b_net is None else \
                 "B_link (run `hops-slurm calibrate` on one node)"
             raise IngestError(f"calibration of {gpu_type}: {missing} is not measured and the store has none")
+        b_link, b_net = physical_pair(b_link, b_net)  # in-server at least cross-server (estimator.calibration)
         parts = [r.method for r in (link, net) if r]
         when = max(r.measured_at for r in (link, net) if r)
         store.put_calibration(gpu_type, b_link=b_link, b_net=b_net, method="; ".join(parts), measured_at=when)

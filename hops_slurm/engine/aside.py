@@ -11,17 +11,22 @@ stop the step, and the daemon retries it at its next turn.
 
 A job stays aside until what made it fail changes: when Slurm shows other stored directives (an
 administrator corrected them) the engine checks them again and, if they parse, takes the job back.
+
+No progress, no placement (:func:`set_aside_unservable`): a job a round plan finds no configuration
+for (every config estimated at throughput 0, or made no progress where it ran: :mod:`estimator.progress`,
+:data:`planner.hops.NO_USABLE_CONFIG`) is set aside with that reason, so it is not placed again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.state import JobState, disk_failure
 from hops_slurm.slurm.api import SlurmError
+from planner.hops import NO_USABLE_CONFIG
 
 log = logging.getLogger(__name__)
 
@@ -67,3 +72,20 @@ def per_job(job: JobState, what: str, step: Callable[[], T], set_aside: Callable
         log.warning("job %s set aside: %s", job.job_id, reason)
         set_aside(job, reason)
         return None
+
+
+def set_aside_unservable(tracked: Mapping[str, JobState], diagnostics: Mapping[str, object],
+                         set_aside: Callable[[JobState, str], None]) -> list[str]:
+    """Set aside every tracked job a planning's diagnostics (``unservable``) name as served by no
+    configuration; returns their ids. Jobs too large for the cluster's nodes now are not set aside (the
+    planner reconsiders them when nodes come back)."""
+    unservable = diagnostics.get("unservable")
+    out = []
+    for job_id, reason in (dict(unservable) if isinstance(unservable, Mapping) else {}).items():
+        js = tracked.get(str(job_id))
+        if js is not None and not js.aside and str(reason).startswith(NO_USABLE_CONFIG):
+            text = reason_text("not scheduled", str(reason))
+            log.warning("job %s set aside: %s", js.job_id, text)
+            set_aside(js, text)
+            out.append(js.job_id)
+    return out

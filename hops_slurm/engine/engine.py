@@ -30,7 +30,7 @@ from typing import Any
 
 from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
+from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text, set_aside_unservable
 from hops_slurm.engine.backend import SlurmBackend
 from hops_slurm.engine.checkpoints import Marks, note_stops, placement_notice
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
@@ -535,6 +535,7 @@ class Engine:
 
         def recorded(planning: Planning) -> None:
             self._record(planning, b.round_id)
+            set_aside_unservable(self.tracked, {} if self.dry_run else planning.plan.diagnostics, self._set_aside)
             b.round_id = tag + "-fragment"  # what follows at this instant is a fragment plan
             views()  # on the snapshot read after enactment
 

@@ -67,6 +67,7 @@ class Estimate:
     throughput: ThroughputFn | None = None
     age: float | None = None  # eq. 9, of the declared samples
     sensitivity: float | None = None  # eq. 10
+    optimistic: ThroughputFn | None = None  # where nothing is measured yet (estimator.explore); None: no exploration
 
 
 NO_ESTIMATE = Estimate()
@@ -136,7 +137,9 @@ def estimate(signature: str, declared_samples: float, requirements: Sequence[int
         fn = cached(("fn", signature), lambda: estimator.throughput_fn(signature))
         age = cached(("age", signature, declared_samples, reqs),
                      lambda: estimator.expected_age(signature, float(declared_samples), reqs))
-        return Estimate(fn, age, cached(("sens", signature), sens))
+        optimistic = getattr(estimator, "optimistic_fn", None)
+        opt = cached(("opt", signature), lambda: optimistic(signature)) if callable(optimistic) else None
+        return Estimate(fn, age, cached(("sens", signature), sens), opt)
     except EstimateUnavailable as exc:
         log.info("job %s: no estimate (%s); using the fallback", job_id or signature, exc)  # until its records arrive (probe in place)
         return NO_ESTIMATE
@@ -184,6 +187,7 @@ def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -
         placed_for=placed_for(job.ledger, now) if job.current else 0.0,
         preemptions=sum(1 for p in job.ledger.placements if p.get("preempted")),
         measured=est.throughput is not None,
+        explore=est.optimistic,
     )
 
 

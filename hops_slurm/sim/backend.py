@@ -63,6 +63,7 @@ from hops_slurm.engine import processed
 from hops_slurm.engine.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
+from hops_slurm.sim.aside import no_usable_config, stall_out
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
@@ -158,6 +159,8 @@ class SimBackend:
         self._active_integral = 0.0
         self._idle_since: float | None = None
         self.cancelled: dict[str, _Job] = {}
+        self.aside: dict[str, str] = {}  # job id -> why it was set aside (hops_slurm.sim.aside), cancelled too
+        self._views: dict[str, JobView] = {}  # the last planning's job views
         #: job id -> (when its notice ends, the GPUs it holds until then): preempted, still checkpointing
         #: or running out the grace
         self._drains: dict[str, tuple[float, Config]] = {}
@@ -238,7 +241,9 @@ class SimBackend:
                           unsaved=0.0 if not job.running or costs.checkpoints_on_notice(job.spec)
                           else job.progress.unsaved_seconds(self.t))
                  for job in self._offered(fragment)]
-        return job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
+        views = job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
+        self._views = {v.job_id: v for v in views}
+        return views
 
     # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
     def processed_samples(self, job: _Job) -> float:
@@ -314,6 +319,12 @@ class SimBackend:
                     result.preempted.append(job.spec.job_id)
                 else:
                     job.config = None  # placed and still waiting for its GPUs: withdrawn, nothing to stop
+            # a job no config serves is set aside (hops_slurm.sim.aside), whatever the policy
+            views = [v for v in self._views.values() if v.job_id in self.active and v.job_id not in self._drains]
+            for job_id, reason in no_usable_config(views, self.cluster.view(), placed).items():
+                job = self.active.pop(job_id)
+                job.record.state, job.record.end, self.aside[job_id] = "CANCELLED", self.t, reason
+                self.cancelled[job_id] = job
         for job_id, config in placed.items():
             job = self.active[job_id]
             if job.config is not None:
@@ -357,26 +368,7 @@ class SimBackend:
         self._end_drains()
 
     def _check_stall(self) -> None:
-        stalled = (
-            self.active
-            and self._next_arrival >= len(self._pending_arrivals)
-            and not self._probes_due
-            and not self._drains
-            and all(j.config is None and j.ready_at <= self.t for j in self.active.values())
-        )
-        if not stalled:
-            self._idle_since = None
-            return
-        if self._idle_since is None:
-            self._idle_since = self.t
-        elif self.t - self._idle_since >= self.settings.stall_seconds:
-            ids = sorted(self.active)
-            log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
-                        len(ids), self.settings.stall_seconds / 3600, ", ".join(ids))
-            for job_id in ids:
-                job = self.active.pop(job_id)
-                job.record.state = "CANCELLED"
-                self.cancelled[job_id] = job
+        stall_out(self)
 
     # --- internals -------------------------------------------------------------------------------------
     def _completion_times(self) -> list[float]:

@@ -15,18 +15,20 @@ How ground truth becomes time components (Gavel's data has only samples/s, no br
   count is the model family's published one (:data:`PARAMS`).
 * calibration: for each model, the communication time that makes eq. (1) give ground truth's 2-GPU
   throughput (one server: B_link; two servers: B_net), turned into a bandwidth with eq. (2); the
-  median over the models is the type's bandwidth (as an all-reduce benchmark measures the link, not
-  one job). Models whose 2-GPU run scales perfectly or better tell nothing and are left out.
+  median over the models (in log space) is the type's bandwidth (as an all-reduce benchmark measures
+  the link, not one job), made physical by :func:`estimator.calibration.fit_physical` (B_link >= B_net,
+  within the range the models showed). Models whose 2-GPU run scales perfectly or better tell nothing
+  and are left out.
 
 Nothing here knows a node's true speed except through the throughput it reports, as on a cluster.
 """
 
 from __future__ import annotations
 
-import statistics
 from datetime import datetime, timezone
 
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
+from estimator.calibration import fit_physical
 from estimator.model import NON_OVERLAP_SHARE
 from profiler.records import MAX_SECONDS, ProbeResult, RuntimeRecord
 
@@ -107,9 +109,9 @@ def calibration(truth: GroundTruth, gpu_type: str) -> tuple[float, float]:
                 continue
             # eq. (2): one node, 2 GPUs: params / B_link * 1/2; two nodes: params / B_net
             out.append(params_of(model) * (0.5 if not spread else 1.0) / t_c)
-    b_link = statistics.median(links) if links else UNBOUNDED_BANDWIDTH
-    b_net = statistics.median(nets) if nets else UNBOUNDED_BANDWIDTH
-    return b_link, b_net
+    fit = fit_physical(links, nets)  # in-server at least cross-server, within what was measured
+    return (fit.b_link if fit.b_link is not None else UNBOUNDED_BANDWIDTH,
+            fit.b_net if fit.b_net is not None else UNBOUNDED_BANDWIDTH)
 
 
 def runtime_record(signature: str, model: str, gpu_type: str, node: str, *, gpus: int, nodes: int,

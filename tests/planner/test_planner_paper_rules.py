@@ -172,3 +172,15 @@ def test_nodes_alike_within_the_tolerance_stay_one_class() -> None:
     assert classes["n0"] == classes["n2"] and classes["n3"] not in (classes["n0"], classes["n1"])
     assert len(set(classes.values())) <= 3
     assert entity_classes(ClusterView(nodes), [j], 0.0) == ClusterView(nodes)
+
+
+def test_a_running_job_that_makes_no_progress_is_not_held_and_leaves_the_plan() -> None:
+    # R runs on 4 GPUs of t inside its minimum run time, but its records there show no progress (its
+    # estimate is 0 on every config): it is not held, it is unservable and the waiting job gets the GPUs
+    cluster = ClusterView((NodeView("n0", "t", "A", 8, 8),))
+    r = JobView("R", (4,), 0.0, 0.0, 1000.0, 1.1, lambda cfg: 0.0, current=freeze_config({"n0": 4}), placed_for=10.0)
+    w = job("W", (8,), linear, wait=100.0)
+    plan = HopsPolicy(PlannerParams(min_run_time=3600.0)).plan(cluster, (r, w), 600.0)
+    assert "R" not in plan.diagnostics["held"]  # type: ignore[operator]
+    assert "no configuration serves it" in plan.diagnostics["unservable"]["R"]  # type: ignore[index]
+    assert plan.assignments["R"] is None and plan.assignments["W"] == {"n0": 8}

@@ -199,3 +199,45 @@ def test_failing_slurm_calls_never_set_a_job_aside_and_recovery_repairs(tmp_path
         assert _released(api) == {"1", "2", "3", "4"}
     finally:
         engine.close()
+
+
+def test_a_job_no_configuration_serves_is_set_aside_with_the_reason_and_not_placed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # job 1's model made no progress wherever it could run (its estimate is 0 on every config,
+    # estimator.progress): the round sets it aside, its owner reads why, and it is never released
+    from estimator.errors import EstimateUnavailable
+    from planner.hops import NO_USABLE_CONFIG
+
+    api = StandInSlurm()
+    api.submit("1", "gpus=1 samples=1000 batch-size=16 model=resnet18")
+    api.submit("2", GOOD)
+    engine = _engine(tmp_path, api)
+    assert engine.state is not None
+    engine.state.remember_model("root/resnet18|b16|tiny", "sig-stalled", ["a100"])
+
+    class Stalled:
+        type_gpus = {"a100": 8}
+
+        def throughput_fn(self, sig: str) -> object:
+            if sig == "sig-stalled":
+                return lambda cfg: 0.0
+            raise EstimateUnavailable("no data")
+
+        def expected_age(self, sig: str, samples: float, reqs: object) -> float:
+            return 3600.0
+
+        def sensitivity(self, sig: str, gpu_type: str | None = None) -> float:
+            return 1.0
+
+    monkeypatch.setattr(engine, "_estimator_for", lambda _cluster: Stalled())
+    try:
+        for _ in range(3):
+            _round(engine)
+        stalled = engine.tracked["1"]
+        assert NO_USABLE_CONFIG in stalled.aside
+        assert api.get("1").comment == COMMENT_PREFIX + stalled.aside
+        assert "1" not in _released(api) and "2" in _released(api)
+        rows = {r.jobid: r for r in queue_rows(engine.state, api.jobs())}  # type: ignore[arg-type]
+        assert rows["1"].plan.startswith("set aside: ") and NO_USABLE_CONFIG in rows["1"].plan
+    finally:
+        engine.close()

@@ -127,7 +127,9 @@ def test_the_engine_on_the_simulated_cluster_measures_what_the_simulator_charges
         assert len(seen) == len(runs)  # one observation per run that wrote a record
         assert all(costs.process_start - 1.0 <= s <= charged + 1.0 for s in seen), seen  # a first start pays too
         restart_least = min(costs.start_cost(j.model, from_checkpoint=True) for j in jobs)
-        assert sum(1 for s in seen if s >= restart_least - 1.0) >= restarts, seen
+        # a record-timed observation is good to about a second (a first start charged 35 s has been seen at
+        # 34.1 s), the size of the smallest checkpoint load: 1.5 s of slack tells restarts from first starts
+        assert sum(1 for s in seen if s >= restart_least - 1.5) >= restarts, seen
         records, _ = sim.records()
     for rec in records:
         assert rec.processed_samples is not None and rec.total_samples is not None

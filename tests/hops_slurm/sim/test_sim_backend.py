@@ -244,3 +244,27 @@ def test_understated_job_is_reaged_as_it_runs_and_taints_its_owners_queue(tmp_pa
     assert after["b"] == pytest.approx(before["b"] * 40.0, rel=1e-3)  # bad's history: worst ratio 40
     before_off, after_off, _ = run(False)
     assert after_off == before_off == before
+
+
+@pytest.mark.parametrize("policy", ["hops", "sia-lr", "gavel-lr"])
+def test_a_job_with_zero_progress_on_every_config_is_set_aside_and_not_placed_again(tmp_path, policy):
+    # a rigid 2-GPU request of a model that makes no progress on more than one GPU (ground truth: 0),
+    # beside a job that runs: the no-progress job is tried where its estimates say it could run, its
+    # records there show no progress, it is set aside with the reason and the run ends
+    from planner.hops import NO_USABLE_CONFIG
+    from planner.policies import make_policy
+
+    rec_model = "Recommendation (batch size 1024)"
+    assert GroundTruth().samples_per_second(rec_model, "v100", 2, False) == 0.0
+    jobs = (JobSpec("stuck", 0.0, rec_model, (2,), 1.0e9, "carol"), job("ok", 4 * 3600.0))
+    backend = SimBackend(cluster(tmp_path, nodes=2), jobs, SimSettings(stall_seconds=30 * 86400.0))
+    run_rounds(backend, make_policy(policy))
+    assert backend.done()
+    ok, stuck = sorted(backend.job_records(), key=lambda r: r.job_id)
+    assert ok.state == "COMPLETED"
+    assert stuck.state == "CANCELLED" and backend.aside["stuck"].startswith(NO_USABLE_CONFIG)
+    # one try per config the estimator could not rule out (one node, two nodes), each ended by its
+    # first runtime record: not placed again after that, set aside long before the stall rule
+    assert 1 <= len(stuck.placements) <= 2
+    assert stuck.end is not None and stuck.end < 2 * 3600.0
+    assert all(p.end is not None and p.end - p.start < 3600.0 for p in stuck.placements)

@@ -1,0 +1,89 @@
+"""Exploration with a bounded cost: a job tries a config no record has measured when its GPUs sit idle.
+
+Where it sits: :meth:`planner.hops.HopsPolicy.plan` calls :func:`explore_idle` on every plan, after the
+ILP (and its fallbacks) chose the configs. The Hops paper faults Sia because "initial crude guidance
+can prevent the scheduler from ever obtaining opportunities to run in certain configurations": a job
+measured on a slow type whose estimate on a fast type is too pessimistic (eq. 2's bandwidths wrong for
+that model) would never run on the fast type, and nothing would correct the estimate. Here:
+
+- each job view may carry :attr:`planner.views.JobView.explore`: an optimistic samples/s for configs
+  no record measured yet (:mod:`estimator.explore`: the single-GPU rate per GPU, an upper bound of
+  data parallelism), 0.0 where everything is measured;
+- after the plan, for each placed job in priority order, the configs of the same GPU count that fit on
+  the GPUs the plan leaves idle (plus the job's own) are looked at; the one with the highest optimistic
+  rate is taken when it beats the rate the job has in its planned config by :data:`EXPLORE_MARGIN` and,
+  for a running job, when the move pays at that optimistic rate (:func:`planner.moves.move_price`: the
+  restart and the lost work against the time it would save), like any other move;
+- the job runs there, its first runtime record measures the config, and the config is never explored
+  again for that model (it is measured): a model has finitely many config signatures, so a wrong
+  pessimistic estimate is corrected within that many rounds on a cluster where the GPUs are idle, and
+  a wrong optimistic one costs one move (the priced move back, if it pays).
+
+The GPU count stays the plan's: exploring decides where a job runs, not how many GPUs it takes (that
+is the ILP's, with the leftovers fill). Only GPUs the plan leaves idle are used: no other job loses a
+GPU to exploration. Pure: views in, configs out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from planner.configs import generate_configs
+from planner.moves import move_price
+from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
+
+#: an unmeasured config is tried only when its optimistic rate beats the planned one by this factor
+EXPLORE_MARGIN = 1.1
+
+
+def _rate(fn: object, cfg: Config) -> float:
+    try:
+        return max(float(fn(cfg)), 0.0)  # type: ignore[operator]
+    except Exception:  # noqa: BLE001 - no estimate there: nothing to explore there
+        return 0.0
+
+
+def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
+                 capacity: Mapping[str, int], sigma: float) -> tuple[dict[str, Config | None], dict[str, str]]:
+    """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why."""
+    out: dict[str, Config | None] = dict(chosen)
+    free = dict(capacity)
+    for cfg in out.values():
+        for n, g in (cfg or {}).items():
+            free[n] = free.get(n, 0) - g
+    if not any(g > 0 for g in free.values()):
+        return out, {}
+    why: dict[str, str] = {}
+    for job in jobs:
+        cfg = out.get(job.job_id)
+        if not cfg or job.explore is None:
+            continue
+        rate = _rate(job.throughput, cfg)
+        if rate <= 0.0:
+            continue
+        pool = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
+                                          max(0, min(n.total_gpus, free.get(n.name, 0) + cfg.get(n.name, 0))))
+                                 for n in cluster.nodes))
+        best: Config | None = None
+        best_rate = rate * EXPLORE_MARGIN
+        for cand in generate_configs(job, pool, sigma, one_per_class=True):
+            if config_gpus(cand) != config_gpus(cfg) or dict(cand) == dict(cfg):
+                continue
+            opt = _rate(job.explore, cand)
+            if opt <= best_rate:
+                continue
+            if job.current and move_price(job, rate, opt).saves <= 0.0:
+                continue
+            best, best_rate = freeze_config(cand), opt
+        if best is None:
+            continue
+        for n, g in cfg.items():
+            free[n] = free.get(n, 0) + g
+        for n, g in best.items():
+            free[n] = free.get(n, 0) - g
+        out[job.job_id] = best
+        why[job.job_id] = f"optimistic {best_rate:.4g} samples/s unmeasured vs {rate:.4g} planned"
+    return out, why
+
+
+__all__ = ["EXPLORE_MARGIN", "explore_idle"]
