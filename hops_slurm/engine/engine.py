@@ -284,8 +284,7 @@ class Engine:
     def _refresh(self, listing: list[SlurmJob] | None) -> dict[str, Any]:
         assert self.backend is not None and self.enactor is not None and self.state is not None
         b = self.backend
-        self._refreshes += 1
-        self._record_budget = RefreshBudget()
+        self._refreshes, self._record_budget = self._refreshes + 1, RefreshBudget()  # one record budget per refresh
         snap = b.read(listing)
         out: dict[str, Any] = {"held": [], "ended": [], "profiled": [], "in_place": []}
         if not self.dry_run:
