@@ -14,6 +14,9 @@ that model) would never run on the fast type, and nothing would correct the esti
   rate is taken when it beats the rate the job has in its planned config by :data:`EXPLORE_MARGIN` and,
   for a running job, when the move pays at that optimistic rate (:func:`planner.moves.move_price`: the
   restart and the lost work against the time it would save), like any other move;
+- a running job explores only while it has never been preempted or moved: exploring at a (re)start
+  costs nothing, a move of a running job costs a restart, so exploration adds at most one preemption to a
+  job (on Table 4's workload, exploring on every round doubled Hops' preemptions per job: docs/results/moves.md);
 - the job runs there, its first runtime record measures the config, and the config is never explored
   again for that model (it is measured): a model has finitely many config signatures, so a wrong
   pessimistic estimate is corrected within that many rounds on a cluster where the GPUs are idle, and
@@ -56,8 +59,8 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     why: dict[str, str] = {}
     for job in jobs:
         cfg = out.get(job.job_id)
-        if not cfg or job.explore is None:
-            continue
+        if not cfg or job.explore is None or (job.current and job.preemptions > 0):
+            continue  # exploring is free at a (re)start; a running job pays a move for it only before its first preemption
         rate = _rate(job.throughput, cfg)
         if rate <= 0.0:
             continue

@@ -72,7 +72,10 @@ class EngineEnv:
         def idle() -> bool:
             return all(not n.gpus_used for n in self.api.nodes()) and \
                 not any(j.active for j in self.api.jobs())
-        wait_until(idle, "an idle cluster (no GPU allocated, no job active)", timeout)
+        try:
+            wait_until(idle, "an idle cluster (no GPU allocated, no job active)", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.describe()}") from None
 
     def probes_first(self) -> None:
         """This test's engine probes every new model before planning it (``probe_in_place = false``): on
