@@ -8,10 +8,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-import sqlite_utils
 
 from estimator.bounds import KEEP_SAMPLES, TRIM_EVERY
-from estimator.store import MIGRATIONS, SCHEMA_VERSION, ThroughputStore, read_only_uri
+from estimator.store import SCHEMA_VERSION, ThroughputStore, read_only_uri
+from store_helpers import store_at_version
 
 
 def test_measured_records_fold_into_one_row_per_key_with_the_mean_of_all(tmp_path: Path) -> None:
@@ -41,11 +41,7 @@ def test_samples_keep_the_most_recent_and_never_grow_past_the_bound(tmp_path: Pa
 
 def test_a_version_3_store_is_folded_into_aggregates_with_the_same_estimates(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    db = sqlite_utils.Database(path)
-    db["meta"].create({"key": str, "value": str}, pk="key")
-    for migrate in MIGRATIONS[:3]:
-        migrate(db)
-    db["meta"].insert({"key": "schema_version", "value": "3"})
+    db = store_at_version(path, 3)
     for v in (1.0, 2.0, 6.0):
         db["entity_aggregated"].insert({"signature": "s", "gpu_type": "v100", "gpus": 1, "nodes": 1, "per_gpu": v, "server": "n1"})
         db["type_aggregated"].insert({"signature": "s", "gpu_type": "v100", "gpus": 1, "nodes": 1, "per_gpu": v})

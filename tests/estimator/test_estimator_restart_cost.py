@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import sqlite_utils
 
 from estimator import restart_cost
 from estimator.errors import StoreError
-from estimator.store import MIGRATIONS, SCHEMA_VERSION, ThroughputStore
+from estimator.store import SCHEMA_VERSION, ThroughputStore
+from store_helpers import store_at_version
 
 
 def test_no_observation_no_cost_then_the_median_of_what_was_seen(tmp_path: Path) -> None:
@@ -58,11 +58,7 @@ def test_readers_read_costs_and_cannot_write_them(tmp_path: Path) -> None:
 
 def test_a_version_2_store_migrates_and_keeps_its_measurements(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    db = sqlite_utils.Database(path)
-    db["meta"].create({"key": str, "value": str}, pk="key")
-    for migrate in MIGRATIONS[:2]:
-        migrate(db)
-    db["meta"].insert({"key": "schema_version", "value": "2"})
+    db = store_at_version(path, 2)
     db["type_aggregated"].insert({"signature": "sig", "gpu_type": "v100", "gpus": 1, "nodes": 1, "per_gpu": 7.0})
     db.close()
     with ThroughputStore(path) as store:
