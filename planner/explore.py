@@ -59,8 +59,9 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     why: dict[str, str] = {}
     for job in jobs:
         cfg = out.get(job.job_id)
+        # exploring is free at a (re)start; a running job pays a move for it only before its first preemption
         if not cfg or job.explore is None or (job.current and job.preemptions > 0):
-            continue  # exploring is free at a (re)start; a running job pays a move for it only before its first preemption
+            continue
         rate = _rate(job.throughput, cfg)
         if rate <= 0.0:
             continue
