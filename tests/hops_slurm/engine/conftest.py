@@ -204,6 +204,7 @@ def eng(minicluster: Minicluster, engine_state: Path) -> Iterator[EngineEnv]:
     deadline = time.monotonic() + 30
     while any((j.pending or j.active) for j in e.jobs().values()) and time.monotonic() < deadline:
         time.sleep(0.2)
+    _clear_stale_gres(minicluster, e.api)
     names = [r.name for r in e.api.reservations() if r.name.startswith("hops-")]
     for job in e.api.jobs():
         if job.reservation in names and (job.pending or job.active):
@@ -211,3 +212,17 @@ def eng(minicluster: Minicluster, engine_state: Path) -> Iterator[EngineEnv]:
     for name in names:
         minicluster.run(["scontrol", "delete", f"ReservationName={name}"], check=False)
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _clear_stale_gres(minicluster: Minicluster, api: CliSlurm, timeout: float = 30.0) -> None:
+    """Twice in full live runs on 22.05 a node kept GPUs "used" after the job holding them (requeue-held,
+    then cancelled) had ended, with no job active anywhere: every later test then saw a busy node. When
+    that is so after a test, ``scontrol reconfigure`` makes slurmctld rebuild its GRES counts from its jobs.
+    Root cause not found (docs: the session note); a node still busy afterwards is left to the next test's
+    own checks, which name it."""
+    if any(j.active for j in api.jobs()) or not any(n.gpus_used for n in api.nodes()):
+        return
+    minicluster.run(["scontrol", "reconfigure"], check=False)
+    deadline = time.monotonic() + timeout
+    while any(n.gpus_used for n in api.nodes()) and time.monotonic() < deadline:
+        time.sleep(0.5)
