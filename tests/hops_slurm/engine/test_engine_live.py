@@ -30,8 +30,11 @@ def test_jobs_land_on_exactly_the_planned_nodes_and_gpus_including_two_nodes(eng
     # Both A100 nodes must be free for the wide job: a job of an earlier test still completing there would
     # send the small job onto them first, and the minimum run time then keeps it there.
     eng.until_idle()
-    wide = eng.submit(gpus="16")  # 16 GPUs: more than any node has, so the plan must span two nodes or more
-    small = eng.submit(gpus="1,2,4")
+    # A model no other test uses: the engine state (and its throughput store) is shared by the session, and
+    # what earlier tests recorded for the common model (e.g. the honesty test's inflated record) would
+    # otherwise decide whether the small job is worth more on the A100s than the wide one.
+    wide = eng.submit(gpus="16", model="resnet50")  # 16 GPUs: more than any node has: the plan spans two nodes
+    small = eng.submit(gpus="1,2,4", model="resnet50")
     out = eng.until_planned([wide, small], placed=True)
     plan = out["assignments"]
     assert len(plan[wide]) >= 2 and sum(plan[wide].values()) == 16
