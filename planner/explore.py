@@ -14,6 +14,10 @@ that model) would never run on the fast type, and nothing would correct the esti
   rate is taken when it beats the rate the job has in its planned config by :data:`EXPLORE_MARGIN` and,
   for a running job, when the move pays at that optimistic rate (:func:`planner.moves.move_price`: the
   restart and the lost work against the time it would save), like any other move;
+- a config that only spreads the planned GPUs of the same type over more servers is never tried: it
+  cannot be faster (in-server bandwidth is at least cross-server), though its optimistic rate, which
+  ignores communication, beats any measured multi-GPU rate (on Table 4's workload such tries were moves
+  undone by the next round: docs/results/moves.md);
 - a running job explores only while it has never been preempted or moved: exploring at a (re)start
   costs nothing, a move of a running job costs a restart, so exploration adds at most one preemption to a
   job (on Table 4's workload, exploring on every round doubled Hops' preemptions per job: docs/results/moves.md);
@@ -46,6 +50,14 @@ def _rate(fn: object, cfg: Config) -> float:
         return 0.0
 
 
+def _spreads(cand: Config, cfg: Config, types: Mapping[str, str]) -> bool:
+    """Whether ``cand`` holds the GPUs of ``cfg``'s one GPU type on more servers: never faster (the
+    calibration keeps in-server bandwidth at or above cross-server, :mod:`estimator.calibration`), so not
+    worth a try, though its optimistic bound (no communication at all) beats a measured consolidated rate."""
+    kinds = {types.get(n) for n in cfg} | {types.get(n) for n in cand}
+    return len(kinds) == 1 and len(cand) > len(cfg)
+
+
 def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
                  capacity: Mapping[str, int], sigma: float) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why."""
@@ -57,6 +69,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     if not any(g > 0 for g in free.values()):
         return out, {}
     why: dict[str, str] = {}
+    types = {n.name: n.gpu_type for n in cluster.nodes}
     for job in jobs:
         cfg = out.get(job.job_id)
         # exploring is free at a (re)start; a running job pays a move for it only before its first preemption
@@ -71,7 +84,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         best: Config | None = None
         best_rate = rate * EXPLORE_MARGIN
         for cand in generate_configs(job, pool, sigma, one_per_class=True):
-            if config_gpus(cand) != config_gpus(cfg) or dict(cand) == dict(cfg):
+            if config_gpus(cand) != config_gpus(cfg) or dict(cand) == dict(cfg) or _spreads(cand, cfg, types):
                 continue
             opt = _rate(job.explore, cand)
             if opt <= best_rate:

@@ -91,3 +91,29 @@ def test_a_move_that_does_not_pay_at_the_optimistic_rate_is_not_explored() -> No
                           restart_cost=600.0, explore=k.explore)
     out, why = explore_idle({"j": freeze_config({"k0": 2})}, (nearly_done,), CLUSTER, {"k0": 4, "p0": 4, "v0": 4}, 1.4)
     assert out["j"] == {"k0": 2} and why == {}
+
+
+def test_spreading_the_same_gpus_over_more_servers_of_their_type_is_never_explored() -> None:
+    # three V100 servers: the job measured on two GPUs of one; the split (one GPU on each) is unmeasured and
+    # its optimistic bound (twice the single-GPU rate, no communication) beats the measured rate, but the
+    # same type over more servers cannot be faster
+    three = ClusterView(tuple(NodeView(f"v{i}", "v100", "v100", 4, 4) for i in range(3)))
+    free = {"v0": 2, "v1": 1, "v2": 1}  # the job's own two on v0, one idle GPU on each of the others
+
+    def measured(cfg: Config) -> float:
+        return 700.0 if len(cfg) == 1 else 500.0
+
+    def optimistic(cfg: Config) -> float:
+        return 0.0 if len(cfg) == 1 else 2 * 480.0
+
+    for current in (None, freeze_config({"v0": 2})):
+        j = JobView("j", (2,), 0.0, 0.0, 3600.0 * 100, 1.0, measured, total_samples=1.0e8, done_samples=1.0e6,
+                    current=current, placed_for=3600.0, restart_cost=1.0, explore=optimistic)
+        out, why = explore_idle({"j": freeze_config({"v0": 2})}, (j,), three, free, 1.4)
+        assert out["j"] == {"v0": 2} and why == {}
+    # a config of another type is still tried (the rule is about spreading, not about exploring)
+    k = Knowledge()
+    k.measured.add("k80")
+    j = view(k, None, 0.0)
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, {"k0": 4, "p0": 4, "v0": 4}, 1.4)
+    assert out["j"] == {"v0": 2}
