@@ -23,8 +23,8 @@ from standin import StandInSlurm
 
 JOB = "gpus=1,2 samples=1000 batch-size=8 model=resnet18"
 #: every kind of journaled step a placement meets (as in the live fault test), after and before
-CHAIN = [("hold", "after"), ("place", "before"), ("place", "after"), ("env", "after"), ("reserve", "after"),
-         ("attach", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
+CHAIN = [("hold", "after"), ("reserve", "before"), ("reserve", "after"), ("place", "before"), ("place", "after"),
+         ("env", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
          ("unreserve", "after"), ("gate", "after")]
 
 
