@@ -131,10 +131,10 @@ class StandInSlurm:
         self._batch("requeuehold", job_ids, self.requeue_hold)
 
     def update_job_all(self, job_ids: list[str], fields: dict[str, str]) -> None:
-        self._batch("update", job_ids, lambda j: self.update_job(j, fields))
+        self._batch("update", job_ids, lambda j: self.update_job(j, fields), *(f"{k}={v}" for k, v in fields.items()))
 
-    def _batch(self, what: str, job_ids: list[str], one: Callable[[str], None]) -> None:
-        self._mutating(what, ",".join(job_ids))  # a fault refuses the whole command
+    def _batch(self, what: str, job_ids: list[str], one: Callable[[str], None], *fields: str) -> None:
+        self._mutating(what, ",".join(job_ids), *fields)  # a fault refuses the whole command
         gone = [j for j in job_ids if j not in self._jobs]
         self._quiet = True  # one command, whatever it does to each job
         try:
