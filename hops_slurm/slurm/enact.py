@@ -147,7 +147,7 @@ class Enactor:
             log.warning("job %s: cannot hold it: %s", job_id, error)
         return [j for j in todo if j not in failed]
 
-    def _batched(self, kind: str, args: Mapping[str, Mapping[str, object]], op: str,
+    def batched(self, kind: str, args: Mapping[str, Mapping[str, object]], op: str,
                  fields: Mapping[str, str] | None = None) -> dict[str, str]:
         """One journal phase of ``kind`` over the jobs of ``args`` (job id -> the action's args: intents in
         one transaction, outcomes in another) carried out by Slurm's list form of ``op``
@@ -173,7 +173,7 @@ class Enactor:
         return dict(ph.errors)
 
     def _hold_jobs(self, args: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
-        return self._batched("hold", args, "hold")
+        return self.batched("hold", args, "hold")
 
     def evict_foreign(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
         """Detach pending jobs that use a Hops reservation they were not given: a job without ``#HOPS``
@@ -315,7 +315,7 @@ class Enactor:
     def _preempt_all(self, jobs: list[SlurmJob], attached: Collection[str]) -> None:
         """Requeue-hold ``jobs`` (one phase, one ``scontrol requeuehold``); then the reservations of those
         ``attached`` to theirs. A refused requeue raises (the round stops; recovery repairs it)."""
-        failed = self._batched("requeuehold", {j.job_id: {"config": j.gpu_config()} for j in jobs}, "requeue_hold")
+        failed = self.batched("requeuehold", {j.job_id: {"config": j.gpu_config()} for j in jobs}, "requeue_hold")
         if failed:
             raise SlurmError("; ".join(f"requeuehold {j}: {e}" for j, e in failed.items()))
         self._drop_reservations([j.job_id for j in jobs if j.job_id in attached])
@@ -359,7 +359,7 @@ class Enactor:
         if not job_ids:
             return
         names = {j: job_reservation(j) for j in job_ids}
-        failed = self._batched("detach", {j: {"reservation": n} for j, n in names.items()}, "update_job", {"Reservation": ""})
+        failed = self.batched("detach", {j: {"reservation": n} for j, n in names.items()}, "update_job", {"Reservation": ""})
         failed.update(self._each("unreserve", {j: {"reservation": n} for j, n in names.items() if j not in failed},
                                  lambda j: self.api.delete_reservation(names[j])))
         if failed:
@@ -476,7 +476,7 @@ class Enactor:
         last = max((w for w in waits if w is not None), default=None)
         if last is not None:
             time.sleep(max(0.0, min(self.requeue_grace, last + self.requeue_grace - time.time())))
-        failed.update(self._batched("release", {j: {"config": dict(by_id[j].config)} for j in release}, "release"))
+        failed.update(self.batched("release", {j: {"config": dict(by_id[j].config)} for j in release}, "release"))
         for job_id in made:  # a reservation made for a job that was not released: deleted again
             if job_id in failed:
                 try:
