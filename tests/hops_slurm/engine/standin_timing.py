@@ -64,11 +64,24 @@ def main(argv: list[str]) -> int:
               f"{planning.read_seconds:.2f}, plan {planning.plan_seconds:.2f}, enact {planning.enact_seconds:.2f}); "
               f"placed {len(planning.plan.placed())}; Slurm operations in the round {calls}; journal commits "
               f"in the round {commits}; peak RSS {peak:.0f} MiB")
+        steps = _steps(engine)
+        if steps:
+            print("round steps (s): " + ", ".join(f"{c}/{st} {v:.2f}" for (c, st), v in steps.items() if c != "refresh"))
         if profile is not None:
             pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
     finally:
         engine.close()
     return 0
+
+
+def _steps(engine: Engine) -> dict[tuple[str, str], float]:
+    """Seconds per named step of the cycle so far (hops_engine_step_duration_seconds; empty before it existed)."""
+    out = {}
+    for family in engine.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == "hops_engine_step_duration_seconds_sum":
+                out[(sample.labels["cycle"], sample.labels["step"])] = sample.value
+    return out
 
 
 def _commits(engine: Engine) -> int:
