@@ -1,8 +1,10 @@
 """The enactment journal: every action the engine means to take on Slurm, written before it is taken.
 
-Where it sits: :mod:`hops_slurm.slurm.enact` wraps each Slurm operation (hold, place, reserve, attach,
-release, requeuehold, detach, unreserve) in :meth:`Journal.action`, which writes the intent to SQLite,
-runs the operation, then marks it ``done`` (or ``failed`` with Slurm's message). A crash (SIGKILL,
+Where it sits: :mod:`hops_slurm.slurm.enact` wraps each Slurm operation (hold, place, reserve, env,
+release, requeuehold, detach, unreserve) in :meth:`Journal.action` (one action) or :meth:`Journal.phase`
+(the same kind of action for many jobs: every intent written in one transaction, then the operations,
+then every outcome in one transaction), which writes the intent to SQLite, runs the operation, then
+marks it ``done`` (or ``failed`` with Slurm's message). A crash (SIGKILL,
 power loss) leaves the action ``intended``; on start the engine calls
 :func:`hops_slurm.slurm.reconcile.reconcile`, which marks those ``interrupted`` (:meth:`Journal.mark_interrupted`)
 and repairs Slurm's state: no job lost, none left released outside its reservation, no stray reservation. The journal also keeps
@@ -14,9 +16,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,23 @@ class Action:
     error: str
     created: float
     finished: float | None
+
+
+@dataclass
+class Phase:
+    """The actions of one :meth:`Journal.phase`: job id -> action id, and the jobs whose action failed
+    (job id -> why). The phase's body calls :meth:`failed` for each job whose operation failed; the others
+    are marked done when the body ends."""
+
+    ids: dict[str, int]
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def failed(self, job_id: str, error: str) -> None:
+        self.errors[str(job_id)] = error
+
+    @property
+    def done(self) -> list[str]:
+        return [j for j in self.ids if j not in self.errors]
 
 
 class Journal:
@@ -68,15 +87,58 @@ class Journal:
             )
 
     # ----- writing ------------------------------------------------------------------------------
+    #: transactions committed by this connection (``tests/hops_slurm/engine/standin_timing.py`` counts them)
+    commits = 0
+
     def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
-        row = {"round_id": round_id, "job_id": str(job_id), "kind": kind, "args": json.dumps(dict(args or {}), sort_keys=True),
-               "status": INTENDED, "error": "", "created": self.clock(), "finished": None}
-        with self.db.conn:  # committed before the action runs
-            return int(self.db["actions"].insert(row).last_pk)
+        return self.intend_all([(kind, job_id, args)], round_id)[0]
+
+    def intend_all(self, items: Sequence[tuple[str, str, Mapping[str, Any] | None]], round_id: str = "") -> list[int]:
+        """Journal the intent of each ``(kind, job_id, args)`` in one transaction, committed before any of
+        them runs; their action ids in the same order."""
+        now = self.clock()
+        rows = [(round_id, str(job_id), kind, json.dumps(dict(args or {}), sort_keys=True), INTENDED, "", now)
+                for kind, job_id, args in items]
+        ids = []
+        with self.db.conn:
+            for row in rows:
+                cur = self.db.conn.execute("insert into actions (round_id, job_id, kind, args, status, error, created) "
+                                           "values (?, ?, ?, ?, ?, ?, ?)", row)
+                ids.append(int(cur.lastrowid or 0))
+        self.commits += 1
+        return ids
 
     def finish(self, action_id: int, status: str = DONE, error: str = "") -> None:
+        self.finish_all({action_id: (status, error)})
+
+    def finish_all(self, outcomes: Mapping[int, tuple[str, str]]) -> None:
+        """Mark each action ``id -> (status, error)`` in one transaction."""
+        if not outcomes:
+            return
+        now = self.clock()
         with self.db.conn:
-            self.db["actions"].update(action_id, {"status": status, "error": error, "finished": self.clock()})
+            self.db.conn.executemany("update actions set status = ?, error = ?, finished = ? where id = ?",
+                                     [(st, err, now, i) for i, (st, err) in outcomes.items()])
+        self.commits += 1
+
+    @contextmanager
+    def phase(self, kind: str, items: Sequence[tuple[str, Mapping[str, Any] | None]], round_id: str = "") -> Iterator[Phase]:
+        """One phase of an enactment: the ``kind`` action for each ``(job_id, args)`` (each job once).
+        Every intent is committed in one transaction before the body runs; the body carries them out and
+        calls :meth:`Phase.failed` for each one that failed; then every outcome is committed in one
+        transaction. An Exception from the body marks the actions not yet failed ``failed`` too and
+        propagates; anything else (a kill) leaves them all ``intended`` for the reconcile, exactly like
+        a crash between an action and its mark (:meth:`action`)."""
+        jobs = [str(j) for j, _a in items]
+        if len(set(jobs)) != len(jobs):
+            raise ValueError(f"a journal phase names each job once ({kind}: {jobs})")
+        ph = Phase(dict(zip(jobs, self.intend_all([(kind, j, a) for j, a in items], round_id))))
+        try:
+            yield ph
+        except Exception as exc:
+            self.finish_all({i: (FAILED, ph.errors.get(j, str(exc))) for j, i in ph.ids.items()})
+            raise
+        self.finish_all({i: (FAILED, ph.errors[j]) if j in ph.errors else (DONE, "") for j, i in ph.ids.items()})
 
     @contextmanager
     def action(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> Iterator[int]:
@@ -92,12 +154,20 @@ class Journal:
 
     def record_allocation(self, job_id: str, planned: Mapping[str, int], actual: Mapping[str, tuple[int, ...]],
                           matched: bool, round_id: str = "") -> None:
+        self.record_allocations([(job_id, planned, actual, matched)], round_id)
+
+    def record_allocations(self, rows: Sequence[tuple[str, Mapping[str, int], Mapping[str, tuple[int, ...]], bool]],
+                           round_id: str = "") -> None:
+        """Record ``(job_id, planned, actual, matched)`` allocations read back after starts, in one transaction."""
+        if not rows:
+            return
+        now = self.clock()
         with self.db.conn:
-            self.db["allocations"].insert({
+            self.db["allocations"].insert_all([{
                 "round_id": round_id, "job_id": str(job_id), "planned": json.dumps(dict(planned), sort_keys=True),
                 "actual": json.dumps({n: list(i) for n, i in actual.items()}, sort_keys=True),
-                "matched": int(matched), "at": self.clock(),
-            })
+                "matched": int(matched), "at": now} for job_id, planned, actual, matched in rows])
+        self.commits += 1
 
     # ----- reading ------------------------------------------------------------------------------
     def actions(self, *, status: str | None = None, job_id: str | None = None) -> list[Action]:
@@ -155,8 +225,7 @@ class Journal:
     def mark_interrupted(self) -> list[Action]:
         """Mark every still-``intended`` action ``interrupted`` and return them (oldest first)."""
         open_ = self.open_actions()
-        for a in open_:
-            self.finish(a.id, INTERRUPTED, "engine stopped before this action was confirmed")
+        self.finish_all({a.id: (INTERRUPTED, "engine stopped before this action was confirmed") for a in open_})
         return open_
 
 

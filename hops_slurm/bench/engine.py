@@ -74,31 +74,40 @@ def wait_profiled(engine: Engine, jobs: int, timeout: float) -> float:
 
 def timed_round(engine: Engine, number: int) -> dict[str, float | int | str]:
     """One round as the daemon runs it (refresh, then plan and enact), timed by phase: one table row."""
+    before = slurm_processes(engine)
     t0 = time.perf_counter()
     engine.refresh()
     t1 = time.perf_counter()
     planning = engine.round()
     t2 = time.perf_counter()
     res = engine.backend.last_result  # type: ignore[union-attr]
+    processes = slurm_processes(engine) - before
     if planning is None or res is None:
         raise RuntimeError("the round planned nothing (no profiled jobs)")
     return {"round": number, "read": t1 - t0, "views": planning.read_seconds, "plan": planning.plan_seconds,
             "enact": planning.enact_seconds, "total": t2 - t0, "placed": len(planning.plan.placed()),
             "gpus": f"{planning.record.gpus_in_use}/{planning.record.total_gpus}", "started": len(res.started),
             "preempted": len(res.preempted), "kept": len(res.kept), "refused": len(res.refused),
-            "mismatched": len(res.mismatched)}
+            "mismatched": len(res.mismatched), "processes": processes}
+
+
+def slurm_processes(engine: Engine) -> int:
+    """Slurm commands the engine's CLI backend ran so far (each one process; 0 for another backend)."""
+    api = getattr(engine.api, "inner", engine.api)  # the engine wraps it in RetryingReads
+    calls = getattr(api, "calls", None)
+    return int(sum(calls.values())) if hasattr(calls, "values") else 0
 
 
 ROUND_HEADER = [
-    "| round | read (refresh) | job views | plan (ILP) | enact | total | jobs placed | GPUs in use | started | preempted | kept | refused | mismatched |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| round | read (refresh) | job views | plan (ILP) | enact | total | jobs placed | GPUs in use | started | preempted | kept | refused | mismatched | Slurm processes |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
 def round_line(row: dict[str, float | int | str]) -> str:
     return (f"| {row['round']} | {row['read']:.2f} | {row['views']:.2f} | {row['plan']:.2f} | {row['enact']:.2f} | "
             f"{row['total']:.2f} | {row['placed']} | {row['gpus']} | {row['started']} | {row['preempted']} | {row['kept']} | "
-            f"{row['refused']} | {row['mismatched']} |")
+            f"{row['refused']} | {row['mismatched']} | {row.get('processes', '')} |")
 
 
 def run(out_dir: Path) -> Path:

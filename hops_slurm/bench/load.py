@@ -9,7 +9,8 @@ ports and state directory, ``MaxJobCount=20000``) with the submit hook, and tear
    GPUs) with parallel ``sbatch`` processes (not ``--array``: the engine schedules jobs, and pending
    array tasks are one record in Slurm's listing until they split). An in-process engine (as the
    daemon runs it) holds and profiles them (one probe per model and GPU type; not timed as a round),
-   then runs ``ROUNDS`` rounds timed by phase with :func:`hops_slurm.bench.engine.timed_round`. Peak
+   then runs ``ROUNDS`` rounds timed by phase with :func:`hops_slurm.bench.engine.timed_round`, each
+   printed with the count of Slurm processes it ran (every client command is one). Peak
    RSS is the engine process's ``VmHWM`` (reset just before the engine opens).
 2. **Submit rate.** With the 10,000 still queued, the real daemon (``hops-slurm daemon --foreground``,
    a child process; round every 60 s, refresh every 10 s) runs while ``RATE`` jobs/s are submitted for
@@ -180,6 +181,8 @@ def run(out_dir: Path) -> Path:
             profiling = wait_profiled(engine, JOBS - len(fill_errors), timeout=3600)
             for r in range(ROUNDS):
                 rows.append(timed_round(engine, r + 1))
+                print(f"round {r + 1}: {rows[-1]['total']:.2f} s, {rows[-1]['processes']} Slurm processes "
+                      f"({rows[-1]['placed']} jobs placed)", flush=True)
             engine_rss = peak_rss_mib()
         load_mid = load()
         daemon_log = work / "daemon.log"

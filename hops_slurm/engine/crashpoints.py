@@ -4,7 +4,8 @@ Where it sits: :meth:`hops_slurm.engine.engine.Engine.open` opens its journal wi
 :func:`crashing_journal`, which is the plain :class:`hops_slurm.journal.Journal` unless the environment
 names a crash point (the live crash and fault tests set these; nothing else does):
 
-* ``HOPS_ENGINE_CRASH_AFTER=k``: after the k-th action of a round was carried out, before it is marked done;
+* ``HOPS_ENGINE_CRASH_AFTER=k``: after the k-th action of a round was carried out, before it is marked done
+  (the actions of one journal phase are marked together: the crash leaves the whole phase unmarked);
 * ``HOPS_ENGINE_CRASH_AT=KIND[:before]``: at the first action of that kind anywhere (refresh, round,
   profiling, reconcile), once Slurm carried it out, or with ``:before`` right after its intent was written;
 * ``HOPS_ENGINE_CRASH_PAUSE_FILE=PATH``: instead of exiting, write the pid there and wait for SIGKILL;
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +60,16 @@ class CrashingJournal(Journal):
         while True:  # until the test kills the process
             time.sleep(3600)
 
-    def intend(self, kind: str, job_id: str, args: Mapping[str, Any] | None = None, round_id: str = "") -> int:
-        action_id = super().intend(kind, job_id, args, round_id)
-        if round_id.startswith("round"):
-            self._round_actions.add(action_id)
-        if self.at_kind and kind == self.at_kind:
-            if self.before:
-                self._crash(f"{kind} job={job_id} journaled, not carried out")
-            self._marked.add(action_id)
-        return action_id
+    def intend_all(self, items: Sequence[tuple[str, str, Mapping[str, Any] | None]], round_id: str = "") -> list[int]:
+        ids = super().intend_all(items, round_id)  # a phase's intents: committed together
+        for action_id, (kind, job_id, _args) in zip(ids, items):
+            if round_id.startswith("round"):
+                self._round_actions.add(action_id)
+            if self.at_kind and kind == self.at_kind:
+                if self.before:
+                    self._crash(f"{kind} job={job_id} journaled, not carried out")
+                self._marked.add(action_id)
+        return ids
 
     def _wait(self, what: str) -> None:
         assert self.pause_file is not None
@@ -77,18 +79,20 @@ class CrashingJournal(Journal):
         while self.pause_file.exists():
             time.sleep(0.2)
 
-    def finish(self, action_id: int, status: str = "done", error: str = "") -> None:
-        if self.wait_kind and self.pause_file is not None:
-            row = self.db["actions"].get(action_id)
-            if row["kind"] == self.wait_kind:
-                self._wait(f"{self.wait_kind} #{action_id} carried out")
-        if action_id in self._marked:
-            self._crash(f"{self.at_kind} #{action_id} carried out ({status}), not marked")
-        if self.after and action_id in self._round_actions:
-            self.count += 1
-            if self.count >= self.after:
-                self._crash(f"after {self.count} round actions")
-        super().finish(action_id, status, error)
+    def finish_all(self, outcomes: Mapping[int, tuple[str, str]]) -> None:
+        # a phase's outcomes are committed together: a crash at any of its actions leaves them all intended
+        for action_id, (status, _error) in outcomes.items():
+            if self.wait_kind and self.pause_file is not None:
+                row = self.db["actions"].get(action_id)
+                if row["kind"] == self.wait_kind:
+                    self._wait(f"{self.wait_kind} #{action_id} carried out")
+            if action_id in self._marked:
+                self._crash(f"{self.at_kind} #{action_id} carried out ({status}), not marked")
+            if self.after and action_id in self._round_actions:
+                self.count += 1
+                if self.count >= self.after:
+                    self._crash(f"after {self.count} round actions")
+        super().finish_all(outcomes)
 
 
 def crashing_journal(path: Path) -> Journal:

@@ -8,6 +8,10 @@ only writer), the journal and its own state, and reconciles the journal with Slu
 (:func:`hops_slurm.slurm.reconcile.reconcile`) before anything else, so a crash at any step loses no
 job and leaves no stray hold or reservation.
 
+The refresh and the round are ordered lists of named steps, each timed and logged by one loop
+(:mod:`hops_slurm.engine.cycle`, whose docstring lists them); the per-job bookkeeping they call is
+:mod:`hops_slurm.engine.bookkeeping`.
+
 Refresh: admin-hold new Hops jobs (the submit hook's hold is a user hold), settle released jobs
 (read back and record their allocation), track wait / run time / GPU-seconds, close ended jobs (their
 JobRecord goes to ``records.sqlite``), advance profiling (:mod:`hops_slurm.engine.profiling`; a job measured
@@ -29,28 +33,25 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hops_slurm.config import SiteConfig
-from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text, set_aside_unservable
 from hops_slurm.engine.backend import SlurmBackend
-from hops_slurm.engine.checkpoints import Marks, note_stops, placement_notice
+from hops_slurm.engine.bookkeeping import JobBookkeeping
+from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
+from hops_slurm.engine.cycle import Refresh, Round, run_steps
 from hops_slurm.engine.exporter import EngineMetrics
-from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT, touch_heartbeat
+from hops_slurm.engine.jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
-from hops_slurm.engine.inplace import probe_capacity
-from hops_slurm.engine.jobs import estimate, job_views, refresh_ages, schedulable
 from hops_slurm.engine.record_limits import RefreshBudget
-from hops_slurm.engine.runtime_records import RUNTIME_FILE, ingest_job
 from hops_slurm.engine.restarts import RestartCosts
-from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, cancel_probes
+from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
-from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant, plan_summary
-from hops_slurm.engine.state import (PROFILE_DONE, PROFILE_INPLACE, PROFILE_NEW, EngineState, JobState, account,
-                                     storage_errors)
+from hops_slurm.engine.rounds import Planning, plan_summary
+from hops_slurm.engine.runtime_records import RUNTIME_FILE
+from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
-from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
+from hops_slurm.records import RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
 from hops_slurm.slurm.notice import NoticeSettings
@@ -60,7 +61,7 @@ from planner.policies import make_policy
 
 log = logging.getLogger(__name__)
 
-class Engine:
+class Engine(JobBookkeeping):
     """See the module docstring. ``api``: the Slurm backend (default: the CLI backend with this process's
     environment); ``dry_run``: read and plan only (no lock, no Slurm change, no store or state writes)."""
 
@@ -93,6 +94,7 @@ class Engine:
         self.policy = make_policy("hops", config.planner)
         self.tracked: dict[str, JobState] = {}
         self.last_planning: Planning | None = None
+        self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
@@ -277,236 +279,11 @@ class Engine:
     # ----- steps ----------------------------------------------------------------------------------------
     def refresh(self, listing: list[SlurmJob] | None = None) -> dict[str, Any]:
         """Read Slurm (``listing``: a job listing just read, reused), hold new jobs, settle released ones,
-        account, profile. Returns what changed."""
+        account, profile: the named steps of :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
         with storage_errors(self.state_dir):
-            return self._refresh(listing)
-
-    def _refresh(self, listing: list[SlurmJob] | None) -> dict[str, Any]:
-        assert self.backend is not None and self.enactor is not None and self.state is not None
-        b = self.backend
-        self._refreshes, self._record_budget = self._refreshes + 1, RefreshBudget()  # one record budget per refresh
-        snap = b.read(listing)
-        out: dict[str, Any] = {"held": [], "ended": [], "profiled": [], "in_place": []}
-        if not self.dry_run:
-            self.enactor.round_id = "refresh"
-            gated = self.enactor.ensure_gate(snap.reservations)
-            out["evicted"] = self.enactor.evict_foreign(snap.jobs)
-            out["held"] = self.enactor.hold_new(snap.jobs)
-            settled = self.enactor.settle(snapshot=snap)
-            out["mismatched"] = dict(settled.mismatched)
-            if settled.mismatched:
-                snap = b.read()  # requeue-held again: read it all back
-            elif out["held"] or out["evicted"] or settled.verified or gated:
-                # the engine's own commands, which succeeded: the snapshot is brought up to date without
-                # another job listing (the reservations, created or deleted, are read again)
-                snap = snap.held(out["held"]).detached([*out["evicted"], *settled.verified])
-                b.keep(snap.with_reservations(self.api.reservations()) if gated or settled.verified else snap)
-                snap = b.snapshot
-        gpu_types = sorted({n.gpu_type for n in snap.nodes if n.gpus_total and self.config.slurm.partition in n.partitions})
-        self._ensure_calibrations(set(gpu_types))
-        capacity = probe_capacity(snap, self.config.slurm.partition, self.config.slurm.profiler_partition, b.placed)
-        now = self.now()
-        listing = snap.listing
-        for job in b.jobs:
-            if job.is_hops and job.partition == self.config.slurm.partition and job.job_id not in self.tracked \
-                    and (job.pending or job.active):
-                self.tracked[job.job_id] = self._new_state(job, now)
-        changed: list[JobState] = []
-        for js in list(self.tracked.values()):
-            seen = listing.get(js.job_id)
-            if seen is None or not (seen.pending or seen.active):
-                account(js, now, "ENDED", {}, started=seen.start_time if seen else None,
-                        ended=seen.end_time if seen else None, ran=self.enactor.planned_config(js.job_id))
-                js.ended, js.end_state = now, (seen.state if seen is not None else "COMPLETED")
-                if not self.dry_run:
-                    self._ingest_metrics(js)  # its last records count too
-                    self._record_declaration(js)
-                    cancel_probes(js, self.api)
-                if self.profiler is not None:
-                    self.profiler.forget(js.job_id)
-                del self.tracked[js.job_id]
-                out["ended"].append(js.job_id)
-                changed.append(js)
-                continue
-            per_job(js, "reading its state from Slurm", lambda js=js, seen=seen: self._account(js, seen, now),
-                    self._set_aside)
-            self._review_aside(js, seen)
-            if not js.aside and self.profiler is not None:
-                moved = per_job(js, "profiling", lambda js=js: self.profiler.advance(js, gpu_types, listing, capacity),  # type: ignore[union-attr]
-                                self._set_aside)
-                if moved and js.profile in (PROFILE_DONE, PROFILE_INPLACE):
-                    out["in_place" if js.profile == PROFILE_INPLACE else "profiled"].append(js.job_id)
-            changed.append(js)
-        out["aside"] = {js.job_id: js.aside for js in self.tracked.values() if js.aside}
-        if not self.dry_run:
-            for js in self.tracked.values():
-                self._ingest_metrics(js)
-            if self.profiler is not None:
-                self.profiler.tidy(self.tracked)
-            self._refresh_ages(changed)  # the ended jobs too: their records carry the age
-            self._review_declarations(listing)
-            self.state.save_all(changed)  # one transaction (one commit per job was 3 ms each)
-            from hops_slurm.report.source import write_sqlite
-
-            records = [self._job_record(js) for js in changed]
-            write_sqlite(self.records_path, records)
-            self.metrics.refresh(self.tracked.values(), [r for r in records if r.end is not None], now,
-                                 self.config.paths.resolve(self.config.paths.store), self.store)
-            self.metrics.journal(self.journal)
-            touch_heartbeat(self.state_dir)  # hops-slurm failopen: the engine is alive
-        return out
-
-    def _new_state(self, job: SlurmJob, now: float) -> JobState:
-        js = JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
-                      submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
-                      last_state="PENDING")
-        per_job(js, "not scheduled", lambda: check_directives(js), self._set_aside)
-        return js
-
-    def _account(self, js: JobState, seen: SlurmJob, now: float) -> None:
-        assert self.enactor is not None
-        if seen.active:
-            # the allocation Slurm lists; while it lists none yet (job still configuring), the config the
-            # job was released on (the enactor verifies and records the real one when it settles)
-            config = seen.gpu_config() or self.enactor.planned_config(js.job_id) or {}
-            account(js, now, "RUNNING", config, started=seen.start_time, stopped=self._requeued_at(js))
-        else:
-            account(js, now, "PENDING", {}, stopped=self._requeued_at(js))
-
-    def _requeued_at(self, js: JobState) -> float | None:
-        """The engine's last requeue of a job seen running (the end of its run: :func:`account`)."""
-        return self.journal.last_started(js.job_id, "requeuehold") if self.journal is not None and js.last_state == "RUNNING" else None
-
-    # ----- jobs set aside (one bad job never stops the round: hops_slurm.engine.aside) ---------------
-    def _set_aside(self, js: JobState, reason: str) -> None:
-        js.aside = reason
-        if self.profiler is not None:
-            self.profiler.forget(js.job_id)
-
-    def _review_aside(self, js: JobState, seen: SlurmJob) -> None:
-        """Take a job back when Slurm now shows other stored directives that parse (an administrator
-        corrected them); keep the owner's view (the job's Comment) in step with the engine's: the
-        set-aside reason while aside, and no engine-written comment (set aside, released by failopen)
-        once the job is back in play."""
-        if js.aside and seen.directives is not None and seen.directives != js.directives:
-            js.directives = seen.directives
-            try:
-                check_directives(js)
-            except ValueError as exc:
-                js.aside = reason_text("not scheduled", exc)
-            else:
-                log.info("job %s: its directives parse again; taken back", js.job_id)
-                js.aside, js.profile, js.probes, js.profile_error = "", PROFILE_NEW, {}, ""
-        if self.dry_run or self.journal is None:
-            return
-        want = COMMENT_PREFIX + js.aside if js.aside else ""
-        ours = seen.comment.startswith((COMMENT_PREFIX, FAILOPEN_COMMENT))  # written by the engine or failopen
-        if seen.comment == want or (not js.aside and not ours):
-            return
-        try:
-            with self.journal.action("aside", js.job_id, {"reason": js.aside}, "refresh"):
-                self.api.update_job(js.job_id, {"Comment": want})
-        except SlurmError as exc:  # shown at the next refresh
-            log.warning("job %s: cannot write its set-aside reason into Slurm: %s", js.job_id, exc)
-
-    def _refresh_ages(self, jobs: list[JobState]) -> None:
-        """Eq. 9 ages (:func:`hops_slurm.engine.jobs.refresh_ages`): one cluster view and estimator per snapshot."""
-        if self.store is not None and self.backend is not None:
-            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
-            refresh_ages(jobs, self._estimator, usable, self._set_aside)
-
-    def _ingest_metrics(self, js: JobState) -> None:
-        """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),
-        checked against where Slurm ran it (after this refresh's accounting); its checkpoint marks first."""
-        if self.marks is not None:
-            per_job(js, "its checkpoint marks", lambda: self.marks.read(js), self._set_aside)  # type: ignore[union-attr]
-        if self.store is None or self.state is None or self.backend is None or not js.signature:
-            return
-        types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
-        report = per_job(js, "its runtime records", lambda: ingest_job(  # type: ignore[arg-type]
-            self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid, self._record_budget), self._set_aside)
-        if report is not None and report.accepted:
-            self._ingested(js.signature)
-            if self.profiler is not None:
-                self.profiler.measured(js, report.types)  # later jobs of its model have data on these types
-        if report is not None:
-            from hops_slurm.engine.honesty import add_records
-
-            for seconds in add_records(js, report.windows, self.now()):
-                self.restarts.observe(js, seconds, self.now())
-
-    # ----- declared vs processed samples (issue 16: hops_slurm.engine.honesty, estimator.honesty) ------
-    def _rates(self) -> Any:
-        """(job, config) -> its estimated samples/s in that config (None: no config or no estimate); the
-        refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
-        memo: dict[tuple[object, ...], object] = {}
-
-        def rate(js: JobState, config: Mapping[str, int]) -> float | None:
-            if not config or self.store is None or self.backend is None:
-                return None
-            try:
-                fn = estimate(js, self._estimator(), memo).throughput
-                return float(fn(dict(config))) if fn is not None else None
-            except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
-                log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)
-                return None
-
-        return rate
-
-    def _review_declarations(self, listing: Mapping[str, SlurmJob]) -> None:
-        """Processed vs declared samples of every job in play -> its age factor, and the site's action on
-        jobs past their declaration by the margin (``[honesty]`` in hops.toml)."""
-        from hops_slurm.engine.honesty import act, review
-
-        assert self.state is not None and self.journal is not None
-        h = self.config.honesty
-        verdicts = review(self.tracked.values(), self.state, h.params(), self._rates(), now=self.now(),  # type: ignore[arg-type]
-                          restart_of=self.restarts.of)
-        for job_id, v in verdicts.items():
-            js, seen = self.tracked[job_id], listing.get(job_id)
-            if seen is None or not (seen.pending or seen.active):
-                continue
-
-            def write_comment(text: str, js: JobState = js, kind: str = "declaration") -> None:
-                with self.journal.action(kind, js.job_id, {"comment": text}, "refresh"):  # type: ignore[union-attr]
-                    self.api.update_job(js.job_id, {"Comment": text})
-
-            def requeue_hold(js: JobState = js) -> None:
-                with self.journal.action("requeuehold", js.job_id, {"reason": "declaration"}, "refresh"):  # type: ignore[union-attr]
-                    self.api.requeue_hold(js.job_id)
-
-            try:
-                act(js, v, h.action, comment=seen.comment, write_comment=write_comment, requeue_hold=requeue_hold,
-                    set_aside=self._set_aside)
-            except SlurmError as exc:  # tried again at the next refresh
-                log.warning("job %s: cannot apply [honesty] action %s: %s", job_id, h.action, exc)
-            if js.aside:  # its Comment says why at once, not one refresh later
-                self._review_aside(js, seen)
-
-    def _record_declaration(self, js: JobState) -> None:
-        if self.state is not None:
-            from hops_slurm.engine.honesty import record_outcome
-
-            record_outcome(self.state, js, self._rates(), self.restarts.of)
-
-    def _job_record(self, js: JobState) -> JobRecord:
-        try:
-            d = HopsDirectives.from_canonical(js.directives) if js.directives else None
-        except Exception:  # noqa: BLE001 - a job set aside for its directives still gets its record
-            d = None
-        types = {n.name: n.gpu_type for n in (self.backend.snapshot.nodes if self.backend else ())}
-        placements = []
-        for p in js.placements:
-            ts = {types.get(n, "") for n in p["config"]}
-            placements.append(PlacementRecord(start=p["start"], end=p.get("end"), config=p["config"],
-                                              gpu_type=ts.pop() if len(ts) == 1 else "mixed",
-                                              preempted=bool(p.get("preempted")), **placement_notice(p)))
-        state = js.end_state or js.last_state
-        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
-                         submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
-                         requirements=list(d.gpus) if d else [], age_estimate=js.age,
-                         total_samples=float(d.samples) if d else None, placements=placements,
-                         processed_samples=js.processed if js.run_time > 0 else None)
+            session = Refresh(self, listing)
+            run_steps("refresh", session.steps(), self.metrics.step)
+            return session.out
 
     def round(self, *, fragment: bool = False) -> Planning | None:
         """One planning (a round plan, or a fragment plan on idle GPUs) on the last read of Slurm."""
@@ -514,38 +291,12 @@ class Engine:
             return self._round(fragment)
 
     def _round(self, fragment: bool) -> Planning | None:
-        """The instant's plannings (:func:`hops_slurm.engine.rounds.plan_instant`, the simulator's too): a
-        round plan or a fragment plan, then fragment plans while they place jobs on idle GPUs; each one
-        recorded. Returns the first."""
-        assert self.backend is not None and self.state is not None
-        if not fragment:
-            self._round_no += 1
-        tag = f"round{self._round_no}"
-        b = self.backend
-        b.round_id = tag + ("-fragment" if fragment else "")
-        b.job_env = {}
-
-        def views() -> None:  # the job views on the current snapshot, handed to the backend
-            b.views = job_views(self.schedulable(), b.listing, self._estimator(), self.now(), self._set_aside,
-                                restart_cost=self.restarts.of)
-
-        def before_enacting(plan: Any) -> None:  # the environment of the jobs this plan starts
-            b.job_env = self._job_envs(plan.placed())
-
-        def recorded(planning: Planning) -> None:
-            self._record(planning, b.round_id)
-            set_aside_unservable(self.tracked, {} if self.dry_run else planning.plan.diagnostics, self._set_aside)
-            b.round_id = tag + "-fragment"  # what follows at this instant is a fragment plan
-            views()  # on the snapshot read after enactment
-
-        views()
-        limit = LoopSettings().max_plans_per_instant + (0 if fragment else 1)
-        plannings = plan_instant(b, self.policy, fragment=fragment, index=1 if fragment else 0, limit=limit,
-                                 dry_run=self.dry_run, before_apply=before_enacting, on_planning=recorded)
-        if not plannings:
-            return None
-        self.last_planning = plannings[0]
-        return plannings[0]
+        """The instant's plannings as named steps (:class:`hops_slurm.engine.cycle.Round`)."""
+        session = Round(self, fragment)
+        run_steps("fragment" if fragment else "round", session.steps(), self.metrics.step)
+        if session.first is not None:
+            self.last_planning = session.first
+        return session.first
 
     def _record(self, planning: Planning, tag: str) -> None:
         """One planning into the engine state (``hops-slurm queue``), records.sqlite, the metrics and the log."""

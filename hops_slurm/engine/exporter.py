@@ -4,7 +4,8 @@ Where it sits: :class:`hops_slurm.engine.engine.Engine` owns one :class:`EngineM
 :class:`prometheus_client.CollectorRegistry`, never the process-global one, so tests can run several
 engines) and hands it, after each step, what that step produced: the :class:`~hops_slurm.backend.Planning`
 of a round or fragment plan (its :class:`~hops_slurm.records.RoundRecord`, phase timings and planner
-diagnostics) with the :class:`~hops_slurm.slurm.enact.EnactResult`, the refresh's job states and the
+diagnostics) with the :class:`~hops_slurm.slurm.enact.EnactResult`, the duration of each named step of the
+cycle (:mod:`hops_slurm.engine.cycle`), the refresh's job states and the
 JobRecords of jobs that ended, and the journal's finished actions (holds, releases, preemptions,
 failures; each counted once by id). Nothing here reads Slurm or recomputes a plan. ``hops-slurm daemon``
 serves the registry over HTTP when ``[metrics] port`` is set (:func:`serve`). Names follow Prometheus
@@ -27,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from hops_slurm.records import JobRecord
 
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, math.inf)
+STEP_BUCKETS = (0.001, 0.005, *DURATION_BUCKETS)
 LR_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, math.inf)
 PHASES = ("read", "plan", "enact")
 KINDS = ("round", "fragment")
@@ -74,6 +76,10 @@ class EngineMetrics:
         self.releases = Counter("hops_releases", "Jobs released onto their planned GPUs", registry=r)
         self.errors = Counter("hops_enactment_errors", "Enactment problems: a Slurm command failed, a config "
                               "refused, an allocation unlike the plan", ["reason"], registry=r)
+        self.step_seconds = Histogram("hops_engine_step_duration_seconds", "Wall time of one named step of the "
+                                      "engine's cycle (hops_slurm.engine.cycle): refresh, round and fragment "
+                                      "steps, and the parts of each planning", ["cycle", "step"],
+                                      buckets=STEP_BUCKETS, registry=r)
         self.step_failures = Counter("hops_step_failures", "Daemon steps that failed (retried at their next turn)",
                                      ["step"], registry=r)
         self.probes_queued = Gauge("hops_probes_queued", "Probe jobs submitted and not finished", registry=r)
@@ -183,6 +189,11 @@ class EngineMetrics:
                     self.releases.inc(n)
                 elif kind == "requeuehold":
                     self.preemptions.inc(n)
+
+    def step(self, cycle: str, step: str, seconds: float) -> None:
+        """One named step of the engine's cycle took ``seconds`` (:func:`hops_slurm.engine.cycle.run_steps`)."""
+        with self._lock:
+            self.step_seconds.labels(cycle, step).observe(seconds)
 
     def step_failed(self, step: str) -> None:
         self.step_failures.labels(step).inc()

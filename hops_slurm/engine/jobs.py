@@ -6,7 +6,8 @@ bookkeeping (:func:`known_job`: :class:`hops_slurm.engine.state.JobState`, its d
 listing) and hands them to :func:`hops_slurm.engine.jobview.job_views` (:func:`job_views` here), which
 makes the estimates and views exactly as it does for the simulator. A job whose step fails is set aside
 (:func:`hops_slurm.engine.aside.per_job`). The live backend (:class:`hops_slurm.engine.backend.SlurmBackend`)
-hands the views to the policy.
+hands the views to the policy. A round keeps its views in a :class:`ViewCache`: after an enactment (the
+fragment plans at the round's instant) only the views of jobs whose inputs changed are made again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine import jobview
 from hops_slurm.engine.aside import per_job
 from hops_slurm.engine.checkpoints import unsaved
-from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo
+from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo, fallback_age_of, job_view
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
 from planner.views import JobView
@@ -113,3 +114,70 @@ def job_views(jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimat
         return per_job(states[job.job_id], what, step, set_aside)
 
     return jobview.job_views(known, estimator, now, guard=guard)
+
+
+class ViewCache:
+    """The job views of one instant (a round plan and the fragment plans after it), kept by job: a job's
+    known facts, estimate and view are made again only when their inputs changed (its bookkeeping, Slurm's
+    listing of it, its restart cost, the estimator, the instant ``now``, or the fallback age), so the
+    plannings after an enactment remake the views of the jobs it started or stopped, not all of them.
+    :attr:`made`: views made by the last :meth:`update` (the rest were kept)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[tuple[object, ...], KnownJob, Estimate]] = {}
+        self._views: dict[str, tuple[tuple[object, ...], float, JobView]] = {}
+        self._memo: tuple[object, float, Memo] | None = None  # (estimator, now, its answers)
+        self.made = 0
+
+    def update(self, jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: JobEstimator | None,
+               now: float, set_aside: Callable[[JobState, str], None], *,
+               restart_cost: Callable[[JobState], float] = lambda _js: 0.0) -> tuple[JobView, ...]:
+        """The views of ``jobs`` (the schedulable ones), as :func:`job_views` makes them."""
+        if self._memo is None or self._memo[0] is not estimator or self._memo[1] != now:
+            self._memo = (estimator, now, {})
+        memo = self._memo[2]
+        states = {js.job_id: js for js in jobs}
+        kept: dict[str, tuple[tuple[object, ...], KnownJob, Estimate]] = {}
+        for js in states.values():
+            seen = listing.get(js.job_id)
+            cost = restart_cost(js)
+            key = _inputs(js, seen, cost, estimator, now)
+            old = self._kept.get(js.job_id)
+            if old is not None and old[0] == key:
+                kept[js.job_id] = old
+                continue
+            known = per_job(js, "reading its directives", lambda js=js, seen=seen, cost=cost: known_job(js, seen, cost, now),
+                            set_aside)
+            if known is None:
+                continue
+            est = per_job(js, "estimating its throughput", lambda js=js: estimate(js, estimator, memo), set_aside)
+            if est is not None:
+                kept[js.job_id] = (key, known, est)
+        self._kept = kept
+        fallback = fallback_age_of(e for _k, _j, e in kept.values())
+        views: dict[str, tuple[tuple[object, ...], float, JobView]] = {}
+        out = []
+        self.made = 0
+        for job_id, (key, known, est) in kept.items():
+            old_view = self._views.get(job_id)
+            if old_view is not None and old_view[0] == key and old_view[1] == fallback:
+                view: JobView | None = old_view[2]
+            else:
+                view = per_job(states[job_id], "planning", lambda known=known, est=est: job_view(
+                    known, est, now, fallback_age=fallback), set_aside)
+                self.made += 1
+            if view is not None:
+                views[job_id] = (key, fallback, view)
+                out.append(view)
+        self._views = views
+        return tuple(out)
+
+
+def _inputs(js: JobState, seen: SlurmJob | None, restart_cost: float, estimator: object, now: float) -> tuple[object, ...]:
+    """What a job's view is made of (:func:`known_job`, :func:`estimate`, :func:`hops_slurm.engine.jobview.job_view`)."""
+    current = tuple(sorted(seen.gpu_config().items())) if seen is not None and seen.active else None
+    last = repr(js.placements[-1]) if js.placements else ""
+    return (now, id(estimator), js.profile, js.signature, js.directives, js.age_factor, js.aside, js.wait,
+            js.last_seen, js.last_state, js.gpu_seconds, js.run_time, js.processed, len(js.placements), last,
+            restart_cost, current, seen.state if seen is not None else "", seen.start_time if seen is not None else None,
+            seen.restart_count if seen is not None else 0, js.listen_run, js.checkpoint_at, js.answer_at, js.notice_at)

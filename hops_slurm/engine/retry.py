@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hops_slurm.slurm.api import ProbeJob, SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 
@@ -39,6 +39,13 @@ class RetryingReads:
             log.warning("%s failed (%s); one more try", what, exc)
             time.sleep(self.pause)
             return fn()
+
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped backend's list forms (``hold_all``, ...: :mod:`hops_slurm.slurm.batch`), not retried:
+        a refused list is tried again job by job there."""
+        if name.endswith("_all") and not name.startswith("_"):
+            return getattr(self.inner, name)
+        raise AttributeError(name)
 
     # ----- reads, retried once --------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:

@@ -160,7 +160,10 @@ class ProbeJob:
 
 @runtime_checkable
 class SlurmApi(Protocol):
-    """Everything the engine needs from Slurm. Every mutating call raises :class:`SlurmError` on failure."""
+    """Everything the engine needs from Slurm. Every mutating call raises :class:`SlurmError` on failure.
+    A backend may also offer list forms of hold, release, requeue_hold and update_job (``hold_all(ids)``,
+    ..., ``update_job_all(ids, fields)``: one command for many jobs); :mod:`hops_slurm.slurm.batch` uses
+    them where present and the single-job methods otherwise."""
 
     def jobs(self) -> list[SlurmJob]:
         """Every job slurmctld remembers (finished ones too, for MinJobAge)."""

@@ -124,6 +124,22 @@ class CliSlurm:
         # requeues a COMPLETED job too (docs/slurm-22.05-findings.md)
         self._run(["scontrol", "requeuehold", "Incomplete", str(job_id)])
 
+    # list forms (hops_slurm.slurm.batch): one process for many jobs; 22.05 changes the jobs it can and
+    # exits 1 naming any it cannot (the caller then tries each job on its own)
+    def hold_all(self, job_ids: list[str]) -> None:
+        self._run(["scontrol", "hold", ",".join(job_ids)])
+
+    def release_all(self, job_ids: list[str]) -> None:
+        self._run(["scontrol", "release", ",".join(job_ids)])
+
+    def requeue_hold_all(self, job_ids: list[str]) -> None:
+        self._run(["scontrol", "requeuehold", "Incomplete", ",".join(job_ids)])
+
+    def update_job_all(self, job_ids: list[str], fields: dict[str, str]) -> None:
+        """One identical change to every job (``scontrol update JobId=ID,ID,... K=V``)."""
+        if fields:
+            self._run(["scontrol", "update", f"JobId={','.join(job_ids)}", *(f"{k}={v}" for k, v in fields.items())])
+
     def signal_job(self, job_id: str, signal: str) -> None:
         # --batch: the batch script's own process only (what `exec python` makes the training process);
         # without it only srun steps get the signal, and --full would also hit every child (data loader

@@ -4,6 +4,11 @@ Where it sits: the live engine's ``apply(plan)`` calls :meth:`Enactor.apply` wit
 None}``; it reads jobs and nodes through a :class:`~hops_slurm.slurm.api.SlurmApi` and writes every step
 to the :class:`~hops_slurm.journal.Journal` before taking it.
 
+Every step is a journal phase over all the jobs it applies to (:meth:`hops_slurm.journal.Journal.phase`:
+the intents in one transaction before any is carried out, the outcomes in one after), and hold, release,
+requeuehold and detach are one ``scontrol`` command for all of them (:mod:`hops_slurm.slurm.batch`). The
+pure placement arithmetic and the job environment files are :mod:`hops_slurm.slurm.placement`.
+
 How a plan becomes exact placement on Slurm 22.05 (see docs in the module functions):
 
 * **Gate.** A reservation ``hops-gate`` over every managed node, for root only (``IGNORE_JOBS``), keeps
@@ -18,9 +23,10 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   After start the allocation is read back (:meth:`SlurmApi.job`: GPU indices per node), recorded,
   and compared with the plan; a mismatch is requeue-held and reported.
 * **Per-job reservation** ``hops-j<id>`` on exactly the planned nodes for the job's owner (``OVERLAP``
-  with the gate, ``IGNORE_JOBS``): the job is attached to it and released right after the placement is
-  written (owners can edit pending jobs, so the placement is applied immediately before release; even
-  an edited ``NodeList`` cannot leave the reservation's nodes). Once running, the job is detached and the
+  with the gate, ``IGNORE_JOBS``): made first, then one ``scontrol update`` writes the placement and
+  attaches the job to it, and the job is released right after (owners can edit pending jobs, so the
+  placement is applied immediately before release; even an edited ``NodeList`` cannot leave the
+  reservation's nodes). Once running, the job is detached and the
   reservation deleted (a running job keeps running; jobs attached when a reservation ends are killed).
   GPU-level reservations do not exist in 22.05, so the gate is node-level.
 * **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement adds ``StartTime=now`` (requeue pushes the
@@ -36,16 +42,17 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
 from __future__ import annotations
 
 import logging
-import os
-import shlex
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
-from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmReservation
+from hops_slurm.slurm.batch import run_batch
+from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
+                                        placement_fields, read_job_env, realisable, write_job_env)
 from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
 from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, job_reservation, placed_config,  # noqa: F401
                                       released_config, reservation_job)
@@ -53,113 +60,6 @@ from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, j
 log = logging.getLogger(__name__)
 
 DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
-
-
-class PlacementError(HopsError):
-    """A config cannot be enacted exactly on Slurm (unknown node, too many GPUs, unrealisable split)."""
-
-
-# ----- placement arithmetic (pure) ----------------------------------------------------------------
-def ordered_config(config: Mapping[str, int], node_order: list[str]) -> dict[str, int]:
-    """``config`` without zero entries, in Slurm's node order."""
-    rank = {n: i for i, n in enumerate(node_order)}
-    unknown = sorted(n for n in config if n not in rank)
-    if unknown:
-        raise PlacementError(f"config names nodes Slurm does not know: {', '.join(unknown)}")
-    return {n: int(config[n]) for n in sorted(config, key=rank.__getitem__) if config[n] > 0}
-
-
-def greedy_split(total: int, nodes: list[str], free: Mapping[str, int]) -> dict[str, int] | None:
-    """How Slurm 22.05 splits ``--gpus=total`` over required ``nodes`` (in node order) given their free
-    GPUs: each node takes as many as it can while leaving one for every node after it. None if the
-    free GPUs cannot hold it. (Observed: 6 GPUs on two idle 8-GPU nodes -> 5+1; 4 on two idle 4-GPU
-    nodes -> 3+1.)"""
-    out: dict[str, int] = {}
-    left = total
-    for i, node in enumerate(nodes):
-        after = len(nodes) - i - 1
-        take = min(free.get(node, 0), left - after)
-        if take < 1:
-            return None
-        out[node] = take
-        left -= take
-    return out if left == 0 else None
-
-
-def realisable(config: Mapping[str, int], free: Mapping[str, int], node_order: list[str]) -> bool:
-    """True if Slurm will allocate exactly ``config`` given the free GPUs per node. An even split is
-    exact whenever it starts (it waits for busy GPUs); an uneven one only if the greedy split of the
-    GPUs free now equals it."""
-    cfg = ordered_config(config, node_order)
-    if len(set(cfg.values())) <= 1:
-        return True
-    if any(k > free.get(n, 0) for n, k in cfg.items()):
-        return False
-    return greedy_split(sum(cfg.values()), list(cfg), free) == cfg
-
-
-def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], node_order: list[str]) -> dict[str, str]:
-    """The ``scontrol update`` fields that make a pending job ask for exactly ``config``."""
-    cfg = ordered_config(config, node_order)
-    if not cfg:
-        raise PlacementError("empty config: nothing to place")
-    for n, k in cfg.items():
-        if k > nodes[n].gpus_total:
-            raise PlacementError(f"node {n} has {nodes[n].gpus_total} GPUs, the plan gives it {k}")
-    # Untyped on purpose: the nodes fix the GPU type. Slurm 22.05 never starts a job whose typed GPU
-    # request was changed to another type (BadConstraints), while an untyped request moves freely
-    # between types (docs/slurm-22.05-findings.md).
-    gpu = "gres:gpu"
-    counts = set(cfg.values())
-    fields = {"TresPerJob": "", "TresPerNode": ""}  # clear first: untyped -> typed needs it
-    if len(counts) == 1:
-        fields["TresPerNode"] = f"{gpu}:{counts.pop()}"
-    else:
-        fields["TresPerJob"] = f"{gpu}:{sum(cfg.values())}"
-    fields["NumNodes"] = str(len(cfg))
-    fields["NodeList"] = ",".join(cfg)
-    return fields
-
-
-# ----- job environment ----------------------------------------------------------------------------
-def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
-    """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
-    plain ``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"`` passes them on to the job's child processes."""
-    env_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(env_dir, 0o711)  # a job reads its own file by name; no one lists the others (docs/security.md)
-    path = env_dir / f"{job_id}.env"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items()))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
-
-
-def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
-    path = env_dir / f"{job_id}.env"
-    out = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.removeprefix("export ").partition("=")
-        if key:
-            parts = shlex.split(value)
-            out[key] = parts[0] if parts else ""
-    return out
-
-
-def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a Hops job gets for ``config``: ``HOPS_GPUS``, ``HOPS_LR`` (the learning rate the
-    job's ``#HOPS lr=`` gives at that GPU count, when it set one) and ``extra`` (e.g. runtime-recorder
-    settings). ``directives``: the canonical form stored by the submit hook (``SlurmJob.directives``)."""
-    from hops_slurm.directives import HopsDirectives, format_lr
-
-    gpus = sum(int(k) for k in config.values() if k > 0)
-    env = {"HOPS_GPUS": str(gpus)}
-    if directives:
-        lr = HopsDirectives.from_canonical(directives).lr_for(gpus)
-        if lr is not None:
-            env["HOPS_LR"] = format_lr(lr)
-    env.update(extra or {})
-    return env
 
 
 # ----- enactment ----------------------------------------------------------------------------------
@@ -233,17 +133,47 @@ class Enactor:
 
     def hold_new(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
         """Admin-hold every pending Hops job that is neither admin-held nor validly placed: fresh from the
-        submit hook (user hold), released by its owner, or placed but edited by its owner since."""
-        held = []
+        submit hook (user hold), released by its owner, or placed but edited by its owner since. One
+        journal phase and one ``scontrol hold`` for all of them (:meth:`_hold_jobs`)."""
+        todo = {}
         for job in jobs if jobs is not None else self.api.jobs():
             if not (job.is_hops and job.pending) or job.reason == "JobHeldAdmin":
                 continue
             if self._placed_pending(job):
                 continue
-            with self.journal.action("hold", job.job_id, {"reason": job.reason}, self.round_id):
-                self.api.hold(job.job_id)
-            held.append(job.job_id)
-        return held
+            todo[job.job_id] = job.reason
+        failed = self._hold_jobs({j: {"reason": r} for j, r in todo.items()})
+        for job_id, error in failed.items():
+            log.warning("job %s: cannot hold it: %s", job_id, error)
+        return [j for j in todo if j not in failed]
+
+    def batched(self, kind: str, args: Mapping[str, Mapping[str, object]], op: str,
+                 fields: Mapping[str, str] | None = None) -> dict[str, str]:
+        """One journal phase of ``kind`` over the jobs of ``args`` (job id -> the action's args: intents in
+        one transaction, outcomes in another) carried out by Slurm's list form of ``op``
+        (:func:`hops_slurm.slurm.batch.run_batch`). Job id -> why, for the jobs it failed on."""
+        if not args:
+            return {}
+        with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
+            for job_id, error in run_batch(self.api, op, list(args), fields).items():
+                ph.failed(job_id, error)
+        return dict(ph.errors)
+
+    def _each(self, kind: str, args: Mapping[str, Mapping[str, object]], do: Callable[[str], None]) -> dict[str, str]:
+        """One journal phase of ``kind`` over the jobs of ``args``, carried out job by job by ``do(job_id)``
+        (an operation Slurm has no list form for). Job id -> why, for the jobs it failed on."""
+        if not args:
+            return {}
+        with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
+            for job_id in args:
+                try:
+                    do(job_id)
+                except SlurmError as exc:
+                    ph.failed(job_id, str(exc))
+        return dict(ph.errors)
+
+    def _hold_jobs(self, args: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+        return self.batched("hold", args, "hold")
 
     def evict_foreign(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
         """Detach pending jobs that use a Hops reservation they were not given: a job without ``#HOPS``
@@ -360,12 +290,14 @@ class Enactor:
         if not jobs:
             return {}
         result.notices = self.notifier.notify(jobs, self.round_id)
+        stop = []
         for job in jobs:
             if result.notices[job.job_id].ended:
                 result.ended.append(job.job_id)
-                continue
-            self._preempt(job, attached=job_reservation(job.job_id) in snap.reservation_map)
-            result.preempted.append(job.job_id)
+            else:
+                stop.append(job)
+        self._preempt_all(stop, {j.job_id for j in stop if job_reservation(j.job_id) in snap.reservation_map})
+        result.preempted.extend(j.job_id for j in stop)
         pending = self._hold_requeued(result.preempted)
         for job_id in list(result.preempted):
             seen = pending.get(job_id)
@@ -380,18 +312,26 @@ class Enactor:
             self.api.requeue_hold(job.job_id)
         self._drop_reservation(job.job_id, attached)
 
+    def _preempt_all(self, jobs: list[SlurmJob], attached: Collection[str]) -> None:
+        """Requeue-hold ``jobs`` (one phase, one ``scontrol requeuehold``); then the reservations of those
+        ``attached`` to theirs. A refused requeue raises (the round stops; recovery repairs it)."""
+        failed = self.batched("requeuehold", {j.job_id: {"config": j.gpu_config()} for j in jobs}, "requeue_hold")
+        if failed:
+            raise SlurmError("; ".join(f"requeuehold {j}: {e}" for j, e in failed.items()))
+        self._drop_reservations([j.job_id for j in jobs if j.job_id in attached])
+
     def _hold_requeued(self, job_ids: list[str]) -> dict[str, SlurmJob]:
         """``requeuehold`` leaves a *user* hold (JobHeldUser: the owner could release it): once the jobs are
         pending again, make it an admin hold. The job listing it waited on (empty when none was preempted)."""
         if not job_ids:
             return {}
         jobs = self._wait_pending(job_ids)
-        for job_id in job_ids:
-            job = jobs.get(job_id)
-            if job is not None and job.pending and job.reason != "JobHeldAdmin":
-                with self.journal.action("hold", job_id, {"reason": "after requeue"}, self.round_id):
-                    self.api.hold(job_id)
-                jobs[job_id] = job.model_copy(update={"priority": 0, "reason": "JobHeldAdmin"})
+        todo = [j for j in job_ids if (job := jobs.get(j)) is not None and job.pending and job.reason != "JobHeldAdmin"]
+        failed = self._hold_jobs({j: {"reason": "after requeue"} for j in todo})
+        if failed:
+            raise SlurmError("; ".join(f"hold {j}: {e}" for j, e in failed.items()))
+        for job_id in todo:
+            jobs[job_id] = jobs[job_id].model_copy(update={"priority": 0, "reason": "JobHeldAdmin"})
         return jobs
 
     def _unplace(self, job: SlurmJob, attached: bool | None = None) -> None:
@@ -411,6 +351,19 @@ class Enactor:
             self.api.update_job(job_id, {"Reservation": ""})
         with self.journal.action("unreserve", job_id, {"reservation": name}, self.round_id):
             self.api.delete_reservation(name)
+
+    def _drop_reservations(self, job_ids: list[str]) -> None:
+        """Detach the jobs (known attached) from their own reservations and delete those: one phase and one
+        ``scontrol update JobId=..,.. Reservation=`` for the detaches, one phase for the deletes (one
+        command each). A refused step raises after the others were done."""
+        if not job_ids:
+            return
+        names = {j: job_reservation(j) for j in job_ids}
+        failed = self.batched("detach", {j: {"reservation": n} for j, n in names.items()}, "update_job", {"Reservation": ""})
+        failed.update(self._each("unreserve", {j: {"reservation": n} for j, n in names.items() if j not in failed},
+                                 lambda j: self.api.delete_reservation(names[j])))
+        if failed:
+            raise SlurmError("; ".join(f"job {j}: {e}" for j, e in failed.items()))
 
     def _wait_pending(self, job_ids: list[str]) -> dict[str, SlurmJob]:
         """Requeued jobs pass through COMPLETING; wait until every named job is pending again (or has
@@ -433,6 +386,7 @@ class Enactor:
         order = list(nodes)
         # free GPUs once the preempted jobs are gone (:meth:`Snapshot.free_gpus`)
         free = snap.free_gpus(freed=preempted)
+        ready: list[Placement] = []
         for job_id, want in to_place.items():
             job = jobs.get(job_id)
             if job is None or not job.pending:
@@ -453,48 +407,83 @@ class Enactor:
                 result.refused[job_id] = f"its directives cannot be read back: {exc}"
                 log.warning("job %s not placed: %s", job_id, result.refused[job_id])
                 continue
-            try:
-                self.place(job, want, fields, env=env,
-                           reservations=[r for r in reservations if r.name == job_reservation(job_id)])
-            except SlurmError as exc:
-                result.refused[job_id] = str(exc)
-                log.error("job %s: placement failed: %s", job_id, exc)
-                continue
+            ready.append(Placement(job, want, fields, env))
             for n, k in want.items():
                 free[n] -= k
-            result.started.append(job_id)
+        failed = self.place_all(ready, reservations)
+        for p in ready:
+            if p.job.job_id in failed:
+                result.refused[p.job.job_id] = failed[p.job.job_id]
+                log.error("job %s: placement failed: %s", p.job.job_id, failed[p.job.job_id])
+                for n, k in p.config.items():
+                    free[n] += k
+            else:
+                result.started.append(p.job.job_id)
         return free
 
     def place(self, job: SlurmJob, config: Mapping[str, int], fields: Mapping[str, str],
               env: Mapping[str, str] | None = None, reservations: list[SlurmReservation] | None = None) -> None:
-        """Hold, write the placement, the job's environment and its reservation, attach, release.
-        ``reservations``: a fresh read of Slurm's reservations (else it is read here)."""
-        job_id, name = job.job_id, job_reservation(job.job_id)
-        cfg = dict(config)
-        if job.reason != "JobHeldAdmin":
-            with self.journal.action("hold", job_id, {"reason": "before placement"}, self.round_id):
-                self.api.hold(job_id)
-        with self.journal.action("place", job_id, {"config": cfg, "fields": dict(fields)}, self.round_id):
-            self.api.update_job(job_id, dict(fields))
-        values = {"HOPS_GPUS": str(sum(cfg.values())), "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in cfg.items()),
-                  **dict(env or {})}
-        with self.journal.action("env", job_id, {"values": values}, self.round_id):
-            write_job_env(self.env_dir, job_id, values)
-        existing = [r for r in (reservations if reservations is not None else self.api.reservations()) if r.name == name]
-        if existing and (set(existing[0].nodes) != set(cfg) or job.reservation != name):
-            self._drop_reservation(job_id)
-            existing = []
-        if not existing:
-            with self.journal.action("reserve", job_id, {"reservation": name, "nodes": list(cfg), "user": job.user},
-                                     self.round_id):
-                self.api.create_reservation(name, list(cfg), [job.user or "root"], ["OVERLAP", "IGNORE_JOBS"])
-        with self.journal.action("attach", job_id, {"reservation": name}, self.round_id):
-            self.api.update_job(job_id, {"Reservation": name, "StartTime": "now"})
-        requeued = self.journal.last_started(job_id, "requeuehold")  # journaled, so it survives a restart
-        if requeued is not None:
-            time.sleep(max(0.0, min(self.requeue_grace, requeued + self.requeue_grace - time.time())))
-        with self.journal.action("release", job_id, {"config": cfg}, self.round_id):
-            self.api.release(job_id)
+        """Place one job (:meth:`place_all`); a failure raises :class:`SlurmError`."""
+        failed = self.place_all([Placement(job, dict(config), dict(fields), dict(env or {}))], reservations)
+        if failed:
+            raise SlurmError(failed[job.job_id])
+
+    def place_all(self, placements: list[Placement], reservations: list[SlurmReservation] | None = None) -> dict[str, str]:
+        """Hold, reserve, write the placement with its reservation, write the environment, release: each a
+        journal phase over every job (its intents in one transaction before any is carried out, its
+        outcomes in one after), hold and release one ``scontrol`` for all. A job whose step fails leaves
+        the later phases (it stays admin-held; a reservation made for it is deleted again). Job id -> why,
+        for the jobs not released. ``reservations``: a fresh read of Slurm's reservations (else read here).
+
+        Per placement that is one ``scontrol create reservation`` and one ``scontrol update`` (the
+        placement fields, ``Reservation`` and ``StartTime=now`` in one), plus the round's one hold and one
+        release: the attach of earlier versions is part of the update, since the reservation is made first."""
+        failed: dict[str, str] = {}
+        by_id = {p.job.job_id: p for p in placements}
+
+        def alive() -> list[Placement]:
+            return [p for p in placements if p.job.job_id not in failed]
+
+        failed.update(self._hold_jobs({p.job.job_id: {"reason": "before placement"} for p in alive()
+                                       if p.job.reason != "JobHeldAdmin"}))
+        existing = {r.name: r for r in (reservations if reservations is not None else self.api.reservations())}
+        reserve: dict[str, dict[str, object]] = {}
+        for p in alive():
+            name = job_reservation(p.job.job_id)
+            old = existing.get(name)
+            if old is not None and set(old.nodes) == set(p.config) and p.job.reservation == name:
+                continue  # placed before on the same nodes: its reservation stays
+            if old is not None:
+                try:
+                    self._drop_reservation(p.job.job_id)
+                except SlurmError as exc:
+                    failed[p.job.job_id] = str(exc)
+                    continue
+            reserve[p.job.job_id] = {"reservation": name, "nodes": list(p.config), "user": p.job.user}
+        failed.update(self._each("reserve", {j: a for j, a in reserve.items() if j not in failed}, lambda j: self.api.create_reservation(
+            job_reservation(j), list(by_id[j].config), [by_id[j].job.user or "root"], ["OVERLAP", "IGNORE_JOBS"])))
+        made = [j for j in reserve if j not in failed]
+        fields = {p.job.job_id: {**p.fields, "Reservation": job_reservation(p.job.job_id), "StartTime": "now"}
+                  for p in alive()}
+        failed.update(self._each("place", {j: {"config": dict(by_id[j].config), "fields": f} for j, f in fields.items()},
+                                 lambda j: self.api.update_job(j, fields[j])))
+        values = {p.job.job_id: {"HOPS_GPUS": str(sum(p.config.values())),
+                                 "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in p.config.items()), **p.env} for p in alive()}
+        failed.update(self._each("env", {j: {"values": v} for j, v in values.items()},
+                                      lambda j: write_job_env(self.env_dir, j, values[j])))
+        release = [p.job.job_id for p in alive()]
+        waits = [self.journal.last_started(j, "requeuehold") for j in release]  # journaled: survives a restart
+        last = max((w for w in waits if w is not None), default=None)
+        if last is not None:
+            time.sleep(max(0.0, min(self.requeue_grace, last + self.requeue_grace - time.time())))
+        failed.update(self.batched("release", {j: {"config": dict(by_id[j].config)} for j in release}, "release"))
+        for job_id in made:  # a reservation made for a job that was not released: deleted again
+            if job_id in failed:
+                try:
+                    self._drop_reservation(job_id)
+                except SlurmError as exc:
+                    log.warning("job %s: its reservation stays until the next recovery: %s", job_id, exc)
+        return failed
 
     # ----- after release ----------------------------------------------------------------------------
     def planned_config(self, job_id: str) -> dict[str, int] | None:
@@ -515,6 +504,7 @@ class Enactor:
             job_ids = [j.job_id for j in jobs if j.reservation == job_reservation(j.job_id)]
         waiting = set(job_ids)
         reservations = snapshot.reservation_map if snapshot is not None else None
+        started: list[SlurmJob] = []
         while waiting:
             if listing is None:
                 listing = {j.job_id: j for j in self.api.jobs()}  # one listing per pass
@@ -526,8 +516,10 @@ class Enactor:
                     waiting.discard(job_id)
                 # right after start the record may not list GRES for every node yet
                 elif seen.active and seen.gpu_alloc and all(seen.gpu_alloc.values()):
-                    self._verify(seen, result)
+                    started.append(seen)
                     waiting.discard(job_id)
+            self._verify_all(started, result)
+            started = []
             if not waiting or snapshot is not None or time.monotonic() > deadline:
                 break
             time.sleep(self.poll)
@@ -544,16 +536,28 @@ class Enactor:
                 with self.journal.action("unreserve", job_id, {"reservation": name}, self.round_id):
                     self.api.delete_reservation(name)
 
-    def _verify(self, job: SlurmJob, result: EnactResult) -> None:
-        planned = self.planned_config(job.job_id) or {}
-        actual = job.gpu_config()
-        matched = actual == planned
-        self.journal.record_allocation(job.job_id, planned, job.gpu_alloc, matched, self.round_id)
-        if matched:
+    def _verify_all(self, jobs: list[SlurmJob], result: EnactResult) -> None:
+        """Record the allocations of the started ``jobs`` (one transaction); those that match their plan are
+        detached and their reservations deleted (one phase each, one ``scontrol update`` for the
+        detaches), the others requeue-held (:meth:`_verify`)."""
+        planned = {j.job_id: self.planned_config(j.job_id) or {} for j in jobs}
+        matched = [j for j in jobs if j.gpu_config() == planned[j.job_id]]
+        ok = {j.job_id for j in matched}
+        self.journal.record_allocations([(j.job_id, planned[j.job_id], j.gpu_alloc, j.job_id in ok) for j in jobs],
+                                        self.round_id)
+        for job in matched:
             result.verified[job.job_id] = dict(job.gpu_alloc)
-            self._drop_reservation(job.job_id, attached=job.reservation == job_reservation(job.job_id) or None)
-        else:
-            log.error("job %s started on %s, plan was %s: requeue-holding it", job.job_id, actual, planned)
-            result.mismatched[job.job_id] = dict(job.gpu_alloc)
-            self._preempt(job)
-            self._hold_requeued([job.job_id])
+        attached = [j.job_id for j in matched if j.reservation == job_reservation(j.job_id)]
+        for job in matched:
+            if job.job_id not in attached:  # not attached as far as this read shows: look the reservation up
+                self._drop_reservation(job.job_id)
+        self._drop_reservations(attached)
+        for job in jobs:
+            if job.job_id not in ok:
+                self._mismatched(job, planned[job.job_id], result)
+
+    def _mismatched(self, job: SlurmJob, planned: Mapping[str, int], result: EnactResult) -> None:
+        log.error("job %s started on %s, plan was %s: requeue-holding it", job.job_id, job.gpu_config(), planned)
+        result.mismatched[job.job_id] = dict(job.gpu_alloc)
+        self._preempt(job)
+        self._hold_requeued([job.job_id])

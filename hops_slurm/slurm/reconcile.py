@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from hops_slurm.journal import Action, Journal
-from hops_slurm.slurm.api import SlurmApi
+from hops_slurm.slurm.api import SlurmApi, SlurmError
 from hops_slurm.slurm.enact import Enactor
 from hops_slurm.slurm.snapshot import Snapshot, job_reservation, placed_config, reservation_job
 
@@ -48,14 +48,15 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
     report.gate_created = enactor.ensure_gate()
     snap = _settled_snapshot(api, timeout)
     keep: set[str] = set()
+    hold: dict[str, dict[str, object]] = {}
+    detach: dict[str, dict[str, object]] = {}
     for job in snap.jobs:
         if not job.is_hops or not (job.pending or job.active):
             continue
         own = job_reservation(job.job_id)
         if job.active:
             if job.reservation == own:
-                with journal.action("detach", job.job_id, {"reservation": own}, "reconcile"):
-                    api.update_job(job.job_id, {"Reservation": ""})
+                detach[job.job_id] = {"reservation": own}
                 report.detached.append(job.job_id)
             continue
         if placed_config(job, journal, snap.reservation_map) is not None:  # complete: left to start
@@ -63,13 +64,16 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
             report.kept_placed.append(job.job_id)
             continue
         if job.reason != "JobHeldAdmin":  # released, user-held, or requeued (which is a user hold)
-            with journal.action("hold", job.job_id, {"reason": "reconcile"}, "reconcile"):
-                api.hold(job.job_id)
+            hold[job.job_id] = {"reason": "reconcile"}
             report.held.append(job.job_id)
         if job.reservation:
-            with journal.action("detach", job.job_id, {"reservation": job.reservation}, "reconcile"):
-                api.update_job(job.job_id, {"Reservation": ""})
+            detach[job.job_id] = {"reservation": job.reservation}
             report.rolled_back.append(job.job_id)
+    # one journal phase and one scontrol command each (hops_slurm.slurm.batch), holds before detaches
+    failed = enactor.batched("hold", hold, "hold")
+    failed.update(enactor.batched("detach", detach, "update_job", {"Reservation": ""}))
+    if failed:
+        raise SlurmError("; ".join(f"job {j}: {e}" for j, e in sorted(failed.items())))
     for name in api.reservations():
         if reservation_job(name.name) is not None and name.name not in keep:
             with journal.action("unreserve", reservation_job(name.name) or "", {"reservation": name.name}, "reconcile"):

@@ -54,3 +54,55 @@ def test_allocations_are_kept(tmp_path: Path) -> None:
     journal.record_allocation("6", {"a100-1": 1}, {"a100-2": (3,)}, False)
     assert [(r["job_id"], r["matched"]) for r in journal.allocations()] == [("5", True), ("6", False)]
     assert journal.allocations("5")[0]["actual"] == {"v100-1": [0, 1, 2], "v100-2": [0]}
+
+
+# ----- phases: the same action for many jobs, two transactions -------------------------------------
+def test_a_phase_commits_every_intent_before_its_body_and_every_outcome_after(tmp_path: Path) -> None:
+    db = tmp_path / "j.db"
+    journal = Journal(db)
+    before = journal.commits
+    with journal.phase("release", [("1", {"config": {"n1": 1}}), ("2", {}), ("3", {})], "round1") as ph:
+        seen = Journal(db).actions()  # another connection, as after a crash
+        assert [(a.job_id, a.kind, a.status, a.round_id) for a in seen] == \
+            [(j, "release", INTENDED, "round1") for j in ("1", "2", "3")]
+        assert journal.commits == before + 1  # one transaction for the three intents
+        ph.failed("2", "Invalid job id specified")
+    after = {a.job_id: (a.status, a.error) for a in Journal(db).actions()}
+    assert after == {"1": (DONE, ""), "2": (FAILED, "Invalid job id specified"), "3": (DONE, "")}
+    assert journal.commits == before + 2 and ph.done == ["1", "3"]
+    assert journal.actions(job_id="1")[0].args == {"config": {"n1": 1}}
+
+
+def test_a_crash_inside_a_phase_leaves_all_of_it_intended_for_the_restart(tmp_path: Path) -> None:
+    db = tmp_path / "j.db"
+    journal = Journal(db)
+    with pytest.raises(Crash), journal.phase("hold", [("1", {}), ("2", {})]):
+        raise Crash()
+    restarted = Journal(db)
+    assert [a.job_id for a in restarted.mark_interrupted()] == ["1", "2"]
+    assert {a.status for a in restarted.actions()} == {INTERRUPTED}
+
+
+def test_an_error_inside_a_phase_marks_the_rest_failed_and_propagates(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.db")
+    with pytest.raises(OSError, match="disk full"), journal.phase("env", [("1", {}), ("2", {})]) as ph:
+        ph.failed("1", "cannot write")
+        raise OSError("disk full")
+    assert {a.job_id: a.error for a in journal.actions()} == {"1": "cannot write", "2": "disk full"}
+    assert {a.status for a in journal.actions()} == {FAILED}
+
+
+def test_a_phase_names_each_job_once(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.db")
+    with pytest.raises(ValueError, match="each job once"), journal.phase("hold", [("1", {}), ("1", {})]):
+        pass
+    assert journal.actions() == []
+
+
+def test_allocations_of_many_jobs_are_one_transaction(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.db")
+    before = journal.commits
+    journal.record_allocations([("1", {"n1": 1}, {"n1": (0,)}, True), ("2", {"n1": 2}, {"n2": (0, 1)}, False)], "r")
+    assert journal.commits == before + 1
+    assert [(a["job_id"], a["matched"], a["actual"]) for a in journal.allocations()] == \
+        [("1", True, {"n1": [0]}), ("2", False, {"n2": [0, 1]})]

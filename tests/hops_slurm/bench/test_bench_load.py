@@ -65,3 +65,20 @@ def test_submit_rpc_times_are_read_for_the_given_jobs_only(tmp_path: Path) -> No
         "[2026-11-23T08:00:00.003] _slurm_rpc_submit_batch_job: JobId=12 InitPrio=0 usec=250\n"
         "[2026-11-23T08:00:00.004] _slurm_rpc_submit_batch_job: JobId=13 InitPrio=0 usec=9000\n")
     assert load._rpc_usec(log, {"11", "12"}) == [1.5, 0.25]
+
+
+def test_slurm_processes_counts_the_cli_backends_commands_through_the_retry_wrapper() -> None:
+    from collections import Counter
+
+    from hops_slurm.bench.engine import slurm_processes
+    from hops_slurm.engine.retry import RetryingReads
+
+    class Cli:
+        calls = Counter({"squeue": 2, "scontrol hold": 1, "scontrol create reservation": 4})
+
+    class Engine:
+        api = RetryingReads(Cli())  # type: ignore[arg-type]
+
+    assert slurm_processes(Engine()) == 7  # type: ignore[arg-type]
+    Engine.api = object()  # type: ignore[assignment]  # a backend that runs no processes
+    assert slurm_processes(Engine()) == 0  # type: ignore[arg-type]

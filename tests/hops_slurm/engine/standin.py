@@ -38,6 +38,7 @@ class StandInSlurm:
         self.clock: float | None = None  # virtual time (None: the wall clock)
         self.faults = 0
         self._count = 0
+        self._quiet = False
 
     # ----- test helpers -------------------------------------------------------------------------
     def submit(self, job_id: str, directives: str, user: str = "root") -> None:
@@ -52,6 +53,8 @@ class StandInSlurm:
         self._jobs[job_id] = self._jobs[job_id].model_copy(update=update)
 
     def _mutating(self, *call: str) -> None:
+        if self._quiet:
+            return
         self.calls.append(call)
         self._count += 1
         if self.fail_every and self._count % self.fail_every == 0:
@@ -116,6 +119,33 @@ class StandInSlurm:
             return
         self._change(job_id, state="PENDING", reason="JobHeldUser", priority=0, gpu_alloc={},
                      restart_count=job.restart_count + 1)
+
+    # list forms (hops_slurm.slurm.batch): one recorded call, as the CLI backend runs one process
+    def hold_all(self, job_ids: list[str]) -> None:
+        self._batch("hold", job_ids, self.hold)
+
+    def release_all(self, job_ids: list[str]) -> None:
+        self._batch("release", job_ids, self.release)
+
+    def requeue_hold_all(self, job_ids: list[str]) -> None:
+        self._batch("requeuehold", job_ids, self.requeue_hold)
+
+    def update_job_all(self, job_ids: list[str], fields: dict[str, str]) -> None:
+        self._batch("update", job_ids, lambda j: self.update_job(j, fields), *(f"{k}={v}" for k, v in fields.items()))
+
+    def _batch(self, what: str, job_ids: list[str], one: Callable[[str], None], *fields: str) -> None:
+        self._mutating(what, ",".join(job_ids), *fields)  # a fault refuses the whole command
+        gone = [j for j in job_ids if j not in self._jobs]
+        self._quiet = True  # one command, whatever it does to each job
+        try:
+            for j in job_ids:
+                if j in self._jobs:
+                    one(j)
+        finally:
+            self._quiet = False
+        if gone:  # as 22.05: the others are changed, the command fails naming the missing ones
+            raise SlurmCommandError(["scontrol", what, ",".join(job_ids)], 1,
+                                    f"Invalid job id specified for job {','.join(gone)}")
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
         self._mutating("update", job_id, *(f"{k}={v}" for k, v in fields.items()))

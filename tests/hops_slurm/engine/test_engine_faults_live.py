@@ -72,10 +72,10 @@ def _converge(eng, jobs: list[str], daemon, timeout: float = 120) -> None:  # no
 
 # ----- the daemon SIGKILLed at every journaled step -----------------------------------------------
 #: Every kind of action the engine journals in a round or refresh, in the order a placement meets them
-#: (hold: new jobs; place/env/reserve/attach/release: placement; detach/unreserve: settling after the
-#: start), each killed right after Slurm carried it out, plus two killed before (intent journaled only).
-CHAIN = [("hold", "after"), ("place", "before"), ("place", "after"), ("env", "after"), ("reserve", "after"),
-         ("attach", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
+#: (hold: new jobs; reserve/place/env/release: placement, the attach being part of place; detach/unreserve: settling after the
+#: start), each killed right after Slurm carried it out, plus three killed before (intent journaled only).
+CHAIN = [("hold", "after"), ("reserve", "before"), ("reserve", "after"), ("place", "before"), ("place", "after"),
+         ("env", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
          ("unreserve", "after"), ("gate", "after")]
 
 

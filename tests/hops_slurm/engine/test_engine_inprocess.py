@@ -23,8 +23,8 @@ from standin import StandInSlurm
 
 JOB = "gpus=1,2 samples=1000 batch-size=8 model=resnet18"
 #: every kind of journaled step a placement meets (as in the live fault test), after and before
-CHAIN = [("hold", "after"), ("place", "before"), ("place", "after"), ("env", "after"), ("reserve", "after"),
-         ("attach", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
+CHAIN = [("hold", "after"), ("reserve", "before"), ("reserve", "after"), ("place", "before"), ("place", "after"),
+         ("env", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
          ("unreserve", "after"), ("gate", "after")]
 
 
@@ -148,3 +148,60 @@ def test_a_crash_at_a_journaled_step_loses_nothing(tmp_path: Path, monkeypatch: 
     check_consistent(api, jobs, tmp_path / "state" / "journal.sqlite")
     assert all(api.get(j).state == "RUNNING" for j in jobs), [(j, api.get(j).state, api.get(j).reason) for j in jobs]
     assert {r.name for r in api.reservations()} == {GATE}
+
+
+def test_a_round_placing_many_jobs_batches_slurm_and_the_journal_by_phase(tmp_path: Path) -> None:
+    api = StandInSlurm(starts=True, nodes=4, gpus_per_node=2)
+    jobs = _submit(api, 6)
+    engine = _engine(tmp_path, api)
+    try:
+        engine.refresh()
+        assert engine.journal is not None
+        calls, commits = len(api.calls), engine.journal.commits
+        planning = engine.round()
+        assert planning is not None
+        placed = sorted(planning.plan.placed())
+        assert len(placed) >= 4
+        kinds = [c[0] for c in api.calls[calls:]]
+        # per placement: its reservation and one update (placement + attach); one release for all of them;
+        # after the start: one detach for all, one reservation delete each
+        assert kinds.count("release") == 1 and kinds.count("create_reservation") == len(placed)
+        assert kinds.count("delete_reservation") == len(placed)
+        updates = [c for c in api.calls[calls:] if c[0] == "update"]
+        assert len(updates) == len(placed) + 1 and updates[-1][1] == ",".join(placed) and updates[-1][2] == "Reservation="
+        # the journal: one transaction per phase (reserve, place, env, release; detach, unreserve,
+        # allocations), however many jobs
+        assert engine.journal.commits - commits <= 16
+    finally:
+        engine.close()
+    check_consistent(api, jobs, tmp_path / "state" / "journal.sqlite")
+
+
+def test_a_crash_in_a_phase_of_several_jobs_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    api = StandInSlurm(starts=True, nodes=4, gpus_per_node=2)
+    jobs = _submit(api, 4)
+
+    def crash(self: CrashingJournal, what: str) -> None:
+        raise Crashed(what)
+
+    monkeypatch.setattr(CrashingJournal, "_crash", crash)
+    monkeypatch.setenv(CRASH_AT_ENV, "place")  # after Slurm wrote every placement, before the phase is marked
+    engine = _engine(tmp_path, api)
+    try:
+        with pytest.raises(Crashed):
+            engine.full_round()
+        assert engine.journal is not None
+        open_ = engine.journal.open_actions()
+        assert len([a for a in open_ if a.kind == "place"]) >= 2  # the whole phase is left intended
+    finally:
+        engine.close()
+    monkeypatch.delenv(CRASH_AT_ENV)
+    engine = _engine(tmp_path, api)  # the restart reconciles, then plans on
+    check_consistent(api, jobs, tmp_path / "state" / "journal.sqlite", settled=False)
+    try:
+        for _ in range(3):
+            engine.full_round()
+    finally:
+        engine.close()
+    check_consistent(api, jobs, tmp_path / "state" / "journal.sqlite")
+    assert all(api.get(j).state == "RUNNING" for j in jobs)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hops_slurm.engine.cycle import Refresh
 from hops_slurm.records import RoundRecord
 
 pytestmark = pytest.mark.slurm
@@ -65,6 +66,19 @@ def _scrape(port: int) -> tuple[str, dict[tuple[str, tuple[tuple[str, str], ...]
     return text, values
 
 
+def _steps(values: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[tuple[str, str], float]:
+    """(cycle, step) -> how often the step ran, from ``hops_engine_step_duration_seconds_count``."""
+    return {(dict(k)["cycle"], dict(k)["step"]): n for (name, k), n in values.items()
+            if name == "hops_engine_step_duration_seconds_count"}
+
+
+def _between_steps(steps: dict[tuple[str, str], float], plannings: int) -> bool:
+    """Every refresh step as often as the refresh's first, every planning timed in all its parts."""
+    first = steps.get(("refresh", "read"), 0.0)
+    return all(steps.get(("refresh", name), 0.0) == first for name, _acts in Refresh.STEPS) and \
+        all(steps.get(("planning", part), 0.0) == plannings for part in ("plan", "enact", "record", "views"))
+
+
 def test_metrics_endpoint_agrees_with_round_records_and_journal(eng) -> None:  # noqa: ANN001
     port = _free_port()
     with eng.config.open("a") as fh:
@@ -93,8 +107,9 @@ def test_metrics_endpoint_agrees_with_round_records_and_journal(eng) -> None:  #
         want = (len(main), len(rounds) - len(main), actions.get("hold", 0), actions.get("release", 0),
                 actions.get("requeuehold", 0))
         queued = v.get(("hops_queue_length", ()))
-        # a round plan (not only the refresh ticks' fragment plans, which may start both jobs first)
-        if same and main and got == tuple(float(x) for x in want) and queued == 0:
+        # a round plan (not only the refresh ticks' fragment plans, which may start both jobs first), and
+        # the scrape between two steps of the cycle (no refresh half-way, every planning recorded)
+        if same and main and got == tuple(float(x) for x in want) and queued == 0 and _between_steps(_steps(v), len(rounds)):
             break
         tries.append(f"scrape {got} records {want} same={same} queue {queued}")
         assert time.monotonic() < deadline, "endpoint never agreed with the records:\n" + "\n".join(tries[-5:])
@@ -112,6 +127,10 @@ def test_metrics_endpoint_agrees_with_round_records_and_journal(eng) -> None:  #
         phases = sum(v[("hops_planning_phase_duration_seconds_sum", (("kind", kind), ("phase", p)))]
                      for p in ("read", "plan", "enact"))
         assert v[("hops_planning_duration_seconds_sum", (("kind", kind),))] == pytest.approx(phases)
+    # the cycle's named steps (label `step`): every planning timed by part, each refresh step once per refresh
+    steps = _steps(v)
+    assert steps[("refresh", "read")] >= 1 and steps[("round", "plannings")] >= len(main)
+    assert steps[("round", "views")] == steps[("round", "plannings")]
     assert v[("hops_store_size_bytes", ())] > 0 and v[("hops_store_signatures", ())] >= 1
     assert v[("hops_enactment_errors_total", (("reason", "action_failed"),))] == 0
     if os.environ.get("HOPS_SCRAPE_OUT"):  # docs/admin-guide.md shows one such scrape

@@ -49,7 +49,7 @@ class Setup:
                              start_time=T0 - 600)
 
     def calls(self, job_id: str) -> list[str]:
-        return [c[0] for c in self.api.calls if len(c) > 1 and c[1] == job_id]
+        return [c[0] for c in self.api.calls if len(c) > 1 and job_id in c[1].split(",")]  # a list: one command for many
 
     def on_signal(self, act: Callable[[str], None]) -> None:
         self.api.on_signal = lambda job_id, sig: act(job_id)

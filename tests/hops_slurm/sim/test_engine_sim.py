@@ -67,8 +67,8 @@ def test_the_engine_runs_a_workload_to_completion_through_probe_jobs_and_record_
 
 
 #: every kind of journaled step a placement meets (the live fault test's chain), and a preemption (its notice too)
-CHAIN = [("hold", "after"), ("place", "before"), ("place", "after"), ("env", "after"), ("reserve", "after"),
-         ("attach", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
+CHAIN = [("hold", "after"), ("reserve", "before"), ("reserve", "after"), ("place", "before"), ("place", "after"),
+         ("env", "after"), ("release", "before"), ("release", "after"), ("detach", "after"),
          ("unreserve", "after"), ("gate", "after"), ("notice", "before"), ("notice", "after"),
          ("requeuehold", "before"), ("requeuehold", "after")]
 

@@ -1,0 +1,137 @@
+"""Placement arithmetic and job environment files: the pure half of the enactment.
+
+Where it sits: :mod:`hops_slurm.slurm.enact` asks, for each config of a plan, whether Slurm will allocate
+exactly it (:func:`realisable`: Slurm 22.05 splits a per-job GPU count greedily in node order,
+:func:`greedy_split`), which ``scontrol update`` fields request it (:func:`placement_fields`), and writes
+the environment file a job sources when it starts (:func:`write_job_env`, :func:`hops_job_env`). No Slurm
+command here; the files are the only I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+from hops_slurm.slurm.api import SlurmJob, SlurmNode
+
+
+class PlacementError(HopsError):
+    """A config cannot be enacted exactly on Slurm (unknown node, too many GPUs, unrealisable split)."""
+
+
+# ----- placement arithmetic (pure) ----------------------------------------------------------------
+def ordered_config(config: Mapping[str, int], node_order: list[str]) -> dict[str, int]:
+    """``config`` without zero entries, in Slurm's node order."""
+    rank = {n: i for i, n in enumerate(node_order)}
+    unknown = sorted(n for n in config if n not in rank)
+    if unknown:
+        raise PlacementError(f"config names nodes Slurm does not know: {', '.join(unknown)}")
+    return {n: int(config[n]) for n in sorted(config, key=rank.__getitem__) if config[n] > 0}
+
+
+def greedy_split(total: int, nodes: list[str], free: Mapping[str, int]) -> dict[str, int] | None:
+    """How Slurm 22.05 splits ``--gpus=total`` over required ``nodes`` (in node order) given their free
+    GPUs: each node takes as many as it can while leaving one for every node after it. None if the
+    free GPUs cannot hold it. (Observed: 6 GPUs on two idle 8-GPU nodes -> 5+1; 4 on two idle 4-GPU
+    nodes -> 3+1.)"""
+    out: dict[str, int] = {}
+    left = total
+    for i, node in enumerate(nodes):
+        after = len(nodes) - i - 1
+        take = min(free.get(node, 0), left - after)
+        if take < 1:
+            return None
+        out[node] = take
+        left -= take
+    return out if left == 0 else None
+
+
+def realisable(config: Mapping[str, int], free: Mapping[str, int], node_order: list[str]) -> bool:
+    """True if Slurm will allocate exactly ``config`` given the free GPUs per node. An even split is
+    exact whenever it starts (it waits for busy GPUs); an uneven one only if the greedy split of the
+    GPUs free now equals it."""
+    cfg = ordered_config(config, node_order)
+    if len(set(cfg.values())) <= 1:
+        return True
+    if any(k > free.get(n, 0) for n, k in cfg.items()):
+        return False
+    return greedy_split(sum(cfg.values()), list(cfg), free) == cfg
+
+
+def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], node_order: list[str]) -> dict[str, str]:
+    """The ``scontrol update`` fields that make a pending job ask for exactly ``config``."""
+    cfg = ordered_config(config, node_order)
+    if not cfg:
+        raise PlacementError("empty config: nothing to place")
+    for n, k in cfg.items():
+        if k > nodes[n].gpus_total:
+            raise PlacementError(f"node {n} has {nodes[n].gpus_total} GPUs, the plan gives it {k}")
+    # Untyped on purpose: the nodes fix the GPU type. Slurm 22.05 never starts a job whose typed GPU
+    # request was changed to another type (BadConstraints), while an untyped request moves freely
+    # between types (docs/slurm-22.05-findings.md).
+    gpu = "gres:gpu"
+    counts = set(cfg.values())
+    fields = {"TresPerJob": "", "TresPerNode": ""}  # clear first: untyped -> typed needs it
+    if len(counts) == 1:
+        fields["TresPerNode"] = f"{gpu}:{counts.pop()}"
+    else:
+        fields["TresPerJob"] = f"{gpu}:{sum(cfg.values())}"
+    fields["NumNodes"] = str(len(cfg))
+    fields["NodeList"] = ",".join(cfg)
+    return fields
+
+
+# ----- job environment ----------------------------------------------------------------------------
+def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
+    """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
+    plain ``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"`` passes them on to the job's child processes."""
+    env_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(env_dir, 0o711)  # a job reads its own file by name; no one lists the others (docs/security.md)
+    path = env_dir / f"{job_id}.env"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items()))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
+    path = env_dir / f"{job_id}.env"
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        if key:
+            parts = shlex.split(value)
+            out[key] = parts[0] if parts else ""
+    return out
+
+
+def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a Hops job gets for ``config``: ``HOPS_GPUS``, ``HOPS_LR`` (the learning rate the
+    job's ``#HOPS lr=`` gives at that GPU count, when it set one) and ``extra`` (e.g. runtime-recorder
+    settings). ``directives``: the canonical form stored by the submit hook (``SlurmJob.directives``)."""
+    from hops_slurm.directives import HopsDirectives, format_lr
+
+    gpus = sum(int(k) for k in config.values() if k > 0)
+    env = {"HOPS_GPUS": str(gpus)}
+    if directives:
+        lr = HopsDirectives.from_canonical(directives).lr_for(gpus)
+        if lr is not None:
+            env["HOPS_LR"] = format_lr(lr)
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One job to place: its config, the ``scontrol update`` fields (:func:`placement_fields`) and its
+    environment (:func:`hops_job_env`)."""
+
+    job: SlurmJob
+    config: dict[str, int]
+    fields: dict[str, str]
+    env: dict[str, str]
