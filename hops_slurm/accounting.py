@@ -115,7 +115,9 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
             job.wait += t - last
             open_run(t, config)
             add_run(t, now, config)
-        elif state == "ENDED" and ran and started and ended and started > last and ended > started:
+        # Slurm's times are whole seconds: a run released just after the last refresh (last_seen 1000.4)
+        # may carry start 1000, so a start up to a second before last_seen is this run's, not an older one
+        elif state == "ENDED" and ran and started and ended and started > last - 1.0 and ended > started:
             t0 = at(started)
             t1 = max(t0, at(ended))
             job.wait += t0 - last

@@ -54,6 +54,14 @@ def test_a_run_that_began_and_ended_between_two_refreshes_is_one_placement() -> 
     assert js.placements == [{"start": 1005.0, "end": 1020.0, "config": {"a": 2}, "preempted": False}]
 
 
+def test_a_run_released_just_after_a_refresh_and_ended_before_the_next_keeps_its_placement() -> None:
+    js = _job()
+    account(js, 1000.4, "PENDING", {})  # the refresh that planned it; released at 1000.6, Slurm says start 1000
+    account(js, 1030.0, "ENDED", {}, started=1000.0, ended=1020.0, ran={"a": 2})
+    assert js.first_start == 1000.4 and js.run_time == pytest.approx(19.6) and js.gpu_seconds == pytest.approx(39.2)
+    assert [(p["start"], p["end"], p["config"]) for p in js.placements] == [(1000.4, 1020.0, {"a": 2})]
+
+
 def test_a_job_cancelled_while_pending_has_no_placement() -> None:
     js = _job()  # Slurm sets start_time = end_time for a job that never ran
     account(js, 1030.0, "ENDED", {}, started=1025.0, ended=1025.0, ran={"a": 2})
