@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from hops_slurm.records import RoundRecord
+from planner.governance import governed_plan
 from planner.views import ClusterView, JobView, Plan, Policy
 
 
@@ -85,7 +86,9 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
         return None
     now = backend.now()
     t1 = time.perf_counter()
-    plan = policy.plan(cluster, jobs, now, fragment=fragment)
+    # the site's limits (a backend that knows them has ``limits()``: planner.governance), kept around any policy
+    limits_of = getattr(backend, "limits", None)
+    plan = governed_plan(policy, cluster, jobs, now, fragment=fragment, limits=limits_of() if callable(limits_of) else None)
     t2 = time.perf_counter()
     if before_apply is not None and not dry_run:
         before_apply(plan)

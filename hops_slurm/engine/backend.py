@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 
 from hops_slurm.backend import Enactment
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
+from hops_slurm.slurm.assoc import GovernanceSource, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
 from hops_slurm.slurm.snapshot import Snapshot
+from planner.governance import Limits
 from planner.views import ClusterView, JobView, Plan
 
 
@@ -37,7 +39,8 @@ class SlurmBackend:
     """``views``: the job views of every schedulable job for this planning (set by the engine);
     ``job_env``: extra environment per job id for the env files of jobs a plan starts (set by the
     engine between planning and enactment); ``placed``: placed-and-pending job -> its config (from the
-    snapshot and the journal)."""
+    snapshot and the journal); ``governance``: where the site's associations and QOS are read (None: no
+    limits kept, e.g. a cluster without slurmdbd)."""
 
     api: SlurmApi
     enactor: Enactor
@@ -48,6 +51,7 @@ class SlurmBackend:
     views: tuple[JobView, ...] = ()
     job_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     last_result: EnactResult | None = None
+    governance: GovernanceSource | None = None
 
     def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
         """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
@@ -68,6 +72,15 @@ class SlurmBackend:
     @property
     def listing(self) -> dict[str, SlurmJob]:
         return self.snapshot.listing
+
+    @staticmethod
+    def read_governance(env: Mapping[str, str] | None) -> GovernanceSource:
+        """Associations and QOS read with ``sacctmgr`` in ``env`` (the CLI backend's environment)."""
+        return GovernanceSource(subprocess_runner(env, timeout=15.0))
+
+    def limits(self) -> Limits | None:
+        """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
+        return jobs_limits(self.governance, self.jobs)
 
     # ----- Backend protocol -------------------------------------------------------------------------
     def now(self) -> float:
