@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from hops_slurm.records import RoundRecord
-from planner.governance import governed_plan
+from planner.governance import governed_plan, with_fair_share
 from planner.views import ClusterView, JobView, Plan, Policy
 
 
@@ -85,6 +85,9 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     if fragment and cluster.free_gpus == 0:
         return None
     now = backend.now()
+    standing = getattr(backend, "fair_share", None)  # job id -> the owner's fair-share factor (planner.fairshare)
+    if callable(standing):
+        jobs = with_fair_share(jobs, standing())
     t1 = time.perf_counter()
     # the site's limits (a backend that knows them has ``limits()``: planner.governance), kept around any policy
     limits_of = getattr(backend, "limits", None)

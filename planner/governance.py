@@ -155,6 +155,12 @@ def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, 
     return cut
 
 
+def with_fair_share(jobs: tuple[JobView, ...], factors: Mapping[str, float]) -> tuple[JobView, ...]:
+    """``jobs`` with each one's fair-share factor (job id -> [0, 1]; :mod:`planner.fairshare`) set."""
+    return tuple(dataclasses.replace(j, fair_share=min(max(float(factors[j.job_id]), 0.0), 1.0))
+                 if j.job_id in factors and factors[j.job_id] != j.fair_share else j for j in jobs)
+
+
 def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *,
                   fragment: bool, limits: Limits | None) -> Plan:
     """The policy's plan within ``limits`` (the module docstring); the policy's own plan when none."""
@@ -179,4 +185,4 @@ def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...
     return plan
 
 
-__all__ = ["Cap", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps"]
+__all__ = ["Cap", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps", "with_fair_share"]
