@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from hops_slurm.backend import Enactment
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
-from hops_slurm.slurm.assoc import GovernanceSource, jobs_limits, subprocess_runner
+from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
 from hops_slurm.slurm.snapshot import Snapshot
 from planner.governance import Limits
@@ -81,6 +81,10 @@ class SlurmBackend:
     def limits(self) -> Limits | None:
         """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
         return jobs_limits(self.governance, self.jobs)
+
+    def fair_share(self) -> dict[str, float]:
+        """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""
+        return jobs_fair_share(self.governance, self.jobs)
 
     # ----- Backend protocol -------------------------------------------------------------------------
     def now(self) -> float:

@@ -14,6 +14,10 @@ Limits kept (docs/governance.md): an account's ``GrpTRES=gres/gpu=N`` and ``GrpJ
 the account and its sub-accounts), a user association's ``GrpTRES``, ``MaxJobs`` and ``MaxTRES``
 (per job); a QOS's ``GrpTRES``, ``GrpJobs``, ``MaxTRESPU``/``MaxJobsPU`` (per user),
 ``MaxTRESPA``/``MaxJobsPA`` (per account) and ``MaxTRES`` (per job). Untyped ``gres/gpu`` only.
+
+Fair share: each user association's ``FairShare`` from ``sshare --parsable2 --all --long`` (read with
+the rest; the site's own standing: its shares, PriorityDecayHalfLife, fair tree, and every job's usage
+as slurmdbd counts it), handed to the planner as :attr:`planner.views.JobView.fair_share`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 
 ASSOC_ARGV = ["sacctmgr", "show", "assoc", "--parsable2",
               "format=Cluster,Account,User,Partition,ParentName,Share,GrpTRES,GrpJobs,MaxJobs,MaxTRES,QOS,DefaultQOS"]
+SSHARE_ARGV = ["sshare", "--parsable2", "--all", "--long"]
 QOS_ARGV = ["sacctmgr", "show", "qos", "--parsable2",
             "format=Name,Priority,GrpTRES,GrpJobs,MaxTRES,MaxTRESPU,MaxJobsPU,MaxTRESPA,MaxJobsPA"]
 
@@ -141,12 +146,31 @@ def parse_qos(text: str) -> dict[str, Qos]:
     return out
 
 
+def parse_sshare(text: str) -> dict[tuple[str, str], float]:
+    """``sshare --parsable2 --all --long``: (account, user) -> Slurm's FairShare factor of each user
+    association (account rows and unparsable factors left out; the account is printed indented)."""
+    out: dict[tuple[str, str], float] = {}
+    for r in _rows(text, "sshare"):
+        user, raw = r.get("User", ""), r.get("FairShare", "")
+        if not user or not raw:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise GovernanceError(f"sshare: FairShare {raw[:40]!r} of user {user[:40]!r} is not a number") from None
+        if 0.0 <= value <= 1.0:
+            out[(r.get("Account", "").strip(), user)] = value
+    return out
+
+
 @dataclass(frozen=True)
 class Governance:
-    """Every association and QOS of the cluster (one read)."""
+    """Every association and QOS of the cluster (one read), and each user association's fair-share
+    factor (empty without priority/multifactor or when ``sshare`` fails)."""
 
     associations: tuple[Association, ...] = ()
     qos: Mapping[str, Qos] = field(default_factory=lambda: MappingProxyType({}))
+    fairshare: Mapping[tuple[str, str], float] = field(default_factory=lambda: MappingProxyType({}))
 
     def account_chain(self, account: str) -> list[Association]:
         """The account's own row and its ancestors' (nearest first), each once."""
@@ -247,8 +271,13 @@ class GovernanceSource:
             return self._got
         self._at = now
         try:
-            self._got = Governance(tuple(parse_assoc(self.run(ASSOC_ARGV))),
-                                   MappingProxyType(parse_qos(self.run(QOS_ARGV))))
+            assoc, qos = parse_assoc(self.run(ASSOC_ARGV)), parse_qos(self.run(QOS_ARGV))
+            try:
+                shares = parse_sshare(self.run(SSHARE_ARGV))
+            except Exception as exc:  # noqa: BLE001 - limits without fair share
+                log.info("governance: no fair share read (%s)", exc)
+                shares = {}
+            self._got = Governance(tuple(assoc), MappingProxyType(qos), MappingProxyType(shares))
             self.error = ""
         except Exception as exc:  # noqa: BLE001 - no accounting (or unreadable): no limits to keep
             if self.error != str(exc):
@@ -268,6 +297,14 @@ def subprocess_runner(env: Mapping[str, str] | None, timeout: float = 30.0) -> R
     return run
 
 
+def jobs_fair_share(source: GovernanceSource | None, jobs: Iterable[SlurmJob]) -> dict[str, float]:
+    """Job id -> its association's FairShare (jobs whose association sshare does not list: none)."""
+    gov = source.current() if source is not None else None
+    if gov is None or not gov.fairshare:
+        return {}
+    return {j.job_id: gov.fairshare[(j.account, j.user)] for j in jobs if (j.account, j.user) in gov.fairshare}
+
+
 def jobs_limits(source: GovernanceSource | None, jobs: Iterable[SlurmJob]) -> Limits | None:
     """The limits of this listing, or None when the cluster keeps no accounting."""
     gov = source.current() if source is not None else None
@@ -275,4 +312,5 @@ def jobs_limits(source: GovernanceSource | None, jobs: Iterable[SlurmJob]) -> Li
 
 
 __all__ = ["Association", "Qos", "Governance", "GovernanceError", "GovernanceSource", "parse_assoc", "parse_qos",
-           "gpus_of_tres", "limits_for", "jobs_limits", "subprocess_runner", "ASSOC_ARGV", "QOS_ARGV"]
+           "parse_sshare", "gpus_of_tres", "limits_for", "jobs_limits", "jobs_fair_share", "subprocess_runner",
+           "ASSOC_ARGV", "QOS_ARGV", "SSHARE_ARGV"]
