@@ -22,10 +22,11 @@ started are taken out, and those jobs (and running ones) are not offered again u
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from hops_slurm.backend import Enactment
+from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
 from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
@@ -52,16 +53,22 @@ class SlurmBackend:
     job_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     last_result: EnactResult | None = None
     governance: GovernanceSource | None = None
+    #: job id -> the canonical directives the engine stored when it first saw the job (its AdminComment
+    #: may have been replaced since: hops_slurm.engine.coexist)
+    stored: Callable[[], Mapping[str, str]] | None = None
 
     def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
         """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
         snap = Snapshot.read(self.api) if jobs is None else \
             Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), self.api.now())
         self.keep(snap)
-        return snap
+        return self.snapshot
 
     def keep(self, snap: Snapshot) -> None:
-        """Make ``snap`` the current snapshot (and work out what is placed and pending on it)."""
+        """Make ``snap`` the current snapshot (and work out what is placed and pending on it); tracked jobs
+        whose AdminComment another tool replaced keep their stored directives (hops_slurm.engine.coexist)."""
+        if self.stored is not None:
+            snap = restore_directives(snap, self.stored())
         self.snapshot = snap
         self.placed = snap.placed_pending(self.enactor.journal)
 

@@ -70,7 +70,6 @@ class Engine:
         self.env, self._governance = (dict(env) if env is not None else None), None
         if api is None:
             from hops_slurm.slurm.cli import CliSlurm
-
             api, self._governance = CliSlurm(self.env), SlurmBackend.read_governance(self.env)  # the site's limits
         self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
         self.now = self.api.now  # Slurm's clock: the wall clock live, the virtual one in simulation
@@ -142,7 +141,8 @@ class Engine:
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
                                listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
-        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition, governance=self._governance)
+        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition, governance=self._governance,
+                                    stored=lambda: {j: s.directives for j, s in self.tracked.items() if s.directives})
         if self.store is not None and not self.dry_run:
             e = self.config.engine
             self.profiler = ProfilerFlow(
