@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from hops_slurm.slurm.api import SlurmJob
-from hops_slurm.slurm.assoc import (ASSOC_ARGV, QOS_ARGV, Governance, GovernanceError, GovernanceSource,
-                                    gpus_of_tres, limits_for, parse_assoc, parse_qos)
+from hops_slurm.slurm.assoc import (ASSOC_ARGV, QOS_ARGV, SSHARE_ARGV, Governance, GovernanceError, GovernanceSource,
+                                    gpus_of_tres, jobs_fair_share, limits_for, parse_assoc, parse_qos, parse_sshare)
 from tests.tests_paths import DATA
 
 REC = DATA / "slurm-output" / "22.05"
@@ -82,13 +82,13 @@ def test_source_reads_once_per_ttl_and_backs_off_without_slurmdbd() -> None:
         return (REC / ("sacctmgr-show-assoc.txt" if argv == ASSOC_ARGV else "sacctmgr-show-qos.txt")).read_text()
 
     src = GovernanceSource(run, ttl=60.0, clock=lambda: now[0])
-    assert src.current() is not None and len(calls) == 2
+    assert src.current() is not None and len(calls) == 3  # assoc, qos, sshare
     now[0] = 30.0
     src.current()
-    assert len(calls) == 2
+    assert len(calls) == 3
     now[0] = 61.0
     src.current()
-    assert calls[-1] == QOS_ARGV and len(calls) == 4
+    assert calls[-2:] == [QOS_ARGV, SSHARE_ARGV] and len(calls) == 6
 
     def down(argv: list[str]) -> str:
         raise GovernanceError("sacctmgr show assoc: Connection refused")
@@ -97,3 +97,24 @@ def test_source_reads_once_per_ttl_and_backs_off_without_slurmdbd() -> None:
     assert off.current() is None and "Connection refused" in off.error
     now[0] = 200.0
     assert off.current() is None
+
+
+def test_recorded_sshare_gives_each_user_associations_fair_share() -> None:
+    """22.05's ``sshare --parsable2 --all --long`` after chem/root used 6 GPUs, physics/root 2 and
+    chem/nobody 1 for 100 s (fair tree, the default): account rows are left out, accounts unindented."""
+    shares = parse_sshare((REC / "sshare-parsable2-all-long.txt").read_text())
+    assert shares[("chem", "root")] == pytest.approx(0.166667)
+    assert shares[("physics", "nobody")] == pytest.approx(0.666667)
+    assert shares[("root", "root")] == 1.0
+    assert ("chem", "") not in shares
+    assert shares[("chem", "root")] < shares[("chem", "nobody")] < shares[("physics", "nobody")]
+    with pytest.raises(GovernanceError, match="FairShare 'x' of user 'u' is not a number"):
+        parse_sshare("Account|User|FairShare\n a|u|x\n")
+
+
+def test_fair_share_of_jobs_comes_from_their_association() -> None:
+    text = {ASSOC_ARGV[2]: (REC / "sacctmgr-show-assoc.txt").read_text(), QOS_ARGV[2]: (REC / "sacctmgr-show-qos.txt").read_text(),
+            SSHARE_ARGV[0]: (REC / "sshare-parsable2-all-long.txt").read_text()}
+    src = GovernanceSource(lambda argv: text[argv[2] if argv[0] == "sacctmgr" else argv[0]])
+    jobs = [sjob(1, "chem"), sjob(2, "physics", user="nobody"), sjob(3, "nowhere")]
+    assert jobs_fair_share(src, jobs) == {"1": pytest.approx(0.166667), "2": pytest.approx(0.666667)}
