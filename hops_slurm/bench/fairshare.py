@@ -32,7 +32,7 @@ IN_ALL = False  # minutes: run by name
 
 CLUSTER = "paper-64"
 WORKLOAD = "gavel:jobs=120,rate=60"
-WEIGHTS = (1.0, 4.0)
+WEIGHTS = (1.0, 10.0)
 HEAVY = "heavy"
 LIGHT = tuple(f"light{k}" for k in range(10))
 
