@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.minicluster.cluster import Minicluster
-from slurm_helpers import load_test_spec
+from slurm_helpers import ensure_test_user, load_test_spec
 from tests.tests_paths import DATA
 
 pytestmark = pytest.mark.slurm
@@ -28,6 +29,9 @@ SPEC = Path(os.environ.get("HOPS_GOVERNANCE_SPEC") or DATA / "minicluster-govern
 SCRIPT = """#!/bin/bash
 #HOPS gpus={gpus} samples=1M batch-size=8 model=resnet18 lr=0.1@4
 sleep 600
+"""
+PLAIN = """#!/bin/bash
+sleep 75
 """
 
 
@@ -51,15 +55,19 @@ def sacctmgr(cluster: Minicluster, *args: str) -> None:
     assert proc.returncode == 0 or "Nothing new added" in text or "Nothing modified" in text, text
 
 
-def submit(eng, account: str, gpus: str = "4", qos: str = "") -> str:  # noqa: ANN001
+def submit(eng, account: str, gpus: str = "4", qos: str = "", user: str = "", plain: str = "") -> str:  # noqa: ANN001
+    """A ``#HOPS`` job (``plain``: a plain job with these extra sbatch options instead)."""
     script = eng.workdir / f"gov{len(eng.submitted)}.sh"
-    script.write_text(SCRIPT.format(gpus=gpus))
-    argv = ["sbatch", "--parsable", "-A", account, "-o", "/dev/null", "-D", str(eng.workdir), str(script)]
+    script.write_text(PLAIN if plain else SCRIPT.format(gpus=gpus))
+    script.chmod(0o755)
+    argv = ["sbatch", "--parsable", "-A", account, "-o", "/dev/null", "-D", str(eng.workdir), *plain.split(), str(script)]
     if qos:
         argv[2:2] = ["--qos", qos]
+    if user:
+        argv = eng.cluster.user_argv(user, argv, eng.workdir)
     deadline = time.monotonic() + 30.0
     while True:  # slurmctld hears of a new association or QOS from slurmdbd a moment after sacctmgr
-        out = eng.cluster.run(argv, check=False)
+        out = subprocess.run(argv, env=eng.env, capture_output=True, text=True, timeout=30, check=False)
         if out.returncode == 0 or time.monotonic() > deadline or "Invalid" not in out.stderr:
             break
         time.sleep(0.5)
@@ -127,3 +135,47 @@ def test_a_qos_per_user_limit_holds_likewise(eng) -> None:  # noqa: ANN001
     assert len(waiting) == 1, eng.describe()
     plans = queue_plans(eng)
     assert plans[waiting[0]].startswith("limit: QOSMaxGRESPerUser: qos=gpu4 user=root gres/gpu=4"), plans
+
+
+def fair_shares(eng) -> dict[tuple[str, str], float]:  # noqa: ANN001
+    from hops_slurm.slurm.assoc import SSHARE_ARGV, parse_sshare
+
+    return parse_sshare(eng.cluster.run(SSHARE_ARGV).stdout)
+
+
+def test_two_users_fair_share_moves_the_order_as_configured(eng) -> None:  # noqa: ANN001
+    """root uses all 16 GPUs for a while, the test user nothing; then both submit a 16-GPU job, root
+    first. Latency ratio alone would serve root's (it has waited longer); with ``fairshare_weight`` the
+    test user's comes first, as Slurm's own FairShare (sshare) says it should."""
+    eng.until_idle()
+    user = ensure_test_user()
+    sacctmgr(eng.cluster, "add", "account", "share")
+    sacctmgr(eng.cluster, "add", "user", "root", "Account=share")
+    sacctmgr(eng.cluster, "add", "user", user, "Account=share")
+    usage = submit(eng, "share", plain="-p profiler --gres=gpu:8 -N 2")
+    eng.wait(lambda: eng.detail(usage).active, 60.0, "root's usage job running")
+    deadline = time.monotonic() + 240
+    while True:  # slurmctld adds usage every PriorityCalcPeriod (1 min on this cluster)
+        shares = fair_shares(eng)
+        if shares.get(("share", "root"), 1.0) < shares.get(("share", user), 0.0):
+            break
+        assert time.monotonic() < deadline, f"sshare never put root below {user}: {shares}"
+        time.sleep(5.0)
+    eng.wait(lambda: not (eng.detail(usage).pending or eng.detail(usage).active), 120.0, "root's usage job ended")
+    text = eng.config.read_text()
+    assert "[planner]\n" in text
+    eng.config.write_text(text.replace("[planner]\n", "[planner]\nfairshare_weight = 10\n", 1))
+    try:
+        first = submit(eng, "share", gpus="16")
+        time.sleep(2.0)
+        second = submit(eng, "share", gpus="16", user=user)
+        out = run_until(eng, {first, second}, 16, lambda: eng.detail(second).active)
+        prios = dict(out[-1]["priorities"])
+        assert prios[second] > prios[first], out[-1]
+        assert not eng.detail(first).active
+        proc = eng.hops("queue", "--config", str(eng.config), "--json")
+        rows = {r["jobid"]: r for r in json.loads(proc.stdout)["jobs"]}
+        # by latency ratio alone root's job would come first: it has waited longer for the same age
+        assert rows[first]["lr"] >= rows[second]["lr"], rows
+    finally:
+        eng.config.write_text(text)
