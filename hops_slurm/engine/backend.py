@@ -87,7 +87,7 @@ class SlurmBackend:
 
     def limits(self) -> Limits | None:
         """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
-        return jobs_limits(self.governance, self.jobs)
+        return jobs_limits(self.governance, self.jobs, self.placed)  # placed-and-pending jobs hold GPUs too
 
     def fair_share(self) -> dict[str, float]:
         """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""

@@ -192,12 +192,16 @@ def _gpus(job: SlurmJob) -> int:
     return sum(job.gpu_config().values())
 
 
-def limits_for(gov: Governance, jobs: Sequence[SlurmJob]) -> Limits:
+def limits_for(gov: Governance, jobs: Sequence[SlurmJob],
+               promised: Mapping[str, Mapping[str, int]] | None = None) -> Limits:
     """The caps over the active jobs of ``jobs`` (the round's listing, non-Hops jobs included: their GPUs
-    count) that the associations and QOS of ``gov`` set, with Slurm's reason names."""
+    count) that the associations and QOS of ``gov`` set, with Slurm's reason names. ``promised``: pending
+    jobs already released onto GPUs (job id -> config), held like running ones."""
     active = [j for j in jobs if j.pending or j.active]
-    held = {j.job_id: _gpus(j) for j in active if j.active}
-    running = {j.job_id for j in active if j.active}
+    promised = promised or {}
+    held = {j.job_id: _gpus(j) if j.active else sum(promised[j.job_id].values())
+            for j in active if j.active or j.job_id in promised}
+    running = set(held)
     groups: dict[tuple[str, str, str, str], set[str]] = {}  # (reason, scope, unit, limit) -> job ids
     per_job: dict[str, tuple[int, str]] = {}
 
@@ -305,10 +309,11 @@ def jobs_fair_share(source: GovernanceSource | None, jobs: Iterable[SlurmJob]) -
     return {j.job_id: gov.fairshare[(j.account, j.user)] for j in jobs if (j.account, j.user) in gov.fairshare}
 
 
-def jobs_limits(source: GovernanceSource | None, jobs: Iterable[SlurmJob]) -> Limits | None:
+def jobs_limits(source: GovernanceSource | None, jobs: Iterable[SlurmJob],
+                promised: Mapping[str, Mapping[str, int]] | None = None) -> Limits | None:
     """The limits of this listing, or None when the cluster keeps no accounting."""
     gov = source.current() if source is not None else None
-    return limits_for(gov, list(jobs)) if gov is not None else None
+    return limits_for(gov, list(jobs), promised) if gov is not None else None
 
 
 __all__ = ["Association", "Qos", "Governance", "GovernanceError", "GovernanceSource", "parse_assoc", "parse_qos",

@@ -54,6 +54,10 @@ def test_caps_of_the_recorded_site_over_a_listing() -> None:
     assert by["AssocMaxJobsLimit: account=physics user=root MaxJobs=5"].jobs == {"1", "2"}
     assert limits.per_job["3"][0] == 8 and limits.per_job["3"][1].startswith("AssocMaxGRESPerJob")
     assert not any("5" in c.jobs for c in limits.caps)  # account root sets no limit
+    # a pending job already released onto GPUs (placed, not started yet) holds them too
+    promised = limits_for(gov, jobs, {"2": {"n1": 2}})
+    grp2 = {c.label: c for c in promised.caps}["AssocGrpGRES: account=physics gres/gpu=8"]
+    assert dict(grp2.held) == {"1": 6, "2": 2}
 
 
 def test_gpu_counts_of_tres_lists() -> None:
