@@ -122,3 +122,21 @@ def test_fair_share_of_jobs_comes_from_their_association() -> None:
     src = GovernanceSource(lambda argv: text[argv[2] if argv[0] == "sacctmgr" else argv[0]])
     jobs = [sjob(1, "chem"), sjob(2, "physics", user="nobody"), sjob(3, "nowhere")]
     assert jobs_fair_share(src, jobs) == {"1": pytest.approx(0.166667), "2": pytest.approx(0.666667)}
+
+
+@pytest.mark.parametrize("release", ["22.05", "24.11", "26.05"])
+def test_every_release_prints_the_same_limits(release: str) -> None:
+    """The fixed ``format=`` reads alike on the three releases: the same limits on the same rows."""
+    rec = DATA / "slurm-output" / release
+    gov = Governance(tuple(parse_assoc((rec / "sacctmgr-show-assoc.txt").read_text())),
+                     parse_qos((rec / "sacctmgr-show-qos.txt").read_text()))
+    rows = {(a.account, a.user): a for a in gov.associations}
+    assert (rows[("physics", "")].grp_gpus, rows[("physics", "")].max_jobs) == (8, 5)
+    assert (rows[("bio", "")].grp_gpus, rows[("bio", "")].grp_jobs) == (12, 4)
+    assert rows[("bio", "root")].max_gpus_per_job == 8
+    assert "gpuuser" in rows[("physics", "nobody")].qos
+    assert (gov.qos["gpuuser"].max_gpus_per_user, gov.qos["gpuuser"].max_jobs_per_user) == (4, 3)
+    shares = parse_sshare((rec / "sshare-parsable2-all-long.txt").read_text())
+    # in physics root used GPUs and nobody did not (fair tree ranks within the account); root's own
+    # account used nothing
+    assert shares[("physics", "root")] < shares[("physics", "nobody")] and shares[("root", "root")] == 1.0
