@@ -85,13 +85,14 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     if fragment and cluster.free_gpus == 0:
         return None
     now = backend.now()
-    standing = getattr(backend, "fair_share", None)  # job id -> the owner's fair-share factor (planner.fairshare)
+    # the site's governance, where a backend knows it (the live one: hops_slurm.slurm.assoc): each owner's
+    # fair-share factor (planner.fairshare) and the limits kept around any policy (planner.governance)
+    standing, limits_of = getattr(backend, "fair_share", None), getattr(backend, "limits", None)
     if callable(standing):
         jobs = with_fair_share(jobs, standing())
+    limits = limits_of() if callable(limits_of) else None
     t1 = time.perf_counter()
-    # the site's limits (a backend that knows them has ``limits()``: planner.governance), kept around any policy
-    limits_of = getattr(backend, "limits", None)
-    plan = governed_plan(policy, cluster, jobs, now, fragment=fragment, limits=limits_of() if callable(limits_of) else None)
+    plan = governed_plan(policy, cluster, jobs, now, fragment=fragment, limits=limits)
     t2 = time.perf_counter()
     if before_apply is not None and not dry_run:
         before_apply(plan)
