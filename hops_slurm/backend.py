@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from hops_slurm.records import RoundRecord
+from planner.governance import governed_plan, with_fair_share
 from planner.views import ClusterView, JobView, Plan, Policy
 
 
@@ -84,8 +85,14 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     if fragment and cluster.free_gpus == 0:
         return None
     now = backend.now()
+    # the site's governance, where a backend knows it (the live one: hops_slurm.slurm.assoc): each owner's
+    # fair-share factor (planner.fairshare) and the limits kept around any policy (planner.governance)
+    standing, limits_of = getattr(backend, "fair_share", None), getattr(backend, "limits", None)
+    if callable(standing):
+        jobs = with_fair_share(jobs, standing())
+    limits = limits_of() if callable(limits_of) else None
     t1 = time.perf_counter()
-    plan = policy.plan(cluster, jobs, now, fragment=fragment)
+    plan = governed_plan(policy, cluster, jobs, now, fragment=fragment, limits=limits)
     t2 = time.perf_counter()
     if before_apply is not None and not dry_run:
         before_apply(plan)

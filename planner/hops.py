@@ -229,7 +229,7 @@ class HopsPolicy(Policy):
             cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth, p.sigma)
             live = tuple(j for j in live if j.job_id not in held)
         gpus = cluster.free_gpus
-        prios = priorities(live, now, p.priority, cluster.total_gpus)
+        prios = priorities(live, now, p.priority, cluster.total_gpus, fairshare_weight=p.fairshare_weight)
         running = [j for j in live if j.current and not fragment]
         if p.window == "active":  # the earlier reading: the window cut from every active job
             queue = queue_order(live, prios)

@@ -45,6 +45,7 @@ class PlannerParams:
     gap: float = 0.01
     node_limit: int = 2000
     time_limit: float = 60.0
+    fairshare_weight: float = 0.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -129,6 +130,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "gap": (_number(0.0, 1.0, high_open=True), "a number in [0, 1), e.g. 0.01 for 1%"),
     "node_limit": (_number(1, 10_000_000, integer=True), "a whole number of branch-and-bound nodes in [1, 10^7]"),
     "time_limit": (_number(0.1, 86400.0), "seconds in [0.1, 86400]"),
+    "fairshare_weight": (_number(0.0, 1000.0), "a number in [0, 1000]: the queue priority adds it times the owner's "
+                         "fair-share factor (0..1; planner.fairshare); 0 = latency ratio only"),
 }
 
 

@@ -14,14 +14,14 @@ Names (:func:`policy_names`):
 - either may carry planner parameters after a colon, in the keys of the site configuration's
   ``[planner]`` section: ``hops:restart_penalty=0.1,sigma=1.2`` (docs/design.md, "Planner parameters");
 - the baselines of :mod:`planner.baselines`: ``gavel``, ``gavel-lr``, ``sia``, ``sia-lr``, ``themis``,
-  ``slurm-backfill``, ``fifo-greedy``; keyword options override their documented defaults.
+  ``slurm-backfill``, ``slurm-multifactor``, ``fifo-greedy``; keyword options override their documented defaults.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.baselines import FifoGreedy, GavelPolicy, SiaPolicy, SlurmBackfillPolicy, ThemisPolicy
+from planner.baselines import FifoGreedy, GavelPolicy, SiaPolicy, SlurmBackfillPolicy, SlurmMultifactorPolicy, ThemisPolicy
 from planner.errors import PolicyError
 from planner.hops import HopsPolicy
 from planner.params import PlannerParams
@@ -35,6 +35,7 @@ BASELINES: dict[str, Callable[..., Policy]] = {
     "sia-lr": lambda **o: SiaPolicy(per_requirement=True, lr_weighted=True, name="sia-lr", **o),
     "themis": lambda **o: ThemisPolicy(**o),
     "slurm-backfill": lambda **o: SlurmBackfillPolicy(**o),
+    "slurm-multifactor": lambda **o: SlurmMultifactorPolicy(**o),
     "fifo-greedy": lambda **o: FifoGreedy(**o),
 }
 

@@ -103,11 +103,13 @@ def default_lambda(name: str) -> float:
     return DEFAULT_LAMBDA.get(name.lower(), 1.0)
 
 
-def priorities(jobs: Sequence[JobView], now: float, name: str, total_gpus: int) -> dict[str, float]:
-    """Priority of every job under the named rule."""
+def priorities(jobs: Sequence[JobView], now: float, name: str, total_gpus: int, *,
+               fairshare_weight: float = 0.0) -> dict[str, float]:
+    """Priority of every job under the named rule, plus ``fairshare_weight`` times its owner's fair-share
+    factor (:mod:`planner.fairshare`; the same for every job of one owner, so their order stays the rule's)."""
     fn = get_priority(name)
     ctx = PriorityContext(n_jobs=len(jobs), total_gpus=total_gpus)
-    return {j.job_id: float(fn(j, now, ctx)) for j in jobs}
+    return {j.job_id: float(fn(j, now, ctx)) + fairshare_weight * j.fair_share for j in jobs}
 
 
 def queue_order(jobs: Sequence[JobView], prios: dict[str, float]) -> list[JobView]:

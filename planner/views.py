@@ -100,6 +100,9 @@ class JobView:
     #: config -> an optimistic samples/s where no record measured the job yet, 0.0 where every node is
     #: measured (nothing to learn); None: no exploration (estimator.explore, planner.explore)
     explore: ThroughputFn | None = field(default=None, compare=False, repr=False)
+    #: the owner's fair-share standing in [0, 1] (planner.fairshare: 1 = used nothing of late, 0.5 = their
+    #: share); the queue priority adds ``fairshare_weight`` times it
+    fair_share: float = 1.0
 
     def __post_init__(self) -> None:
         reqs = self.requirements

@@ -34,13 +34,13 @@ PAPER_TABLE_4 = """| Policy | Makespan | Avg.JCT | Avg.WT | Max.LR | Avg.frag |
 | Sia | 12.36h | 3.79h | 1.68h | 78.5 | 56 |
 | Gavel | 15.42h | 4.04h | 2.24h | 70.43 | 18 |
 """
-MAIN = ["hops", "sia-lr", "gavel-lr", "sia", "gavel", "themis", "slurm-backfill"]
+MAIN = ["hops", "sia-lr", "gavel-lr", "sia", "gavel", "themis", "slurm-backfill", "slurm-multifactor"]
 ABLATION = ["hops", "hops-las", "hops-sjf", "hops-srtf", "hops-fifo"]
 FTF = ["hops-ftf", "sia-lr", "gavel-lr", "themis"]
 RATES = [30, 60, 120, 300, 600, 1200]
 SWEEP = ["hops", "sia-lr", "gavel-lr"]
 #: the rigid-request trace and Gavel's workload: Hops beside the baselines that finish them in reasonable time
-RIGID = ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill"]
+RIGID = ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill", "slurm-multifactor"]
 
 
 def bench_seeds() -> list[int]:

@@ -26,6 +26,7 @@ from hops_slurm.text import printable
 from hops_slurm.whatif import output
 from hops_slurm.whatif.assumptions import load_assumptions
 from hops_slurm.whatif.history import MAX_LISTED_PROBLEMS, Problem
+from hops_slurm.whatif.fidelity import fidelity, fidelity_line, warning
 from hops_slurm.whatif.pipeline import DEFAULT_POLICIES, NothingToReplay, run_whatif
 from hops_slurm.whatif.read_parsable2 import FORMAT
 
@@ -106,12 +107,20 @@ def _run(args: argparse.Namespace) -> int:
             "cluster": c.name, "cluster_gpus": c.total_gpus, "cluster_inferred": result.inferred,
             "policies": list(policies), "round_seconds": args.round_seconds,
             "assumed_from": dict(Counter(d.source for d in result.derived))}
+    fid = fidelity(result.rows)  # how close the replay of Slurm's own policy comes to the record
+    if fid is not None:
+        meta["fidelity"] = {"policy": fid.policy, "ok": fid.ok, "recorded_vs_replayed": fid.values}
     if args.json:
         sys.stdout.write(json.dumps(output.document(result.rows, meta, problems), indent=2) + "\n")
     else:
         sys.stdout.write(output.render(result.rows, columns, args.parsable2, not args.noheader))
     print(f"hops-slurm: whatif: {result.summary()}; cluster {printable(c.name, 60)} ({c.total_gpus} GPUs"
           f"{', inferred' if result.inferred else ''})", file=sys.stderr)
+    if fid is not None:
+        print(f"hops-slurm: whatif: {fidelity_line(fid)}", file=sys.stderr)
+        if not fid.ok:
+            print(f"hops-slurm: warning: {warning(fid, probe_seconds=c.profiler.probe_seconds, inferred=result.inferred, refresh_seconds=args.refresh_seconds)}",
+                  file=sys.stderr)
     if args.out:
         title = (f"What-if: {printable(args.export.name, 80)} on {printable(c.name, 60)} ({c.total_gpus} GPUs), "
                  f"{len(result.derived)} jobs")

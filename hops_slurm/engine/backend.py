@@ -22,13 +22,16 @@ started are taken out, and those jobs (and running ones) are not offered again u
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from hops_slurm.backend import Enactment
+from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
+from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
 from hops_slurm.slurm.snapshot import Snapshot
+from planner.governance import Limits
 from planner.views import ClusterView, JobView, Plan
 
 
@@ -37,7 +40,8 @@ class SlurmBackend:
     """``views``: the job views of every schedulable job for this planning (set by the engine);
     ``job_env``: extra environment per job id for the env files of jobs a plan starts (set by the
     engine between planning and enactment); ``placed``: placed-and-pending job -> its config (from the
-    snapshot and the journal)."""
+    snapshot and the journal); ``governance``: where the site's associations and QOS are read (None: no
+    limits kept, e.g. a cluster without slurmdbd)."""
 
     api: SlurmApi
     enactor: Enactor
@@ -48,16 +52,23 @@ class SlurmBackend:
     views: tuple[JobView, ...] = ()
     job_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     last_result: EnactResult | None = None
+    governance: GovernanceSource | None = None
+    #: job id -> the canonical directives the engine stored when it first saw the job (its AdminComment
+    #: may have been replaced since: hops_slurm.engine.coexist)
+    stored: Callable[[], Mapping[str, str]] | None = None
 
     def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
         """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
         snap = Snapshot.read(self.api) if jobs is None else \
             Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), self.api.now())
         self.keep(snap)
-        return snap
+        return self.snapshot
 
     def keep(self, snap: Snapshot) -> None:
-        """Make ``snap`` the current snapshot (and work out what is placed and pending on it)."""
+        """Make ``snap`` the current snapshot (and work out what is placed and pending on it); tracked jobs
+        whose AdminComment another tool replaced keep their stored directives (hops_slurm.engine.coexist)."""
+        if self.stored is not None:
+            snap = restore_directives(snap, self.stored())
         self.snapshot = snap
         self.placed = snap.placed_pending(self.enactor.journal)
 
@@ -68,6 +79,19 @@ class SlurmBackend:
     @property
     def listing(self) -> dict[str, SlurmJob]:
         return self.snapshot.listing
+
+    @staticmethod
+    def read_governance(env: Mapping[str, str] | None) -> GovernanceSource:
+        """Associations and QOS read with ``sacctmgr`` in ``env`` (the CLI backend's environment)."""
+        return GovernanceSource(subprocess_runner(env, timeout=15.0))
+
+    def limits(self) -> Limits | None:
+        """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
+        return jobs_limits(self.governance, self.jobs, self.placed)  # placed-and-pending jobs hold GPUs too
+
+    def fair_share(self) -> dict[str, float]:
+        """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""
+        return jobs_fair_share(self.governance, self.jobs)
 
     # ----- Backend protocol -------------------------------------------------------------------------
     def now(self) -> float:

@@ -68,11 +68,10 @@ class Engine(JobBookkeeping):
     def __init__(self, config: SiteConfig, *, api: SlurmApi | None = None, env: Mapping[str, str] | None = None,
                  dry_run: bool = False, owners: Callable[[str], Owner] = owner_of) -> None:
         self.config = config
-        self.env = dict(env) if env is not None else None
+        self.env, self._governance = (dict(env) if env is not None else None), None
         if api is None:
             from hops_slurm.slurm.cli import CliSlurm
-
-            api = CliSlurm(self.env)
+            api, self._governance = CliSlurm(self.env), SlurmBackend.read_governance(self.env)  # the site's limits
         self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
         self.now = self.api.now  # Slurm's clock: the wall clock live, the virtual one in simulation
         self.owners = owners  # a job owner's uid and gid (the host's users; the simulator maps its own)
@@ -144,7 +143,8 @@ class Engine(JobBookkeeping):
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
                                listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
-        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition)
+        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition, governance=self._governance,
+                                    stored=lambda: {j: s.directives for j, s in self.tracked.items() if s.directives})
         if self.store is not None and not self.dry_run:
             e = self.config.engine
             self.profiler = ProfilerFlow(

@@ -58,6 +58,8 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
     window = set(plan.get("window", []))
     unservable = dict(frag.get("unservable", {}) if frag.get("time", 0) > plan.get("time", 0) else {})
     unservable = {**dict(plan.get("unservable", {})), **unservable}
+    # blocked by the site's limits (planner.governance): the latest planning's word
+    limited = dict(frag.get("limited", {}) if frag.get("time", 0) > plan.get("time", 0) else plan.get("limited", {}))
     assign = dict(plan.get("assignments", {}))
     if frag.get("time", 0) > plan.get("time", 0):
         assign.update({j: c for j, c in frag.get("assignments", {}).items() if c})
@@ -75,6 +77,8 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
             where = ",".join(f"{n}:{k}" for n, k in seen.gpu_config().items())
         elif assign.get(js.job_id):
             where = ",".join(f"{n}:{k}" for n, k in assign[js.job_id].items())
+        elif js.job_id in limited:
+            where = f"limit: {limited[js.job_id]}"
         elif js.job_id in unservable:
             where = f"unservable: {unservable[js.job_id]}"
         else:

@@ -129,6 +129,7 @@ def plan_summary(p: Planning) -> dict[str, Any]:
         "window": list(d.get("window") or []),  # type: ignore[call-overload]
         "queue": list(d.get("queue") or []),  # type: ignore[call-overload]
         "unservable": {str(k): str(v) for k, v in dict(d.get("unservable") or {}).items()},  # type: ignore[call-overload]
+        "limited": {str(k): str(v) for k, v in dict(d.get("limited") or {}).items()},  # type: ignore[call-overload]
         "assignments": {j: (dict(c) if c else None) for j, c in p.plan.assignments.items()},
         "read_seconds": p.read_seconds, "plan_seconds": p.plan_seconds, "enact_seconds": p.enact_seconds,
     }

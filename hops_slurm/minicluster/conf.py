@@ -73,6 +73,13 @@ def render_slurm_conf(spec: MiniclusterSpec, hostname: str, job_submit_lua: bool
             "AccountingStorageTRES=gres/gpu",
             "JobAcctGatherType=jobacct_gather/linux",
         ]
+        if spec.enforce_limits:
+            lines.append("AccountingStorageEnforce=associations,limits,qos")
+        if spec.multifactor:
+            # fair share decays with a short half-life so a test sees it move; weights as a site would set them
+            lines += ["PriorityType=priority/multifactor", "PriorityDecayHalfLife=00:10:00", "PriorityCalcPeriod=1",
+                      "PriorityWeightFairshare=100000", "PriorityWeightAge=1000", "PriorityWeightJobSize=0",
+                      "PriorityWeightPartition=0", "PriorityWeightQOS=0", "PriorityMaxAge=1-0"]
     else:
         lines.append("AccountingStorageType=accounting_storage/none")
     for group in spec.nodes:

@@ -77,6 +77,11 @@ class MiniclusterSpec(BaseModel):
     cluster_name: str = "hopsmini"
     state_dir: Path = Path("/var/tmp/hops-minicluster")
     accounting: bool = False  # slurmdbd + MariaDB for sacct
+    # with accounting: AccountingStorageEnforce=associations,limits,qos (jobs need an association; the
+    # associations' and QOS's limits hold: docs/governance.md)
+    enforce_limits: bool = False
+    # with accounting: PriorityType=priority/multifactor with fair share (docs/governance.md); else Slurm's default
+    multifactor: bool = False
     # 22.05: the host's Debian 12 packages; 24.11 / 26.05: a Debian trixie / sid root (roots.py).
     slurm: Literal["22.05", "24.11", "26.05"] = "22.05"
     ports: Ports = Field(default_factory=Ports)
@@ -111,6 +116,8 @@ class MiniclusterSpec(BaseModel):
                     raise ValueError(f"partitions.{i}.nodes: {ref!r} is neither a node nor a node-group prefix")
         if sum(p.default for p in self.partitions) > 1:
             raise ValueError("partitions: more than one partition has default = true")
+        if (self.enforce_limits or self.multifactor) and not self.accounting:
+            raise ValueError("enforce_limits and multifactor need accounting = true (slurmdbd keeps associations)")
         last_port = self.ports.slurmd_base + len(names)
         if self.ports.slurmd_base <= self.ports.slurmctld <= last_port:
             raise ValueError("ports.slurmctld falls inside the slurmd port range")

@@ -66,6 +66,7 @@ from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.aside import no_usable_config, stall_out
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
+from hops_slurm.sim.fairshare import sim_standing
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import runtime_record, signature_of
@@ -222,6 +223,8 @@ class SimBackend:
         """Jobs a planning offers to the policy: profiled, and (fragment plans) not running."""
         return [job for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id))
                 if job.ready_at <= self.t + EPS and not (fragment and job.config is not None)]
+
+    fair_share = sim_standing  # job id -> its owner's fair-share factor (hops_slurm.sim.fairshare)
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
         """The views of :func:`hops_slurm.engine.jobview.job_views` (the live engine's pipeline). A job still

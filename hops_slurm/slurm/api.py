@@ -51,6 +51,8 @@ class SlurmJob(BaseModel):
     reason: str = ""  # state_reason: JobHeldUser, JobHeldAdmin, Reservation, Resources, ...
     priority: int = 0  # 0 = held
     partition: str = ""
+    account: str = ""  # the job's association (limits and fair share: hops_slurm.slurm.assoc)
+    qos: str = ""
     comment: str = ""
     admin_comment: str = ""
     submit_time: float = 0.0

@@ -28,6 +28,8 @@ def job_record(j: Mapping[str, Any], *, state: str, number: Callable[[object], i
         reason=null_text(j.get("state_reason")),
         priority=number(j.get("priority")),
         partition=str(j.get("partition") or ""),
+        account=null_text(j.get("account")),
+        qos=null_text(j.get("qos")),
         comment=null_text(j.get("comment")),
         admin_comment=null_text(j.get("admin_comment")),
         submit_time=float(number(j.get("submit_time"))),

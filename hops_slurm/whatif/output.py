@@ -121,7 +121,7 @@ class Field:
 
 
 FIELDS = {f.name.lower(): f for f in (
-    Field("Scheduler", 16, lambda r: r.scheduler),
+    Field("Scheduler", 17, lambda r: r.scheduler),
     Field("Jobs", 6, lambda r: str(r.jobs)),
     Field("Done", 6, lambda r: str(r.finished)),
     Field("AvgJCT", 11, lambda r: _dur(r.avg_jct)),

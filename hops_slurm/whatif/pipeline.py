@@ -21,7 +21,9 @@ from hops_slurm.whatif.history import Problem
 from hops_slurm.whatif.output import Row, row_of
 from hops_slurm.whatif.replay import RECORDED, Side, infer_cluster, recorded_records, run_policies
 
-DEFAULT_POLICIES = ("slurm-backfill", "hops")
+#: the site's status quo twice (age-only backfill, and the multifactor priority with fair share a site
+#: configures: planner.baselines.slurm_multifactor), then Hops
+DEFAULT_POLICIES = ("slurm-backfill", "slurm-multifactor", "hops")
 
 
 class NothingToReplay(HopsError):

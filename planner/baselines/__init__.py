@@ -13,6 +13,8 @@ exactly as they call the Hops planner; each returns node-exact placements (:clas
   partial-allocation auction, f = 0.8.
 - :class:`SlurmBackfillPolicy` (``slurm-backfill``): Slurm's status quo: age priority, EASY backfill,
   rigid largest request, no preemption, type-blind placement.
+- :class:`SlurmMultifactorPolicy` (``slurm-multifactor``): the same with Slurm's multifactor priority
+  (age, fair share with PriorityDecayHalfLife, job size, partition, QOS), what sites configure.
 - :class:`FifoGreedy` (``fifo-greedy``): first come, first served, never preempts.
 """
 
@@ -22,6 +24,7 @@ from planner.baselines.fifo_greedy import FifoGreedy
 from planner.baselines.gavel import GavelPolicy, max_min_fairness_allocation
 from planner.baselines.sia import SiaPolicy, sia_config_space
 from planner.baselines.slurm_backfill import SlurmBackfillPolicy
+from planner.baselines.slurm_multifactor import SlurmMultifactorPolicy
 from planner.baselines.themis import ThemisPolicy
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "GavelPolicy",
     "SiaPolicy",
     "SlurmBackfillPolicy",
+    "SlurmMultifactorPolicy",
     "ThemisPolicy",
     "max_min_fairness_allocation",
     "sia_config_space",

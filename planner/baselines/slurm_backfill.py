@@ -90,7 +90,7 @@ class SlurmBackfillPolicy(Policy):
         if fragment:
             # running jobs are not in a fragment plan; their expected ends come from earlier calls
             running_now = {**self._ends, **running_now}
-        pending.sort(key=lambda j: (j.submit_time, j.job_id))
+        pending = self.order(pending, jobs, now, cluster, fragment)
 
         started, backfilled = [], []
         reservation: dict[str, object] | None = None
@@ -135,6 +135,11 @@ class SlurmBackfillPolicy(Policy):
             "reservation": reservation,
         }
         return Plan(assignments, diagnostics)
+
+    def order(self, pending: list[JobView], jobs: tuple[JobView, ...], now: float, cluster: ClusterView,
+              fragment: bool) -> list[JobView]:
+        """The pending jobs in priority order: by age (submission), then id (Slurm's tie-break)."""
+        return sorted(pending, key=lambda j: (j.submit_time, j.job_id))
 
     def _limit(self, job: JobView) -> float:
         return max(job.age, 0.0) * self.time_limit_factor

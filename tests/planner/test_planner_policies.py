@@ -13,7 +13,8 @@ from planner.views import Policy
 
 
 def test_every_name_builds_a_fresh_policy_named_after_it() -> None:
-    assert set(BASELINES) == {"gavel", "gavel-lr", "sia", "sia-lr", "themis", "slurm-backfill", "fifo-greedy"}
+    assert set(BASELINES) == {"gavel", "gavel-lr", "sia", "sia-lr", "themis", "slurm-backfill", "slurm-multifactor",
+                              "fifo-greedy"}
     assert policy_names()[0] == "hops"
     for name in policy_names():
         policy = make_policy(name)

@@ -32,7 +32,7 @@ def test_whatif_on_a_recorded_export(release: str, export: str, capsys: pytest.C
     lines = out.splitlines()
     assert lines[0] == "Scheduler|Jobs|Done|AvgJCT|AvgWait|MaxLR|Util|Makespan|Preemptions"
     rows = {ln.split("|")[0]: ln.split("|") for ln in lines[1:]}
-    assert list(rows) == ["slurm-recorded", "slurm-backfill", "hops"]
+    assert list(rows) == ["slurm-recorded", "slurm-backfill", "slurm-multifactor", "hops"]
     assert len({r[1] for r in rows.values()}) == 1 and int(rows["hops"][1]) >= 10  # same jobs on every side
     assert all(r[2] == r[1] for r in rows.values())  # every job finished on every side
     # the left-out rows are named, one line each: the job cancelled while pending and the CPU-only job

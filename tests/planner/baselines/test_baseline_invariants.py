@@ -58,11 +58,11 @@ def test_every_policy_places_validly(scenario) -> None:
                 assert len(types) == 1, (name, jid, config)
                 if name.startswith("gavel"):
                     assert gpus == median_requirement(j), (name, jid, config)
-                elif name == "slurm-backfill":
+                elif name in ("slurm-backfill", "slurm-multifactor"):
                     assert config == j.current or gpus == j.requirements[-1], (name, jid, config)
                 else:
                     assert gpus in j.requirements, (name, jid, config)
-            if name == "slurm-backfill":  # never preempts
+            if name in ("slurm-backfill", "slurm-multifactor"):  # never preempt
                 assert all(plan.assignments[j.job_id] == j.current for j in jobs if j.current)
         if policy.supports_fragment_plans:  # a fragment plan: pending jobs only, idle GPUs only
             held = {n.name: 0 for n in view.nodes}

@@ -1,0 +1,188 @@
+"""The site's limits around any policy: never plan a job into a state Slurm refuses to start.
+
+Where it sits: between the round loop (:func:`hops_slurm.backend.plan_once`) and a
+:class:`planner.views.Policy`. The backend turns what Slurm says about associations, QOS and
+partitions (live: :mod:`hops_slurm.slurm.assoc`; in simulation: none unless a test sets them) into a
+:class:`Limits`: pure planner input, caps over groups of jobs ("these jobs together hold at most N
+GPUs", or "at most N of them run") and a largest GPU count per job. :func:`governed_plan` then
+
+1. trims each waiting job's requirement set to the counts its caps still allow (a 16-GPU choice of a
+   job whose account may hold 8 more is dropped; ``MaxTRESPerJob`` likewise), and blocks a waiting job
+   that no count fits, or one of a group that runs as many jobs as it may, with Slurm's reason name;
+2. asks the policy for its plan over the jobs left;
+3. checks every cap on the plan: where the placed jobs of a group hold more than the cap allows, the
+   group's jobs are kept in the plan's own priority order (running jobs first and never cut: Slurm
+   already runs them) and the rest are blocked by that cap; the policy then plans again without
+   them so the GPUs they would have taken go to someone else (at most :data:`MAX_PASSES` plannings; the
+   last one is cut to fit), so the plan that leaves here fits every cap.
+
+Blocked jobs are in the plan's diagnostics under ``limited`` (job id -> reason, e.g.
+``AssocGrpGRES: account=physics gres/gpu=8``): ``hops-slurm queue`` shows it. Nothing here reads Slurm
+or a clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from planner.views import ClusterView, Config, JobView, Plan, Policy, config_gpus
+
+#: plannings per governed planning at most (the first, then again without the jobs a cap cut)
+MAX_PASSES = 3
+
+UNITS = ("gpus", "jobs")
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A limit over a group of jobs: their placed GPUs (``unit="gpus"``) or their number of running
+    jobs (``unit="jobs"``) together at most ``limit``. ``held`` is what jobs of the group hold now
+    (job id -> GPUs; non-Hops jobs included): the part held by jobs this planning does not place
+    counts against the cap as it is."""
+
+    reason: str  # Slurm's reason name, e.g. "AssocGrpGRES", "QOSMaxGRESPerUser", "AssocMaxJobsLimit"
+    scope: str  # what it limits, for people: "account=physics gres/gpu=8"
+    jobs: frozenset[str]
+    limit: int
+    unit: str = "gpus"
+    held: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"cap {self.scope}: unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+        if self.limit < 0:
+            raise ValueError(f"cap {self.scope}: limit must be 0 or more, got {self.limit}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.reason}: {self.scope}"
+
+    def amount(self, config: Config | None) -> int:
+        """What one job in ``config`` counts against the cap (0 when not placed)."""
+        if not config:
+            return 0
+        return config_gpus(config) if self.unit == "gpus" else 1
+
+    def outside(self, planned: set[str]) -> int:
+        """What the group holds that this planning does not place (jobs outside it)."""
+        return sum(g if self.unit == "gpus" else 1 for j, g in self.held.items() if j not in planned and g > 0)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every limit of one planning: group caps, a largest GPU count per job, and jobs Slurm will not
+    start whatever their placement (job id -> reason)."""
+
+    caps: tuple[Cap, ...] = ()
+    per_job: Mapping[str, tuple[int, str]] = field(default_factory=lambda: MappingProxyType({}))
+    blocked: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __bool__(self) -> bool:
+        return bool(self.caps or self.per_job or self.blocked)
+
+
+NO_LIMITS = Limits()
+
+
+def _order(plan: Plan, jobs: Sequence[JobView]) -> list[JobView]:
+    """The plan's own priority order (running jobs first), else submission order."""
+    prios = plan.diagnostics.get("priorities")
+    prio: dict[str, float] = {}
+    if isinstance(prios, Mapping):
+        for k, v in prios.items():
+            if isinstance(v, (int, float)):
+                prio[str(k)] = float(v)
+    return sorted(jobs, key=lambda j: (j.current is None, -prio.get(j.job_id, 0.0), j.submit_time, j.job_id))
+
+
+def trim(jobs: Sequence[JobView], limits: Limits) -> tuple[list[JobView], dict[str, str]]:
+    """Step 1: waiting jobs with the counts their limits allow; the jobs no count fits (id -> reason)."""
+    planned = {j.job_id for j in jobs}
+    room = {id(c): c.limit - c.outside(planned) for c in limits.caps}
+    out: list[JobView] = []
+    blocked: dict[str, str] = {}
+    for job in jobs:
+        if job.current:  # running: Slurm runs it; the plan check (step 3) keeps the caps
+            out.append(job)
+            continue
+        if job.job_id in limits.blocked:
+            blocked[job.job_id] = limits.blocked[job.job_id]
+            continue
+        allowed = list(job.requirements)
+        why = ""
+        top = limits.per_job.get(job.job_id)
+        if top is not None:
+            allowed = [r for r in allowed if r <= top[0]]
+            why = why or (top[1] if not allowed else "")
+        for cap in limits.caps:
+            if job.job_id not in cap.jobs:
+                continue
+            left = room[id(cap)]
+            if cap.unit == "jobs":
+                if left < 1:
+                    allowed, why = [], why or cap.label
+            else:
+                kept = [r for r in allowed if r <= left]
+                if allowed and not kept:
+                    why = why or cap.label
+                allowed = kept
+        if not allowed:
+            blocked[job.job_id] = why or "limit"
+            continue
+        out.append(job if tuple(allowed) == job.requirements else dataclasses.replace(job, requirements=tuple(allowed)))
+    return out, blocked
+
+
+def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, str]:
+    """Step 3: the placed jobs the caps cut from ``plan`` (id -> the cap's label); {} when it fits."""
+    planned = {j.job_id for j in jobs}
+    placed = plan.placed()
+    order = _order(plan, jobs)
+    cut: dict[str, str] = {}
+    for cap in limits.caps:
+        left = cap.limit - cap.outside(planned)
+        for job in order:
+            if job.job_id not in cap.jobs or job.job_id not in placed or job.job_id in cut:
+                continue
+            need = cap.amount(placed[job.job_id])
+            if need <= left or job.current:  # a running job is Slurm's already: counted, never cut
+                left -= need
+            else:
+                cut[job.job_id] = cap.label
+    return cut
+
+
+def with_fair_share(jobs: tuple[JobView, ...], factors: Mapping[str, float]) -> tuple[JobView, ...]:
+    """``jobs`` with each one's fair-share factor (job id -> [0, 1]; :mod:`planner.fairshare`) set."""
+    return tuple(dataclasses.replace(j, fair_share=min(max(float(factors[j.job_id]), 0.0), 1.0))
+                 if j.job_id in factors and factors[j.job_id] != j.fair_share else j for j in jobs)
+
+
+def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *,
+                  fragment: bool, limits: Limits | None) -> Plan:
+    """The policy's plan within ``limits`` (the module docstring); the policy's own plan when none."""
+    if not limits:
+        return policy.plan(cluster, jobs, now, fragment=fragment)
+    kept, limited = trim(jobs, limits)
+    plan = Plan({}, {})
+    for attempt in range(MAX_PASSES):
+        plan = policy.plan(cluster, tuple(kept), now, fragment=fragment) if kept else Plan({}, {})
+        cut = over_caps(plan, kept, limits)
+        if not cut:
+            break
+        limited.update(cut)
+        if attempt == MAX_PASSES - 1:  # the last planning: cut to fit
+            for job_id in cut:
+                plan.assignments[job_id] = None
+            break
+        kept = [j for j in kept if j.job_id not in cut]
+    for job in jobs:
+        plan.assignments.setdefault(job.job_id, None)
+    plan.diagnostics["limited"] = dict(limited)
+    return plan
+
+
+__all__ = ["Cap", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps", "with_fair_share"]
