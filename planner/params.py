@@ -33,7 +33,7 @@ class PlannerParams:
     sigma: float = 1.4
     window: str = "waiting"
     sensitivity_adjustment: bool = True
-    restart_penalty: float = 0.3
+    restart_penalty: float = 0.4
     preempt_penalty: float = 1.5
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
