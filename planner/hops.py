@@ -383,7 +383,7 @@ class HopsPolicy(Policy):
             by_name = {n.name: n for n in cluster.nodes}
             for _ in range(PIN_PASSES if p.pin_running else 1):
                 sol = solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap, time_limit=p.time_limit,
-                                    current=current, node_limit=int(p.node_limit), pin=pin)
+                                    current=current, node_limit=int(p.node_limit), pin=pin, columns=p.columns)
                 moved_equal = {j for j, cur in current.items()
                                if (cfg := sol.assignments.get(j)) and dict(cfg) != dict(cur)
                                and all(n in by_name for n in cur)

@@ -7,7 +7,9 @@ window, partly occupied nodes), plans them with :class:`planner.hops.HopsPolicy`
 cluster size, formulation and solver. Writes ``solver.md`` under the output folder.
 
 ``HOPS_BENCH_SOLVER_FULL=1`` runs more instances and larger plain-model comparisons; the default is
-small enough for ``make bench``.
+small enough for ``make bench``. Part ``speeds`` (:mod:`hops_slurm.bench.solver_speeds`, ``solver-speeds.md``):
+every node its own speed and 10,000 jobs queued, cold and warm plan times and the objective gap to today's
+full model; ``HOPS_BENCH_PARTS=scales`` or ``speeds`` runs one part.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.bench.machine import load, machine_line
+from hops_slurm.errors import HopsError
 from planner.params import PlannerParams
 from planner.policies import make_policy
 from planner.views import ClusterView, Config, JobView, NodeView
@@ -160,7 +163,22 @@ def measure(gpus: int, formulation: str, solver: str, seeds: Sequence[int], time
     return row
 
 
+#: the parts of this bench (``HOPS_BENCH_PARTS`` picks): the scale table, and per-node speeds with a long queue
+PARTS = ("scales", "speeds")
+
+
 def run(out_dir: Path) -> Path:
+    from hops_slurm.bench.solver_speeds import run_speeds
+
+    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown:
+        raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
+    path = run_speeds(out_dir) if "speeds" in chosen else None
+    return run_scales(out_dir) if "scales" in chosen else path  # type: ignore[return-value]
+
+
+def run_scales(out_dir: Path) -> Path:
     full = os.environ.get("HOPS_BENCH_SOLVER_FULL") == "1"
     load0 = load()
     n = 20 if full else 5
