@@ -25,7 +25,8 @@ MAX_PRICING_ROUNDS = 50
 
 
 def first_columns(keys: Sequence[tuple[str, Hashable]], gain_of: Mapping[tuple[str, Hashable], float], per_job: int,
-                  current: Mapping[str, object], pinned: Collection[tuple[str, Hashable]]) -> list[tuple[str, Hashable]]:
+                  current: Mapping[str, object],
+                  pinned: Collection[tuple[str, Hashable]]) -> list[tuple[str, Hashable]]:
     """The columns the restricted model starts with: each waiting job's ``per_job`` best by weighted gain,
     every column of a running job (in ``current``) and every ``pinned`` one; in ``keys`` order."""
     by_job: dict[str, list[tuple[str, Hashable]]] = defaultdict(list)

@@ -50,7 +50,8 @@ its optimistic estimate beats the planned rate (priced like a move for a running
 
 Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored, lambda,
 objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
-n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method.
+n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method, solve_extra (the
+compact solve's signatures, columns in the model, pricing rounds, dives and LP bound).
 """
 
 from __future__ import annotations
@@ -168,6 +169,9 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
                   for n in cluster.nodes)
     return ClusterView(nodes), held
 
+
+#: what of the compact solve's extras a plan's diagnostics carry (``solve_extra``)
+SOLVE_EXTRA = ("signatures", "columns", "pricing_rounds", "dives", "lp_bound")
 
 #: how the reason of a job no configuration serves starts (backends set such jobs aside: docs/design.md)
 NO_USABLE_CONFIG = "no configuration serves it"
@@ -326,7 +330,7 @@ class HopsPolicy(Policy):
             "fragment": fragment,
             "candidates": len(cands),
             "method": sol.extra.get("method"),
-            "solve_extra": {k: v for k, v in sol.extra.items() if k in ("columns", "pricing_rounds", "dives", "lp_bound", "signatures")},
+            "solve_extra": {k: v for k, v in sol.extra.items() if k in SOLVE_EXTRA},
         }
         return Plan(assignments=assignments, diagnostics=diagnostics)
 

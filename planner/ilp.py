@@ -322,7 +322,8 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                         add_column(k)
                     status = m.optimize(relax=True, max_seconds=time_limit)
                 else:
-                    extra["pricing_stopped"] = True  # the LP bound is the restricted model's: reported, still valid below
+                    # the LP optimum is the restricted model's only: no LP bound, branch and bound over every column
+                    extra["pricing_stopped"] = True
         extra["columns"] = len(xs)
         if status == mip.OptimizationStatus.OPTIMAL and not extra.get("pricing_stopped"):
             lp_bound = float(m.objective_value)
@@ -360,6 +361,10 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                 v.lb = 0.0
             if lp_bound - value <= tolerance:
                 return result(incumbent, "optimal", value, lp_bound, "lp-dive")
+    if lp_bound is None:  # nothing certifies branch and bound over some columns: every column from the start
+        for k in keys:
+            if k not in xs:
+                add_column(k)
     if incumbent is not None:
         for j, cfg in incumbent.items():  # the rounded plan's signatures as columns, for the MIP start
             if cfg and (j, signature(cfg, by_name)) not in xs:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.bench.machine import load, machine_line
-from hops_slurm.bench.solver import _pct, make_cluster, make_jobs
+from hops_slurm.bench.solver_instances import make_cluster, make_jobs, pct as _pct
 from planner.entities import entity_classes
 from planner.hops import HopsPolicy, candidates_for
 from planner.params import PlannerParams

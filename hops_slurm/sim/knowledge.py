@@ -56,7 +56,8 @@ class Knowledge:
         #: the estimates of the job-view pipeline (hops_slurm.engine.jobview), kept until the store changes
         self._memo: Memo = {}
         self.records = 0
-        self._pending: set[str] = set()  # signatures with records ingested since the caches were last brought up to date
+        #: signatures with records ingested since the caches were last brought up to date
+        self._pending: set[str] = set()
 
     @property
     def memo(self) -> Memo:
