@@ -89,7 +89,9 @@ class EntityFactors:
             self._set(key, db.execute(ROW_QUERY, list(key)).fetchone()[0])
             server, sig, t, g = key
             servers |= {server} if g == 1 else set(self._peers[(sig, t, g)]) | {server}
-        for sig, t in self._probes:
+            if (sig, t) not in self._probe:  # the full read holds the probes of keys with rows only
+                self._probes.add((sig, t))
+        for sig, t in sorted(self._probes):
             self._probe[(sig, t)] = db.execute(PROBE_QUERY, [sig, t]).fetchone()[0]
             servers |= set(self._peers.get((sig, t, 1), ()))
         self._rows, self._probes = set(), set()

@@ -20,6 +20,9 @@ def test_incremental_factors_equal_the_full_query(tmp_path: Path) -> None:
     servers = [f"n{i}" for i in range(6)]
     sigs = ["a", "b", "c"]
     seen_nonempty = False
+    store.put_theory("a", "v100", t_f=0.05, t_b=0.02, t_u=0.01, pattern=1, params=1e6, batch_size=32)
+    # read once before any entity row: every later row (and the probe above) comes in by update
+    assert store.entity_factors() == {}
     for step in range(300):
         sig, t = rng.choice(sigs), rng.choice(("v100", "k80"))
         if rng.random() < 0.1:
