@@ -135,7 +135,8 @@ def _report(rows: list[Row], n: int, full: bool, machine: str = "") -> str:
         "Rows marked *entities* give every node its own speed factor (uniform 0.6-1.0 within its class, as",
         "if the estimator's entity layer had learned each server): the planner splits the five declared",
         "classes into entity classes of nodes within 5% of each other (planner/entities.py); *classes* is",
-        "the median number of (type, class) pairs the model then sees.",
+        "the median number of (type, class) pairs the model then sees. With 10,000 jobs queued and cold and",
+        "warm plans against today's full model: solver-speeds.md (part `speeds`).",
         "",
         "| GPUs | formulation | solver | classes | window jobs | vars | constraints | solve p50 (s) | solve p95 (s) "
         "| plan p95 (s) | gap max | fallbacks | objective mean |",
