@@ -13,7 +13,7 @@ full query, in time proportional to what changed. A commit by another connection
 
 from __future__ import annotations
 
-import statistics
+import bisect
 from collections import defaultdict
 from typing import Any
 
@@ -32,7 +32,9 @@ PROBE_QUERY = ("select max(batch_size / (t_f + t_b + t_u)) from theory "
 
 
 class EntityFactors:
-    """Per server: the median of its ratios (see the module docstring); one per store connection."""
+    """Per server: the median of its ratios (see the module docstring); one per store connection. Each
+    server's ratios are kept sorted, so a record costs one ratio per server it concerns (the peers of a
+    multi-GPU key) and a median read, not a pass over every row."""
 
     def __init__(self) -> None:
         self._loaded = False
@@ -40,8 +42,8 @@ class EntityFactors:
         self._value: dict[RowKey, float] = {}
         self._probe: dict[tuple[str, str], float | None] = {}
         self._peers: dict[tuple[str, str, int], set[str]] = defaultdict(set)  # (sig, type, gpus) -> servers
-        self._keys: dict[str, set[tuple[str, str, int]]] = defaultdict(set)  # server -> its (sig, type, gpus)
-        self._factors: dict[str, float] = {}
+        self._ratio: dict[str, dict[tuple[str, str, int], float]] = defaultdict(dict)  # server -> key -> ratio
+        self._sorted: dict[str, list[float]] = defaultdict(list)  # server -> its ratios, ascending
         self._rows: set[RowKey] = set()
         self._probes: set[tuple[str, str]] = set()
 
@@ -61,56 +63,69 @@ class EntityFactors:
         elif self._rows or self._probes:
             self._update(db)
         self._version = version
-        return dict(self._factors)
+        return {server: _median(values) for server, values in self._sorted.items() if values}
+
+    def _set_ratio(self, server: str, key: tuple[str, str, int], ratio: float | None) -> None:
+        ratios, ordered = self._ratio[server], self._sorted[server]
+        old = ratios.pop(key, None)
+        if old is not None:
+            del ordered[bisect.bisect_left(ordered, old)]
+        if ratio is not None:
+            ratios[key] = ratio
+            bisect.insort(ordered, ratio)
+
+    def _rate(self, key: tuple[str, str, int], servers: set[str] | None = None) -> None:
+        """Recompute the ratios of ``key`` for ``servers`` (default: every server with a row of it)."""
+        sig, t, g = key
+        peers = self._peers.get(key, set())
+        if g == 1:
+            probe = self._probe.get((sig, t))
+            for server in peers if servers is None else servers:
+                v = self._value.get((server, sig, t, g))
+                self._set_ratio(server, key, v / float(probe) if v is not None and probe else None)
+            return
+        values = [self._value[(p, sig, t, g)] for p in peers]
+        top = max(values) if values else 0.0
+        for server in peers | (servers or set()):
+            v = self._value.get((server, sig, t, g))
+            self._set_ratio(server, key, v / top if v is not None and len(values) > 1 and top > 0 else None)
 
     def _set(self, key: RowKey, value: float | None) -> None:
         server, sig, t, g = key
         if value is None:
             self._value.pop(key, None)
             self._peers[(sig, t, g)].discard(server)
-            self._keys[server].discard((sig, t, g))
         else:
             self._value[key] = float(value)
             self._peers[(sig, t, g)].add(server)
-            self._keys[server].add((sig, t, g))
 
     def _load(self, db: Any) -> None:
         self.__init__()  # type: ignore[misc]
         for r in db.query(FULL_QUERY):
             self._set((r["server"], r["sig"], r["t"], int(r["gpus"])), r["v"])
             self._probe[(r["sig"], r["t"])] = r["probe"]
-        for server in list(self._keys):
-            self._recompute(server)
+        for key in list(self._peers):
+            self._rate(key)
         self._loaded = True
 
     def _update(self, db: Any) -> None:
-        servers: set[str] = set()
-        for key in self._rows:
-            self._set(key, db.execute(ROW_QUERY, list(key)).fetchone()[0])
-            server, sig, t, g = key
-            servers |= {server} if g == 1 else set(self._peers[(sig, t, g)]) | {server}
+        keys: dict[tuple[str, str, int], set[str]] = defaultdict(set)
+        for row in self._rows:
+            self._set(row, db.execute(ROW_QUERY, list(row)).fetchone()[0])
+            server, sig, t, g = row
+            keys[(sig, t, g)].add(server)
             if (sig, t) not in self._probe:  # the full read holds the probes of keys with rows only
                 self._probes.add((sig, t))
         for sig, t in sorted(self._probes):
             self._probe[(sig, t)] = db.execute(PROBE_QUERY, [sig, t]).fetchone()[0]
-            servers |= set(self._peers.get((sig, t, 1), ()))
+            keys[(sig, t, 1)] |= self._peers.get((sig, t, 1), set())
         self._rows, self._probes = set(), set()
-        for server in servers:
-            self._recompute(server)
+        for key, servers in keys.items():
+            self._rate(key, servers if key[2] == 1 else None)
 
-    def _recompute(self, server: str) -> None:
-        ratios: list[float] = []
-        for sig, t, g in self._keys.get(server, ()):
-            v = self._value[(server, sig, t, g)]
-            if g == 1:
-                probe = self._probe.get((sig, t))
-                if probe:
-                    ratios.append(v / float(probe))
-            else:
-                peers = [self._value[(p, sig, t, g)] for p in self._peers[(sig, t, g)]]
-                if len(peers) > 1 and max(peers) > 0:
-                    ratios.append(v / max(peers))
-        if ratios:
-            self._factors[server] = statistics.median(ratios)
-        else:
-            self._factors.pop(server, None)
+
+def _median(ordered: list[float]) -> float:
+    """statistics.median of an already sorted list (the same arithmetic)."""
+    n = len(ordered)
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
