@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Mapping, Sequence
 
+import numpy as np
+
 #: columns per waiting job the model starts with, and at most this many enter per job and pricing round
 COLUMNS = 6
 #: pricing rounds at most (each an LP re-solve from the previous basis); past it the LP bound is not proven
@@ -38,27 +40,66 @@ def first_columns(keys: Sequence[tuple[str, Hashable]], gain_of: Mapping[tuple[s
     return [k for k in keys if k in keep]
 
 
+class Pricer:
+    """Reduced costs of every column at once (numpy over the column-row incidence, built once per solve)."""
+
+    def __init__(self, keys: Sequence[tuple[str, Hashable]], rows: Mapping[tuple[str, Hashable], Mapping[object, float]],
+                 gain_of: Mapping[tuple[str, Hashable], float]) -> None:
+        self.keys = list(keys)
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        self.row_ids: dict[object, int] = {}
+        cols: list[int] = []
+        rids: list[int] = []
+        coefs: list[float] = []
+        for i, k in enumerate(self.keys):
+            for row, coef in rows[k].items():
+                cols.append(i)
+                rids.append(self.row_ids.setdefault(row, len(self.row_ids)))
+                coefs.append(float(coef))
+        self.cols = np.array(cols, dtype=np.int64)
+        self.rids = np.array(rids, dtype=np.int64)
+        self.coefs = np.array(coefs, dtype=float)
+        self.gain = np.array([gain_of[k] for k in self.keys], dtype=float)
+        jobs = {j: n for n, j in enumerate(dict.fromkeys(k[0] for k in self.keys))}
+        self.job = np.array([jobs[k[0]] for k in self.keys], dtype=np.int64)
+        self.present = np.zeros(len(self.keys), dtype=bool)
+
+    def add(self, key: tuple[str, Hashable]) -> None:
+        """``key`` is in the model now."""
+        self.present[self.index[key]] = True
+
+    def enter(self, duals: Mapping[object, float], per_job: int) -> list[tuple[str, Hashable]]:
+        """The columns to add: outside the model, positive reduced cost gain - sum(coefficient x dual) over
+        the rows the column uses (a row missing from ``duals`` has no room at all: the column never enters),
+        the ``per_job`` most positive of each job, in key order within a job's picks."""
+        pi = np.full(len(self.row_ids), np.inf)
+        for row, i in self.row_ids.items():
+            value = duals.get(row)
+            if value is not None:
+                pi[i] = value
+        cost = np.bincount(self.cols, weights=self.coefs * pi[self.rids], minlength=len(self.keys))
+        rc = self.gain - cost
+        ok = ~self.present & (rc > 1e-9 * np.maximum(1.0, np.abs(self.gain)))
+        idx = np.nonzero(ok)[0]
+        if not len(idx):
+            return []
+        order = idx[np.lexsort((idx, -rc[idx], self.job[idx]))]  # by job, best reduced cost first
+        out: list[tuple[str, Hashable]] = []
+        taken: dict[int, int] = {}
+        for i in order.tolist():
+            j = int(self.job[i])
+            if taken.get(j, 0) < per_job:
+                taken[j] = taken.get(j, 0) + 1
+                out.append(self.keys[i])
+        return out
+
+
 def price_columns(keys: Sequence[tuple[str, Hashable]], present: Collection[tuple[str, Hashable]],
                   rows: Mapping[tuple[str, Hashable], Mapping[object, float]],
                   gain_of: Mapping[tuple[str, Hashable], float], duals: Mapping[object, float],
                   per_job: int) -> list[tuple[str, Hashable]]:
-    """The columns to add: outside ``present``, positive reduced cost gain - sum(coefficient x dual) over
-    the rows the column uses (a row missing from ``duals`` has no room at all: the column never enters),
-    the ``per_job`` most positive of each job."""
-    best: dict[str, list[tuple[float, tuple[str, Hashable]]]] = defaultdict(list)
-    for k in keys:
-        if k in present:
-            continue
-        rc = gain_of[k]
-        for row, coef in rows[k].items():
-            pi = duals.get(row)
-            if pi is None:
-                rc = -1.0
-                break
-            rc -= coef * pi
-        if rc > 1e-9 * max(1.0, abs(gain_of[k])):
-            best[k[0]].append((rc, k))
-    out: list[tuple[str, Hashable]] = []
-    for cands in best.values():
-        out.extend(k for _, k in sorted(cands, key=lambda t: -t[0])[:per_job])
-    return out
+    """:meth:`Pricer.enter` once, for callers that price a single time."""
+    pricer = Pricer(keys, rows, gain_of)
+    for k in present:
+        pricer.add(k)
+    return pricer.enter(duals, per_job)

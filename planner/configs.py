@@ -155,7 +155,7 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
         index = SpanIndex(cluster)
     for gpu_type in cluster.gpu_types:
         of_type = cluster.nodes_of_type(gpu_type)
-        largest = max(n.total_gpus for n in of_type)
+        largest = cluster.largest_node(gpu_type)
         for r in job.requirements:
             for cfg in aggregated_configs(of_type, r, one_per_class=one_per_class):
                 add(cfg)
@@ -190,7 +190,7 @@ def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[C
     for _, of_type in types:
         for r in job.requirements:
             yield from aggregated_configs(of_type, r, one_per_class=True)
-    for _, of_type in types:
-        if not high or job.requirements[0] > max(n.total_gpus for n in of_type):
+    for t, of_type in types:
+        if not high or job.requirements[0] > cluster.largest_node(t):
             for r in job.requirements:
                 yield from iter_distributed(of_type, r)

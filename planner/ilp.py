@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import mip
 
-from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, first_columns, price_columns
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, Pricer, first_columns
 from planner.keep import keep_equivalent, keep_running, keep_running_jobs, relabel_nodes
 from planner.signatures import (BinKey, Candidate, GroupKey, ModelPiece, Packer, Piece, Signature, _extend_to_maximal,
                                 maximal_patterns,
@@ -309,17 +309,22 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
     if lp_rounding:
         with quiet_stdout(solver == "CBC"):
             status = m.optimize(relax=True, max_seconds=time_limit)
+            pricer: Pricer | None = None
             if columns:  # price the signatures left out against the duals until none would enter
                 for rounds in range(MAX_PRICING_ROUNDS):
                     if status != mip.OptimizationStatus.OPTIMAL:
                         break
-                    enter = price_columns(keys, xs, touch, gain_of, {r: float(c.pi or 0.0) for r, c in rows_of.items()},
-                                          columns)
+                    if pricer is None:
+                        pricer = Pricer(keys, touch, gain_of)
+                        for k in xs:
+                            pricer.add(k)
+                    enter = pricer.enter({r: float(c.pi or 0.0) for r, c in rows_of.items()}, columns)
                     extra["pricing_rounds"] = rounds + 1
                     if not enter:
                         break
                     for k in enter:
                         add_column(k)
+                        pricer.add(k)
                     status = m.optimize(relax=True, max_seconds=time_limit)
                 else:
                     # the LP optimum is the restricted model's only: no LP bound, branch and bound over every column
