@@ -17,17 +17,19 @@ Per GPU type, with S_t the free GPUs of node t and R = (R_1 < ... < R_n) the job
 A running job's current config is a candidate too whenever it still fits the free GPUs and its size
 is one of the requirements, so the ILP can always keep a job where it is.
 
-Spans per speed bucket (``spans="bucketed"``, what the compact ILP uses by default): once every node is its own
-entity class (:mod:`planner.entities`: nodes bucketed by estimated speed), the spans from every start in
-cluster order are mostly distinct signatures and dominate the model (82% of the candidates at 4096
-GPUs). The compact model only needs one span per distinct shape, so :func:`bucketed_spans` builds spans
-per (GPU type, slowest speed bucket): for each entity class c of the type, the nodes of the classes at
-least as fast for this job as c (a span is paced by its slowest node), slowest first (c itself first:
-the faster nodes are left for jobs that need them), most free GPUs first within a class (fewest
-nodes); once over all such nodes and once over the nodes that cannot hold the requirement alone (the
-fragments the paper's rule would fill). At most 2 x classes spans per (job, type, requirement),
-independent of the number of nodes; ``spans="every"`` is the paper's rule above (the plain model's, and
-the reference the bench measures the objective gap against). docs/design.md, "Spans per speed bucket".
+Spans per speed bucket (``spans="bucketed"``, what the compact ILP uses by default): once every node is
+its own entity class (:mod:`planner.entities`: nodes bucketed by estimated speed), the spans from every
+start in cluster order are mostly distinct signatures and dominate the model (82% of the candidates at
+4096 GPUs). :func:`bucketed_spans` builds spans per (GPU type, slowest speed bucket) instead: for each
+entity class c of the type, the nodes of the classes at least as fast for this job as c (a span is
+paced by its slowest node), slowest first (c itself first: the faster nodes are left for jobs that
+need them), most free GPUs first within a class (fewest nodes); once over all such nodes, and twice
+over the nodes that cannot hold the requirement alone (the fragments the paper's rule would fill),
+largest and smallest first. At most 3 x classes spans per (job, type, requirement), independent of the
+number of nodes. A GPU type whose nodes with free GPUs are at most 3 x its classes keeps the paper's
+rule (it gives no more spans there: the same candidates as before). ``spans="every"`` is the paper's
+rule everywhere (the plain model's; the reference the solver bench measures the objective gap
+against). docs/design.md, "Spans per speed bucket and column generation".
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def aggregated_configs(nodes: Sequence[NodeView], requirement: int, *, one_per_c
 
 #: how spanning configs are generated: per speed bucket (compact default) or from every start (the paper's)
 SPAN_RULES = ("bucketed", "every")
+#: spans per (job, type, requirement, slowest bucket) at most under ``spans="bucketed"``
+SPANS_PER_BUCKET = 3
 
 
 def distributed_configs(nodes: Sequence[NodeView], requirement: int) -> list[Config]:
@@ -89,6 +93,10 @@ class SpanIndex:
             if n.free_gpus > 0:
                 self.classes.setdefault(n.gpu_type, {}).setdefault(n.server_class, []).append(n)
         self.free = {t: {c: sum(n.free_gpus for n in ns) for c, ns in of.items()} for t, of in self.classes.items()}
+        #: GPU type -> whether the paper's rule gives no more spans than buckets would (at most one span per
+        #: start node with free GPUs, against up to SPANS_PER_BUCKET per bucket): there it stays
+        self.every_start = {t: sum(len(ns) for ns in of.values()) <= SPANS_PER_BUCKET * len(of)
+                            for t, of in self.classes.items()}
 
 
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
@@ -160,7 +168,7 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
             for cfg in aggregated_configs(of_type, r, one_per_class=one_per_class):
                 add(cfg)
         if not high or job.requirements[0] > largest:
-            if index is not None:
+            if index is not None and not index.every_start.get(gpu_type, True):
                 speed = class_speeds(job, index, gpu_type)
                 for r in job.requirements:
                     for cfg in bucketed_spans(index, gpu_type, r, speed):
