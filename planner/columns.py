@@ -4,7 +4,7 @@ and which enter it against the LP duals.
 Used by :func:`planner.ilp.solve_compact` between building the rows and rounding the LP. With every node
 its own speed (:mod:`planner.entities`), a job has a column per entity class and requirement (and per
 span), most of which no good plan uses: at 4096 GPUs and 877 window jobs that was 100,000 columns. The
-model starts with each waiting job's :data:`COLUMNS` best columns by weighted gain (every column of a
+model (from :data:`MIN_SIGNATURES` columns up) starts with each waiting job's :data:`COLUMNS` best columns by weighted gain (every column of a
 running job, every pinned one) and every row any column touches; after each LP solve a column outside
 the model whose reduced cost (weighted gain less the duals of its job's eq. 12 row and of the eq. 13
 rows its pieces use) is positive enters, at most :data:`COLUMNS` per job and round. When none does, the
@@ -22,6 +22,9 @@ import numpy as np
 
 #: columns per waiting job the model starts with, and at most this many enter per job and pricing round
 COLUMNS = 6
+#: models with fewer (job, signature) columns than this hold every column from the start (pricing rounds
+#: are LP re-solves: on a small model they cost more than the columns they leave out)
+MIN_SIGNATURES = 2000
 #: pricing rounds at most (each an LP re-solve from the previous basis); past it the LP bound is not proven
 MAX_PRICING_ROUNDS = 50
 

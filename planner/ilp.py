@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import mip
 
-from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, Pricer, first_columns
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_columns
 from planner.keep import keep_equivalent, keep_running, keep_running_jobs, relabel_nodes
 from planner.signatures import (BinKey, Candidate, GroupKey, ModelPiece, Packer, Piece, Signature, _extend_to_maximal,
                                 maximal_patterns,
@@ -229,6 +229,8 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                 rows[(scope, g)] += cnt
         touch[k] = rows
     gain_of = {k: weights[k[0]] * best[k].gain for k in keys}
+    if len(keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
+        columns = 0
     start_cols = list(keys) if not (columns and lp_rounding) else first_columns(keys, gain_of, columns, current, pinned)
 
     m = _model(solver, gap, threads)

@@ -63,9 +63,11 @@ def test_small_clusters_keep_the_papers_spans() -> None:
     assert [(c.job_id, dict(c.config), c.gain) for c in every] == [(c.job_id, dict(c.config), c.gain) for c in bucketed]
 
 
-def test_solve_compact_columns_zero_and_default_agree() -> None:
+def test_solve_compact_columns_zero_and_default_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """With gap 0 the model that prices columns in and the one holding every column from the start reach
     the same optimum (columns change the route, not the answer)."""
+    import planner.ilp
+    monkeypatch.setattr(planner.ilp, "MIN_SIGNATURES", 0)  # price columns in on this small model too
     cluster, jobs = instance(64, 60, 6)
     ent = entity_classes(cluster, jobs[:30], 0.05)
     cands = candidates_for(jobs[:30], ent, 1.4, compact=True, spans="bucketed")
@@ -100,6 +102,14 @@ def test_class_speeds_orders_by_the_jobs_estimate() -> None:
     nodes = (node("a0", 8, "fast"), node("b0", 8, "slow"))
     job = JobView("j", (2,), 0.0, 0.0, 1.0, 1.0, throughput=lambda c: 3.0 if "a0" in c else 1.0)
     assert class_speeds(job, SpanIndex(ClusterView(nodes)), "v100") == {"fast": 3.0, "slow": 1.0}
+
+
+def test_small_models_hold_every_column() -> None:
+    cluster, jobs = instance(64, 60, 6)
+    ent = entity_classes(cluster, jobs[:30], 0.05)
+    cands = candidates_for(jobs[:30], ent, 1.4, compact=True, spans="bucketed")
+    sol = solve_compact(cands, {j.job_id: 1.0 for j in jobs[:30]}, ent.nodes)
+    assert sol.extra["columns"] == sol.extra["signatures"]
 
 
 def test_pricing_picks_positive_reduced_costs_per_job() -> None:
