@@ -124,7 +124,7 @@ def report(rows: list[SpeedRow], seeds: list[int], machine: str = "") -> str:
         "figure to read when the machine is shared (the machine line below gives the load).",
         "",
         "| GPUs | queue | entity classes | window jobs | signatures | columns in the model | cold p95 (s) "
-        "| cold CPU p95 (s) | warm p95 (s) | warm CPU p95 (s) | today's model (s) | objective gap max |",
+        "| cold CPU p95 (s) | warm p95 (s) | warm CPU p95 (s) | today's model, this code (s) | objective gap max |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
