@@ -26,8 +26,9 @@ paced by its slowest node), slowest first (c itself first: the faster nodes are 
 need them), most free GPUs first within a class (fewest nodes); once over all such nodes, and twice
 over the nodes that cannot hold the requirement alone (the fragments the paper's rule would fill),
 largest and smallest first. At most 3 x classes spans per (job, type, requirement), independent of the
-number of nodes. A GPU type whose nodes with free GPUs are at most 3 x its classes keeps the paper's
-rule (it gives no more spans there: the same candidates as before). ``spans="every"`` is the paper's
+number of nodes. A GPU type whose nodes with free GPUs are at most 3 x its classes, or at most
+:data:`EVERY_START_NODES`, keeps the paper's rule (few spans there: the same candidates as before, so
+the paper's simulated clusters plan as they did). ``spans="every"`` is the paper's
 rule everywhere (the plain model's; the reference the solver bench measures the objective gap
 against). docs/design.md, "Spans per speed bucket and column generation".
 """
@@ -55,6 +56,9 @@ def aggregated_configs(nodes: Sequence[NodeView], requirement: int, *, one_per_c
 SPAN_RULES = ("bucketed", "every")
 #: spans per (job, type, requirement, slowest bucket) at most under ``spans="bucketed"``
 SPANS_PER_BUCKET = 3
+#: a GPU type with at most this many nodes with free GPUs keeps the paper's spans under ``spans="bucketed"``
+#: too (at most this many spans per requirement: the model stays small, and the plans as before)
+EVERY_START_NODES = 64
 
 
 def distributed_configs(nodes: Sequence[NodeView], requirement: int) -> list[Config]:
@@ -95,7 +99,8 @@ class SpanIndex:
         self.free = {t: {c: sum(n.free_gpus for n in ns) for c, ns in of.items()} for t, of in self.classes.items()}
         #: GPU type -> whether the paper's rule gives no more spans than buckets would (at most one span per
         #: start node with free GPUs, against up to SPANS_PER_BUCKET per bucket): there it stays
-        self.every_start = {t: sum(len(ns) for ns in of.values()) <= SPANS_PER_BUCKET * len(of)
+        self.every_start = {t: sum(len(ns) for ns in of.values())
+                            <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
                             for t, of in self.classes.items()}
 
 
