@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import sqlite3
-import statistics
 import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +41,7 @@ from pathlib import Path
 import sqlite_utils
 
 from estimator import bounds as _bounds, restart_cost as _restarts
+from estimator.entity_factors import EntityFactors
 from estimator.errors import SchemaVersionError, StoreCorruptError, StoreError, StoreLockedError
 from estimator.model import TimeComponents
 from estimator.snapshot import Calibration, JobSnapshot, TypeTheory
@@ -152,6 +152,7 @@ class ThroughputStore:
         self.read_only = read_only
         self._lock_fd: int | None = None
         self._untrimmed: dict[tuple[str, str, str], int] = {}  # sample rows added since the last cut
+        self._entity = EntityFactors()  # the entity factors, updated by this store's own writes
         if read_only:
             if not self.path.exists():
                 raise StoreError(f"throughput store {self.path} does not exist; the engine creates it on first start")
@@ -322,6 +323,7 @@ class ThroughputStore:
                  "pattern": tc.pattern, "params": tc.params, "batch_size": tc.batch_size},
                 pk=("signature", "gpu_type"),
             )
+            self._entity.touch_probe(signature, gpu_type)
             self.db.execute(
                 "delete from samples where signature = ? and gpu_type = ? and source = 'profile'", [signature, gpu_type]
             )
@@ -389,6 +391,8 @@ class ThroughputStore:
         _bounds.add_measured(self.db, f"type_{layout}", row, per_gpu)  # one row per key: a running mean
         if server:
             _bounds.add_measured(self.db, f"entity_{layout}", {**row, "server": server}, per_gpu)
+            if layout == "aggregated":
+                self._entity.touch_row(server, signature, gpu_type, gpus)
 
     def put_type_throughput(self, signature: str, gpu_type: str, *, gpus: int, nodes: int, throughput: float) -> None:
         """Record a measured whole-job throughput (samples/s) on ``gpu_type`` in the type layer only."""
@@ -524,25 +528,8 @@ class ThroughputStore:
         ratios; servers without such records have none.
         """
         with self._guard("read entity factors"):
-            rows = list(self.db.query(
-                "select e.server as server, e.signature as sig, e.gpu_type as t, e.gpus as gpus, "
-                "sum(e.total) / sum(e.n) as v, "
-                "max(th.batch_size / (th.t_f + th.t_b + th.t_u)) as probe "
-                "from entity_aggregated e left join theory th on th.signature = e.signature and th.gpu_type = e.gpu_type "
-                "and th.t_f + th.t_b + th.t_u > 0 group by e.server, e.signature, e.gpu_type, e.gpus"))
-        best: dict[tuple[str, str, int], list[float]] = defaultdict(list)
-        for r in rows:
-            best[(r["sig"], r["t"], r["gpus"])].append(float(r["v"]))
-        ratios: dict[str, list[float]] = defaultdict(list)
-        for r in rows:
-            if r["gpus"] == 1:
-                if r["probe"]:
-                    ratios[r["server"]].append(float(r["v"]) / float(r["probe"]))
-            else:
-                peers = best[(r["sig"], r["t"], r["gpus"])]
-                if len(peers) > 1 and max(peers) > 0:
-                    ratios[r["server"]].append(float(r["v"]) / max(peers))
-        return {server: statistics.median(values) for server, values in ratios.items()}
+            # the GROUP BY once, then only the rows this store's own writes touched (estimator.entity_factors)
+            return self._entity.factors(self.db)
 
     def record_counts(self, signature: str) -> dict[str, int]:
         """How many records each layer holds for ``signature`` (reports, tests): sample rows, and the

@@ -16,11 +16,26 @@ Per GPU type, with S_t the free GPUs of node t and R = (R_1 < ... < R_n) the job
 
 A running job's current config is a candidate too whenever it still fits the free GPUs and its size
 is one of the requirements, so the ILP can always keep a job where it is.
+
+Spans per speed bucket (``spans="bucketed"``, what the compact ILP uses by default): once every node is
+its own entity class (:mod:`planner.entities`: nodes bucketed by estimated speed), the spans from every
+start in cluster order are mostly distinct signatures and dominate the model (82% of the candidates at
+4096 GPUs). :func:`bucketed_spans` builds spans per (GPU type, slowest speed bucket) instead: for each
+entity class c of the type, the nodes of the classes at least as fast for this job as c (a span is
+paced by its slowest node), slowest first (c itself first: the faster nodes are left for jobs that
+need them), most free GPUs first within a class (fewest nodes); once over all such nodes, and twice
+over the nodes that cannot hold the requirement alone (the fragments the paper's rule would fill),
+largest and smallest first. At most 3 x classes spans per (job, type, requirement), independent of the
+number of nodes. A GPU type whose nodes with free GPUs are at most 3 x its classes, or at most
+:data:`EVERY_START_NODES`, keeps the paper's rule (few spans there: the same candidates as before, so
+the paper's simulated clusters plan as they did). ``spans="every"`` is the paper's
+rule everywhere (the plain model's; the reference the solver bench measures the objective gap
+against). docs/design.md, "Spans per speed bucket and column generation".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
 
@@ -37,10 +52,23 @@ def aggregated_configs(nodes: Sequence[NodeView], requirement: int, *, one_per_c
     return out
 
 
+#: how spanning configs are generated: per speed bucket (compact default) or from every start (the paper's)
+SPAN_RULES = ("bucketed", "every")
+#: spans per (job, type, requirement, slowest bucket) at most under ``spans="bucketed"``
+SPANS_PER_BUCKET = 3
+#: a GPU type with at most this many nodes with free GPUs keeps the paper's spans under ``spans="bucketed"``
+#: too (at most this many spans per requirement: the model stays small, and the plans as before)
+EVERY_START_NODES = 64
+
+
 def distributed_configs(nodes: Sequence[NodeView], requirement: int) -> list[Config]:
     """Spanning configs from every start over ``nodes`` (one type, cluster order), O(len(nodes))."""
+    return list(iter_distributed(nodes, requirement))
+
+
+def iter_distributed(nodes: Sequence[NodeView], requirement: int) -> Iterator[Config]:
+    """:func:`distributed_configs`, one at a time (a caller looking for one good config stops early)."""
     usable = [n for n in nodes if n.free_gpus > 0]
-    out: list[Config] = []
     end = 0  # nodes usable[start:end] are in the current span
     acc = 0  # their free GPUs
     for start in range(len(usable)):
@@ -55,36 +83,105 @@ def distributed_configs(nodes: Sequence[NodeView], requirement: int) -> list[Con
             span = usable[start:end]
             placed = {n.name: n.free_gpus for n in span[:-1]}
             placed[span[-1].name] = requirement - sum(placed.values())
-            out.append(freeze_config(placed))
+            yield freeze_config(placed)
         acc -= usable[start].free_gpus
-    return out
+
+
+class SpanIndex:
+    """The nodes with free GPUs of each (GPU type, server class), most free first then cluster order:
+    built once per planning for :func:`bucketed_spans`."""
+
+    def __init__(self, cluster: ClusterView) -> None:
+        self.classes: dict[str, dict[str, list[NodeView]]] = {}
+        for k, n in sorted(enumerate(cluster.nodes), key=lambda kn: (-kn[1].free_gpus, kn[0])):
+            if n.free_gpus > 0:
+                self.classes.setdefault(n.gpu_type, {}).setdefault(n.server_class, []).append(n)
+        self.free = {t: {c: sum(n.free_gpus for n in ns) for c, ns in of.items()} for t, of in self.classes.items()}
+        #: GPU type -> whether the paper's rule gives no more spans than buckets would (at most one span per
+        #: start node with free GPUs, against up to SPANS_PER_BUCKET per bucket): there it stays
+        self.every_start = {t: sum(len(ns) for ns in of.values())
+                            <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
+                            for t, of in self.classes.items()}
+
+
+def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
+    """The job's estimated throughput on one node of each server class of ``gpu_type`` (its smallest
+    request, at most the node's size): how :func:`bucketed_spans` orders the classes for this job."""
+    r = job.requirements[0]
+    return {c: float(job.throughput(freeze_config({ns[0].name: min(r, ns[0].total_gpus)})))
+            for c, ns in index.classes.get(gpu_type, {}).items()}
+
+
+def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float]) -> list[Config]:
+    """Spanning configs of ``requirement`` GPUs on ``gpu_type``, one per (slowest class, variant): see the
+    module docstring. ``speed``: server class -> the job's speed there (:func:`class_speeds`)."""
+    of_type = index.classes.get(gpu_type, {})
+    free = index.free.get(gpu_type, {})
+    out: dict[tuple[tuple[str, int], ...], Config] = {}
+    by_speed = sorted(of_type, key=lambda c: (speed[c], c))
+    for slowest in by_speed:
+        floor = speed[slowest]
+        eligible = [slowest] + [c for c in by_speed if c != slowest and speed[c] >= floor]
+        if sum(free[c] for c in eligible) < requirement:
+            continue
+        for fragments in (0, 1, 2):
+            placed: dict[str, int] = {}
+            left = requirement
+            for c in eligible:
+                for n in (of_type[c] if fragments < 2 else reversed(of_type[c])):
+                    if fragments and n.free_gpus >= requirement:
+                        continue
+                    take = min(n.free_gpus, left)
+                    placed[n.name] = take
+                    left -= take
+                    if not left:
+                        break
+                if not left:
+                    break
+            if not left and len(placed) > 1:
+                cfg = freeze_config(placed)
+                out.setdefault(tuple(cfg.items()), cfg)
+    return list(out.values())
 
 
 def is_high_sensitivity(job: JobView, sigma: float) -> bool:
     return job.sensitivity > sigma
 
 
-def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_per_class: bool = False) -> list[Config]:
+def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_per_class: bool = False,
+                     spans: str = "every", index: SpanIndex | None = None) -> list[Config]:
     """All candidate configs of ``job`` on ``cluster``'s free GPUs (see module docstring), no duplicates.
 
     ``one_per_class``: aggregated configs only on the first fitting node of each server class (the
-    compact ILP stands one config for all interchangeable nodes of a class)."""
+    compact ILP stands one config for all interchangeable nodes of a class). ``spans``: one of
+    :data:`SPAN_RULES`; ``index`` (bucketed spans only): the cluster's :class:`SpanIndex`, when the
+    caller plans many jobs on one cluster."""
+    if spans not in SPAN_RULES:
+        raise ValueError(f"spans must be one of {', '.join(SPAN_RULES)}, got {spans!r}")
     seen: dict[tuple[tuple[str, int], ...], Config] = {}
 
     def add(cfg: Config) -> None:
         seen.setdefault(tuple(cfg.items()), cfg)
 
     high = is_high_sensitivity(job, sigma)
+    if spans == "bucketed" and index is None:
+        index = SpanIndex(cluster)
     for gpu_type in cluster.gpu_types:
         of_type = cluster.nodes_of_type(gpu_type)
-        largest = max(n.total_gpus for n in of_type)
+        largest = cluster.largest_node(gpu_type)
         for r in job.requirements:
             for cfg in aggregated_configs(of_type, r, one_per_class=one_per_class):
                 add(cfg)
         if not high or job.requirements[0] > largest:
-            for r in job.requirements:
-                for cfg in distributed_configs(of_type, r):
-                    add(cfg)
+            if index is not None and not index.every_start.get(gpu_type, True):
+                speed = class_speeds(job, index, gpu_type)
+                for r in job.requirements:
+                    for cfg in bucketed_spans(index, gpu_type, r, speed):
+                        add(cfg)
+            else:
+                for r in job.requirements:
+                    for cfg in iter_distributed(of_type, r):
+                        add(cfg)
     if job.current:
         cur = freeze_config(job.current)
         fits = all(n in {x.name for x in cluster.nodes} and g <= cluster.node(n).free_gpus for n, g in cur.items())
@@ -95,3 +192,18 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
         if cur and fits and spans_ok and config_gpus(cur) in job.requirements:
             add(cur)
     return list(seen.values())
+
+
+def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[Config]:
+    """The configs of :func:`generate_configs` with ``one_per_class`` and every span (no current config),
+    lazily and cheapest first: every single-node config of every type, then the spans; for a caller that
+    needs one config with a positive estimate (:func:`planner.hops.why_unservable`)."""
+    high = is_high_sensitivity(job, sigma)
+    types = [(t, cluster.nodes_of_type(t)) for t in cluster.gpu_types]
+    for _, of_type in types:
+        for r in job.requirements:
+            yield from aggregated_configs(of_type, r, one_per_class=True)
+    for t, of_type in types:
+        if not high or job.requirements[0] > cluster.largest_node(t):
+            for r in job.requirements:
+                yield from iter_distributed(of_type, r)

@@ -50,7 +50,8 @@ its optimistic estimate beats the planned rate (priced like a move for a running
 
 Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored, lambda,
 objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
-n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method.
+n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method, solve_extra (the
+compact solve's signatures, columns in the model, pricing rounds, dives and LP bound).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from planner.configs import generate_configs
+from planner.configs import SpanIndex, generate_configs, is_high_sensitivity, iter_configs
 from planner.entities import entity_classes
 from planner.explore import explore_idle
 from planner.greedy import fill_leftovers, greedy_plan
@@ -78,7 +79,7 @@ PIN_PASSES = 2
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
                    compact: bool = False, restart_penalty: float = 0.0, priced: bool = False,
-                   preempt_penalty: float = 0.0) -> list[Candidate]:
+                   preempt_penalty: float = 0.0, spans: str = "every") -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
     throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
     signature (what the compact ILP uses), so throughput is asked once per signature.
@@ -86,11 +87,14 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     its current config (compact: its current signature) are moves, worth the rate they achieve over the
     job's remaining work with its restart and lost work paid (:func:`planner.moves.move_price`), dropped
     when they do not pay, and keep (1 - ``restart_penalty``) of that gain; every candidate of a running job
-    is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job."""
+    is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job.
+    ``spans`` (compact only; the plain model always takes every span): :data:`planner.configs.SPAN_RULES`."""
     out: list[Candidate] = []
     by_name = {n.name: n for n in cluster.nodes}
+    index = SpanIndex(cluster) if compact and spans == "bucketed" else None
     for job in jobs:
-        configs = generate_configs(job, cluster, sigma, one_per_class=compact)
+        configs = generate_configs(job, cluster, sigma, one_per_class=compact,
+                                   spans=spans if compact else "every", index=index)
         if compact:
             firsts: dict[object, Config] = {}
             for cfg in configs:
@@ -166,6 +170,9 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
     return ClusterView(nodes), held
 
 
+#: what of the compact solve's extras a plan's diagnostics carry (``solve_extra``)
+SOLVE_EXTRA = ("signatures", "columns", "pricing_rounds", "dives", "lp_bound")
+
 #: how the reason of a job no configuration serves starts (backends set such jobs aside: docs/design.md)
 NO_USABLE_CONFIG = "no configuration serves it"
 
@@ -182,7 +189,7 @@ def _verdict(job: JobView, whole: ClusterView, sigma: float) -> tuple[str, Confi
     """:func:`why_unservable`'s reason and, when servable, the config that showed it (the witness)."""
     if job.requirements[0] > whole.total_gpus:
         return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}"), None
-    for cfg in generate_configs(job, whole, sigma, one_per_class=True):
+    for cfg in iter_configs(job, whole, sigma):  # cheapest first: stops at the first positive estimate
         if float(job.throughput(cfg)) > 0.0:
             return "", cfg
     counts = ",".join(str(r) for r in job.requirements)
@@ -213,6 +220,11 @@ class HopsPolicy(Policy):
         #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
         #: throughput function judged): the verdict of :meth:`_unservable`
         self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
+        #: the same verdict per (throughput function, requirements, high sensitivity) on one cluster shape:
+        #: jobs of one model signature with one requirement set share their estimates (the engine's and the
+        #: simulator's job views carry one throughput function per signature), so each is judged once
+        self._verdicts: dict[tuple[int, tuple[int, ...], bool], tuple[object, str, Config | None]] = {}
+        self._verdict_shape: tuple[tuple[str, str, str, int], ...] = ()
 
     @property
     def lambda_(self) -> float:
@@ -243,7 +255,7 @@ class HopsPolicy(Policy):
         cluster = entity_classes(cluster, planned, p.entity_tolerance)
         cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
                                restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment,
-                               preempt_penalty=p.preempt_penalty)
+                               preempt_penalty=p.preempt_penalty, spans=p.spans)
         w = weights({j.job_id: prios[j.job_id] for j in planned}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in planned if j.current}
@@ -318,6 +330,7 @@ class HopsPolicy(Policy):
             "fragment": fragment,
             "candidates": len(cands),
             "method": sol.extra.get("method"),
+            "solve_extra": {k: v for k, v in sol.extra.items() if k in SOLVE_EXTRA},
         }
         return Plan(assignments=assignments, diagnostics=diagnostics)
 
@@ -333,6 +346,8 @@ class HopsPolicy(Policy):
                                   for n in cluster.nodes))
         out: dict[str, str] = {}
         seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
+        shared = self._verdicts if self._verdict_shape == shape else {}
+        kept: dict[tuple[int, tuple[int, ...], bool], tuple[object, str, Config | None]] = {}
         for job in jobs:
             known = self._servable.get(job.job_id)
             witness: Config | None = None
@@ -345,11 +360,17 @@ class HopsPolicy(Policy):
                 # estimates): no need to look at every config again
                 reason, witness = known[1], known[2]
             else:
-                reason, witness = _verdict(job, whole, sigma)
+                key = (id(job.throughput), job.requirements, is_high_sensitivity(job, sigma))
+                hit = shared.get(key)
+                if hit is None or hit[0] is not job.throughput:  # the same function object: the same answers
+                    hit = shared[key] = (job.throughput, *_verdict(job, whole, sigma))
+                kept[key] = hit
+                reason, witness = hit[1], hit[2]
             seen[job.job_id] = (shape, reason, witness, job.throughput)
             if reason:
                 out[job.job_id] = reason
         self._servable = seen  # finished jobs drop out
+        self._verdicts, self._verdict_shape = kept, shape  # so do functions no job carries any more
         return out
 
     def _solve(self, cands: list[Candidate], w: dict[str, float], cluster: ClusterView,
@@ -366,7 +387,7 @@ class HopsPolicy(Policy):
             by_name = {n.name: n for n in cluster.nodes}
             for _ in range(PIN_PASSES if p.pin_running else 1):
                 sol = solve_compact(cands, w, cluster.nodes, solver=p.solver, gap=p.gap, time_limit=p.time_limit,
-                                    current=current, node_limit=int(p.node_limit), pin=pin)
+                                    current=current, node_limit=int(p.node_limit), pin=pin, columns=p.columns)
                 moved_equal = {j for j, cur in current.items()
                                if (cfg := sol.assignments.get(j)) and dict(cfg) != dict(cur)
                                and all(n in by_name for n in cur)

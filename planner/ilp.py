@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 
 import mip
 
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_columns
 from planner.keep import keep_equivalent, keep_running, keep_running_jobs, relabel_nodes
 from planner.signatures import (BinKey, Candidate, GroupKey, ModelPiece, Packer, Piece, Signature, _extend_to_maximal,
                                 maximal_patterns,
@@ -159,7 +160,8 @@ def solve_plain(cands: Sequence[Candidate], weights: Mapping[str, float], capaci
 def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], nodes: Sequence[NodeView], *,
                   solver: str = "CBC", gap: float = 0.01, time_limit: float = 10.0, threads: int = 1,
                   current: Mapping[str, Config] | None = None, lp_rounding: bool = True,
-                  dives: int = 4, node_limit: int = NODE_LIMIT, pin: frozenset[str] = frozenset()) -> Solution:
+                  dives: int = 4, node_limit: int = NODE_LIMIT, pin: frozenset[str] = frozenset(),
+                  columns: int = COLUMNS) -> Solution:
     """Eq. 11-13 over node-class signatures with exact packing patterns (see module docstring).
 
     With ``lp_rounding`` the LP relaxation is solved first and rounded (jobs by LP value, then the
@@ -216,43 +218,72 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                     sizes[grp].add(g)
     patterns = {grp: maximal_patterns(grp[2], sorted(ss)) for grp, ss in sizes.items()}
 
+    # each (job, signature)'s rows: its job's eq. 12 row (key = job id) and, per piece, the eq. 13 rows of
+    # the eligible sets holding it (one var may appear in several pieces of one row: coefficients summed)
+    touch: dict[tuple[str, Signature], dict[object, float]] = {}
+    for k in keys:
+        rows: dict[object, float] = defaultdict(float)
+        rows[k[0]] = 1.0
+        for (pk, g), cnt in Counter(pieces[k]).items():
+            for scope in _scopes(pk):
+                rows[(scope, g)] += cnt
+        touch[k] = rows
+    gain_of = {k: weights[k[0]] * best[k].gain for k in keys}
+    if len(keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
+        columns = 0
+    start_cols = list(keys) if not (columns and lp_rounding) else first_columns(keys, gain_of, columns, current, pinned)
+
     m = _model(solver, gap, threads)
-    xs = {k: m.add_var(var_type=mip.BINARY) for k in keys}
     zs = {(grp, p): m.add_var(var_type=mip.INTEGER, lb=0, ub=len(groups[grp]))
           for grp, ps in patterns.items() for p in ps}
-    m.objective = mip.LinExpr(variables=[xs[k] for k in keys],
-                              coeffs=[weights[j] * best[(j, s)].gain for j, s in keys])
-    per_job: dict[str, list[mip.Var]] = defaultdict(list)
+    xs = {k: m.add_var(var_type=mip.BINARY, obj=gain_of[k]) for k in start_cols}
     # eq. 13 as a transportation problem: pieces of a size may use the slots of that size in their
     # eligible groups. The eligible sets (a pinned node, a (type, class, free) family, a class) are
     # laminar, so one constraint per set and size is exact: the pieces eligible only inside it use at
-    # most its slots.
-    within: dict[tuple[GroupKey, int], list[tuple[int, mip.Var]]] = defaultdict(list)
+    # most its slots. Every row any signature touches exists from the start (its dual prices the columns
+    # not yet in the model).
+    uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
     for k in keys:
-        per_job[k[0]].append(xs[k])
-        for (pk, g), cnt in Counter(pieces[k]).items():
-            for scope in _scopes(pk):
-                within[(scope, g)].append((cnt, xs[k]))
+        for row in touch[k]:
+            uses.setdefault(row, [])
+    for k, x in xs.items():
+        for row, cnt in touch[k].items():
+            uses[row].append((cnt, x))
 
     def slots(grp: GroupKey, g: int) -> list[tuple[int, mip.Var]]:
         return [(p.count(g), zs[(grp, p)]) for p in patterns.get(grp, ()) if g in p]
 
-    def at_most(uses: Sequence[tuple[float, mip.Var]], caps: Sequence[tuple[float, mip.Var]], rhs: float) -> None:
+    def at_most(used: Sequence[tuple[float, mip.Var]], caps: Sequence[tuple[float, mip.Var]],
+                rhs: float) -> mip.Constr | None:
         coef: dict[int, float] = defaultdict(float)  # one var may appear in several pieces: sum them
         var: dict[int, mip.Var] = {}
-        for sign, terms in ((1.0, uses), (-1.0, caps)):
+        for sign, terms in ((1.0, used), (-1.0, caps)):
             for c, v in terms:
                 coef[v.idx] += sign * c
                 var[v.idx] = v
-        m.add_constr(mip.LinExpr(variables=[var[i] for i in coef], coeffs=list(coef.values())) <= rhs)
+        if not coef:
+            return None  # no slot of this size anywhere and no column in the model yet: its columns never fit
+        return m.add_constr(mip.LinExpr(variables=[var[i] for i in coef], coeffs=list(coef.values())) <= rhs)
 
-    for vs in per_job.values():
-        at_most([(1, v) for v in vs], [], 1)  # eq. 12
+    rows_of: dict[object, mip.Constr] = {}
+    for row, used in uses.items():
+        if isinstance(row, str):
+            made = at_most(used, [], 1)  # eq. 12
+        else:  # eq. 13
+            scope, g = row
+            made = at_most(used, [s for grp in eligible(scope) for s in slots(grp, g)], 0)
+        if made is not None:
+            rows_of[row] = made
     for grp, ps in patterns.items():
         at_most([(1, zs[(grp, p)]) for p in ps], [], len(groups[grp]))
-    for (scope, g), uses in within.items():  # eq. 13
-        at_most(uses, [s for grp in eligible(scope) for s in slots(grp, g)], 0)
-    n_vars, n_int, n_rows = m.num_cols, m.num_int, m.num_rows
+
+    def add_column(k: tuple[str, Signature]) -> None:
+        rows = touch[k]
+        if any(r not in rows_of for r in rows):
+            return  # a piece with no slot anywhere: the column can never be chosen
+        xs[k] = m.add_var(var_type=mip.BINARY, obj=gain_of[k],
+                          column=mip.Column([rows_of[r] for r in rows], list(rows.values())))
+
     extra: dict[str, object] = {"signatures": len(keys), "patterns": len(zs), "groups": len(groups),
                                 "pinned": len(pinned)}
 
@@ -263,6 +294,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
         if current:
             assign = keep_running_jobs(assign, nodes, current)
         extra["method"] = method
+        n_vars, n_int, n_rows = m.num_cols, m.num_int, m.num_rows
         elapsed = time.perf_counter() - t0
         extra["time_limit_hit"] = elapsed >= time_limit
         return Solution(assign, obj, bound, relative_gap(obj, bound), state, elapsed,
@@ -279,10 +311,31 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
     if lp_rounding:
         with quiet_stdout(solver == "CBC"):
             status = m.optimize(relax=True, max_seconds=time_limit)
-        if status == mip.OptimizationStatus.OPTIMAL:
+            pricer: Pricer | None = None
+            if columns:  # price the signatures left out against the duals until none would enter
+                for rounds in range(MAX_PRICING_ROUNDS):
+                    if status != mip.OptimizationStatus.OPTIMAL:
+                        break
+                    if pricer is None:
+                        pricer = Pricer(keys, touch, gain_of)
+                        for k in xs:
+                            pricer.add(k)
+                    enter = pricer.enter({r: float(c.pi or 0.0) for r, c in rows_of.items()}, columns)
+                    extra["pricing_rounds"] = rounds + 1
+                    if not enter:
+                        break
+                    for k in enter:
+                        add_column(k)
+                        pricer.add(k)
+                    status = m.optimize(relax=True, max_seconds=time_limit)
+                else:
+                    # the LP optimum is the restricted model's only: no LP bound, branch and bound over every column
+                    extra["pricing_stopped"] = True
+        extra["columns"] = len(xs)
+        if status == mip.OptimizationStatus.OPTIMAL and not extra.get("pricing_stopped"):
             lp_bound = float(m.objective_value)
             tolerance = gap * abs(lp_bound) + 1e-9
-            xval = {k: float(x.x or 0.0) for k, x in xs.items()}
+            xval = {k: float(xs[k].x) if k in xs and xs[k].x is not None else 0.0 for k in keys}
             incumbent, value = _round(keys, best, xval, weights, nodes, current, held)
             extra["lp_bound"] = lp_bound
             if lp_bound - value <= tolerance:
@@ -304,7 +357,7 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                     status = m.optimize(relax=True, max_seconds=time_limit)
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
-                xval = {k: float(x.x or 0.0) for k, x in xs.items()}
+                xval = {k: float(xs[k].x) if k in xs and xs[k].x is not None else 0.0 for k in keys}
                 dived, dived_value = _round(keys, best, xval, weights, nodes, current, held)
                 extra["dives"] = dive + 1
                 if dived_value > value:
@@ -315,9 +368,32 @@ def solve_compact(cands: Sequence[Candidate], weights: Mapping[str, float], node
                 v.lb = 0.0
             if lp_bound - value <= tolerance:
                 return result(incumbent, "optimal", value, lp_bound, "lp-dive")
-            _warm_start(m, incumbent, by_name, xs, zs, sizes, group_of)
+    if lp_bound is None:  # nothing certifies branch and bound over some columns: every column from the start
+        for k in keys:
+            if k not in xs:
+                add_column(k)
+    if incumbent is not None:
+        for j, cfg in incumbent.items():  # the rounded plan's signatures as columns, for the MIP start
+            if cfg and (j, signature(cfg, by_name)) not in xs:
+                add_column((j, signature(cfg, by_name)))
+        _warm_start(m, incumbent, by_name, xs, zs, sizes, group_of)
     status = m.optimize(max_seconds=time_limit, max_nodes=node_limit)
     state, obj, bound = _finish(m, status)
+    if len(xs) < len(keys) and not (state != "none" and obj is not None and lp_bound is not None
+                                    and lp_bound - obj <= gap * abs(lp_bound) + 1e-9):
+        # branch and bound over the priced columns bounds those only; unless the full LP bound certifies
+        # its plan, again over every column (columns the LP did not price in may serve an integer plan)
+        if state != "none" and obj is not None and obj > value:
+            incumbent, value = take_mip()
+        for k in keys:
+            if k not in xs:
+                add_column(k)
+        if incumbent is not None:
+            _warm_start(m, incumbent, by_name, xs, zs, sizes, group_of)
+        status = m.optimize(max_seconds=time_limit, max_nodes=node_limit)
+        state, obj, bound = _finish(m, status)
+    elif len(xs) < len(keys) and bound is not None:
+        bound = lp_bound  # the full LP bound, not the restricted model's
     if incumbent is not None and (state == "none" or obj is None or obj <= value):
         # the rounded plan is at least as good as what branch and bound returned; the tighter of the
         # two proven bounds certifies it

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from planner.configs import SPAN_RULES
 from planner.priorities import PRIORITIES
 
 SOLVERS = ("CBC", "HiGHS")
@@ -41,6 +42,8 @@ class PlannerParams:
     explore: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
+    spans: str = "bucketed"
+    columns: int = 6
     solver: str = "CBC"
     gap: float = 0.01
     node_limit: int = 2000
@@ -126,6 +129,10 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "explore": (_switch, "true or false: try a config no record measured when its GPUs sit idle (planner.explore)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
+    "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "
+              "start node (the paper's rule; the compact model only, the plain model always takes every start)"),
+    "columns": (_number(0, 1000, integer=True), "a whole number in [0, 1000]: columns per waiting job the compact "
+                "model starts with and adds per pricing round (planner.columns); 0 = every column from the start"),
     "solver": (_choice(SOLVERS), f"one of {', '.join(SOLVERS)}"),
     "gap": (_number(0.0, 1.0, high_open=True), "a number in [0, 1), e.g. 0.01 for 1%"),
     "node_limit": (_number(1, 10_000_000, integer=True), "a whole number of branch-and-bound nodes in [1, 10^7]"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 #: A placement: node name -> number of GPUs on that node (all nodes of one job, one GPU type or mixed).
 Config = Mapping[str, int]
@@ -48,26 +49,39 @@ class ClusterView:
 
     nodes: tuple[NodeView, ...]
 
+    # the view is immutable: what is derived from its nodes is computed once per view (the planner asks
+    # for it per job; kept in the instance's __dict__, outside the fields that equality and repr see)
+    def _derived(self, key: str, make: Callable[[], object]) -> Any:
+        memo = self.__dict__.setdefault("_derived_values", {})
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
     def node(self, name: str) -> NodeView:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        raise KeyError(name)
+        by_name: dict[str, NodeView] = self._derived("by_name", lambda: {n.name: n for n in self.nodes})
+        if name not in by_name:
+            raise KeyError(name)
+        return by_name[name]
 
     @property
     def gpu_types(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(n.gpu_type for n in self.nodes))
+        return self._derived("gpu_types", lambda: tuple(dict.fromkeys(n.gpu_type for n in self.nodes)))
 
     def nodes_of_type(self, gpu_type: str) -> tuple[NodeView, ...]:
-        return tuple(n for n in self.nodes if n.gpu_type == gpu_type)
+        return self._derived(f"type:{gpu_type}", lambda: tuple(n for n in self.nodes if n.gpu_type == gpu_type))
+
+    def largest_node(self, gpu_type: str) -> int:
+        """The most GPUs one node of ``gpu_type`` has (0 when the view has none of that type)."""
+        return self._derived(f"largest:{gpu_type}", lambda: max((n.total_gpus for n in self.nodes_of_type(gpu_type)),
+                                                                default=0))
 
     @property
     def total_gpus(self) -> int:
-        return sum(n.total_gpus for n in self.nodes)
+        return self._derived("total_gpus", lambda: sum(n.total_gpus for n in self.nodes))
 
     @property
     def free_gpus(self) -> int:
-        return sum(n.free_gpus for n in self.nodes)
+        return self._derived("free_gpus", lambda: sum(n.free_gpus for n in self.nodes))
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ window, partly occupied nodes), plans them with :class:`planner.hops.HopsPolicy`
 cluster size, formulation and solver. Writes ``solver.md`` under the output folder.
 
 ``HOPS_BENCH_SOLVER_FULL=1`` runs more instances and larger plain-model comparisons; the default is
-small enough for ``make bench``.
+small enough for ``make bench``. Part ``speeds`` (:mod:`hops_slurm.bench.solver_speeds`, ``solver-speeds.md``):
+every node its own speed and 10,000 jobs queued, cold and warm plan times and the objective gap to today's
+full model; ``HOPS_BENCH_PARTS=scales`` or ``speeds`` runs one part.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import random
 import statistics
@@ -23,96 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.bench.machine import load, machine_line
+from hops_slurm.bench.solver_instances import CLASSES, GPUS_PER_NODE, make_cluster, make_jobs, node_speeds, pct as _pct
+from hops_slurm.errors import HopsError
 from planner.params import PlannerParams
 from planner.policies import make_policy
-from planner.views import ClusterView, Config, JobView, NodeView
 
 NAME = "solver"
 log = logging.getLogger(__name__)
-
-# The paper's 512-GPU cluster (§4.3): (gpu_type, server_class, share of the nodes, speed factor).
-# Speeds are relative per-GPU rates for this synthetic benchmark, not measured data.
-CLASSES: tuple[tuple[str, str, float, float], ...] = (
-    ("1080ti", "1080ti-w780g", 2 / 8, 1.0),
-    ("titanxp", "titanxp-w780g", 2 / 8, 1.15),
-    ("rtx3090", "rtx3090-w780g", 2 / 8, 2.1),
-    ("rtx3090", "rtx3090-yk8100-8g", 1 / 8, 2.2),
-    ("rtx3090", "rtx3090-yk8100-10g", 1 / 8, 2.35),
-)
-GPUS_PER_NODE = 8
 SCALES = (64, 512, 1024, 2048, 4096)
 
-
-def make_cluster(total_gpus: int, rng: random.Random) -> ClusterView:
-    """Nodes of the five classes in proportion; about a third of the nodes partly or fully held by
-    jobs outside this planning (the free-GPU pattern a round meets). Node speeds, when the instance
-    has them (:func:`node_speeds`), come from a separate generator so the nodes are the same."""
-    n_nodes = total_gpus // GPUS_PER_NODE
-    counts = [max(1, round(share * n_nodes)) for _, _, share, _ in CLASSES]
-    counts[0] += n_nodes - sum(counts)
-    nodes: list[NodeView] = []
-    for (gpu_type, cls, _, _), count in zip(CLASSES, counts, strict=True):
-        for k in range(count):
-            r = rng.random()
-            free = GPUS_PER_NODE if r < 0.65 else (0 if r < 0.75 else rng.randint(1, GPUS_PER_NODE - 1))
-            nodes.append(NodeView(f"{cls}-{k:03d}", gpu_type, cls, GPUS_PER_NODE, free))
-    return ClusterView(tuple(nodes))
-
-
-@dataclass(frozen=True)
-class _Model:
-    """A synthetic job's throughput: per-GPU speed per class, sublinear scaling, a cross-node penalty."""
-
-    base: float
-    speed: dict[str, float]
-    scaling: float
-    sensitivity: float
-    classes: dict[str, str]
-    entity: dict[str, float] | None = None  # node -> speed factor within its class
-
-    def __call__(self, config: Config) -> float:
-        gpus = sum(config.values())
-        if gpus == 0:
-            return 0.0
-        ent = self.entity
-        # the slowest node sets the pace
-        rate = min(self.speed[self.classes[n]] * (ent[n] if ent else 1.0) for n in config)
-        thr = self.base * rate * gpus ** self.scaling
-        return thr / self.sensitivity if len(config) > 1 else thr
-
-
-def node_speeds(cluster: ClusterView, seed: int) -> dict[str, float]:
-    """Every node its own speed factor in [0.6, 1.0] (the estimator's entity layer having learned each
-    server): the planner's entity classes split the declared classes by them."""
-    rng = random.Random(seed)
-    return {n.name: rng.uniform(0.6, 1.0) for n in cluster.nodes}
-
-
-def make_jobs(cluster: ClusterView, n_jobs: int, rng: random.Random,
-              entity: dict[str, float] | None = None) -> tuple[JobView, ...]:
-    classes = {n.name: n.server_class for n in cluster.nodes}
-    speeds = {cls: s for _, cls, _, s in CLASSES}
-    jobs: list[JobView] = []
-    for i in range(n_jobs):
-        r1 = rng.choice((1, 1, 1, 1, 2, 2, 2, 4, 4, 8, 16))
-        extra = rng.randint(0, 3)
-        reqs = sorted({r1, *(min(16, r1 * rng.choice((2, 3, 4))) for _ in range(extra))})
-        sens = rng.choice((1.05, 1.1, 1.2, 1.3, 1.5, 1.8, 2.2))
-        model = _Model(
-            base=rng.uniform(50, 500),
-            speed={c: s * rng.uniform(0.85, 1.15) for c, s in speeds.items()},
-            scaling=rng.uniform(0.8, 0.98),
-            sensitivity=sens,
-            classes=classes,
-            entity=entity,
-        )
-        age = rng.uniform(0.2, 40) * 3600
-        jobs.append(JobView(
-            job_id=f"j{i:05d}", requirements=tuple(reqs), submit_time=-rng.uniform(0, 20000),
-            wait=rng.uniform(0, 20000), age=age, sensitivity=sens, throughput=model,
-        ))
-    return tuple(jobs)
-
+__all__ = ["CLASSES", "GPUS_PER_NODE", "NAME", "SCALES", "make_cluster", "make_jobs", "measure", "node_speeds", "run"]
 
 @dataclass
 class Row:
@@ -129,11 +50,6 @@ class Row:
     fallbacks: int
     objectives: list[float]
     classes: list[int] = field(default_factory=list)
-
-
-def _pct(xs: Sequence[float], q: float) -> float:
-    ys = sorted(xs)
-    return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys)) - 1))]
 
 
 def measure(gpus: int, formulation: str, solver: str, seeds: Sequence[int], time_limit: float,
@@ -160,7 +76,22 @@ def measure(gpus: int, formulation: str, solver: str, seeds: Sequence[int], time
     return row
 
 
+#: the parts of this bench (``HOPS_BENCH_PARTS`` picks): the scale table, and per-node speeds with a long queue
+PARTS = ("scales", "speeds")
+
+
 def run(out_dir: Path) -> Path:
+    from hops_slurm.bench.solver_speeds import run_speeds
+
+    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown:
+        raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
+    path = run_speeds(out_dir) if "speeds" in chosen else None
+    return run_scales(out_dir) if "scales" in chosen else path  # type: ignore[return-value]
+
+
+def run_scales(out_dir: Path) -> Path:
     full = os.environ.get("HOPS_BENCH_SOLVER_FULL") == "1"
     load0 = load()
     n = 20 if full else 5
@@ -204,7 +135,8 @@ def _report(rows: list[Row], n: int, full: bool, machine: str = "") -> str:
         "Rows marked *entities* give every node its own speed factor (uniform 0.6-1.0 within its class, as",
         "if the estimator's entity layer had learned each server): the planner splits the five declared",
         "classes into entity classes of nodes within 5% of each other (planner/entities.py); *classes* is",
-        "the median number of (type, class) pairs the model then sees.",
+        "the median number of (type, class) pairs the model then sees. With 10,000 jobs queued and cold and",
+        "warm plans against today's full model: solver-speeds.md (part `speeds`).",
         "",
         "| GPUs | formulation | solver | classes | window jobs | vars | constraints | solve p50 (s) | solve p95 (s) "
         "| plan p95 (s) | gap max | fallbacks | objective mean |",

@@ -12,6 +12,10 @@ engine's): what Hops learns about a node it learns from that node's records only
 Speed: a snapshot is read from SQLite once per signature and kept until a record for that signature is
 ingested; each signature's estimates in :attr:`Knowledge.memo` (its throughput function, which caches
 per config, its age and sensitivity) are kept as long, and all of them until the entity factors change.
+Ingesting only notes the signature: the caches are brought up to date once, when something next reads
+them (:attr:`Knowledge.memo`, :attr:`Knowledge.estimator`), however many records arrived in between, and
+the entity factors the comparison needs are kept up to date by the store row by row
+(:mod:`estimator.entity_factors`): the work per record no longer grows with the records before it.
 """
 
 from __future__ import annotations
@@ -48,10 +52,24 @@ class Knowledge:
             self.store.put_calibration(gpu_type, b_link=b_link, b_net=b_net, measured_at=0.0,
                                        method="simulated: fitted to ground truth's 2-GPU runs (hops_slurm.sim.measure)")
         self.source = CachedSource(self.store)
-        self.estimator = Estimator.for_cluster(self.source, cluster)
+        self._estimator = Estimator.for_cluster(self.source, cluster)
         #: the estimates of the job-view pipeline (hops_slurm.engine.jobview), kept until the store changes
-        self.memo: Memo = {}
+        self._memo: Memo = {}
         self.records = 0
+        #: signatures with records ingested since the caches were last brought up to date
+        self._pending: set[str] = set()
+
+    @property
+    def memo(self) -> Memo:
+        """The job-view pipeline's estimates, up to date with every record ingested so far."""
+        self._flush()
+        return self._memo
+
+    @property
+    def estimator(self) -> Estimator:
+        """The production estimator over this simulation's store, up to date with every record so far."""
+        self._flush()
+        return self._estimator
 
     def close(self) -> None:
         self.store.close()
@@ -69,28 +87,35 @@ class Knowledge:
             result = probe_result(self.truth, model, gpu_type, signature, at=at, probe_seconds=probe_seconds)
             if result is not None:
                 ingest_probe(self.store, result)
-        self._changed(signature)
+        self._pending.add(signature)
 
     def ingest(self, record: RuntimeRecord) -> None:
         ingest_runtime(self.store, record)
         self.records += 1
-        self._changed(record.signature)
+        self._pending.add(record.signature)
 
-    def _changed(self, signature: str) -> None:
-        before = self.source.entity_factors()
-        self.source.forget(signature)
-        if self.source.entity_factors() != before:  # every job's estimates on those servers change
-            self.memo.clear()
+    def _flush(self) -> None:
+        """Forget what the records ingested since the last call changed: their signatures' snapshots and
+        estimates, and every estimate when the entity factors moved."""
+        if not self._pending:
             return
-        for key in [k for k in self.memo if k[1] == signature]:
-            del self.memo[key]
+        before = self.source.entity_factors()
+        for signature in self._pending:
+            self.source.forget(signature)
+        if self.source.entity_factors() != before:  # every job's estimates on those servers change
+            self._memo.clear()
+        else:
+            for key in [k for k in self._memo if k[1] in self._pending]:
+                del self._memo[key]
+        self._pending.clear()
 
     # ----- what policies read -----------------------------------------------------------------------------
     def throughput_fn(self, signature: str) -> ThroughputFn:
         """The policies' throughput function of ``signature`` (the one its job views carry)."""
-        fn = self.memo.get(("fn", signature))
+        memo = self.memo
+        fn = memo.get(("fn", signature))
         if fn is None:
-            fn = self.memo[("fn", signature)] = self.estimator.throughput_fn(signature)
+            fn = memo[("fn", signature)] = self._estimator.throughput_fn(signature)
         if isinstance(fn, EstimateUnavailable):
             raise fn
         return fn  # type: ignore[return-value]

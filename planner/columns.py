@@ -1,0 +1,108 @@
+"""Column generation for the compact placement ILP: which (job, signature) columns the model starts with,
+and which enter it against the LP duals.
+
+Used by :func:`planner.ilp.solve_compact` between building the rows and rounding the LP. With every node
+its own speed (:mod:`planner.entities`), a job has a column per entity class and requirement (and per
+span), most of which no good plan uses: at 4096 GPUs and 877 window jobs that was 100,000 columns. The
+model (from :data:`MIN_SIGNATURES` columns up) starts with each waiting job's :data:`COLUMNS` best columns by weighted gain (every column of a
+running job, every pinned one) and every row any column touches; after each LP solve a column outside
+the model whose reduced cost (weighted gain less the duals of its job's eq. 12 row and of the eq. 13
+rows its pieces use) is positive enters, at most :data:`COLUMNS` per job and round. When none does, the
+restricted LP's optimum is the full LP's (the LP optimality conditions hold for every column), so its
+bound certifies the gap exactly as before; branch and bound, when it runs, searches the columns in the
+model and reports the full LP bound. docs/design.md, "Spans per speed bucket and column generation".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Hashable, Mapping, Sequence
+
+import numpy as np
+
+#: columns per waiting job the model starts with, and at most this many enter per job and pricing round
+COLUMNS = 6
+#: models with fewer (job, signature) columns than this hold every column from the start (pricing rounds
+#: are LP re-solves: on a small model they cost more than the columns they leave out)
+MIN_SIGNATURES = 2000
+#: pricing rounds at most (each an LP re-solve from the previous basis); past it the LP bound is not proven
+MAX_PRICING_ROUNDS = 50
+
+
+def first_columns(keys: Sequence[tuple[str, Hashable]], gain_of: Mapping[tuple[str, Hashable], float], per_job: int,
+                  current: Mapping[str, object],
+                  pinned: Collection[tuple[str, Hashable]]) -> list[tuple[str, Hashable]]:
+    """The columns the restricted model starts with: each waiting job's ``per_job`` best by weighted gain,
+    every column of a running job (in ``current``) and every ``pinned`` one; in ``keys`` order."""
+    by_job: dict[str, list[tuple[str, Hashable]]] = defaultdict(list)
+    for k in keys:
+        by_job[k[0]].append(k)
+    keep: set[tuple[str, Hashable]] = set(pinned)
+    for j, ks in by_job.items():
+        keep.update(ks if j in current else sorted(ks, key=lambda k: -gain_of[k])[:per_job])
+    return [k for k in keys if k in keep]
+
+
+class Pricer:
+    """Reduced costs of every column at once (numpy over the column-row incidence, built once per solve)."""
+
+    def __init__(self, keys: Sequence[tuple[str, Hashable]], rows: Mapping[tuple[str, Hashable], Mapping[object, float]],
+                 gain_of: Mapping[tuple[str, Hashable], float]) -> None:
+        self.keys = list(keys)
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        self.row_ids: dict[object, int] = {}
+        cols: list[int] = []
+        rids: list[int] = []
+        coefs: list[float] = []
+        for i, k in enumerate(self.keys):
+            for row, coef in rows[k].items():
+                cols.append(i)
+                rids.append(self.row_ids.setdefault(row, len(self.row_ids)))
+                coefs.append(float(coef))
+        self.cols = np.array(cols, dtype=np.int64)
+        self.rids = np.array(rids, dtype=np.int64)
+        self.coefs = np.array(coefs, dtype=float)
+        self.gain = np.array([gain_of[k] for k in self.keys], dtype=float)
+        jobs = {j: n for n, j in enumerate(dict.fromkeys(k[0] for k in self.keys))}
+        self.job = np.array([jobs[k[0]] for k in self.keys], dtype=np.int64)
+        self.present = np.zeros(len(self.keys), dtype=bool)
+
+    def add(self, key: tuple[str, Hashable]) -> None:
+        """``key`` is in the model now."""
+        self.present[self.index[key]] = True
+
+    def enter(self, duals: Mapping[object, float], per_job: int) -> list[tuple[str, Hashable]]:
+        """The columns to add: outside the model, positive reduced cost gain - sum(coefficient x dual) over
+        the rows the column uses (a row missing from ``duals`` has no room at all: the column never enters),
+        the ``per_job`` most positive of each job, in key order within a job's picks."""
+        pi = np.full(len(self.row_ids), np.inf)
+        for row, i in self.row_ids.items():
+            value = duals.get(row)
+            if value is not None:
+                pi[i] = value
+        cost = np.bincount(self.cols, weights=self.coefs * pi[self.rids], minlength=len(self.keys))
+        rc = self.gain - cost
+        ok = ~self.present & (rc > 1e-9 * np.maximum(1.0, np.abs(self.gain)))
+        idx = np.nonzero(ok)[0]
+        if not len(idx):
+            return []
+        order = idx[np.lexsort((idx, -rc[idx], self.job[idx]))]  # by job, best reduced cost first
+        out: list[tuple[str, Hashable]] = []
+        taken: dict[int, int] = {}
+        for i in order.tolist():
+            j = int(self.job[i])
+            if taken.get(j, 0) < per_job:
+                taken[j] = taken.get(j, 0) + 1
+                out.append(self.keys[i])
+        return out
+
+
+def price_columns(keys: Sequence[tuple[str, Hashable]], present: Collection[tuple[str, Hashable]],
+                  rows: Mapping[tuple[str, Hashable], Mapping[object, float]],
+                  gain_of: Mapping[tuple[str, Hashable], float], duals: Mapping[object, float],
+                  per_job: int) -> list[tuple[str, Hashable]]:
+    """:meth:`Pricer.enter` once, for callers that price a single time."""
+    pricer = Pricer(keys, rows, gain_of)
+    for k in present:
+        pricer.add(k)
+    return pricer.enter(duals, per_job)
