@@ -91,7 +91,7 @@ def test_the_demo_then_every_command_it_prints_as_printed(minicluster: Miniclust
         queue = subprocess.run(outputs["queue"], cwd=where, env=env, capture_output=True, text=True, timeout=120)
         assert queue.stdout.split()[:3] == ["JOBID", "NAME", "USER"] and len(queue.stdout.splitlines()) == 1
         whatif = subprocess.run(outputs["whatif"], cwd=where, env=env, capture_output=True, text=True, timeout=120)
-        assert [line.split()[0] for line in whatif.stdout.splitlines()[2:]] == ["slurm-recorded", "slurm-backfill", "hops"]
+        assert [line.split()[0] for line in whatif.stdout.splitlines()[2:]] == ["slurm-recorded", "slurm-backfill", "slurm-multifactor", "hops"]
     finally:
         remove_hops_reservations(CliSlurm(minicluster.env()))
         left = leftover_processes(demo_state)

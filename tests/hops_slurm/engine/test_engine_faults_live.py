@@ -245,6 +245,10 @@ def test_admin_deletes_the_gate_and_releases_a_held_job(eng) -> None:  # noqa: A
     job = eng.submit(gpus="32")  # more GPUs than the cluster has: the engine keeps it held
     eng.plan_once()
     eng.wait(lambda: eng.detail(job).reason == "JobHeldAdmin", what="admin hold")
+    # Slurm refuses to delete a reservation a job still uses ("Requested reservation is in use"): root's
+    # probe jobs go through the gate, so the probes of earlier tests' models must have ended first
+    eng.wait(lambda: not any(j.reservation == GATE and (j.pending or j.active) for j in eng.api.jobs()),
+             timeout=120, what=f"no job in {GATE}\n{eng.describe()}")
     eng.cluster.run(["scontrol", "delete", f"ReservationName={GATE}"])
     eng.cluster.run(["scontrol", "release", job])
     time.sleep(3)  # bf_interval=1: without the gate it may start outside any plan
