@@ -1,6 +1,6 @@
 """The same bytes through the submit hook (lua5.1) and the Python parser: identical results.
 
-A seeded corpus (tests/hooks/corpus.py) and hypothesis-built inputs, each run in one lua5.1 process
+A seeded corpus (tests/hooks/hook_corpus.py) and hypothesis-built inputs, each run in one lua5.1 process
 per batch: accept/reject, key, message and canonical form must be equal; no input may hit an internal
 error on either side; every message is one line of printable ASCII; every canonical form either side
 writes parses back to itself on both sides.
