@@ -3,11 +3,10 @@ the fast model against today's full one on small instances with every node its o
 
 from __future__ import annotations
 
-import random
 
 import pytest
 
-from hops_slurm.bench.solver import make_cluster, make_jobs
+from hops_slurm.bench.solver_speeds import instance  # the bench's instances: every node its own speed
 from planner.columns import first_columns, price_columns
 from planner.configs import SpanIndex, bucketed_spans, class_speeds, distributed_configs
 from planner.hops import HopsPolicy, candidates_for
@@ -16,14 +15,6 @@ from planner.entities import entity_classes
 from planner.params import PlannerParams
 from planner.priorities import weights
 from planner.views import ClusterView, JobView, NodeView
-
-
-def instance(gpus: int, n_jobs: int, seed: int) -> tuple[ClusterView, tuple[JobView, ...]]:
-    rng = random.Random(seed)
-    cluster = make_cluster(gpus, rng)
-    srng = random.Random(seed * 104729 + gpus)
-    speeds = {n.name: srng.uniform(0.8, 1.2) for n in cluster.nodes}
-    return cluster, make_jobs(cluster, n_jobs, rng, speeds)
 
 
 def todays_value(cluster: ClusterView, jobs: tuple[JobView, ...], plan_every, assignments) -> float:
