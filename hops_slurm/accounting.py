@@ -111,8 +111,13 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
             job.wait += now - t_stop
     else:
         if state == "RUNNING":
-            t = at(started)
-            job.wait += t - last
+            # Slurm's start time, whole seconds, even up to a second before the refresh that last saw the
+            # job pending (released just after it): waits are then counted as sacct counts them, start
+            # minus submit in Slurm's own seconds, whichever scheduler started the job
+            t = started if started and last - 1.0 < started <= now else at(started)
+            if job.placements and job.placements[-1].get("end") is not None:  # never before the last run ended
+                t = max(t, float(job.placements[-1]["end"]))
+            job.wait = max(job.wait + t - last, 0.0)
             open_run(t, config)
             add_run(t, now, config)
         # Slurm's times are whole seconds: a run released just after the last refresh (last_seen 1000.4)

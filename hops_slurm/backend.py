@@ -42,7 +42,8 @@ class Backend(Protocol):
         """Nodes for a round plan (running jobs' GPUs counted free) or a fragment plan (idle GPUs only)."""
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        """Active jobs ready to schedule (profiled): all for a round plan, pending only for a fragment plan."""
+        """Active jobs ready to schedule (profiled): all for a round plan; for a fragment plan the waiting
+        ones to place and the running ones (``current`` set) as context, never placed (planner.backfill)."""
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         """Enact a plan: unchanged configs keep running, changed or dropped ones are preempted."""
@@ -79,8 +80,13 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     environment of the jobs the plan starts)."""
     t0 = time.perf_counter()
     jobs = backend.job_views(fragment=fragment)
-    if not jobs:
+    # a fragment plan places waiting jobs; the running ones are context for a policy that reads them
+    # (planner.views.Policy.fragment_context; the Hops backfill step) and left out for the others
+    plannable = tuple(j for j in jobs if j.current is None) if fragment else jobs
+    if not plannable:
         return None
+    if fragment and not getattr(policy, "fragment_context", False):
+        jobs = plannable
     cluster = backend.cluster_view(fragment=fragment)
     if fragment and cluster.free_gpus == 0:
         return None
@@ -101,11 +107,11 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     placed = plan.placed()
     after = backend.cluster_view(fragment=True)
     record = RoundRecord(
-        time=now, plan_index=index, policy=policy.name, active_jobs=len(jobs),
-        unassigned_jobs=sum(1 for j in jobs if j.job_id not in placed),
+        time=now, plan_index=index, policy=policy.name, active_jobs=len(plannable),
+        unassigned_jobs=sum(1 for j in plannable if j.job_id not in placed),
         idle_gpus_after=after.free_gpus, gpus_in_use=after.total_gpus - after.free_gpus,
         total_gpus=after.total_gpus, solve_seconds=t2 - t1,
         fallback=str(plan.diagnostics.get("fallback") or ""),
         limit_hit=bool(plan.diagnostics.get("time_limit_hit")),
     )
-    return Planning(plan, jobs, enactment, record, read_seconds=t1 - t0, plan_seconds=t2 - t1, enact_seconds=t3 - t2)
+    return Planning(plan, plannable, enactment, record, read_seconds=t1 - t0, plan_seconds=t2 - t1, enact_seconds=t3 - t2)

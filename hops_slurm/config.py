@@ -175,7 +175,7 @@ class PathsConfig(_Section):
 class EngineConfig(_Section):
     """Settings of the live engine daemon (``hops-slurm daemon`` / ``plan --once``)."""
 
-    monitor_interval: float = Field(5.0, ge=0.1, le=3600, description="seconds between checks for ended jobs (frees GPUs -> fragment plan)")
+    monitor_interval: float = Field(5.0, ge=0.1, le=3600, description="seconds between checks for ended and newly submitted jobs (-> refresh and fragment plan)")
     settle_timeout: float = Field(10.0, ge=0.1, le=3600, description="seconds a round waits for released jobs to start")
     env_dir: SubPath = Path("jobs")  # per-job HOPS_* environment files (relative: inside state_dir)
     probe_dir: SubPath = Path("probes")  # probe scripts and results (relative: inside state_dir)

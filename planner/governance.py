@@ -166,10 +166,13 @@ def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...
     """The policy's plan within ``limits`` (the module docstring); the policy's own plan when none."""
     if not limits:
         return policy.plan(cluster, jobs, now, fragment=fragment)
+    # a fragment plan's running jobs are context (they hold what they hold: counted outside the planning)
+    context = tuple(j for j in jobs if fragment and j.current)
+    jobs = tuple(j for j in jobs if not (fragment and j.current))
     kept, limited = trim(jobs, limits)
     plan = Plan({}, {})
     for attempt in range(MAX_PASSES):
-        plan = policy.plan(cluster, tuple(kept), now, fragment=fragment) if kept else Plan({}, {})
+        plan = policy.plan(cluster, context + tuple(kept), now, fragment=fragment) if kept else Plan({}, {})
         cut = over_caps(plan, kept, limits)
         if not cut:
             break

@@ -59,6 +59,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from planner.backfill import fillers, reservation
 from planner.configs import SpanIndex, generate_configs, is_high_sensitivity, iter_configs
 from planner.entities import entity_classes
 from planner.explore import explore_idle
@@ -212,6 +213,7 @@ class HopsPolicy(Policy):
 
     name = "hops"
     supports_fragment_plans = True
+    fragment_context = True  # its backfill step reads when running jobs end (planner.backfill)
 
     def __init__(self, params: PlannerParams | None = None) -> None:
         self.params = params or PlannerParams()
@@ -237,8 +239,14 @@ class HopsPolicy(Policy):
         unservable = self._unservable(cluster, jobs, p.sigma)
         live = tuple(j for j in jobs if j.job_id not in unservable)
         held: dict[str, str] = {}
-        if not fragment:  # running jobs a round may not move (planner.moves): planned around
+        # jobs that keep their GPUs through this planning: a fragment plan's running jobs (context only,
+        # never placed), a round plan's held ones; the backfill step reads when they end
+        keeping = [j for j in live if j.current] if fragment else []
+        if fragment:
+            live = tuple(j for j in live if not j.current)
+        else:  # running jobs a round may not move (planner.moves): planned around
             cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth, p.sigma)
+            keeping = [j for j in live if j.job_id in held]
             live = tuple(j for j in live if j.job_id not in held)
         gpus = cluster.free_gpus
         prios = priorities(live, now, p.priority, cluster.total_gpus, fairshare_weight=p.fairshare_weight)
@@ -248,7 +256,7 @@ class HopsPolicy(Policy):
             window = select(queue, gpus, rule="waiting", fragment=fragment, adjust=p.sensitivity_adjustment)
             planned = list(window.jobs)
         else:  # the paper's: the window over the waiting queue, running jobs always planned
-            queue = queue_order([j for j in live if not j.current or fragment], prios)
+            queue = queue_order([j for j in live if not j.current], prios)
             window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
             planned = queue_order(running, prios) + list(window.jobs)
         planned = queue_order(planned, prios)  # highest priority first: entity probes, greedy fallbacks
@@ -256,6 +264,7 @@ class HopsPolicy(Policy):
         cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
                                restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment,
                                preempt_penalty=p.preempt_penalty, spans=p.spans)
+        backfilled = self._backfill(queue, window.jobs, planned, cands, cluster, keeping, now) if p.backfill else []
         w = weights({j.job_id: prios[j.job_id] for j in planned}, self.lambda_)
         capacity = {n.name: n.free_gpus for n in cluster.nodes}
         current = {j.job_id: j.current for j in planned if j.current}
@@ -295,7 +304,8 @@ class HopsPolicy(Policy):
             chosen = keep_running_jobs(chosen, cluster.nodes, current)
 
         chosen.update({j.job_id: freeze_config(j.current) for j in jobs if j.job_id in held and j.current})
-        assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs}
+        assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs
+                                                 if not (fragment and j.current)}
         if not fragment:
             self._previous = {j: c for j, c in assignments.items() if c}
         # the solver's value for its own solution (the compact model may realise a signature on other
@@ -308,6 +318,7 @@ class HopsPolicy(Policy):
             "window": [j.job_id for j in window.jobs],
             "window_size": window.size,
             "fillers": list(window.fillers),
+            "backfilled": backfilled,
             "running": [j.job_id for j in running],
             "held": dict(held),
             "unservable": dict(unservable),
@@ -333,6 +344,28 @@ class HopsPolicy(Policy):
             "solve_extra": {k: v for k, v in sol.extra.items() if k in SOLVE_EXTRA},
         }
         return Plan(assignments=assignments, diagnostics=diagnostics)
+
+    def _backfill(self, queue: Sequence[JobView], window: Sequence[JobView], planned: list[JobView],
+                  cands: list[Candidate], cluster: ClusterView, keeping: Sequence[JobView], now: float) -> list[str]:
+        """Backfill behind the window (:mod:`planner.backfill`): when a window job has no candidate on this
+        planning's GPUs, jobs behind the window that do not delay it join ``planned`` and ``cands`` (in
+        place) with the configs they may take; their ids."""
+        p = self.params
+        have = {c.job_id for c in cands}
+        head = next((j for j in window if j.job_id not in have), None)
+        in_window = {j.job_id for j in window}
+        rest = [j for j in queue if j.job_id not in in_window]
+        if head is None or not rest:
+            return []
+        res = reservation(head, cluster, keeping, now)
+        extra = fillers(rest, res, cluster, now,
+                        lambda j: candidates_for([j], cluster, p.sigma, compact=p.formulation == "compact",
+                                                 spans=p.spans))
+        added = [j for j in rest if j.job_id in extra]
+        planned.extend(added)
+        for j in added:
+            cands.extend(extra[j.job_id])
+        return [j.job_id for j in added]
 
     def _unservable(self, cluster: ClusterView, jobs: Sequence[JobView], sigma: float) -> dict[str, str]:
         """Job id -> why no configuration on this cluster serves it, for every such job. Judged on the

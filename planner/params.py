@@ -34,6 +34,7 @@ class PlannerParams:
     sigma: float = 1.4
     window: str = "waiting"
     sensitivity_adjustment: bool = True
+    backfill: bool = True
     restart_penalty: float = 0.4
     preempt_penalty: float = 1.5
     min_run_time: float = 300.0
@@ -118,6 +119,7 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "sigma": (_number(0.0, 100.0, low_open=True), "a number in (0, 100] (the paper uses 1.4)"),
     "window": (_choice(WINDOW_RULES), f"one of {', '.join(WINDOW_RULES)}"),
     "sensitivity_adjustment": (_switch, "true or false"),
+    "backfill": (_switch, "true or false: jobs behind the window fill idle GPUs the blocked head does not need (planner.backfill)"),
     "restart_penalty": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 is the paper's objective"),
     "preempt_penalty": (_number(0.0, 100.0), "a number in [0, 100]: a running job's current placement is worth "
                         "(1 + this) of its gain, so a waiting job takes its GPUs only when it is worth that much more"),

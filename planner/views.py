@@ -156,14 +156,17 @@ class Policy:
 
     ``plan`` is called once at the start of every round (``fragment=False``: every active job, running
     or pending, with running jobs' GPUs counted as free) and, for policies with
-    ``supports_fragment_plans``, again inside the round when GPUs fall idle (``fragment=True``: only
-    pending jobs, and nodes' ``free_gpus`` are the idle GPUs; running jobs keep what they have).
+    ``supports_fragment_plans``, again inside the round when GPUs fall idle (``fragment=True``: pending
+    jobs to place, and nodes' ``free_gpus`` are the idle GPUs; running jobs keep what they have; a policy
+    with ``fragment_context`` is handed them too, with ``current`` set, as context only, e.g. for when they
+    end: it never places them).
     A running job left out of a round plan's placements (or given another config) is preempted.
     Policies may keep state across calls (rounds received, leases); they never read a clock.
     """
 
     name: str = "abstract"
     supports_fragment_plans: bool = False
+    fragment_context: bool = False
 
     def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
         raise NotImplementedError

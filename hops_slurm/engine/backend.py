@@ -101,12 +101,13 @@ class SlurmBackend:
         return self.snapshot.cluster_view(fragment=fragment, partition=self.partition, promised=self.placed)
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        """The engine's views; a fragment plan leaves out running and placed-and-pending jobs."""
+        """The engine's views; a fragment plan leaves out placed-and-pending jobs (running ones are its
+        context: the policy places waiting jobs only)."""
         if not fragment:
             return self.views
         listing = self.listing
-        return tuple(v for v in self.views
-                     if v.job_id not in self.placed and not (v.job_id in listing and listing[v.job_id].active))
+        return tuple(v for v in self.views if v.job_id not in self.placed
+                     and (v.current is not None or not (v.job_id in listing and listing[v.job_id].active)))
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         if fragment:

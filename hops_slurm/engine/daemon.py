@@ -5,7 +5,7 @@ A :class:`BackgroundScheduler` keeps the timetable; its jobs only queue the step
 main thread runs the steps one at a time (they share Slurm state, and the journal's SQLite connection
 belongs to the thread that opened it); a step already queued is not queued twice. The steps: the refresh (every ``queue_refresh`` s, followed by a fragment plan), the round
 (every ``round_length`` s, first one right after start) and the monitor (every ``monitor_interval`` s:
-ended jobs -> fragment plan). With ``[metrics] port`` set it serves the engine's Prometheus
+ended or newly submitted jobs -> refresh and fragment plan). With ``[metrics] port`` set it serves the engine's Prometheus
 metrics (:mod:`hops_slurm.engine.exporter`) on ``address:port`` while it runs. SIGTERM or SIGINT stops the timetable; the step in progress is finished (the handler only sets a flag)
 (each Slurm step is journaled, so even an abandoned one would be repaired by the next start), then the
 stores are closed and the lock released. Exit status 0. A step that fails (Slurm unreachable, a

@@ -92,6 +92,7 @@ class Engine(JobBookkeeping):
         self.profiler: ProfilerFlow | None = None
         self.policy = make_policy("hops", config.planner)
         self.tracked: dict[str, JobState] = {}
+        self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.last_planning: Planning | None = None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
@@ -320,15 +321,23 @@ class Engine(JobBookkeeping):
                  planning.plan_seconds, planning.enact_seconds)
 
     def monitor(self) -> bool:
-        """Notice ended or failed jobs (their GPUs are free now): refresh and run a fragment plan. True if
-        something ended."""
+        """Notice ended or failed jobs (their GPUs are free now) and newly submitted Hops jobs (so a job
+        submitted to idle GPUs starts within a monitor interval, not at the next refresh): refresh and run
+        a fragment plan. True if something ended or arrived."""
         assert self.backend is not None
         jobs = self.api.jobs()
         listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
-        if not ended:
+        # each new job triggers once (one the refresh then leaves untracked must not trigger every time)
+        arrived = [j.job_id for j in jobs if j.is_hops and j.pending and j.job_id not in self.tracked
+                   and j.job_id not in self.announced]
+        self.announced = {j for j in self.announced if j in listing} | set(arrived)
+        if not ended and not arrived:
             return False
-        log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
+        if ended:
+            log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
+        if arrived:
+            log.info("jobs submitted: %s; refresh and fragment plan", ", ".join(arrived))
         self.refresh(jobs)  # this listing is the refresh's snapshot
         self.round(fragment=True)
         return True

@@ -224,6 +224,12 @@ class SimBackend:
         return [job for job in sorted(self.active.values(), key=lambda j: (j.spec.arrival, j.spec.job_id))
                 if job.ready_at <= self.t + EPS and not (fragment and job.config is not None)]
 
+    def _viewed(self, fragment: bool) -> list[_Job]:
+        """Jobs a planning sees: those it may place, and (fragment plans) the running ones as context."""
+        if not fragment:
+            return self._offered(False)
+        return [job for job in self._offered(False) if job.config is None or job.running]
+
     fair_share = sim_standing  # job id -> its owner's fair-share factor (hops_slurm.sim.fairshare)
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
@@ -243,7 +249,7 @@ class SimBackend:
                           restart_cost=costs.move_cost(job.spec),
                           unsaved=0.0 if not job.running or costs.checkpoints_on_notice(job.spec)
                           else job.progress.unsaved_seconds(self.t))
-                 for job in self._offered(fragment)]
+                 for job in self._viewed(fragment)]
         views = job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
         self._views = {v.job_id: v for v in views}
         return views

@@ -58,9 +58,14 @@ def check_plan(cluster: ClusterView, jobs: tuple[JobView, ...], plan, sigma: flo
     mins = [by_id[j].requirements[0] for j in queue]
     free = cluster.free_gpus
     assert size == len(queue) or (free <= sum(mins[:size]) and (size == 1 or sum(mins[: size - 1]) < free))
+    if d["backfilled"]:
+        assert any(plan.assignments[j] is None for j in d["window"])
+        assert not set(d["backfilled"]) & window
     for job_id, cfg in plan.placed().items():
         job = by_id[job_id]
-        assert job_id in window  # only window jobs (and fillers) are placed
+        # only window jobs (and fillers) are placed, and jobs backfilled behind a window job that could
+        # not be placed (planner.backfill)
+        assert job_id in window or job_id in d["backfilled"]
         assert all(g > 0 for g in cfg.values())
         assert sum(cfg.values()) in job.requirements  # the config is one of the job's requirements
         types = {cluster.node(n).gpu_type for n in cfg}
