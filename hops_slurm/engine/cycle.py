@@ -159,9 +159,14 @@ class Refresh:
             seen = listing.get(js.job_id)
             if seen is not None and (seen.pending or seen.active):
                 continue
+            before = js.last_seen
             account(js, self.now, "ENDED", {}, started=seen.start_time if seen else None,
                     ended=seen.end_time if seen else None, ran=e.enactor.planned_config(js.job_id))  # type: ignore[union-attr]
-            js.ended, js.end_state = self.now, (seen.state if seen is not None else "COMPLETED")
+            # ended when Slurm says (into the interval since the last refresh, as the accounting dates it),
+            # not when the engine noticed: a busy engine must not lengthen its jobs' JCT
+            end_time = seen.end_time if seen is not None else None
+            js.ended = min(self.now, max(before, end_time)) if end_time else self.now
+            js.end_state = seen.state if seen is not None else "COMPLETED"
             if not e.dry_run:
                 e._ingest_metrics(js)  # its last records count too
                 e._record_declaration(js)

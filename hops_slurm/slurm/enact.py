@@ -60,6 +60,8 @@ from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, j
 log = logging.getLogger(__name__)
 
 DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
+#: settling a start: ask Slurm for the started jobs one by one when at most this many are in doubt
+SETTLE_ASK_JOBS = 8
 
 
 # ----- enactment ----------------------------------------------------------------------------------
@@ -272,15 +274,26 @@ class Enactor:
         (``free_after``: free GPUs per node once they run), polling the node listing only; then read the
         job listing once. The snapshot of both."""
         wanted = {n for j in started for n in (self.planned_config(j) or {})}
-        deadline = time.monotonic() + self.settle_timeout
+        t0 = time.monotonic()
+        deadline = t0 + self.settle_timeout
         nodes = list(snap.nodes)
         while True:
             nodes = self.api.nodes()
-            if all(len(n.gpus_used) >= n.gpus_total - free_after.get(n.name, 0) for n in nodes if n.name in wanted) \
-                    or time.monotonic() > deadline:
+            short = {n.name for n in nodes if n.name in wanted and len(n.gpus_used) < n.gpus_total - free_after.get(n.name, 0)}
+            if not short or time.monotonic() > deadline:
+                break
+            # another job ending on one of these nodes meanwhile frees GPUs, and the count never gets there:
+            # after a moment, ask Slurm for the few started jobs on those nodes themselves
+            suspects = [j for j in started if set(self.planned_config(j) or {}) & short]
+            if time.monotonic() - t0 > 0.5 and len(suspects) <= SETTLE_ASK_JOBS and all(map(self._allocated, suspects)):
                 break
             time.sleep(self.poll)
         return snap.with_jobs(self.api.jobs(), nodes)
+
+    def _allocated(self, job_id: str) -> bool:
+        """Slurm lists the job running with its GPUs allocated."""
+        job = self.api.job(job_id)
+        return job is not None and job.active and bool(job.gpu_config())
 
     def _stop(self, jobs: list[SlurmJob], result: EnactResult, snap: Snapshot) -> dict[str, SlurmJob]:
         """Give the running ``jobs`` the plan stops their notice and wait (:class:`Notifier`), then
