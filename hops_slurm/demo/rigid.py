@@ -33,9 +33,12 @@ from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from planner.baselines.common import median_requirement
 from planner.views import JobView
 
-#: Each rigid job's ``--time`` (minutes): far above any demo job's run, as users over-ask; backfill
-#: needs limits to start a later job beside an earlier one that is waiting for GPUs.
+#: Each rigid job's ``--time`` (minutes) at least: far above any demo job's run, as users over-ask; backfill
+#: needs limits to start a later job beside an earlier one that is waiting for GPUs. The demo raises it for
+#: a workload whose Hops run was long (:func:`time_limit_minutes`); a script's own limit is kept.
 TIME_LIMIT_MINUTES = 10
+#: ... to this many times the Hops run's makespan, so no job of a site's workload is cut by the demo's limit
+TIME_LIMIT_FACTOR = 4.0
 #: The engine's reservations (gate, per-job placement) all start with this.
 HOPS_RESERVATION_PREFIX = "hops-"
 
@@ -78,7 +81,25 @@ def rigid_job(original: Path, d: HopsDirectives, max_per_node: int) -> RigidJob:
     return RigidJob(original, original.stem, gpus, nodes, None if lr is None else format_lr(lr), d.gpus)
 
 
-def rigid_script(job: RigidJob, original_text: str) -> str:
+def time_limit_minutes(hops_makespan: float) -> int:
+    """The rigid jobs' ``--time`` for a workload whose Hops run took ``hops_makespan`` seconds."""
+    return max(TIME_LIMIT_MINUTES, math.ceil(TIME_LIMIT_FACTOR * max(hops_makespan, 0.0) / 60.0))
+
+
+def has_time_limit(sbatch_lines: list[str]) -> bool:
+    """True when the script's ``#SBATCH`` lines set a time limit (``-t``, ``--time``) of their own."""
+    for line in sbatch_lines:
+        try:
+            words = shlex.split(line[len("#SBATCH"):], comments=True)
+        except ValueError:
+            continue
+        for w in words:
+            if w in ("-t", "--time") or w.startswith("--time=") or (w.startswith("-t") and not w.startswith("--")):
+                return True
+    return False
+
+
+def rigid_script(job: RigidJob, original_text: str, minutes: int = TIME_LIMIT_MINUTES) -> str:
     """The batch script for Slurm's own scheduling: the original's ``#SBATCH`` lines, a rigid GPU request,
     and the demo's trainer on the original script (which still says the model, batch size and samples).
     It holds no Hops directive, so the submit hook leaves it alone; the allocation the trainer emulates
@@ -92,7 +113,7 @@ def rigid_script(job: RigidJob, original_text: str) -> str:
     lines = [
         "#!/bin/bash",
         *sbatch,
-        f"#SBATCH --nodes={job.nodes} --gres=gpu:{job.per_node} --time={TIME_LIMIT_MINUTES}",
+        f"#SBATCH --nodes={job.nodes} --gres=gpu:{job.per_node}" + ("" if has_time_limit(sbatch) else f" --time={minutes}"),
         f"# make demo, Slurm's own scheduling: {job.original.name} as a rigid job of {job.gpus} GPUs (the median",
         "# of its requirement set); Slurm picks the nodes, the trainer emulates the GPU type it got.",
         f"export HOPS_GPUS={job.gpus}",
@@ -103,7 +124,8 @@ def rigid_script(job: RigidJob, original_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_rigid_scripts(submissions: list[Submission], dest: Path, max_per_node: int) -> list[tuple[Submission, RigidJob]]:
+def write_rigid_scripts(submissions: list[Submission], dest: Path, max_per_node: int,
+                        minutes: int = TIME_LIMIT_MINUTES) -> list[tuple[Submission, RigidJob]]:
     """A rigid copy of every script whose ``#HOPS`` lines parse, in ``dest``; the others are left out
     (the submit hook rejects them, so they never ran under Hops either)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -118,7 +140,7 @@ def write_rigid_scripts(submissions: list[Submission], dest: Path, max_per_node:
             continue
         job = rigid_job(sub.script.resolve(), d, max_per_node)
         path = dest / sub.script.name
-        path.write_text(rigid_script(job, text))
+        path.write_text(rigid_script(job, text, minutes))
         out.append((Submission(path, sub.at), job))
     return out
 

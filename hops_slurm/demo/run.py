@@ -423,21 +423,25 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
     run's job ids."""
     from hops_slurm.demo import ab
     from hops_slurm.demo.compare import comparison_markdown, comparison_text, summarise_run, with_hops_ages
-    from hops_slurm.demo.rigid import BackfillError, run_backfill, write_rigid_scripts
+    from hops_slurm.demo.rigid import BackfillError, run_backfill, time_limit_minutes, write_rigid_scripts
     from hops_slurm.report import metrics
     from hops_slurm.report.source import open_source
     from hops_slurm.report.timefmt import format_elapsed
     from hops_slurm.slurm.cli import CliSlurm
 
     total_gpus = sum(g.gpus * g.count for g in spec.nodes)
-    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes))
+    hops_jobs = [j for j in open_source(dirs.records).load().jobs if j.job_id in progress.names]
+    ends = [j.end for j in hops_jobs if j.end is not None]
+    makespan = max(ends) - min(j.submit for j in hops_jobs) if ends else 0.0
+    minutes = time_limit_minutes(makespan)
+    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes), minutes)
     print(f"== the same {len(rigid)} jobs under Slurm's own scheduling: Hops daemon stopped, each job a rigid request"
-          " of the median of its gpus= set, no #HOPS lines (the hook leaves it alone), sched/backfill", file=out)
+          f" of the median of its gpus= set, no #HOPS lines (the hook leaves it alone), sched/backfill, --time={minutes}"
+          " unless the script sets its own", file=out)
     try:
         names, slurm_jobs = run_backfill(CliSlurm(env), rigid, dirs.logs, env, out, timeout=timeout, poll=poll)
     except BackfillError as exc:
         raise DemoError(f"{exc}; logs in {dirs.logs}") from None
-    hops_jobs = [j for j in open_source(dirs.records).load().jobs if j.job_id in progress.names]
     slurm_jobs = with_hops_ages(slurm_jobs, names, {progress.names[j.job_id]: j.age_estimate for j in hops_jobs})
     print("== the jobs under Slurm (LR = wait / the age Hops estimated for the same job)", file=out)
     for j in slurm_jobs:

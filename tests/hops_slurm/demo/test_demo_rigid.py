@@ -17,11 +17,13 @@ from hops_slurm.demo.rigid import (
     BackfillError,
     Observed,
     RigidJob,
+    has_time_limit,
     poll_backfill,
     remove_hops_reservations,
     rigid_gpus,
     rigid_job,
     rigid_script,
+    time_limit_minutes,
     write_rigid_scripts,
 )
 from hops_slurm.demo.run import JOBS_DIR, ROOT, WORKLOAD, load_workload
@@ -145,3 +147,16 @@ def test_submissions_keep_their_arrival_times(tmp_path: Path) -> None:
     script.write_text("#!/bin/bash\n#HOPS gpus=1,2 samples=1K batch-size=8 model=gpt2\n")
     [(sub, job)] = write_rigid_scripts([Submission(script, 42.0)], tmp_path / "rigid", 8)
     assert sub.at == 42.0 and sub.script == tmp_path / "rigid" / "j.sh" and job.original == script.resolve()
+
+
+def test_the_time_limit_grows_with_the_hops_run_and_a_scripts_own_limit_is_kept(tmp_path: Path) -> None:
+    assert time_limit_minutes(0.0) == 10 and time_limit_minutes(200.0) == 14  # 4 x 200 s, whole minutes up
+    original = "#!/bin/bash\n#SBATCH -J long\n#HOPS gpus=2,4 samples=1K batch-size=8 model=gpt2\n"
+    d = parse_script(original)
+    assert d is not None
+    job = rigid_job(tmp_path / "long.sh", d, 8)
+    assert "#SBATCH --nodes=1 --gres=gpu:2 --time=38" in rigid_script(job, original, 38)
+    for own in ("#SBATCH --time=2:00:00", "#SBATCH -t 90", "#SBATCH -t90 -J x", "#SBATCH --time 45"):
+        text = rigid_script(job, original.replace("#SBATCH -J long", own), 38)
+        assert own in text and "--time=38" not in text and "#SBATCH --nodes=1 --gres=gpu:2\n" in text
+    assert not has_time_limit(["#SBATCH --tmp=10G", "#SBATCH --threads-per-core=1"])
