@@ -37,6 +37,7 @@ from hops_slurm.text import read_utf8
 from hops_slurm.config import load_config
 from hops_slurm.demo.jobs import Progress, Submission, sbatch_script
 from hops_slurm.errors import ConfigError, HopsError
+from hops_slurm.engine.failopen import HEARTBEAT
 from hops_slurm.minicluster.cluster import Minicluster
 from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
 
@@ -166,6 +167,17 @@ class Daemon:
         pid_file.write_text(f"{self.proc.pid}\n")
         return self.proc.pid
 
+    def wait_ready(self, state_dir: Path, timeout: float = 120.0, poll: float = 0.2) -> float:
+        """Wait until the engine has made its first refresh (its heartbeat file appears under ``state_dir``):
+        users submit to a running scheduler, as to a running slurmctld. Seconds waited."""
+        t0 = time.monotonic()
+        while not (state_dir / HEARTBEAT).exists():
+            self.check_alive()
+            if time.monotonic() - t0 > timeout:
+                raise DemoError(f"the daemon made no refresh in {timeout:.0f} s; its log ({self.log_path}):\n{self.tail()}")
+            time.sleep(poll)
+        return time.monotonic() - t0
+
     def check_alive(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
             raise DemoError(f"the daemon exited with status {self.proc.returncode}; its log ({self.log_path}):\n{self.tail()}")
@@ -282,6 +294,8 @@ def run_demo(
             daemon = Daemon(config, env, dirs.logs / "daemon.log")
             pid = daemon.start(dirs.pid_file)
             print(f"== started the Hops daemon (pid {pid}, config {config}, log {daemon.log_path})", file=out)
+            ready = daemon.wait_ready(dirs.engine)
+            print(f"   it made its first refresh after {ready:.1f} s: the jobs go to a running scheduler", file=out)
             progress = _run_workload(cluster, daemon, submissions, dirs, env, out, timeout, poll)
             _wait_recorded(daemon, dirs, list(progress.names), out)
             print("== stopping the daemon", file=out)
