@@ -85,6 +85,9 @@ class JobSpec:
     checkpoint_interval: float | None = None
     #: whether it checkpoints when given a preemption notice (None: the cost model draws it)
     checkpoint_on_notice: bool | None = None
+    #: seconds of its Slurm time limit, when known (a job replayed from a sacct export, hops_slurm.whatif);
+    #: Slurm's backfill plans with it (planner.baselines.slurm_backfill)
+    time_limit: float | None = None
 
     @property
     def declared(self) -> float:
