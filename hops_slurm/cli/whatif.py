@@ -42,7 +42,12 @@ assumptions for jobs without #HOPS information (override with --assumptions FILE
   model            ResNet-50 (the simulator's measured throughput table stands in for the job)
   total samples    recorded run time x the model's throughput at the recorded count on the
                    recorded GPU type (typed TRES gres/gpu:TYPE; else v100)
+  time limit       the recorded Timelimit; without one, the longest run recorded in its partition
   a job whose admin comment holds the submit hook's #HOPS form keeps its gpus= and model=.
+
+Slurm's policies (slurm-backfill, slurm-multifactor) are replayed as Slurm runs: no probes, scheduling at
+each submission and job end, with the time limits; a first start costs nothing beyond the recorded run
+time on every side (restarts pay --process-start-seconds).
 
 output fields (--format): {", ".join(f.name for f in output.FIELDS.values())}
 """
