@@ -181,3 +181,51 @@ def test_two_users_fair_share_moves_the_order_as_configured(eng) -> None:  # noq
         assert rows[first]["lr"] >= rows[second]["lr"], rows
     finally:
         eng.config.write_text(text)
+
+
+JOBSTATS = "JS1:H4sIAAAAAAAAA6tWKkktLlGyUlAqS8wpTtVRSsrPz1ayMjQwAAB4Ut2VHQAAAA=="
+#: the queue's fields that do not move with the clock (priority, LR, wait, age and done do)
+STABLE = ("jobid", "name", "user", "state", "history", "window", "plan")
+
+
+def stable_queue(eng, ids: set[str]) -> dict[str, dict]:  # noqa: ANN001
+    proc = eng.hops("queue", "--config", str(eng.config), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return {r["jobid"]: {f: r[f] for f in STABLE} for r in json.loads(proc.stdout)["jobs"] if r["jobid"] in ids}
+
+
+def stored(eng, ids: set[str]) -> dict[str, object]:  # noqa: ANN001
+    from hops_slurm.engine.state import EngineState
+
+    state = EngineState.read_only(eng.state_dir / "engine.sqlite")
+    try:
+        return {j: (s.directives, s.placements) for j, s in state.jobs(active_only=False).items() if j in ids}
+    finally:
+        state.close()
+
+
+def test_replacing_the_admin_comment_of_a_running_job_changes_nothing(eng) -> None:  # noqa: ANN001
+    """Princeton's jobstats writes its summary into AdminComment, where the submit hook keeps the #HOPS form:
+    after ``scontrol update AdminComment=`` on a running Hops job, the engine's plan, its queue, its stored
+    form and the job's placement are what they were (hops_slurm/engine/coexist.py)."""
+    eng.until_idle()
+    sacctmgr(eng.cluster, "add", "account", "coexist")
+    sacctmgr(eng.cluster, "add", "user", "root", "Account=coexist")
+    ids = {submit(eng, "coexist", gpus="2,4"), submit(eng, "coexist", gpus="4")}
+    eng.until_planned(sorted(ids), placed=True)
+    eng.wait(lambda: all(eng.detail(j).active for j in ids), 60.0, "both jobs running")
+    before = eng.plan_once()
+    queue, kept = stable_queue(eng, ids), stored(eng, ids)
+    started = {j: (eng.detail(j).start_time, eng.detail(j).gpu_config()) for j in ids}
+    target = min(ids)
+    eng.cluster.run(["scontrol", "update", f"JobId={target}", f"AdminComment={JOBSTATS}"])
+    assert eng.detail(target).admin_comment == JOBSTATS  # Slurm took the other tool's text
+    for _ in range(2):  # a plan after the change, and the round after it
+        after = eng.plan_once()
+        assert {j: after["assignments"].get(j) for j in ids} == {j: before["assignments"].get(j) for j in ids}, \
+            f"{before}\n{after}\n{eng.describe()}"
+        assert stable_queue(eng, ids) == queue
+        assert stored(eng, ids) == kept
+        assert {j: (eng.detail(j).start_time, eng.detail(j).gpu_config()) for j in ids} == started  # never requeued
+        time.sleep(2.0)
+    assert eng.detail(target).admin_comment == JOBSTATS  # the engine leaves the other tool's text as it is
