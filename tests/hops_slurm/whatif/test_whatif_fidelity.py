@@ -1,7 +1,7 @@
 """The what-if's fidelity line (issue 23): how close its replay of Slurm's own policy comes to what
 Slurm recorded, and a warning naming the assumptions when it misses. With the defaults, the replay of the
 recorded exports of every release (both formats) and of the busy-queue export (60 jobs on 16 GPUs,
-tests/data/sacct/capture_busy.py) lands within 10 % (or 30 s) of the record."""
+tests/data/sacct-busy/capture.py) lands within 10 % (or 30 s) of the record."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests_paths import DATA
 SACCT = DATA / "sacct"
 RELEASES = ("22.05", "24.11", "26.05")
 #: the export of a busy queue (22.05): 60 jobs of 1-8 GPUs with their own time limits, backfilled by Slurm
-BUSY = "22.05-busy"
+BUSY = "busy 22.05"
 
 
 def row(name: str, wait: float, jct: float, makespan: float, error: str = "") -> Row:
@@ -58,7 +58,8 @@ def test_replay_of_slurm_matches_each_recorded_export_with_the_defaults(release:
     """The inferred cluster, the default options and assumptions: the replay of Slurm's backfill is within
     10 % (or 30 s) of the recorded avg wait, avg JCT and makespan (it was 1.8x-2.9x off when it charged
     Hops' 60 s probes and a 35 s process start to jobs of seconds and minutes and planned on a 30 s timer)."""
-    result = run_whatif(SACCT / release / export, None, Assumptions(), ("slurm-backfill",), Options())
+    path = DATA / "sacct-busy" / "22.05" / export if release == BUSY else SACCT / release / export
+    result = run_whatif(path, None, Assumptions(), ("slurm-backfill",), Options())
     f = fidelity(result.rows)
     assert f is not None and f.policy == "slurm-backfill"
     assert set(f.values) == {"avg wait", "avg JCT", "makespan"}

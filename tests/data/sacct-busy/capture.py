@@ -3,16 +3,16 @@ of Slurm's own policy (issue 23; tests/hops_slurm/whatif/test_whatif_fidelity.py
 
 Usage (root, from the repository root)::
 
-    .venv/bin/python tests/data/sacct/capture_busy.py --spec SPEC.toml 22.05
+    .venv/bin/python tests/data/sacct-busy/capture.py --spec SPEC.toml 22.05
 
 ``SPEC.toml`` is a minicluster spec with accounting (slurmdbd + MariaDB) and its own ports and state
-directory, e.g. tests/data/sacct/busy-cluster.toml (4 nodes x 4 fake v100) with the ports changed to free
+directory, e.g. tests/data/sacct-busy/capture-cluster.toml (4 nodes x 4 fake v100) with the ports changed to free
 ones. The state directory is wiped first (job ids from 1). :data:`JOB_COUNT` GPU jobs drawn from
 ``random.Random(SEED)`` are submitted on their own schedule over about four minutes (exponential gaps,
 mean :data:`MEAN_GAP` s): 1/2/4/8 GPUs (8 = two nodes of 4), sleeping 10-100 s, each with a time
 limit of 1 to 3 minutes more than it needs (``-t``, whole minutes: Slurm's backfill plans with it); the
 queue stays long for most of the run, so Slurm starts jobs both in order and by backfill. When every job
-is over and slurmdbd has every record, writes ``<release>-busy/`` beside this file: ``sacct.json``,
+is over and slurmdbd has every record, writes ``<release>/`` beside this file: ``sacct.json``,
 ``sacct-parsable2.txt`` (with ``Timelimit``), ``sacct-version.txt`` and ``jobs.txt`` (job id, name,
 GPUs, nodes, seconds, limit minutes, submit offset). Everything started is stopped at the end
 (``Minicluster.down``, by PID).
@@ -55,7 +55,7 @@ def _wait(pred, what: str, timeout: float) -> None:  # type: ignore[no-untyped-d
     deadline = time.monotonic() + timeout
     while not pred():
         if time.monotonic() > deadline:
-            sys.exit(f"capture_busy: {what} not reached in {timeout:.0f} s")
+            sys.exit(f"capture (busy): {what} not reached in {timeout:.0f} s")
         time.sleep(2.0)
 
 
@@ -67,16 +67,16 @@ def main() -> None:
     a = p.parse_args()
     cluster = Minicluster(load_spec(a.spec, slurm=a.release))
     if not cluster.spec.accounting:
-        sys.exit("capture_busy: the spec needs accounting = true (slurmdbd + MariaDB)")
+        sys.exit("capture (busy): the spec needs accounting = true (slurmdbd + MariaDB)")
     cluster.down()
     shutil.rmtree(cluster.state, ignore_errors=True)  # a fresh database: job ids from 1
-    out = a.out / f"{a.release}-busy"
+    out = a.out / a.release
     jobs = draw()
     try:
         cluster.up()
         version = cluster.run(["sacct", "--version"]).stdout.strip()
         if a.release not in version:
-            sys.exit(f"capture_busy: asked for {a.release}, sacct says {version}")
+            sys.exit(f"capture (busy): asked for {a.release}, sacct says {version}")
         submitted = []
         t0 = time.monotonic()
         for name, gpus, nodes, seconds, limit, offset in jobs:
@@ -98,7 +98,7 @@ def main() -> None:
         (out / "sacct-parsable2.txt").write_text(cluster.run(parsable).stdout)
         (out / "sacct.json").write_text(cluster.run(["sacct", "--allusers", "--allocations", "--json", "-S", SINCE]).stdout)
         (out / "jobs.txt").write_text("".join("|".join(map(str, s)) + "\n" for s in submitted))
-        print(f"capture_busy: {version}; wrote {out}")
+        print(f"capture (busy): {version}; wrote {out}")
     finally:
         cluster.down()
 
