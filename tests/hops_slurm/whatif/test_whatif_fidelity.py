@@ -19,8 +19,9 @@ from tests_paths import DATA
 
 SACCT = DATA / "sacct"
 RELEASES = ("22.05", "24.11", "26.05")
-#: the export of a busy queue (22.05): 60 jobs of 1-8 GPUs with their own time limits, backfilled by Slurm
-BUSY = "busy 22.05"
+#: the exports of a busy queue (tests/data/sacct-busy/<release>/): 60 jobs of 1-8 GPUs with their own time
+#: limits, backfilled by Slurm
+BUSY = sorted(f"busy {p.name}" for p in (DATA / "sacct-busy").iterdir() if (p / "sacct.json").is_file())
 
 
 def row(name: str, wait: float, jct: float, makespan: float, error: str = "") -> Row:
@@ -53,12 +54,13 @@ def test_no_line_without_a_slurm_replay_or_a_record() -> None:
 
 
 @pytest.mark.parametrize("export", ["sacct.json", "sacct-parsable2.txt"])
-@pytest.mark.parametrize("release", [*RELEASES, BUSY])
+@pytest.mark.parametrize("release", [*RELEASES, *BUSY])
 def test_replay_of_slurm_matches_each_recorded_export_with_the_defaults(release: str, export: str) -> None:
     """The inferred cluster, the default options and assumptions: the replay of Slurm's backfill is within
     10 % (or 30 s) of the recorded avg wait, avg JCT and makespan (it was 1.8x-2.9x off when it charged
     Hops' 60 s probes and a 35 s process start to jobs of seconds and minutes and planned on a 30 s timer)."""
-    path = DATA / "sacct-busy" / "22.05" / export if release == BUSY else SACCT / release / export
+    busy = release in BUSY
+    path = DATA / "sacct-busy" / release.split()[-1] / export if busy else SACCT / release / export
     result = run_whatif(path, None, Assumptions(), ("slurm-backfill",), Options())
     f = fidelity(result.rows)
     assert f is not None and f.policy == "slurm-backfill"
@@ -66,8 +68,8 @@ def test_replay_of_slurm_matches_each_recorded_export_with_the_defaults(release:
     assert f.ok, fidelity_line(f)
     sources = {d.limit_source for d in result.derived}
     # the small exports' --parsable2 has no Timelimit (assumed); the busy one's has it
-    assert sources == ({"recorded"} if export == "sacct.json" or release == BUSY else {"assumed"})
-    if release == BUSY:
+    assert sources == ({"recorded"} if export == "sacct.json" or busy else {"assumed"})
+    if busy:
         assert len(result.derived) == 60 and {d.rigid for d in result.derived} == {1, 2, 4, 8}
         return
     # the record's start order holds: the 8-GPU job starts only after the jobs before it, nobody jumps it
@@ -76,6 +78,10 @@ def test_replay_of_slurm_matches_each_recorded_export_with_the_defaults(release:
     wide = next(i for i, j in rec.items() if j.requirements == [8])
     assert [i for i in sim if (sim[i].start or 0.0) < (sim[wide].start or 0.0)] == \
         [i for i in rec if (rec[i].start or 0.0) < (rec[wide].start or 0.0)]
+
+
+def test_the_busy_queue_export_is_here() -> None:
+    assert "busy 22.05" in BUSY
 
 
 def test_whatif_prints_the_multifactor_row_and_the_fidelity_line(capsys: pytest.CaptureFixture[str]) -> None:
