@@ -117,6 +117,9 @@ class JobView:
     #: the owner's fair-share standing in [0, 1] (planner.fairshare: 1 = used nothing of late, 0.5 = their
     #: share); the queue priority adds ``fairshare_weight`` times it
     fair_share: float = 1.0
+    #: seconds of its time limit (Slurm's ``--time``), when known: what Slurm's backfill plans with
+    #: (planner.baselines.slurm_backfill); None: unknown (the backfill baseline uses its ``age``)
+    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         reqs = self.requirements

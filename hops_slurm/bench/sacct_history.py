@@ -10,7 +10,8 @@ with the field list whatif documents.
 Draws: Poisson arrivals at ``rate`` jobs per hour; GPUs 1/2/4/8 with 50/20/20/10 %; run time
 log-uniform in 5 min .. 8 h; states COMPLETED 90 %, FAILED 5 %, CANCELLED 3 %, TIMEOUT 2 %. One job in
 a hundred is cancelled while pending (no start) and one in a hundred has no GPUs, so the export also
-has rows whatif must report and leave out. Users u0..u19, names by user.
+has rows whatif must report and leave out. Users u0..u19, names by user. Every job has the time limit
+:data:`LIMIT_MINUTES` (a partition's default: 8 h, the longest run drawn).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from datetime import datetime, timezone
 from hops_slurm.whatif.read_parsable2 import FORMAT
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
+LIMIT_MINUTES = 8 * 60
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ def to_json(jobs: list[GenJob]) -> str:
     rows = [{
         "job_id": j.job_id, "name": j.name, "user": j.user, "partition": "gpu",
         "state": {"current": j.state, "reason": "None"},
-        "time": {"submission": j.submit, "start": j.start, "end": j.end, "elapsed": j.end - j.start if j.start else 0},
+        "time": {"submission": j.submit, "start": j.start, "end": j.end, "elapsed": j.end - j.start if j.start else 0,
+                 "limit": LIMIT_MINUTES},
         "comment": {"administrator": None, "job": None, "system": None},
         "tres": {"allocated": _tres(j.gpus) if j.start else [], "requested": _tres(j.gpus)},
     } for j in jobs]
@@ -108,5 +111,6 @@ def to_parsable2(jobs: list[GenJob]) -> str:
     for j in jobs:
         tres = f"billing=1,cpu={max(j.gpus, 1) * 4}" + (f",gres/gpu={j.gpus}" if j.gpus else "") + f",node={1 if j.gpus <= 4 else 2}"
         lines.append("|".join([str(j.job_id), j.name, j.user, "gpu", j.state, _iso(j.submit), _iso(j.start),
-                               _iso(j.end), tres if j.start else "", tres, "", ""]))  # no AdminComment, NodeList
+                               _iso(j.end), f"{LIMIT_MINUTES // 60:02d}:00:00", tres if j.start else "", tres, "",
+                               ""]))  # no AdminComment, NodeList
     return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from hops_slurm.sim.runner import Options
 from hops_slurm.whatif import output
 from hops_slurm.whatif.assumptions import Assumptions
 from hops_slurm.whatif.exports import read_export
+from hops_slurm.whatif.fidelity import fidelity, fidelity_line
 from hops_slurm.whatif.pipeline import WhatIf, run_whatif
 
 NAME = "whatif"
@@ -37,6 +38,11 @@ RECORDED_COSTS = CostModel(process_start=5.0).with_checkpoint_seconds(parse_chec
 
 def _table(result: WhatIf) -> str:
     return output.markdown(result.rows, "x").split("\n", 2)[2].rstrip("\n")
+
+
+def _fidelity(result: WhatIf) -> list[str]:
+    f = fidelity(result.rows)
+    return [f"hops-slurm: whatif: {fidelity_line(f)}"] if f is not None else []
 
 
 def _recorded(out_dir: Path) -> list[str]:
@@ -67,13 +73,14 @@ def _recorded(out_dir: Path) -> list[str]:
         *(p.line() for p in result.problems),
         output.render(result.rows, cols, False, True).rstrip("\n"),
         f"hops-slurm: whatif: {result.summary()}",
+        *_fidelity(result),
         "```",
         "",
         _table(result),
         "",
         f"Wall time {took:.1f} s. The jobs are seconds long, so the simulated rounds are short (30 s rounds,",
-        "5 s refresh, 5 s restarts, 5 s probes on 2 probe GPUs: replay-cluster.toml); the simulator charges",
-        "every job its profiling before any policy may place it, which Slurm as recorded did not pay.",
+        "5 s refresh, 5 s process start on a restart, 5 s probes on 2 probe GPUs: replay-cluster.toml); Hops pays",
+        "its probes, the replays of Slurm's policies pay none (docs/whatif.md).",
         "",
         *(f"![{p.stem}](whatif/{p.name})" for p in plots),
     ]
@@ -98,7 +105,8 @@ def _generated(n: int) -> list[str]:
         f"`hops_slurm.bench.sacct_history.generate({n})`: Poisson arrivals at 24 jobs/h, 1/2/4/8 GPUs, run times",
         "5 min-8 h, scheduled first come first served on 128 GPUs as the \"recorded\" history; written as",
         f"`sacct --json` (22.05 layout, {size_js / 1e6:.1f} MB) and `--parsable2` ({size_txt / 1e6:.1f} MB). Command",
-        "(the same as `hops-slurm whatif history.json`, default policies slurm-backfill and hops, cluster inferred):",
+        "(the same as `hops-slurm whatif history.json`: default policies slurm-backfill, slurm-multifactor and hops,",
+        "cluster inferred):",
         "",
         "    hops-slurm bench whatif",
         "",
@@ -106,13 +114,15 @@ def _generated(n: int) -> list[str]:
         "",
         f"{result.summary()}; cluster {result.cluster.name} ({result.cluster.total_gpus} GPUs).",
         "",
+        *_fidelity(result),
+        "",
         "| Step | Wall time (s) |",
         "|---|---|",
         f"| read + check the --json export | {s.get('read', 0):.1f} |",
         f"| read + check the --parsable2 export (alone) | {parsable2:.1f} |",
         f"| assumptions + recorded side | {s.get('assumptions', 0):.1f} |",
         *(f"| simulate {side.label} | {s.get(side.label, 0):.1f} |" for side in result.sides[1:]),
-        f"| **whatif in all** (read to table, both policies) | **{total:.1f}** |",
+        f"| **whatif in all** (read to table, every policy) | **{total:.1f}** |",
     ]
     return lines
 

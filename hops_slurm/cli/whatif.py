@@ -42,7 +42,12 @@ assumptions for jobs without #HOPS information (override with --assumptions FILE
   model            ResNet-50 (the simulator's measured throughput table stands in for the job)
   total samples    recorded run time x the model's throughput at the recorded count on the
                    recorded GPU type (typed TRES gres/gpu:TYPE; else v100)
+  time limit       the recorded Timelimit; without one, the longest run recorded in its partition
   a job whose admin comment holds the submit hook's #HOPS form keeps its gpus= and model=.
+
+Slurm's policies (slurm-backfill, slurm-multifactor) are replayed as Slurm runs: no probes, scheduling at
+each submission and job end, with the time limits; a first start costs nothing beyond the recorded run
+time on every side (restarts pay --process-start-seconds).
 
 output fields (--format): {", ".join(f.name for f in output.FIELDS.values())}
 """
@@ -106,7 +111,9 @@ def _run(args: argparse.Namespace) -> int:
             "errors": result.selection.reading.errors, "warnings": result.selection.reading.warnings,
             "cluster": c.name, "cluster_gpus": c.total_gpus, "cluster_inferred": result.inferred,
             "policies": list(policies), "round_seconds": args.round_seconds,
-            "assumed_from": dict(Counter(d.source for d in result.derived))}
+            "assumed_from": dict(Counter(d.source for d in result.derived)),
+            "time_limits": dict(Counter(d.limit_source for d in result.derived))}
+    assumed = [d for d in result.derived if d.limit_source == "assumed"]
     fid = fidelity(result.rows)  # how close the replay of Slurm's own policy comes to the record
     if fid is not None:
         meta["fidelity"] = {"policy": fid.policy, "ok": fid.ok, "recorded_vs_replayed": fid.values}
@@ -119,8 +126,10 @@ def _run(args: argparse.Namespace) -> int:
     if fid is not None:
         print(f"hops-slurm: whatif: {fidelity_line(fid)}", file=sys.stderr)
         if not fid.ok:
-            print(f"hops-slurm: warning: {warning(fid, probe_seconds=c.profiler.probe_seconds, inferred=result.inferred, refresh_seconds=args.refresh_seconds)}",
-                  file=sys.stderr)
+            longest = max((d.spec.time_limit or 0.0 for d in assumed), default=0.0)
+            text = warning(fid, inferred=result.inferred, assumed_limits=len(assumed), replayed=len(result.derived),
+                           limit_seconds=longest)
+            print(f"hops-slurm: warning: {text}", file=sys.stderr)
     if args.out:
         title = (f"What-if: {printable(args.export.name, 80)} on {printable(c.name, 60)} ({c.total_gpus} GPUs), "
                  f"{len(result.derived)} jobs")

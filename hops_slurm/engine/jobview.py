@@ -89,6 +89,7 @@ class KnownJob:
     age_factor: float = 1.0  # honesty factor (estimator.honesty.assess); the age is multiplied by it
     restart_cost: float = 0.0  # seconds a requeue and restart cost it (measured per model; the backend's default before)
     unsaved: float = 0.0  # seconds of work a requeue now would lose (since its last checkpoint; 0: checkpoints on notice)
+    time_limit: float | None = None  # seconds of its Slurm time limit, when known (a replayed export's)
 
 
 def fallback_throughput(config: Config) -> float:
@@ -188,6 +189,7 @@ def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -
         preemptions=sum(1 for p in job.ledger.placements if p.get("preempted")),
         measured=est.throughput is not None,
         explore=est.optimistic,
+        time_limit=job.time_limit,
     )
 
 

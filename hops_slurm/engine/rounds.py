@@ -13,7 +13,8 @@ Slurm backend, :class:`hops_slurm.engine.backend.SlurmBackend`, or the simulator
 * :func:`run_rounds`: the same instants on the backend's own clock, every ``round_seconds`` (default
   360 s, Gavel's) a round, every ``refresh_seconds`` (30 s, the paper's queue refresh) inside it a
   refresh, until the backend is done: what ``hops-slurm simulate`` runs (the daemon's timetable on a
-  virtual clock). Each planning becomes a :class:`hops_slurm.records.RoundRecord`.
+  virtual clock); with ``plan_on_events`` also at each event between ticks (Slurm's own scheduler,
+  replayed by ``hops-slurm whatif``). Each planning becomes a :class:`hops_slurm.records.RoundRecord`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class LoopSettings:
     #: fragment plans at the round plan's instant (the paper's); False: only at refresh ticks (ablation)
     fragment_at_once: bool = True
     max_plans_per_instant: int = 4
+    #: also plan (fragment plans) at each of the backend's events between ticks (an arrival, a completion,
+    #: a probe's end): Slurm's own scheduler runs at each submission and end, not on a timer. ``hops-slurm
+    #: whatif`` replays Slurm's policies so (:mod:`hops_slurm.whatif.replay`); the rest plan on the timetable
+    plan_on_events: bool = False
 
     def __post_init__(self) -> None:
         if self.round_seconds <= 0 or self.refresh_seconds <= 0:
@@ -107,6 +112,14 @@ def run_rounds(
         index = max(1, len(this))
         tick = start + settings.refresh_seconds
         while tick < start + settings.round_seconds - 1e-9 and not backend.done():
+            event = backend.next_activity() if settings.plan_on_events else None
+            if event is not None and backend.now() + 1e-9 < event < tick - 1e-9:
+                backend.wait_until(event)  # an event before the tick: Slurm schedules there and then
+                if policy.supports_fragment_plans:
+                    more = fragment_plans(backend, policy, index, limit if settings.fragment_at_once else 1)
+                    records += more
+                    index += len(more)
+                continue
             backend.wait_until(tick)
             if policy.supports_fragment_plans:
                 more = fragment_plans(backend, policy, index, limit if settings.fragment_at_once else 1)

@@ -248,7 +248,7 @@ class SimBackend:
                           processed_samples=self.processed_samples(job), age_factor=self.age_factor(job, histories),
                           restart_cost=costs.move_cost(job.spec),
                           unsaved=0.0 if not job.running or costs.checkpoints_on_notice(job.spec)
-                          else job.progress.unsaved_seconds(self.t))
+                          else job.progress.unsaved_seconds(self.t), time_limit=job.spec.time_limit)
                  for job in self._viewed(fragment)]
         views = job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
         self._views = {v.job_id: v for v in views}
@@ -509,7 +509,8 @@ class SimBackend:
         """The job starts on its GPUs: its start cost (hops_slurm.sim.costs), then progress."""
         costs = self.settings.costs
         rate = self.truth.throughput(job.spec.model, config, self.speeds)
-        job.progress.start(self.t, rate, costs.start_cost(job.spec.model, from_checkpoint=job.progress.saved > 0))
+        cost = costs.start_cost(job.spec.model, from_checkpoint=job.progress.saved > 0, first=job.progress.starts == 0)
+        job.progress.start(self.t, rate, cost)
         job.running = True
         job.next_record = job.progress.resume_at + self.settings.record_seconds
         job.last_record = job.progress.resume_at

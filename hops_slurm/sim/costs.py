@@ -97,10 +97,15 @@ class CostModel:
     checkpoint_interval: float = 1800.0
     #: share of the jobs that checkpoint on notice (a workload job may say so itself)
     notice_fraction: float = 1.0
+    #: seconds a job's first start costs; None: ``process_start``, as every later start. ``hops-slurm
+    #: whatif`` sets 0: a recorded run time already holds the job's own start (docs/whatif.md)
+    first_start: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("process_start", "grace"):
+        for name in ("process_start", "grace", "first_start"):
             value = getattr(self, name)
+            if value is None and name == "first_start":
+                continue
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         if not (self.checkpoint_interval > 0):
@@ -132,9 +137,11 @@ class CostModel:
             return self.checkpoint[fam]
         return round(UNLISTED_PERCENT / 100.0 * GAVEL_ROUND / 2.0, 1)
 
-    def start_cost(self, model: str, *, from_checkpoint: bool) -> float:
+    def start_cost(self, model: str, *, from_checkpoint: bool, first: bool = False) -> float:
         """Seconds from a (re)start to the first progress: the process start, plus the checkpoint load when
-        it resumes from one."""
+        it resumes from one; a ``first`` start costs ``first_start`` when that is set."""
+        if first and self.first_start is not None and not from_checkpoint:
+            return self.first_start
         return self.process_start + (self.checkpoint_seconds(model) if from_checkpoint else 0.0)
 
     def interval(self, spec: JobSpec) -> float:
@@ -163,7 +170,8 @@ class CostModel:
     def describe(self) -> str:
         """One line for a results header."""
         ckpt = ", ".join(f"{f} {s:g}" for f, s in sorted(self.checkpoint.items()))
-        return (f"process start {self.process_start:g} s; checkpoint write/load s ({ckpt}); grace {self.grace:g} s; "
+        first = "" if self.first_start is None else f" (a first start {self.first_start:g} s)"
+        return (f"process start {self.process_start:g} s{first}; checkpoint write/load s ({ckpt}); grace {self.grace:g} s; "
                 f"checkpoint every {self.checkpoint_interval:g} s of run time; "
                 f"{self.notice_fraction:.0%} of jobs checkpoint on notice")
 

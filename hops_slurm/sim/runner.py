@@ -74,6 +74,8 @@ class Options:
     fragment_at_once: bool = True
     #: the defences against understated samples (None: estimator.honesty's defaults, on)
     honesty: HonestyParams | None = None
+    #: plan at each event between refresh ticks too (:class:`hops_slurm.engine.rounds.LoopSettings`)
+    plan_on_events: bool = False
 
 
 def simulate(
@@ -98,7 +100,8 @@ def simulate(
 
     try:
         rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds,
-                                                          fragment_at_once=options.fragment_at_once), on_round=tick)
+                                                          fragment_at_once=options.fragment_at_once,
+                                                          plan_on_events=options.plan_on_events), on_round=tick)
     except HopsError as exc:
         raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
     finally:

@@ -269,7 +269,8 @@ class SimSlurmctld:
         r.metrics_file, r.signature = env.get("HOPS_METRICS_FILE", ""), env.get("HOPS_JOB_SIGNATURE", "")
         costs = self.settings.costs
         r.progress.start(self.t, self.truth.throughput(r.spec.model, want, self.speeds),
-                         costs.start_cost(r.spec.model, from_checkpoint=r.progress.saved > 0))
+                         costs.start_cost(r.spec.model, from_checkpoint=r.progress.saved > 0,
+                                         first=r.progress.starts == 0))
         r.next_record = r.progress.resume_at + self.settings.record_seconds
         r.ever_ran = True
         r.job = r.job.model_copy(update={"state": "RUNNING", "reason": "None", "nodes": tuple(want),

@@ -29,9 +29,11 @@ Specs (``name`` or ``name:key=value,key=value``):
   ``model`` (a Gavel job type such as ``ResNet-50 (batch size 64)`` or a family such as ``ResNet-50``),
   ``requirements`` (GPU counts, e.g. ``1 2 4`` or ``[1,2,4]``), one of ``samples`` (total samples)
   or ``duration`` (seconds on the smallest requirement on one v100 server), optional ``job_id``,
-  ``user``, ``checkpoint_interval`` (seconds of run time between its checkpoints) and
-  ``checkpoint_on_notice`` (true/false: it checkpoints when told it will be preempted); the last two
-  default to the cost model's (:mod:`hops_slurm.sim.costs`). Every bad row is reported with its line number.
+  ``user``, ``checkpoint_interval`` (seconds of run time between its checkpoints),
+  ``checkpoint_on_notice`` (true/false: it checkpoints when told it will be preempted); these two
+  default to the cost model's (:mod:`hops_slurm.sim.costs`); and ``time_limit`` (seconds of its Slurm
+  time limit, what Slurm's backfill plans with; ``hops-slurm whatif --out`` writes it). Every bad row is
+  reported with its line number.
 
 Seeds: a generator draws from ``random.Random(seed)`` only, so a (spec, seed) pair is reproducible.
 """
@@ -85,6 +87,9 @@ class JobSpec:
     checkpoint_interval: float | None = None
     #: whether it checkpoints when given a preemption notice (None: the cost model draws it)
     checkpoint_on_notice: bool | None = None
+    #: seconds of its Slurm time limit, when known (a job replayed from a sacct export, hops_slurm.whatif);
+    #: Slurm's backfill plans with it (planner.baselines.slurm_backfill)
+    time_limit: float | None = None
 
     @property
     def declared(self) -> float:
@@ -204,6 +209,16 @@ def _interval(value: object) -> float | None:
     return seconds
 
 
+def _limit(value: object) -> float | None:
+    """A row's ``time_limit``: seconds in (0, one year], or None when absent."""
+    if value is None:
+        return None
+    seconds = float(str(value))
+    if not 0 < seconds <= 366 * 86400:
+        raise ValueError(f"time_limit must be seconds in (0, 31622400], got {value!r}")
+    return seconds
+
+
 def _flag(value: object) -> bool | None:
     """A row's ``checkpoint_on_notice``: true/false (JSON booleans, or the words), or None when absent."""
     if value is None or isinstance(value, bool):
@@ -247,7 +262,7 @@ def file_workload(path: Path) -> tuple[JobSpec, ...]:
     for lineno, row in rows:
         try:
             unknown = set(row) - {"job_id", "arrival", "model", "requirements", "samples", "duration", "user",
-                                  "checkpoint_interval", "checkpoint_on_notice"}
+                                  "checkpoint_interval", "checkpoint_on_notice", "time_limit"}
             if unknown:
                 raise ValueError(f"unknown field(s) {sorted(unknown)}")
             for key in ("arrival", "model", "requirements"):
@@ -269,7 +284,8 @@ def file_workload(path: Path) -> tuple[JobSpec, ...]:
             job_id = str(row.get("job_id", f"j{len(out):04d}"))
             out.append(JobSpec(job_id, arrival, model, reqs, samples, str(row.get("user", "")),
                                checkpoint_interval=_interval(row.get("checkpoint_interval")),
-                               checkpoint_on_notice=_flag(row.get("checkpoint_on_notice"))))
+                               checkpoint_on_notice=_flag(row.get("checkpoint_on_notice")),
+                               time_limit=_limit(row.get("time_limit"))))
         except (ValueError, TypeError) as exc:
             errors.append(f"{path}:{lineno}: {exc}")
     if errors:

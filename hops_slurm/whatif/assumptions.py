@@ -16,6 +16,9 @@ docs/whatif.md, where the reasons are):
   ``gpu_type``, default ``v100``), so a job replayed at its recorded count on that type runs as long as it
   ran. ``#HOPS samples=`` is not used: the simulator's throughputs are Gavel's measurements, not the
   site's models, and the recorded run time is what is known.
+* **time limit** (what the replay of Slurm's backfill plans with): the recorded one (``Timelimit``, JSON
+  ``time.limit``); when the export has none (or it is ``UNLIMITED``), the longest run recorded in the job's
+  partition (:func:`assumed_limits`).
 
 The file (``--assumptions FILE.toml``; every key optional, unknown keys and wrong types refused)::
 
@@ -148,6 +151,7 @@ class Derived:
     source: str  # "hops" (its #HOPS comment), "override" (a [[job]] entry) or "default"
     rigid: int
     gpu_type: str
+    limit_source: str = "assumed"  # its time limit: "recorded" (the export's) or "assumed" (assumed_limits)
 
 
 def halving_set(rigid: int, halvings: int) -> tuple[int, ...]:
@@ -155,9 +159,10 @@ def halving_set(rigid: int, halvings: int) -> tuple[int, ...]:
 
 
 def derive(job: HistoryJob, t0: float, a: Assumptions, truth: GroundTruth, max_gpus: int,
-           gpus_per_node: int) -> Derived:
+           gpus_per_node: int, time_limit: float | None = None) -> Derived:
     """The simulator job for a replayable ``job`` (submitted ``job.submit - t0`` after the first);
-    raises :class:`HopsError` with the reason when it cannot be replayed on this cluster."""
+    raises :class:`HopsError` with the reason when it cannot be replayed on this cluster. ``time_limit``:
+    its limit when the export records none (:func:`assumed_limits`)."""
     d = a.defaults
     model, reqs, samples, source = _model_name(truth, d.model), halving_set(job.gpus, d.halvings), None, "default"
     if d.use_hops_comments and job.hops.strip():
@@ -198,8 +203,23 @@ def derive(job: HistoryJob, t0: float, a: Assumptions, truth: GroundTruth, max_g
         samples = max(job.run_time or 0.0, 1.0) * rate
     if not math.isfinite(samples) or samples <= 0:
         raise HopsError("derived total samples are not a positive number")
-    spec = JobSpec(job.job_id, round(job.submit - t0, 3), model, reqs, samples, job.user)
-    return Derived(spec, source, job.gpus, gpu_type)
+    limit = job.time_limit if job.time_limit is not None else time_limit
+    spec = JobSpec(job.job_id, round(job.submit - t0, 3), model, reqs, samples, job.user, time_limit=limit)
+    return Derived(spec, source, job.gpus, gpu_type, "recorded" if job.time_limit is not None else "assumed")
+
+
+def assumed_limits(jobs: list[HistoryJob]) -> dict[str, float]:
+    """Partition -> the time limit assumed for its jobs whose export records none (no ``Timelimit``
+    field, or ``UNLIMITED``): the longest run time recorded in that partition, or anywhere in the export,
+    at least one second. Slurm's limit was at least that long; a site's default limit is one limit for
+    every job, so a shorter job does not fit into the gap before a reserved start any better than a
+    long one (Slurm's backfill plans with limits, never with run times)."""
+    longest: dict[str, float] = {}
+    for j in jobs:
+        if j.run_time is not None:
+            longest[j.partition] = max(longest.get(j.partition, 1.0), j.run_time)
+    overall = max(longest.values(), default=1.0)
+    return {**{j.partition: overall for j in jobs}, **longest}
 
 
 def derive_all(jobs: list[HistoryJob], a: Assumptions, max_gpus: int, gpus_per_node: int,
@@ -209,10 +229,11 @@ def derive_all(jobs: list[HistoryJob], a: Assumptions, max_gpus: int, gpus_per_n
         return []
     truth = GroundTruth()
     t0 = min(j.submit for j in jobs)
+    limits = assumed_limits(jobs)
     out = []
     for job in jobs:
         try:
-            out.append(derive(job, t0, a, truth, max_gpus, gpus_per_node))
+            out.append(derive(job, t0, a, truth, max_gpus, gpus_per_node, limits.get(job.partition)))
         except HopsError as exc:
             problems.append(Problem(job.where, str(exc)))
     return out

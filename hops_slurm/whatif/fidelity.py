@@ -5,9 +5,10 @@ Where it sits: after the sides are run (:mod:`hops_slurm.whatif.pipeline`), read
 whatif`` (:mod:`hops_slurm.cli.whatif`), which prints :func:`fidelity_line` and, when the replay misses,
 :func:`warning` naming the assumptions that set the simulated schedule apart from Slurm's. The replay is
 the first simulated Slurm policy of :data:`SITE_POLICIES` the run has (``slurm-backfill`` first: Slurm's
-default scheduler); it is compared on avg wait, avg JCT and makespan. A metric is close when within
-:data:`RELATIVE` of the recorded value, or :data:`ABSOLUTE` seconds of it (jobs of seconds: the tests'
-recorded exports).
+default scheduler), replayed as Slurm runs (:func:`hops_slurm.whatif.replay.site_replay`: no probes,
+scheduling at each submission and end, the jobs' time limits); it is compared on avg wait, avg JCT and
+makespan. A metric is close when within :data:`RELATIVE` of the recorded value, or :data:`ABSOLUTE`
+seconds of it (jobs of seconds: the tests' recorded exports).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from dataclasses import dataclass
 
 from hops_slurm.report.timefmt import format_elapsed
 from hops_slurm.whatif.output import Row
-from hops_slurm.whatif.replay import RECORDED
-
-SITE_POLICIES = ("slurm-backfill", "slurm-multifactor")
+from hops_slurm.whatif.replay import RECORDED, SITE_POLICIES
 RELATIVE = 0.10
 ABSOLUTE = 30.0
 METRICS = (("avg wait", "avg_wait"), ("avg JCT", "avg_jct"), ("makespan", "makespan"))
@@ -66,16 +65,21 @@ def fidelity_line(f: Fidelity) -> str:
             f"{RELATIVE:.0%} (or {ABSOLUTE:g} s)")
 
 
-def warning(f: Fidelity, *, probe_seconds: float, inferred: bool, refresh_seconds: float) -> str:
-    """What sets the replay apart from Slurm, for a replay that misses (one line)."""
+def warning(f: Fidelity, *, inferred: bool, assumed_limits: int, replayed: int, limit_seconds: float | None = None) -> str:
+    """What sets the replay apart from Slurm, for a replay that misses (one line): the assumptions it made
+    where the export is silent, most likely first."""
     off = ", ".join(m for m in f.values if not f.close(m))
     causes = []
-    if probe_seconds > 0:
-        causes.append(f"every job pays a {probe_seconds:g} s probe before it may be placed "
-                      f"({'the inferred cluster' if inferred else 'the cluster file'}'s [profiler] probe_seconds; "
-                      "Slurm as recorded paid none)")
-    causes.append(f"the simulator plans at refresh ticks every {refresh_seconds:g} s (--refresh-seconds) where "
-                  "Slurm schedules at each submission and end")
+    if assumed_limits:
+        longest = f" ({format_elapsed(limit_seconds)})" if limit_seconds else ""
+        causes.append(f"{assumed_limits} of {replayed} jobs have no recorded time limit and were given the longest "
+                      f"recorded run of their partition{longest}; Slurm's backfill plans with limits (export "
+                      "Timelimit with --parsable2, or use --json)")
+    causes.append("the cluster is inferred from the export's node lists and peak GPU use (pass --cluster FILE)"
+                  if inferred else "the cluster is the one --cluster names")
+    causes.append(f"{f.policy} stands for the site's scheduler with default weights (priority/multifactor, "
+                  "PriorityWeight*, fair share, QOS, reservations, other partitions and CPU jobs on the GPU nodes "
+                  "are not in the replay)")
     causes.append("run times are the recorded ones at the recorded GPU count (assumptions: docs/whatif.md)")
     return f"the replay of {f.policy} misses the recorded {off}: " + "; ".join(causes) + \
         "; read the projection with that in mind"

@@ -134,6 +134,51 @@ def iso_time(value: str, what: str) -> float | None:
     return t
 
 
+#: the longest time limit read (one year, in minutes); a longer one is taken as unlimited (unknown)
+MAX_LIMIT_MINUTES = 366 * 24 * 60
+_LIMIT = re.compile(r"(?:([0-9]{1,3})-)?([0-9]{1,6}(?::[0-9]{1,2}){0,2})")
+
+
+def json_time_limit(value: object) -> float | None:
+    """A JSON ``time.limit``: minutes as an int (22.05) or a data_parser ``{"set", "infinite", "number"}``
+    object (24.11, 26.05); seconds, or None when unset, unlimited or longer than a year."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite", False):
+            return None
+        value = value.get("number")
+    if value is None:
+        return None
+    _whole(value, "time limit")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RowError(f"time limit {short(value)} is not a number of minutes")
+    if value in NO_VAL32 or value <= 0 or value > MAX_LIMIT_MINUTES:
+        return None
+    return value * 60.0
+
+
+def text_time_limit(value: str) -> float | None:
+    """A ``--parsable2`` ``Timelimit`` (``[D-]HH:MM:SS``, ``MM:SS``, minutes); seconds, or None when
+    ``UNLIMITED``, ``Partition_Limit``, empty or longer than a year."""
+    s = value.strip()
+    if s in ("", "UNLIMITED", "Partition_Limit", "INVALID", "None", "Unknown"):
+        return None
+    m = _LIMIT.fullmatch(s) if len(s) <= 20 else None
+    if m is None:
+        raise RowError(f"Timelimit {short(s)} is not [D-]HH:MM:SS")
+    parts = [int(p) for p in m.group(2).split(":")]
+    days = int(m.group(1)) if m.group(1) else 0
+    if m.group(1):  # Slurm's forms with days: D-H, D-H:M, D-H:M:S
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+    elif len(parts) == 3:  # H:M:S
+        hours, minutes, seconds = parts
+    else:  # M, M:S
+        hours, minutes, seconds = 0, parts[0], (parts + [0])[1]
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if total <= 0 or total > MAX_LIMIT_MINUTES * 60:
+        return None
+    return float(total)
+
+
 def gpu_count(value: object) -> int:
     _whole(value, "GPU count")
     if isinstance(value, bool):

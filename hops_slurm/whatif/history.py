@@ -44,6 +44,7 @@ class HistoryJob:
     hops: str = ""  # the admin comment (the submit hook's canonical #HOPS form), "" when none
     nodes: int = 0  # allocated nodes, 0 when unknown
     node_names: tuple[str, ...] = ()  # the nodes it ran on (NodeList / nodes), () when the export names none
+    time_limit: float | None = None  # seconds of its time limit (Timelimit / time.limit), None: unknown or unlimited
 
     @property
     def run_time(self) -> float | None:

@@ -189,11 +189,12 @@ def write_out(out: Path, sides: Sequence[Side], rows: Sequence[Row], derived: Se
     (out / "cluster.toml").write_text(_cluster_toml(cluster))
     with (out / "workload.csv").open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")  # no \r: nothing in the file a terminal acts on
-        w.writerow(["job_id", "arrival", "model", "requirements", "samples", "user"])
+        w.writerow(["job_id", "arrival", "model", "requirements", "samples", "user", "time_limit"])
         for d in derived:
             s = d.spec
             w.writerow([printable(s.job_id, 64), f"{s.arrival:.3f}", printable(s.model, 128),
-                        " ".join(map(str, s.requirements)), f"{s.total_samples:.6g}", printable(s.user, 256)])
+                        " ".join(map(str, s.requirements)), f"{s.total_samples:.6g}", printable(s.user, 256),
+                        "" if s.time_limit is None else f"{s.time_limit:g}"])
     for side in sides:
         folder = out / side.label
         folder.mkdir(exist_ok=True)

@@ -112,6 +112,7 @@ def job(raw: object, where: str) -> HistoryJob:
         hops=admin,
         nodes=len(names) or nodes or req_nodes,
         node_names=names,
+        time_limit=fields.json_time_limit(t.get("limit")),
     )
 
 

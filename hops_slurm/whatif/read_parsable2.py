@@ -10,7 +10,8 @@ The export whatif reads (a header line, ``|`` between fields, times in sacct's d
           --format=JobID,JobName,User,Partition,State,Submit,Start,End,AllocTRES,ReqTRES,AdminComment
 
 Required fields: ``JobID``, ``State``, ``Submit``, ``Start``, ``End`` and at least one of ``AllocTRES``
-/ ``ReqTRES``; the others are used when present (``NodeList``: the cluster is inferred from it), and fields
+/ ``ReqTRES``; the others are used when present (``NodeList``: the cluster is inferred from it;
+``Timelimit``: what the replay of Slurm's backfill plans with), and fields
 whatif does not know are ignored. Step lines
 (``123.batch``, ``123.0``; not there with ``--allocations``) are counted and left out. A line with more
 or fewer fields than the header (a job name or comment holding ``|``) is a bad row. Pure.
@@ -23,7 +24,7 @@ from hops_slurm.whatif.fields import RowError
 from hops_slurm.whatif.history import MAX_ROWS, ExportReading, HistoryJob, Problem
 
 REQUIRED = ("JobID", "State", "Submit", "Start", "End")
-FORMAT = "JobID,JobName,User,Partition,State,Submit,Start,End,AllocTRES,ReqTRES,AdminComment,NodeList"
+FORMAT = "JobID,JobName,User,Partition,State,Submit,Start,End,Timelimit,AllocTRES,ReqTRES,AdminComment,NodeList"
 MAX_LINE = 64 * 1024
 
 
@@ -64,6 +65,7 @@ def row(values: dict[str, str], where: str) -> HistoryJob:
         hops=fields.text(values.get("AdminComment")),
         nodes=len(names) or _nodes(alloc) or _nodes(values.get("ReqTRES", "")),
         node_names=names,
+        time_limit=fields.text_time_limit(values.get("Timelimit", "")),
     )
 
 

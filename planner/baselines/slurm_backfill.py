@@ -14,8 +14,9 @@ GPUs fall idle (Slurm's scheduler runs on job completion too). What it models:
 - **EASY backfill** (Lifka '95; Slurm's sched/backfill): the first job in the queue that cannot start
   gets a reservation at the earliest time enough GPUs free up (running jobs end at start + time
   limit); a later job may start now only if it fits now and either ends before that time or leaves
-  the reserved GPUs free. The time limit is the job's expected run time ``age`` (the eq. 9 estimate)
-  times ``time_limit_factor`` (users' limits usually overestimate; 1.0 by default).
+  the reserved GPUs free. The time limit is the job's own (``JobView.time_limit``: a replayed export's
+  recorded ``Timelimit``) when known, else its expected run time ``age`` (the eq. 9 estimate) times
+  ``time_limit_factor`` (users' limits usually overestimate; 1.0 by default).
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ class SlurmBackfillPolicy(Policy):
         return sorted(pending, key=lambda j: (j.submit_time, j.job_id))
 
     def _limit(self, job: JobView) -> float:
+        if job.time_limit is not None:
+            return max(job.time_limit, 0.0)
         return max(job.age, 0.0) * self.time_limit_factor
 
     @staticmethod

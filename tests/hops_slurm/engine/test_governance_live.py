@@ -181,3 +181,60 @@ def test_two_users_fair_share_moves_the_order_as_configured(eng) -> None:  # noq
         assert rows[first]["lr"] >= rows[second]["lr"], rows
     finally:
         eng.config.write_text(text)
+
+
+JOBSTATS = "JS1:H4sIAAAAAAAAA6tWKkktLlGyUlAqS8wpTtVRSsrPz1ayMjQwAAB4Ut2VHQAAAA=="
+#: the queue's fields that do not move with the clock (priority, LR, wait, age and done do)
+STABLE = ("jobid", "name", "user", "state", "history", "window", "plan")
+
+
+def stable_queue(eng, ids: set[str]) -> dict[str, dict]:  # noqa: ANN001
+    proc = eng.hops("queue", "--config", str(eng.config), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return {r["jobid"]: {f: r[f] for f in STABLE} for r in json.loads(proc.stdout)["jobs"] if r["jobid"] in ids}
+
+
+def stored(eng, ids: set[str]) -> dict[str, object]:  # noqa: ANN001
+    from hops_slurm.engine.state import EngineState
+
+    state = EngineState.read_only(eng.state_dir / "engine.sqlite")
+    try:
+        return {j: (s.directives, s.placements) for j, s in state.jobs(active_only=False).items() if j in ids}
+    finally:
+        state.close()
+
+
+def test_replacing_the_admin_comment_of_a_running_job_changes_nothing(eng) -> None:  # noqa: ANN001
+    """Princeton's jobstats writes its summary into AdminComment, where the submit hook keeps the #HOPS form:
+    after ``scontrol update AdminComment=`` on running Hops jobs, the engine's plan, its queue, its stored
+    forms and the jobs' placements are what they were, and when one of them ends a new job is placed on the
+    GPUs it freed (hops_slurm/engine/coexist.py; as in tests/hops_slurm/engine/test_engine_coexist.py)."""
+    eng.until_idle()
+    sacctmgr(eng.cluster, "add", "account", "coexist")
+    sacctmgr(eng.cluster, "add", "user", "root", "Account=coexist")
+    ids = [submit(eng, "coexist", gpus="1,2,4") for _ in range(3)]
+    eng.until_planned(ids, placed=True)
+    eng.wait(lambda: all(eng.detail(j).active for j in ids), 60.0, "the jobs running")
+    before = eng.plan_once()
+    assert all(before["assignments"].get(j) for j in ids), before
+    queue, kept = stable_queue(eng, set(ids)), stored(eng, set(ids))
+    started = {j: (eng.detail(j).start_time, eng.detail(j).gpu_config()) for j in ids}
+    for j in ids:
+        eng.cluster.run(["scontrol", "update", f"JobId={j}", f"AdminComment={JOBSTATS}"])
+        assert eng.detail(j).admin_comment == JOBSTATS  # Slurm took the other tool's text
+    for _ in range(2):  # a plan after the change, and the round after it
+        after = eng.plan_once()
+        assert {j: after["assignments"].get(j) for j in ids} == {j: before["assignments"].get(j) for j in ids}, \
+            f"{before}\n{after}\n{eng.describe()}"
+        assert stable_queue(eng, set(ids)) == queue
+        assert stored(eng, set(ids)) == kept
+        time.sleep(2.0)
+    eng.cluster.run(["scancel", ids[0]])
+    eng.wait(lambda: not eng.detail(ids[0]).active, 60.0, "the first job over")
+    wide = submit(eng, "coexist", gpus="1,2,4,8,12")
+    out = eng.until_planned([wide], placed=True, timeout=90.0)
+    rest = ids[1:]
+    assert {j: out["assignments"].get(j) for j in rest} == {j: before["assignments"].get(j) for j in rest}, out
+    assert {j: (eng.detail(j).start_time, eng.detail(j).gpu_config()) for j in rest} == \
+        {j: started[j] for j in rest}  # never requeued
+    assert all(eng.detail(j).admin_comment == JOBSTATS for j in rest)  # the engine leaves the other tool's text

@@ -93,6 +93,24 @@ def test_a_first_start_costs_the_process_start(tmp_path):
     assert rec.start == pytest.approx(120.0) and rec.end == pytest.approx(120.0 + 10.0 + 1000.0)
 
 
+def test_a_first_start_may_cost_its_own_seconds_and_restarts_still_pay_the_process_start(tmp_path):
+    """whatif's replay: a recorded run time already holds the job's start (first_start = 0); a restart
+    after a notice pays the process start and the checkpoint load as before."""
+    costs = replace(COSTS, first_start=0.0)
+    assert costs.start_cost(R50, from_checkpoint=False, first=True) == 0.0
+    assert costs.start_cost(R50, from_checkpoint=False) == 10.0
+    assert costs.start_cost(R50, from_checkpoint=True, first=True) == 15.0
+    assert COSTS.start_cost(R50, from_checkpoint=False, first=True) == 10.0  # None: as every start
+    b = SimBackend(cluster(tmp_path), (job("a", 1000.0),), SimSettings(costs=costs))
+    b.wait_until(120.0)
+    b.apply(Plan({"a": {"v-00": 4}}), fragment=False)
+    b.wait_until(5000.0)
+    (rec,) = b.job_records()
+    assert rec.start == pytest.approx(120.0) and rec.end == pytest.approx(120.0 + 1000.0)
+    with pytest.raises(ValueError, match="first_start"):
+        CostModel(first_start=-1.0)
+
+
 def test_a_job_that_ignores_the_notice_and_runs_out_of_samples_in_the_grace_completes(tmp_path):
     b = backend_at(tmp_path, job("a", 300.0, on_notice=False))
     b.apply(Plan({"a": {"v-00": 4}}), fragment=False)

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from hops_slurm.sim import runner
-from hops_slurm.sim.backend import SimBackend
+from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.engine.rounds import LoopSettings, run_rounds
@@ -62,6 +63,22 @@ def test_no_more_fragment_plans_than_placements_at_one_instant(tmp_path) -> None
     rounds = run_rounds(backend, FragmentsOnly(), LoopSettings(360.0, 30.0), max_rounds=1)
     at_0 = [r.plan_index for r in rounds if r.time == pytest.approx(0.0)]
     assert at_0 == [0, 1]  # the fragment plan filled both nodes: no idle GPU, no further plan
+
+
+def test_plan_on_events_starts_a_job_at_the_end_that_frees_its_gpus(tmp_path) -> None:
+    """Slurm's scheduler runs at each job end: with ``plan_on_events`` the queued job starts when the running
+    one ends (t = 100), not at the next refresh tick (t = 120)."""
+    jobs = (JobSpec("a", 0.0, R50, (4,), THR4 * 100.0), JobSpec("b", 0.0, R50, (4,), THR4 * 100.0))
+    ends = {}
+    for on_events in (False, True):
+        path = tmp_path / "one.toml"
+        path.write_text('name = "one"\n[profiler]\nprobe_seconds = 0.0\n'
+                        '[[server_kind]]\nname = "v"\ngpu_type = "v100"\ngpus = 4\ncount = 1\n')
+        backend = SimBackend(load_cluster(path), jobs, SimSettings(costs=CostModel.free()))
+        run_rounds(backend, FragmentsOnly(), LoopSettings(360.0, 30.0, plan_on_events=on_events))
+        ends[on_events] = {r.job_id: (r.start, r.end) for r in backend.job_records()}
+    assert ends[True] == {"a": (pytest.approx(0.0), pytest.approx(100.0)), "b": (pytest.approx(100.0), pytest.approx(200.0))}
+    assert ends[False]["b"] == (pytest.approx(120.0), pytest.approx(220.0))
 
 
 def records(result: runner.RunResult) -> tuple[list[dict], list[dict]]:

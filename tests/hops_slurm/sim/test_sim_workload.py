@@ -58,9 +58,11 @@ def test_philly_trace_reads_gavel_format():
 
 def test_trace_files_csv_and_jsonl(tmp_path):
     csv = tmp_path / "w.csv"
-    csv.write_text("arrival,model,requirements,samples,user\n0,ResNet-50,1 2 4,1000,alice\n30,LM (batch size 20),2,500,bob\n")
+    csv.write_text("arrival,model,requirements,samples,user,time_limit\n0,ResNet-50,1 2 4,1000,alice,3600\n"
+                   "30,LM (batch size 20),2,500,bob,\n")
     jobs = load_workload(str(csv), 0)
     assert [j.requirements for j in jobs] == [(1, 2, 4), (2,)]
+    assert [j.time_limit for j in jobs] == [3600.0, None]
     assert jobs[0].model == "ResNet-50 (batch size 64)" and jobs[1].user == "bob"
     jl = tmp_path / "w.jsonl"
     jl.write_text(json.dumps({"arrival": 5, "model": "A3C", "requirements": [1], "duration": 100, "job_id": "x"}) + "\n")
@@ -72,17 +74,18 @@ def test_trace_files_csv_and_jsonl(tmp_path):
 def test_trace_file_errors_name_every_bad_line(tmp_path):
     csv = tmp_path / "bad.csv"
     csv.write_text(
-        "arrival,model,requirements,samples\n"
-        "-1,ResNet-50,1,10\n"  # line 2: negative arrival
-        "0,VGG,1,10\n"  # line 3: unknown model
-        "0,ResNet-50,0,10\n"  # line 4: bad requirement
-        "0,ResNet-50,1,10\n"  # fine
+        "arrival,model,requirements,samples,time_limit\n"
+        "-1,ResNet-50,1,10,\n"  # line 2: negative arrival
+        "0,VGG,1,10,\n"  # line 3: unknown model
+        "0,ResNet-50,0,10,\n"  # line 4: bad requirement
+        "0,ResNet-50,1,10,60\n"  # fine
+        "0,ResNet-50,1,10,-5\n"  # line 6: a negative time limit
     )
     with pytest.raises(HopsError) as err:
         load_workload(str(csv), 0)
     text = str(err.value)
     assert "bad.csv:2: arrival" in text and "bad.csv:3: unknown model" in text and "bad.csv:4: requirements" in text
-    assert "bad.csv:5" not in text
+    assert "bad.csv:5" not in text and "bad.csv:6: time_limit must be seconds" in text
     with pytest.raises(HopsError, match="unknown workload"):
         load_workload("nonsense", 0)
     with pytest.raises(HopsError, match="unknown parameter"):

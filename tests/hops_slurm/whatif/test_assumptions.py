@@ -9,7 +9,7 @@ import pytest
 
 from hops_slurm.errors import ConfigError
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.whatif.assumptions import Assumptions, derive, derive_all, halving_set, load_assumptions
+from hops_slurm.whatif.assumptions import Assumptions, assumed_limits, derive, derive_all, halving_set, load_assumptions
 from hops_slurm.whatif.history import HistoryJob, Problem
 
 
@@ -101,3 +101,14 @@ def test_single_gpu_model_with_many_gpus_is_refused() -> None:
     assert derive_all([hj(gpus=4)], a, 64, 8, problems) == []
     assert "runs on one GPU only" in problems[0].message
     assert derive_all([hj(gpus=1)], a, 64, 8, problems)[0].spec.requirements == (1,)
+
+
+def test_time_limits_recorded_or_the_longest_run_of_the_partition() -> None:
+    """Slurm's backfill plans with time limits: the recorded one when the export has it, else one limit for
+    the partition, its longest recorded run (a partition's default applies to all its jobs alike)."""
+    jobs = [hj("1", run=600.0), hj("2", run=1800.0), hj("3", run=60.0, time_limit=900.0),
+            hj("4", run=300.0, partition="debug"), hj("5", run=0.0, start=None, end=None, partition="empty")]
+    assert assumed_limits(jobs) == {"gpu": 1800.0, "debug": 300.0, "empty": 1800.0}
+    derived = {d.spec.job_id: d for d in derive_all(jobs[:4], Assumptions(), 64, 8, [])}
+    assert {j: (d.spec.time_limit, d.limit_source) for j, d in derived.items()} == {
+        "1": (1800.0, "assumed"), "2": (1800.0, "assumed"), "3": (900.0, "recorded"), "4": (300.0, "assumed")}

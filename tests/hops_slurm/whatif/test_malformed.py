@@ -11,10 +11,11 @@ import pytest
 from hops_slurm.errors import HopsError
 from hops_slurm.whatif import history
 from hops_slurm.whatif.exports import parse_text, read_export, select
+from hops_slurm.whatif.fields import json_time_limit, text_time_limit
 from hops_slurm.whatif.read_parsable2 import FORMAT
 
 HEADER = FORMAT.replace(",", "|")
-GOOD = "7|train|alice|gpu|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|2026-01-01T01:01:00|billing=1,cpu=4,gres/gpu=2,node=1|cpu=4,gres/gpu=2||g1"
+GOOD = "7|train|alice|gpu|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|2026-01-01T01:01:00|02:00:00|billing=1,cpu=4,gres/gpu=2,node=1|cpu=4,gres/gpu=2||g1"
 
 
 def p2(*rows: str) -> str:
@@ -43,11 +44,27 @@ def test_good_parsable2_row_reads() -> None:
     r = parse_text(p2(GOOD))
     assert r.problems == [] and len(r.jobs) == 1
     j = r.jobs[0]
-    assert (j.job_id, j.gpus, j.run_time, j.submit) == ("7", 2, 3600.0, 1767225600.0)
+    assert (j.job_id, j.gpus, j.run_time, j.submit, j.time_limit) == ("7", 2, 3600.0, 1767225600.0, 7200.0)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("02:00:00", 7200.0), ("1-00:00:00", 86400.0), ("1-02", 93600.0), ("2-03:04", 183840.0), ("30", 1800.0),
+    ("05:30", 330.0), ("UNLIMITED", None), ("Partition_Limit", None), ("", None), ("400-00:00:00", None),
+])
+def test_time_limit_forms_of_sacct(text: str, seconds: float | None) -> None:
+    assert text_time_limit(text) == seconds
+
+
+@pytest.mark.parametrize(("limit", "seconds"), [
+    (5, 300.0), ({"set": True, "infinite": False, "number": 5}, 300.0), ({"set": True, "infinite": True, "number": 0}, None),
+    ({"set": False, "infinite": False, "number": 0}, None), (4294967294, None), (None, None),
+])
+def test_json_time_limit_of_each_release(limit: object, seconds: float | None) -> None:
+    assert json_time_limit(limit) == seconds
 
 
 @pytest.mark.parametrize(("row", "needle"), [
-    (GOOD.replace("|alice|", "|al|ice|"), "13 fields where the header has 12"),
+    (GOOD.replace("|alice|", "|al|ice|"), "14 fields where the header has 13"),
     (GOOD.replace("2026-01-01T00:01:00", "yesterday"), "Start time 'yesterday' is not YYYY-MM-DDTHH:MM:SS"),
     (GOOD.replace("gres/gpu=2,node", "gres/gpu=lots,node"), "GPU count 'lots' is not a whole number"),
     (GOOD.replace("gres/gpu=2,node", "gres/gpu=999999,node"), "GPU count 999999 is outside"),
@@ -55,6 +72,7 @@ def test_good_parsable2_row_reads() -> None:
     (GOOD.replace("7|", "x7|", 1), "is not a Slurm job id"),
     (GOOD.replace("billing=1,", "billing,"), "TRES item 'billing' is not key=value"),
     (GOOD.replace("2026-01-01T00:00:00", "Unknown", 1), "no Submit time"),
+    (GOOD.replace("|02:00:00|", "|two hours|"), "Timelimit 'two hours' is not [D-]HH:MM:SS"),
 ])
 def test_bad_parsable2_row_is_one_problem_with_its_line(row: str, needle: str) -> None:
     r = parse_text(p2(GOOD.replace("7|", "6|", 1), row))

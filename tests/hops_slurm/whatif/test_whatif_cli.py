@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hops_slurm.sim.workload import file_workload
 from hops_slurm.cli import main
 from hops_slurm.sim.costs import CostModel
 from tests_paths import DATA
@@ -59,6 +60,8 @@ def test_json_and_out_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str])
                  "slurm-backfill", "--round-seconds", "30", "--out", str(tmp_path / "sim")]) == 0
     assert (tmp_path / "sim" / "results.md").is_file()
     assert doc["meta"]["assumed_from"] == {"default": doc["meta"]["replayed"]}
+    # the recorded time limits (5 minutes) travel with it: Slurm's backfill plans with them
+    assert {s.time_limit for s in file_workload(out / "workload.csv")} == {300.0}
 
 
 def test_format_and_noheader(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from baseline_helpers import check_plan, cluster, job, run_rounds, typed_throughput
 
 from planner.policies import make_policy
@@ -91,3 +93,18 @@ def test_round_loop_finishes_all_jobs() -> None:
                 total=3000.0 * (i + 1), submit=float(i), age=1000.0 * (i + 1)) for i in range(8)]
     done = run_rounds(make_policy("slurm-backfill"), view, jobs, rounds=60)
     assert set(done) == {j.job_id for j in jobs}
+
+
+def test_a_known_time_limit_replaces_the_run_time_estimate() -> None:
+    # As above, but every job carries Slurm's time limit (a replayed export's): s runs 50 s but may run
+    # 300 s, past h's reserved start at r's limit (t = 200): Slurm does not backfill it; a job whose limit
+    # ends before 200 is backfilled whatever its run time.
+    view = cluster([("n0", "v100", 8)])
+    thr = typed_throughput(view, {"v100": 1.0})
+    r = replace(job("r", (4,), thr, submit=0.0, age=100.0, current=freeze_config({"n0": 4}), run_time=0.0), time_limit=200.0)
+    h = replace(job("h", (8,), thr, submit=1.0, age=1000.0), time_limit=300.0)
+    short = replace(job("s", (2,), thr, submit=3.0, age=50.0), time_limit=300.0)
+    tight = replace(job("t", (2,), thr, submit=4.0, age=500.0), time_limit=150.0)
+    plan = make_policy("slurm-backfill").plan(view, (r, h, short, tight), 0.0)
+    assert plan.diagnostics["reservation"]["start"] == 200.0  # type: ignore[index]
+    assert plan.diagnostics["backfilled"] == ["t"] and plan.assignments["s"] is None
