@@ -15,7 +15,12 @@ the pair the estimator uses, under two constraints a cluster always satisfies:
    type (either scope), so no rule invents a bandwidth nothing showed.
 
 Each scope's own fit is the median in log space of its points (robust to a few wild records); points
-that are not positive finite numbers are ignored. Pure: numbers in, numbers out.
+that are not positive finite numbers are ignored.
+
+:func:`implied_bandwidth` turns one measured multi-GPU throughput (a runtime record, a benchmark's
+measurement) into a point: the bandwidth under which eq. (1)-(2) give exactly that throughput from the
+job's profile, or None where the measurement shows no communication cost at all (it is as fast as
+communication-free scaling, or faster). Pure: numbers in, numbers out.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from estimator.mixture import Mixture
+from estimator.model import TimeComponents, expected_iter_time
 
 
 @dataclass(frozen=True)
@@ -75,4 +83,41 @@ def physical_pair(b_link: float, b_net: float) -> tuple[float, float]:
     return (float(b_link), float(b_net)) if not fit.constrained else (fit.b_link, fit.b_net)
 
 
-__all__ = ["BandwidthFit", "fit_physical", "physical_pair"]
+def implied_bandwidth(tc: TimeComponents, per_gpu: float, *, gpus: int, nodes: int,
+                      data: Mixture | None = None) -> float | None:
+    """The B_link (``nodes == 1``) or B_net (``nodes > 1``) under which eq. (1)-(2) give ``per_gpu``
+    samples/s per GPU for a job of profile ``tc`` (data time ``data``, T_d = 0 by default) on ``gpus``
+    GPUs; None for one GPU, a job without parameters, a throughput that is not a positive finite number,
+    or one at least as fast as with free communication (no bandwidth explains it; it bounds nothing)."""
+    if gpus < 2 or not 1 <= nodes <= gpus or tc.params <= 0:
+        return None
+    try:
+        rate = float(per_gpu)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(rate) and rate > 0.0):
+        return None
+    mixture = data if data is not None else Mixture.constant(0.0)
+    target = tc.batch_size / rate  # the measured iteration time
+
+    def iteration(t_c: float) -> float:
+        return expected_iter_time(tc, mixture, t_c, gpus=gpus)
+
+    if target <= iteration(0.0) * (1.0 + 1e-12):
+        return None
+    low, high = 0.0, max(target, 1e-12)
+    for _ in range(200):  # eq. (1) grows at least as T_c for large T_c: a bracket is found quickly
+        if iteration(high) >= target:
+            break
+        low, high = high, high * 2.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if iteration(mid) < target else (low, mid)
+        if high - low <= 1e-12 * high:
+            break
+    t_c = 0.5 * (low + high)
+    share = (gpus - 1) / gpus if nodes == 1 else 1.0
+    return tc.params * share / t_c if t_c > 0 else None
+
+
+__all__ = ["BandwidthFit", "fit_physical", "implied_bandwidth", "physical_pair"]

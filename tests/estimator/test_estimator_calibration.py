@@ -67,3 +67,26 @@ def test_the_simulators_calibration_is_physical_for_every_type():
     for gpu_type in ("k80", "p100", "v100"):
         b_link, b_net = calibration(truth, gpu_type)
         assert b_link >= b_net > 0
+
+
+def test_the_bandwidth_a_record_implies_is_the_one_that_produced_it():
+    from estimator.calibration import implied_bandwidth
+    from estimator.mixture import Mixture
+    from estimator.model import TimeComponents, per_gpu_theory_throughput
+
+    tc = TimeComponents(t_f=0.01, t_b=0.02, t_u=0.005, pattern=1, params=1e8, batch_size=32)
+    for gpus, nodes, b_link, b_net in ((2, 1, 3e9, 5e8), (8, 1, 7e8, 1e8), (8, 2, 3e9, 2e8)):
+        rate = per_gpu_theory_throughput(tc, Mixture.constant(0.0), gpus=gpus, nodes=nodes, b_link=b_link, b_net=b_net)
+        implied = implied_bandwidth(tc, rate, gpus=gpus, nodes=nodes)
+        assert implied == pytest.approx(b_link if nodes == 1 else b_net, rel=1e-6)
+
+
+@pytest.mark.parametrize("rate", [1e12, float("nan"), float("inf"), -5.0, 0.0, "fast", None])
+def test_a_record_no_bandwidth_explains_implies_none(rate):
+    from estimator.calibration import implied_bandwidth
+    from estimator.model import TimeComponents
+
+    tc = TimeComponents(t_f=0.01, t_b=0.02, t_u=0.005, pattern=1, params=1e8, batch_size=32)
+    # 1e12 samples/s per GPU: faster than one GPU alone, i.e. than free communication
+    assert implied_bandwidth(tc, rate, gpus=2, nodes=1) is None  # type: ignore[arg-type]
+    assert implied_bandwidth(tc, 100.0, gpus=1, nodes=1) is None  # one GPU communicates nothing
