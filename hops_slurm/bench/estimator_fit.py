@@ -100,13 +100,13 @@ def _log_errors(points: Sequence[Point], consolidated: bool, b: np.ndarray, late
 
 
 def implied_range(points: Sequence[Point], consolidated: bool) -> tuple[float, float]:
-    """The range of the bandwidths the points imply one by one (eq. 1-2 inverted, no latency, no
-    straggler); points faster than communication-free scaling imply none. The whole grid where no point
+    """The range of the finite bandwidths the points imply one by one (eq. 1-2 inverted, no latency, no
+    straggler); points as fast as communication-free scaling imply no finite one. The whole grid where no point
     implies one."""
     values = []
     for params, n, thr1, meas in points:
         b = implied_bandwidth(components(params, thr1), meas / n, gpus=n, nodes=1 if consolidated else 2)
-        if b is not None:
+        if b is not None and math.isfinite(b):
             values.append(b)
     return (min(values), max(values)) if values else (float(B_GRID[0]), float(B_GRID[-1]))
 
