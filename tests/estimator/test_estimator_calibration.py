@@ -182,3 +182,21 @@ def test_stalled_records_do_not_drag_the_calibration_down(tmp_path):
             store.put_type_throughput(f"stuck{i}", "v100", gpus=2, nodes=1, throughput=1e-4)
         cal = store.calibration("v100")
         assert cal is not None and cal.b_link == pytest.approx(6e8) and cal.b_net == pytest.approx(1.5e8)
+
+
+def test_a_cached_source_reads_the_refit_again_after_a_record(tmp_path):
+    from estimator.mixture import Mixture
+    from estimator.model import per_gpu_theory_throughput
+    from estimator.snapshot import CachedSource
+
+    store, tc = _store_with_v100_job(tmp_path, b_link=1.5e8, b_net=1.5e8)
+    with store:
+        source = CachedSource(store)
+        assert source.calibrations()["v100"].b_link == pytest.approx(1.5e8)
+        rate = per_gpu_theory_throughput(tc, Mixture.constant(0.0), gpus=2, nodes=1, b_link=9e8, b_net=1.5e8)
+        for i in range(15):
+            store.put_theory(f"job{i}", "v100", **PROFILE)
+            store.put_type_throughput(f"job{i}", "v100", gpus=2, nodes=1, throughput=rate * 2)
+        assert source.calibrations()["v100"].b_link == pytest.approx(1.5e8)  # cached until told
+        source.forget("job0")
+        assert source.calibrations()["v100"].b_link == pytest.approx(9e8, rel=1e-6)
