@@ -112,13 +112,14 @@ def check_run(jobs: Sequence[JobRecord], cluster: ClusterSpec, truth: GroundTrut
     makespan = (max(j.end for j in done) - min(j.submit for j in jobs)) / 3600.0 if done else math.nan  # type: ignore[type-var]
     rhos = {j.job_id: ftf_rho((j.end - j.submit) if j.end is not None else None, j.ideal_time) for j in jobs}
     over = sorted(k for k, r in rhos.items() if r is not None and r > RHO_LIMIT)
-    held = idle_faster_rounds(jobs, cluster, truth)
     names = {j.job_id: j.name for j in jobs}
+    held = idle_faster_rounds(jobs, cluster, truth)
     return {
         "makespan_h": makespan,
         "over": over,
         "held": [HeldBack(k, names[k], w, rhos.get(k)) for k, w in sorted(held.items(), key=lambda kv: -kv[1])],
         "held_over": sorted(set(over) & set(held)),
+        "over_detail": [f"{k} {names[k]} {rhos[k]:.2f}x ideal, {held.get(k, 0)} held round(s)" for k in over],
     }
 
 
@@ -161,7 +162,8 @@ def run(out_dir: Path) -> Path:
         + " | ".join(f"{p}: jobs > {RHO_LIMIT}x ideal (held back among them)" for p in POLICIES) + " |",
         "|---" * (2 + 2 * len(POLICIES)) + "|",
     ]
-    notes = []
+    notes: list[str] = []
+    over_lines: list[str] = []
     for seed in seeds:
         row = [str(seed)]
         spans = {p: checks[(p, seed)]["makespan_h"] for p in POLICIES if (p, seed) in checks}
@@ -177,6 +179,13 @@ def run(out_dir: Path) -> Path:
                                  f"with a faster one idle; time in cluster {h.rho:.2f}x ideal" if h.rho is not None else
                                  f"- {p} seed {seed}: {h.job_id} {h.model}: {h.windows} round(s)")
         lines.append("| " + " | ".join(row) + " |")
+        for p in POLICIES:
+            c = checks.get((p, seed))
+            if c is not None and c["over"]:
+                over_lines.append(f"- {p} seed {seed}: " + "; ".join(c["over_detail"]))  # type: ignore[arg-type]
+    lines += ["", f"Jobs above {RHO_LIMIT}x their ideal time (time in cluster / Themis ideal), with their held rounds:",
+              ""]
+    lines += over_lines or ["- none"]
     lines += ["", "Jobs with the most rounds held on a slower type while a faster one stayed idle (three per run):", ""]
     lines += notes or ["- none"]
     out_dir.mkdir(parents=True, exist_ok=True)
