@@ -142,12 +142,16 @@ CALIBRATION_WEIGHT = 5
 
 def refit(measured: tuple[float, float] | None, link_points: Sequence[float], net_points: Sequence[float]) -> BandwidthFit:
     """One type's (B_link, B_net) from its measured calibration (``measured``, :data:`CALIBRATION_WEIGHT`
-    points per scope; None when only records are known) and the bandwidths its runtime records imply (:func:`implied_bandwidth`,
-    infinity allowed): :func:`fit_physical` over both, a record as fast as free communication counted
-    at the highest finite point measured for the type."""
-    if measured and not link_points and not net_points and fit_physical([measured[0]], [measured[1]]).b_link:
-        pair = physical_pair(*measured)  # nothing to refit with: the measured pair itself, made physical
-        return BandwidthFit(pair[0], pair[1], pair != tuple(measured))
+    points per scope; None when only records are known) and the bandwidths its runtime records imply
+    (:func:`implied_bandwidth`, infinity allowed): :func:`fit_physical` over both, a record as fast as free
+    communication counted at the highest finite point measured for the type."""
+    if measured and not link_points and not net_points:
+        try:
+            pair = physical_pair(*measured)  # nothing to refit with: the measured pair itself, made physical
+        except ValueError:
+            pass  # not positive finite numbers: ignored below like any such point
+        else:
+            return BandwidthFit(pair[0], pair[1], pair != tuple(measured))
     links = ([measured[0]] * CALIBRATION_WEIGHT if measured else []) + list(link_points)
     nets = ([measured[1]] * CALIBRATION_WEIGHT if measured else []) + list(net_points)
     finite = _usable(links + nets)

@@ -493,9 +493,8 @@ class ThroughputStore:
     def calibrations(self) -> dict[str, Calibration]:
         """Per GPU type, the measured pair refitted with the bandwidths the type's newest multi-GPU runtime
         records imply (:func:`estimator.calibration.refit`; :data:`estimator.calibration_records.REFIT_RECORDS`
-        keys per scope); a
-        type with records but no measured pair gets a calibration from its records once both scopes have
-        one. The method says how many records took part."""
+        keys per scope), always physical; a type with records but no measured pair gets a calibration
+        from its records once both scopes have one. The method says how many records took part."""
         measured = self.measured_calibrations()
         points = self.record_bandwidths()
         out: dict[str, Calibration] = {}

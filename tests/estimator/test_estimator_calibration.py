@@ -200,3 +200,12 @@ def test_a_cached_source_reads_the_refit_again_after_a_record(tmp_path):
         assert source.calibrations()["v100"].b_link == pytest.approx(1.5e8)  # cached until told
         source.forget("job0")
         assert source.calibrations()["v100"].b_link == pytest.approx(9e8, rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [(float("nan"), 1e8), (-1.0, 1e8), (1e8, 0.0)])
+def test_a_measured_pair_that_is_not_two_positive_numbers_is_ignored_by_the_refit(bad):
+    from estimator.calibration import refit
+
+    assert refit(bad, [], []).b_link is None or refit(bad, [], []).b_net is None
+    fit = refit(bad, [4e8] * 3, [2e8] * 3)
+    assert fit.b_link is not None and fit.b_net is not None and fit.b_link >= fit.b_net
