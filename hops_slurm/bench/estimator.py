@@ -229,7 +229,7 @@ def _why(cell: list[Row], drops) -> str:
     and the worst point with its sign."""
     parts = []
     floor = float(np.mean([r.floor() for r in cell]))
-    supers = [r for r in cell if r.floor() > 0]
+    supers = sorted((r for r in cell if r.floor() > 0), key=lambda r: -r.floor())
     if supers:
         parts.append(f"{len(supers)} of {len(cell)} points super-linear (floor {100 * floor:.1f}% for any model "
                      f"that only adds time, e.g. {supers[0].variant.name} at {supers[0].measured / supers[0].linear:.2f}x "
