@@ -15,7 +15,22 @@ the pair the estimator uses, under two constraints a cluster always satisfies:
    type (either scope), so no rule invents a bandwidth nothing showed.
 
 Each scope's own fit is the median in log space of its points (robust to a few wild records); points
-that are not positive finite numbers are ignored. Pure: numbers in, numbers out.
+that are not positive finite numbers are ignored.
+
+:func:`implied_bandwidth` turns one measured multi-GPU throughput (a runtime record, a benchmark's
+measurement) into a point: the bandwidth under which eq. (1)-(2) give exactly that throughput from the
+job's profile; infinity where the measurement shows no communication cost at all (as fast as
+communication-free scaling, or faster), None where it says nothing (one GPU, no progress).
+
+**Refit as records arrive** (:func:`refit`): the store (:meth:`estimator.store.ThroughputStore.calibrations`)
+refits each type's pair from the measured calibration (:data:`CALIBRATION_WEIGHT` points per scope: a
+dedicated all-reduce measurement is worth several jobs' records) and the points its newest multi-GPU
+runtime records imply, through :func:`fit_physical`: the median in log space, so a handful of wild or
+forged records cannot move it while many consistent ones do; physical and within what was measured as
+above (a record as fast as free communication counts as the highest finite point measured). Many
+forged records of one owner can move a type's calibration within that range; what that costs others
+is a pessimistic model-only estimate, which the planner's exploration corrects (its optimistic bound
+reads no bandwidth, :mod:`estimator.explore`). Pure: numbers in, numbers out.
 """
 
 from __future__ import annotations
@@ -24,6 +39,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from estimator.mixture import Mixture
+from estimator.model import TimeComponents, expected_iter_time
+from estimator.progress import NO_PROGRESS_RATE, NO_PROGRESS_SHARE
 
 
 @dataclass(frozen=True)
@@ -75,4 +94,80 @@ def physical_pair(b_link: float, b_net: float) -> tuple[float, float]:
     return (float(b_link), float(b_net)) if not fit.constrained else (fit.b_link, fit.b_net)
 
 
-__all__ = ["BandwidthFit", "fit_physical", "physical_pair"]
+def implied_bandwidth(tc: TimeComponents, per_gpu: float, *, gpus: int, nodes: int,
+                      data: Mixture | None = None) -> float | None:
+    """The B_link (``nodes == 1``) or B_net (``nodes > 1``) under which eq. (1)-(2) give ``per_gpu``
+    samples/s per GPU for a job of profile ``tc`` (data time ``data``, T_d = 0 by default) on ``gpus``
+    GPUs; None for one GPU, a job without parameters, a throughput that is not a positive finite number,
+    or no measurable progress (below :data:`estimator.progress.NO_PROGRESS_SHARE` of the profile's own
+    single-GPU rate: a stall, not communication); infinity for one at least as fast as with free
+    communication (no finite bandwidth explains it)."""
+    if gpus < 2 or not 1 <= nodes <= gpus or tc.params <= 0:
+        return None
+    try:
+        rate = float(per_gpu)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(rate) and rate > 0.0):
+        return None
+    mixture = data if data is not None else Mixture.constant(0.0)
+    target = tc.batch_size / rate  # the measured iteration time
+
+    def iteration(t_c: float) -> float:
+        return expected_iter_time(tc, mixture, t_c, gpus=gpus)
+
+    compute = tc.t_f + tc.t_b + tc.t_u
+    if rate < NO_PROGRESS_RATE or (compute > 0 and rate < NO_PROGRESS_SHARE * tc.batch_size / compute):
+        return None
+    if target <= iteration(0.0) * (1.0 + 1e-12):
+        return math.inf
+    low, high = 0.0, max(target, 1e-12)
+    for _ in range(200):  # eq. (1) grows at least as T_c for large T_c: a bracket is found quickly
+        if iteration(high) >= target:
+            break
+        low, high = high, high * 2.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if iteration(mid) < target else (low, mid)
+        if high - low <= 1e-12 * high:
+            break
+    t_c = 0.5 * (low + high)
+    share = (gpus - 1) / gpus if nodes == 1 else 1.0
+    return tc.params * share / t_c if t_c > 0 else None
+
+
+#: how many record points one measured calibration counts as, per scope, in :func:`refit`
+CALIBRATION_WEIGHT = 5
+
+
+def refit(measured: tuple[float, float] | None, link_points: Sequence[float], net_points: Sequence[float]) -> BandwidthFit:
+    """One type's (B_link, B_net) from its measured calibration (``measured``, :data:`CALIBRATION_WEIGHT`
+    points per scope; None when only records are known) and the bandwidths its runtime records imply
+    (:func:`implied_bandwidth`, infinity allowed): :func:`fit_physical` over both, a record as fast as free
+    communication counted at the highest finite point measured for the type."""
+    if measured and not link_points and not net_points:
+        try:
+            pair = physical_pair(*measured)  # nothing to refit with: the measured pair itself, made physical
+        except ValueError:
+            pass  # not positive finite numbers: ignored below like any such point
+        else:
+            return BandwidthFit(pair[0], pair[1], pair != tuple(measured))
+    links = ([measured[0]] * CALIBRATION_WEIGHT if measured else []) + list(link_points)
+    nets = ([measured[1]] * CALIBRATION_WEIGHT if measured else []) + list(net_points)
+    finite = _usable(links + nets)
+    top = max(finite) if finite else None
+
+    def capped(points: list[float]) -> list[float]:
+        out = []
+        for p in points:
+            if isinstance(p, (int, float)) and p == math.inf:
+                if top is not None:
+                    out.append(top)
+            else:
+                out.append(p)
+        return out
+
+    return fit_physical(capped(links), capped(nets))
+
+
+__all__ = ["CALIBRATION_WEIGHT", "BandwidthFit", "fit_physical", "implied_bandwidth", "physical_pair", "refit"]

@@ -138,7 +138,9 @@ class CachedSource:
         return dict(self._factors)
 
     def forget(self, signature: str) -> None:
-        """A record of ``signature`` was written: its snapshot and the entity factors are read again."""
+        """A record of ``signature`` was written: its snapshot, the entity factors and the calibrations
+        (refitted from runtime records, :meth:`estimator.store.ThroughputStore.calibrations`) are read again."""
         self._snaps.pop(signature, None)
         self._factors = None
+        self._cal = None
 

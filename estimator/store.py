@@ -9,7 +9,9 @@ Layers, keyed by job signature:
   per-GPU batch, and every data-time / sync-wait sample (profile and running mode) for eq. (3);
 - type (``type_aggregated`` by GPU count, ``type_distributed`` by node count): per-GPU samples/s;
 - entity (``entity_aggregated``, ``entity_distributed``): the same per server (node);
-- ``calibration``: B_link, B_net per GPU type, how and when measured;
+- ``calibration``: B_link, B_net per GPU type, how and when measured; what readers get
+  (:meth:`ThroughputStore.calibrations`) is that pair refitted with the bandwidths the newest multi-GPU
+  runtime records imply (:func:`estimator.calibration.refit`: physical, median, within what was measured);
 - ``restart_cost``: observed restart costs per signature (:mod:`estimator.restart_cost`,
   :meth:`ThroughputStore.put_restart_cost`, :meth:`ThroughputStore.restart_cost`).
 
@@ -41,6 +43,8 @@ from pathlib import Path
 import sqlite_utils
 
 from estimator import bounds as _bounds, restart_cost as _restarts
+from estimator import calibration_records as _records
+from estimator.calibration import refit
 from estimator.entity_factors import EntityFactors
 from estimator.errors import SchemaVersionError, StoreCorruptError, StoreError, StoreLockedError
 from estimator.model import TimeComponents
@@ -153,6 +157,7 @@ class ThroughputStore:
         self._lock_fd: int | None = None
         self._untrimmed: dict[tuple[str, str, str], int] = {}  # sample rows added since the last cut
         self._entity = EntityFactors()  # the entity factors, updated by this store's own writes
+        self._implied: dict[tuple, float | None] = {}  # calibration_records' memo: per measured key and aggregate
         if read_only:
             if not self.path.exists():
                 raise StoreError(f"throughput store {self.path} does not exist; the engine creates it on first start")
@@ -478,11 +483,38 @@ class ThroughputStore:
     def calibration(self, gpu_type: str) -> Calibration | None:
         return self.calibrations().get(gpu_type)
 
-    def calibrations(self) -> dict[str, Calibration]:
+    def measured_calibrations(self) -> dict[str, Calibration]:
+        """The ``calibration`` table as written (``hops-slurm calibrate``, the simulator's calibration)."""
         with self._guard("read calibrations"):
             return {r["gpu_type"]: Calibration(r["gpu_type"], r["b_link"], r["b_net"], r["method"] or "",
                                                r["measured_at"] or "")
                     for r in self.db.query("select * from calibration")}
+
+    def calibrations(self) -> dict[str, Calibration]:
+        """Per GPU type, the measured pair refitted with the bandwidths the type's newest multi-GPU runtime
+        records imply (:func:`estimator.calibration.refit`; :data:`estimator.calibration_records.REFIT_RECORDS`
+        keys per scope), always physical; a type with records but no measured pair gets a calibration
+        from its records once both scopes have one. The method says how many records took part."""
+        measured = self.measured_calibrations()
+        points = self.record_bandwidths()
+        out: dict[str, Calibration] = {}
+        for gpu_type in sorted(set(measured) | set(points)):
+            cal = measured.get(gpu_type)
+            links, nets = points.get(gpu_type, ([], []))
+            fit = refit((cal.b_link, cal.b_net) if cal else None, links, nets)  # physical even without records
+            if fit.b_link is None or fit.b_net is None:
+                continue
+            how = f"refit with {len(links)} in-server and {len(nets)} cross-server runtime record(s)" \
+                if links or nets else ""
+            method = "; ".join(m for m in ((cal.method if cal else ""), how) if m)
+            out[gpu_type] = Calibration(gpu_type, fit.b_link, fit.b_net, method, cal.measured_at if cal else "")
+        return out
+
+    def record_bandwidths(self) -> dict[str, tuple[list[float], list[float]]]:
+        """Per GPU type, (in-server, cross-server) bandwidths the newest multi-GPU runtime records imply
+        (:func:`estimator.calibration_records.record_bandwidths`)."""
+        with self._guard("read runtime records for the calibration"):
+            return _records.record_bandwidths(self.db, self._implied)
 
     def _means(self, table: str, key: str, count: str, signature: str) -> dict[tuple[str, int], float]:
         with self._guard(f"read {table}"):

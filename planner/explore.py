@@ -18,9 +18,12 @@ that model) would never run on the fast type, and nothing would correct the esti
   cannot be faster (in-server bandwidth is at least cross-server), though its optimistic rate, which
   ignores communication, beats any measured multi-GPU rate (on Table 4's workload such tries were moves
   undone by the next round: docs/results/moves.md);
-- a running job explores only while it has never been preempted or moved: exploring at a (re)start
-  costs nothing, a move of a running job costs a restart, so exploration adds at most one preemption to a
-  job (on Table 4's workload, exploring on every round doubled Hops' preemptions per job: docs/results/moves.md);
+- a running job explores while it has never been preempted or moved: exploring at a (re)start
+  costs nothing, a move of a running job costs a restart (on Table 4's workload, exploring on every round
+  doubled Hops' preemptions per job: docs/results/moves.md). After that, only onto GPUs that were idle
+  after the previous round's plan too (``idle_before``: idle for a whole round, the issue-22 case of a
+  job held on a slow type while a faster one it could use sits idle; on Gavel's workload a rigid LM job
+  preempted twice in its first hours otherwise ran 780 h on K80s with V100s idle);
 - the job runs there, its first runtime record measures the config, and the config is never explored
   again for that model (it is measured): a model has finitely many config signatures, so a wrong
   pessimistic estimate is corrected within that many rounds on a cluster where the GPUs are idle, and
@@ -59,8 +62,11 @@ def _spreads(cand: Config, cfg: Config, types: Mapping[str, str]) -> bool:
 
 
 def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
-                 capacity: Mapping[str, int], sigma: float) -> tuple[dict[str, Config | None], dict[str, str]]:
-    """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why."""
+                 capacity: Mapping[str, int], sigma: float, idle_before: Mapping[str, int] | None = None,
+                 ) -> tuple[dict[str, Config | None], dict[str, str]]:
+    """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why.
+    ``idle_before``: GPUs per node left idle by the previous round's plan (None: unknown, so a job
+    preempted or moved before does not explore while it runs)."""
     out: dict[str, Config | None] = dict(chosen)
     free = dict(capacity)
     for cfg in out.values():
@@ -72,8 +78,10 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     types = {n.name: n.gpu_type for n in cluster.nodes}
     for job in jobs:
         cfg = out.get(job.job_id)
-        # exploring is free at a (re)start; a running job pays a move for it only before its first preemption
-        if not cfg or job.explore is None or (job.current and job.preemptions > 0):
+        # exploring is free at a (re)start; a running job pays a move for it before its first preemption,
+        # and after it only onto GPUs idle for a whole round
+        settled = bool(job.current and job.preemptions > 0)
+        if not cfg or job.explore is None or (settled and idle_before is None):
             continue
         rate = _rate(job.throughput, cfg)
         if rate <= 0.0:
@@ -91,6 +99,8 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
                 continue
             if job.current and move_price(job, rate, opt).saves <= 0.0:
                 continue
+            if settled and any(g > (cfg.get(n, 0) + (idle_before or {}).get(n, 0)) for n, g in cand.items()):
+                continue  # not idle for a whole round
             best, best_rate = freeze_config(cand), opt
         if best is None:
             continue

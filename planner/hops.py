@@ -219,6 +219,8 @@ class HopsPolicy(Policy):
         self.params = params or PlannerParams()
         self._previous: dict[str, Config] = {}
         self._plan_of_round = 0
+        #: GPUs per node the previous round's plan left idle (planner.explore: idle for a whole round)
+        self._idle_before: dict[str, int] | None = None
         #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
         #: throughput function judged): the verdict of :meth:`_unservable`
         self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
@@ -293,7 +295,7 @@ class HopsPolicy(Policy):
             extra_gain = 0.0
         explored: dict[str, str] = {}
         if p.explore:  # configs no record measured, on GPUs the plan leaves idle (planner.explore)
-            chosen, explored = explore_idle(chosen, planned, cluster, capacity, p.sigma)
+            chosen, explored = explore_idle(chosen, planned, cluster, capacity, p.sigma, self._idle_before)
         if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
             log.error("planner: solution over-allocates a node; using the greedy plan instead")
             chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
@@ -303,11 +305,17 @@ class HopsPolicy(Policy):
             # keep their nodes
             chosen = keep_running_jobs(chosen, cluster.nodes, current)
 
+        idle_now = dict(capacity)  # capacity leaves out held jobs' GPUs: what this plan leaves idle
+        for cfg in chosen.values():
+            for n, g in (cfg or {}).items():
+                idle_now[n] = idle_now.get(n, 0) - g
+        idle_now = {n: max(0, g) for n, g in idle_now.items()}
         chosen.update({j.job_id: freeze_config(j.current) for j in jobs if j.job_id in held and j.current})
         assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs
                                                  if not (fragment and j.current)}
         if not fragment:
             self._previous = {j: c for j, c in assignments.items() if c}
+            self._idle_before = idle_now
         # the solver's value for its own solution (the compact model may realise a signature on other
         # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
         objective = (sol.objective or 0.0) + extra_gain if fallback in (None, "incumbent") \

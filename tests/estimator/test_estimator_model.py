@@ -105,3 +105,51 @@ def test_time_components_validate():
         TimeComponents(-0.01, 0.02, 0.0, pattern=1, params=1.0, batch_size=1)
     with pytest.raises(ValueError):
         TimeComponents(0.01, 0.02, 0.0, pattern=1, params=1.0, batch_size=0)
+
+
+def test_expected_maximum_of_standard_normals_matches_known_values():
+    from estimator.model import expected_max_normal
+
+    assert expected_max_normal(1) == 0.0
+    assert expected_max_normal(2) == pytest.approx(1 / 3.141592653589793 ** 0.5, rel=1e-6)  # 1/sqrt(pi)
+    assert expected_max_normal(3) == pytest.approx(0.846284, rel=1e-5)
+    assert expected_max_normal(4) == pytest.approx(1.029375, rel=1e-5)
+    assert expected_max_normal(8) == pytest.approx(1.423600, rel=1e-5)
+    with pytest.raises(ValueError, match="n >= 1"):
+        expected_max_normal(0)
+
+
+def test_latency_adds_one_start_up_per_ring_step_in_each_scope():
+    # 0.0075 s of bandwidth term in one node, plus 3 steps of 1 ms; across nodes 0.1 s plus 15 steps
+    assert comm_time(1e8, 4, 1, b_link=1e10, b_net=1e9, latency=0.001) == pytest.approx(0.0105)
+    assert comm_time(1e8, 16, 4, b_link=1e10, b_net=1e9, latency=0.001) == pytest.approx(0.115)
+    assert comm_time(1e8, 1, 1, b_link=0.0, b_net=0.0, latency=0.001) == 0.0  # one GPU: no ring
+    for bad in (-1e-3, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="latency"):
+            comm_time(1e8, 2, 1, b_link=1e10, b_net=1e9, latency=bad)
+
+
+def test_straggler_wait_slows_multi_gpu_only_and_grows_with_the_count():
+    from estimator.model import straggler_wait
+
+    base = dict(b_link=1e10, b_net=1e9)
+    one = per_gpu_theory_throughput(TC1, MIX, gpus=1, nodes=1, straggler=0.5, **base)
+    assert one == per_gpu_theory_throughput(TC1, MIX, gpus=1, nodes=1, **base)  # nobody to wait for
+    rates = [per_gpu_theory_throughput(TC1, MIX, gpus=n, nodes=1, straggler=0.2, **base) for n in (2, 4, 8)]
+    plain = [per_gpu_theory_throughput(TC1, MIX, gpus=n, nodes=1, **base) for n in (2, 4, 8)]
+    assert all(r < p for r, p in zip(rates, plain)) and rates[0] > rates[1] > rates[2]
+    # the wait is spread x compute x E[max of N]: added to E[T_iter] as it is
+    compute = TC1.t_f + TC1.t_b + TC1.t_u
+    assert 32 / rates[1] - 32 / plain[1] == pytest.approx(straggler_wait(0.2 * compute, 4))
+    assert straggler_wait(0.0, 8) == 0.0
+    with pytest.raises(ValueError, match="straggler"):
+        per_gpu_theory_throughput(TC1, MIX, gpus=2, nodes=1, straggler=-0.1, **base)
+
+
+def test_without_the_added_terms_the_model_is_the_papers():
+    # defaults 0: eq. (1)-(2) exactly (hand value of the pattern-1 test above, T_d = 0)
+    tc = TimeComponents(t_f=0.01, t_b=0.02, t_u=0.0, pattern=1, params=1e8, batch_size=1)
+    t_c = 1e8 / 1e10 * 0.5
+    want = 1 / (0.01 + max(0.02 + 0.2 * t_c, t_c))
+    assert per_gpu_theory_throughput(tc, Mixture.constant(0.0), gpus=2, nodes=1, b_link=1e10, b_net=1e9) == \
+        pytest.approx(want)

@@ -117,3 +117,49 @@ def test_spreading_the_same_gpus_over_more_servers_of_their_type_is_never_explor
     j = view(k, None, 0.0)
     out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, {"k0": 4, "p0": 4, "v0": 4}, 1.4)
     assert out["j"] == {"v0": 2}
+
+
+def preempted_view(k: Knowledge) -> JobView:
+    """The issue-22 job: preempted twice early, now running on two K80s (measured there)."""
+    return JobView("j", (2,), 0.0, 0.0, 3600.0 * 100, 1.0, k.throughput, total_samples=1.0e8, done_samples=1.0e6,
+                   current=freeze_config({"k0": 2}), placed_for=3600.0, restart_cost=60.0, explore=k.explore,
+                   preemptions=2)
+
+
+def test_a_preempted_job_explores_onto_gpus_idle_for_a_whole_round_and_only_those() -> None:
+    k = Knowledge()
+    k.measured.add("k80")
+    j = preempted_view(k)
+    now_free = {"k0": 4, "p0": 4, "v0": 4}
+    # the previous round's plan left the V100s idle too: a whole round idle, the job tries them
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, now_free, 1.4,
+                            idle_before={"k0": 2, "p0": 0, "v0": 4})
+    assert out["j"] == {"v0": 2} and "optimistic" in why["j"]
+    # idle now but busy in the previous plan (a job just ended): no move yet
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, now_free, 1.4,
+                            idle_before={"k0": 2, "p0": 0, "v0": 0})
+    assert out["j"] == {"k0": 2} and why == {}
+    # unknown history (the first plan of a planner): no move for a preempted job
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, now_free, 1.4)
+    assert out["j"] == {"k0": 2} and why == {}
+
+
+def test_a_preempted_job_on_a_slow_type_reaches_the_fast_one_within_rounds_on_an_idle_cluster() -> None:
+    # the whole planner, rounds on an idle cluster: the job was preempted twice before it settled on K80s
+    k = Knowledge()
+    k.measured.add("k80")
+    policy = HopsPolicy(PlannerParams())
+    current: Config = freeze_config({"k0": 2})
+    preemptions, types = 2, []
+    for r in range(5):
+        j = JobView("j", (2,), 0.0, 0.0, 3600.0 * 100, 1.0, k.throughput, total_samples=1.0e8, done_samples=1.0e6,
+                    current=current, placed_for=3600.0, restart_cost=60.0, explore=k.explore, preemptions=preemptions)
+        cfg = policy.plan(CLUSTER, (j,), 360.0 * (r + 1)).assignments["j"]
+        assert cfg is not None
+        if dict(cfg) != dict(current):
+            current, preemptions = freeze_config(cfg), preemptions + 1
+        (t,) = {TYPE[n] for n in cfg}
+        k.measured.add(t)
+        types.append(t)
+    # round 1 only learns what is idle; from round 2 on the V100s have been idle a whole round
+    assert types[0] == "k80" and "v100" in types[1:4] and types[-1] == "v100"
