@@ -214,10 +214,8 @@ class Refresh:
         self.e.state.save_all(self.changed)  # type: ignore[union-attr]  # one transaction (one commit per job was 3 ms each)
 
     def _records(self) -> None:
-        from hops_slurm.report.source import write_sqlite
-
         self.records = [self.e._job_record(js) for js in self.changed]
-        write_sqlite(self.e.records_path, self.records)
+        self.e.records_file.write(self.records)  # one transaction on the file the engine keeps open
 
     def _metrics(self) -> None:
         e = self.e

@@ -83,6 +83,7 @@ class Engine(JobBookkeeping):
         self.probe_dir = paths.resolve(config.engine.probe_dir)
         self.metrics_dir = self.state_dir / "metrics"
         self.records_path = paths.resolve(paths.records)
+        self.records_file: Any = None  # records.sqlite, open while the engine is (not in a dry run)
         self.store: Any = None
         self.journal: Journal | None = None
         self.state: EngineState | None = None
@@ -134,6 +135,8 @@ class Engine(JobBookkeeping):
             self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
             self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
             self.state = EngineState(state_path)
+            from hops_slurm.report.source import RecordsFile
+            self.records_file = RecordsFile(self.records_path)
         self.restarts = RestartCosts(self.store, self.config.engine.restart_cost_default, writes=not self.dry_run)
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
@@ -180,13 +183,13 @@ class Engine(JobBookkeeping):
                  id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
-        for thing in (self.store, self.journal, self.state):
+        for thing in (self.store, self.journal, self.state, self.records_file):
             if thing is not None and hasattr(thing, "close"):
                 try:
                     thing.close()
                 except Exception as exc:  # noqa: BLE001 - closing must go on
                     log.warning("closing %s: %s", type(thing).__name__, exc)
-        self.store = self.journal = self.state = None
+        self.store = self.journal = self.state = self.records_file = None
         self.lock.release()
         self._opened = False
 
@@ -306,9 +309,7 @@ class Engine(JobBookkeeping):
         fragment = planning.record.plan_index > 0
         self.state.set_meta("rounds", str(self._round_no))
         self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
-        from hops_slurm.report.source import write_sqlite
-
-        write_sqlite(self.records_path, [], [planning.record])
+        self.records_file.write([], [planning.record])
         res = self.backend.last_result
         if res is not None:  # what each requeue's notice came to, in the placement it ends
             self.state.save_all(note_stops(self.tracked, res, self.marks, self.now()))
