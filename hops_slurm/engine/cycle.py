@@ -252,7 +252,7 @@ class Round:
     def _views(self) -> None:  # the job views on the current snapshot, handed to the backend
         e = self.e
         e.backend.views = e.views.update(e.schedulable(), e.backend.listing, e._estimator(), self.now,  # type: ignore[union-attr]
-                                         e._set_aside, restart_cost=e.restarts.of)
+                                         e._set_aside, restart_cost=e.restarts.of, memo=e.estimates)
 
     def _before_enacting(self, plan: Any) -> None:  # the environment of the jobs this plan starts
         self.e.backend.job_env = self.e._job_envs(plan.placed())  # type: ignore[union-attr]

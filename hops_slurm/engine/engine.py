@@ -98,7 +98,12 @@ class Engine(JobBookkeeping):
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
-        self._estimator_memo: tuple[int, object, object, Any] | None = None  # (refresh, nodes, node key, estimator)
+        self._estimator_memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)
+        #: the job-view pipeline's estimates (hops_slurm.engine.jobview.estimate), kept while the store does
+        #: not learn about their signature; signatures learned since the last read, the entity factors then
+        self.estimates: dict[tuple[object, ...], object] = {}
+        self._learned: set[str] = set()
+        self._factors: dict[str, float] | None = None
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
         self._refreshes, self._record_budget = 0, RefreshBudget()  # records stored per user: one budget per refresh
         self._opened = False
@@ -220,22 +225,43 @@ class Engine(JobBookkeeping):
         return self._source[1]
 
     def _ingested(self, signature: str) -> None:
-        """A probe result or runtime record of ``signature`` went into the store."""
+        """A probe result or runtime record of ``signature`` went into the store: its snapshot and
+        estimates are forgotten before the next read (:meth:`_estimator`)."""
         if self._source is not None:
             self._source[1].forget(signature)
+        self._learned.add(signature)
 
     def _estimator(self) -> Any:
-        """One estimator per refresh and set of nodes (the refresh's ages and the plans after it share
-        it; the store learns between refreshes); None without a store or without a usable GPU node."""
+        """One estimator per store view and set of nodes, kept across refreshes (the simulator's fast path
+        does the same: :mod:`hops_slurm.sim.knowledge`), with its answers in :attr:`estimates`; what the
+        store learned since the last call is forgotten first: the estimates of each signature with new
+        records, all of them when the entity factors moved. None without a store or a usable GPU node."""
         assert self.backend is not None
         nodes, memo = self.backend.snapshot.nodes, self._estimator_memo
-        if memo is None or memo[0] != self._refreshes or memo[1] is not nodes:
+        source = self._store_view() if self.store is not None else None
+        if memo is None or memo[0] is not source or memo[1] is not nodes:
             cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
             key = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
-            same = memo is not None and memo[0] == self._refreshes and memo[2] == key
+            same = memo is not None and memo[0] is source and memo[2] == key
             made = memo[3] if same else (self._estimator_for(cluster) if cluster.nodes else None)  # type: ignore[index]
-            self._estimator_memo = (self._refreshes, nodes, key, made)
+            if not same:
+                self.estimates.clear()
+                self._learned.clear()
+            self._estimator_memo = (source, nodes, key, made)
+        self._forget_learned()
         return self._estimator_memo[3]
+
+    def _forget_learned(self) -> None:
+        if not self._learned or self._source is None:
+            return
+        factors = self._source[1].entity_factors()
+        if factors != self._factors:  # every job's estimates on those servers change
+            self.estimates.clear()
+        else:
+            for key in [k for k in self.estimates if k[1] in self._learned]:
+                del self.estimates[key]
+        self._factors = factors
+        self._learned.clear()
 
     def schedulable(self) -> list[JobState]:
         """Tracked jobs Slurm lists as pending or running, profiled (or failed), not set aside."""
