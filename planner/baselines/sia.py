@@ -160,7 +160,10 @@ class SiaPolicy(Policy):
         n_configs = sum(len(o) for o in offers.values())
         objective = sum(self.lambda_n * weights[j.job_id] for j in jobs)
         status = mip.OptimizationStatus.OPTIMAL
-        chosen = _unconstrained(offers, free_type)
+        node_type = {n.name: n.gpu_type for n in cluster.nodes}
+        current = {j.job_id: SiaConfig(node_type.get(next(iter(j.current)), ""), len(j.current), sum(j.current.values()))
+                   for j in jobs if j.current}
+        chosen = _unconstrained(offers, free_type, current)
         if chosen is not None:  # every job's own best config fits: that is the optimum, no solver needed
             objective += sum(coef for jid, c in chosen.items() for c2, coef in offers[jid] if c2 == c)
         else:
@@ -242,15 +245,17 @@ class SiaPolicy(Policy):
         return out, unplaced
 
 
-def _unconstrained(offers: dict[str, list[tuple[SiaConfig, float]]], free_type: dict[str, int]) -> dict[str, SiaConfig] | None:
+def _unconstrained(offers: dict[str, list[tuple[SiaConfig, float]]], free_type: dict[str, int],
+                   current: dict[str, SiaConfig] | None = None) -> dict[str, SiaConfig] | None:
     """The ILP's optimum when its capacity rows do not bind: each job on its own best config (the most
-    negative coefficient, the first of equals; none when no coefficient is negative), if these fit the free
-    GPUs of every type together; else None (the solver decides). Exact: the objective is a sum of one
-    term per job, each at its minimum."""
+    negative coefficient; among equals the job's ``current`` config, else the first; none when no
+    coefficient is negative), if these fit the free GPUs of every type together; else None (the solver
+    decides). Exact: the objective is a sum of one term per job, each at its minimum."""
     chosen: dict[str, SiaConfig] = {}
     used: dict[str, int] = {}
+    now = current or {}
     for jid, offered in offers.items():
-        best, coef = min(offered, key=lambda ck: ck[1])
+        best, coef = min(offered, key=lambda ck: (ck[1], ck[0] != now.get(jid)))
         if coef >= 0:
             continue
         chosen[jid] = best

@@ -114,7 +114,7 @@ def test_when_every_job_s_best_config_fits_the_plan_is_the_ilp_s_without_a_solve
 
     monkeypatch.setattr(sia.SiaPolicy, "_solve", counting)
     assert policy.plan(view, jobs, 0.0).assignments == fast.assignments and solved == []
-    monkeypatch.setattr(sia, "_unconstrained", lambda offers, free_type: None)
+    monkeypatch.setattr(sia, "_unconstrained", lambda *args: None)
     ilp = policy.plan(view, jobs, 0.0)
     assert solved and ilp.diagnostics["chosen"] == fast.diagnostics["chosen"]
     assert ilp.diagnostics["objective"] == pytest.approx(fast.diagnostics["objective"], abs=1e-6)
@@ -123,3 +123,7 @@ def test_when_every_job_s_best_config_fits_the_plan_is_the_ilp_s_without_a_solve
     crowd = tuple(job(f"c{i}", (8,), typed_throughput(view, {"v100": 4.0, "k80": 1.0})) for i in range(4))
     monkeypatch.undo()
     assert sia._unconstrained({j.job_id: [(sia.SiaConfig("v100", 1, 8), -1.0)] for j in crowd}, {"v100": 16}) is None
+    # equal terms: the job stays on its current config
+    two = [(sia.SiaConfig("k80", 1, 8), -1.0), (sia.SiaConfig("v100", 1, 8), -1.0)]
+    assert sia._unconstrained({"x": two}, {"k80": 8, "v100": 8}) == {"x": two[0][0]}
+    assert sia._unconstrained({"x": two}, {"k80": 8, "v100": 8}, {"x": two[1][0]}) == {"x": two[1][0]}
