@@ -78,13 +78,22 @@ def script_outcomes(commands: list[list[str]], output: str) -> list[str | None] 
     return outcomes
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the child gets SIGKILL when the engine dies, so a script it was given is not carried on
-    after a crash (beyond the one command in flight)."""
+def _prctl() -> Callable[..., int] | None:
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+#: looked up once in the parent: the child between fork and exec only calls it (no loading, no allocating)
+_PRCTL = _prctl()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGKILL when the engine dies (PR_SET_PDEATHSIG), so a script it was given is
+    not carried on after a crash (beyond the one command in flight)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGKILL))
 
 
 def command_label(argv: list[str]) -> str:

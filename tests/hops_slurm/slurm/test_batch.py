@@ -240,3 +240,41 @@ def test_the_cli_backend_runs_a_script_through_one_scontrol_process(tmp_path) ->
     got = api.update_job_each([("1", {"NodeList": "a"}), ("9", {"NodeList": "b"})])
     assert got is not None and got[0] is None and "JobId=9" in (got[1] or "") and "Invalid job id" in (got[1] or "")
     assert api.calls == {"scontrol update (stdin)": 2}
+
+
+def test_a_script_s_scontrol_dies_with_the_engine(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The engine SIGKILLed while scontrol works through a script: scontrol is killed too (Linux
+    PR_SET_PDEATHSIG), so it does not go on changing Slurm after a restarted engine has reconciled."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    fake = tmp_path / "scontrol"
+    fake.write_text(f"#!/bin/bash\necho $$ > {tmp_path}/pid\nexec sleep 60\n")
+    fake.chmod(0o755)
+    engine = subprocess.Popen([sys.executable, "-c", "from hops_slurm.slurm.cli import CliSlurm; "
+                               f"CliSlurm(env={{'PATH': '{tmp_path}:/usr/bin:/bin'}}, timeout=120).script("
+                               "[['update', 'JobId=1', 'A=1'], ['update', 'JobId=2', 'A=2']])"],
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    pidfile = tmp_path / "pid"
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and engine.poll() is None
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    engine.send_signal(signal.SIGKILL)
+    engine.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child}/stat") as fh:  # a zombie (not yet reaped by init) is dead too
+            if fh.read().split(")")[-1].split()[0] == "Z":
+                break
+        assert time.monotonic() < deadline, "scontrol outlived the engine"
+        time.sleep(0.05)
