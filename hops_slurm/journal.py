@@ -80,6 +80,8 @@ class Journal:
             )
             self.db["actions"].create_index(["status"])
             self.db["actions"].create_index(["job_id"])
+        # a job's latest action of a kind (last_done, last_started: several per job per refresh)
+        self.db.execute("CREATE INDEX IF NOT EXISTS actions_job_kind ON actions (job_id, kind, id)")
         if "allocations" not in self.db.table_names():
             self.db["allocations"].create(
                 {"id": int, "round_id": str, "job_id": str, "planned": str, "actual": str, "matched": int, "at": float},
@@ -205,15 +207,16 @@ class Journal:
         return self.actions(status=INTENDED)
 
     def last_done(self, job_id: str, kind: str) -> Action | None:
-        rows = list(self.db["actions"].rows_where("job_id = ? and kind = ? and status = ?", [str(job_id), kind, DONE],
-                                                  order_by="id desc", limit=1))
-        return _action(rows[0]) if rows else None
+        cur = self.db.conn.execute("select * from actions where job_id = ? and kind = ? and status = ? "
+                                   "order by id desc limit 1", [str(job_id), kind, DONE])
+        row = cur.fetchone()
+        return _action(dict(zip([c[0] for c in cur.description], row))) if row else None
 
     def last_started(self, job_id: str, kind: str) -> float | None:
         """When the latest ``kind`` action on the job was journaled (any outcome but failed), epoch seconds."""
-        rows = list(self.db["actions"].rows_where("job_id = ? and kind = ? and status != ?", [str(job_id), kind, FAILED],
-                                                  order_by="id desc", limit=1))
-        return float(rows[0]["created"]) if rows else None
+        row = self.db.conn.execute("select created from actions where job_id = ? and kind = ? and status != ? "
+                                   "order by id desc limit 1", [str(job_id), kind, FAILED]).fetchone()
+        return float(row[0]) if row else None
 
     def allocations(self, job_id: str | None = None) -> list[dict[str, Any]]:
         rows = self.db["allocations"].rows_where("job_id = ?" if job_id else None, [str(job_id)] if job_id else [],

@@ -86,7 +86,7 @@ def timed_round(engine: Engine, number: int) -> dict[str, float | int | str]:
         raise RuntimeError("the round planned nothing (no profiled jobs)")
     return {"round": number, "read": t1 - t0, "views": planning.read_seconds, "plan": planning.plan_seconds,
             "enact": planning.enact_seconds, "total": t2 - t0, "placed": len(planning.plan.placed()),
-            "gpus": f"{planning.record.gpus_in_use}/{planning.record.total_gpus}", "started": len(res.started),
+            "gpus": f"{planning.record.gpus_in_use}/{planning.record.total_gpus}", "started": len((planning.enactment or res).started),  # the round plan's (res: the last fragment plan's)
             "preempted": len(res.preempted), "kept": len(res.kept), "refused": len(res.refused),
             "mismatched": len(res.mismatched), "processes": processes}
 

@@ -4,7 +4,8 @@ Data flow: hops_slurm.sim.runner.compare on paper-64 (Table 3) and paper-512 (Ta
 priority ablation, the rate sweep) -> docs/results/paper-tables.md with the paper's numbers beside
 ours, plus the plots and per-run records under docs/results/paper-tables/. ``HOPS_BENCH_SEEDS`` (default ``0,1,2``),
 ``HOPS_BENCH_POLICIES`` (a comma-separated subset; the section then says which were left out) and
-``HOPS_BENCH_QUICK=1`` (paper-64 only, one seed: a quick look) shorten it.
+``HOPS_BENCH_QUICK=1`` (paper-64 only, one seed: a quick look) shorten it; ``HOPS_BENCH_WORKERS=N``
+(default 1) runs a section's simulations N at a time, each in its own process (the results are the same).
 """
 
 from __future__ import annotations
@@ -43,6 +44,14 @@ SWEEP = ["hops", "sia-lr", "gavel-lr"]
 RIGID = ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill", "slurm-multifactor"]
 
 
+def bench_workers() -> int:
+    """Simulations run at once by a section (``HOPS_BENCH_WORKERS``, 1 to 64; default 1)."""
+    text = os.environ.get("HOPS_BENCH_WORKERS", "1").strip()
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise HopsError(f"HOPS_BENCH_WORKERS: {text[:20]!r} is not a whole number from 1 to 64")
+    return int(text)
+
+
 def bench_seeds() -> list[int]:
     """The seeds of every simulation benchmark: ``HOPS_BENCH_SEEDS`` (default ``0,1,2``)."""
     return [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
@@ -71,7 +80,8 @@ def section(title: str, cluster: str, workload: str, names: list[str], seeds: li
         lines += ["Paper:", "", paper, "Ours (mean ± sample std over seeds):", ""]
     start = time.perf_counter()
     try:
-        results = compare(load_cluster(cluster), workload, names, seeds, out / tag, options or Options(), progress=False)
+        results = compare(load_cluster(cluster), workload, names, seeds, out / tag, options or Options(), progress=False,
+                          workers=bench_workers())
     except HopsError as exc:  # the workload or cluster itself: no run could start
         return "\n".join(lines + [f"Failed: {exc}", ""])
     write_summary(results, out / tag)

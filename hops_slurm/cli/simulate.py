@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from hops_slurm.cli._args import bounded_float
+from hops_slurm.cli._args import bounded_float, bounded_int
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster import load_cluster
@@ -50,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "record files, journal, records.sqlite) against a simulated slurmctld; slower, the same results "
                         "within a few percent (docs/simulator.md)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
+    p.add_argument("--workers", type=bounded_int(1, 64), default=1,
+                   help="simulations run at once, each in its own process (default 1; the results are the same)")
     add_cost_arguments(p)
     p.set_defaults(func=_run)
 
@@ -74,7 +76,8 @@ def _run(args: argparse.Namespace) -> int:
         from hops_slurm.sim.engine_run import simulate_engine
 
         run = simulate_engine
-    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run)
+    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run,
+                      workers=args.workers)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}\n\nCosts: {options.costs.describe()}.")
     write_summary(results, args.out, header)

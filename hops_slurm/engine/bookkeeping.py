@@ -65,6 +65,7 @@ class JobBookkeeping:
     state_dir: Path
     metrics: EngineMetrics
     views: ViewCache
+    estimates: dict[tuple[object, ...], object]
     policy: Policy
     _record_budget: RefreshBudget
     _refreshes: int
@@ -172,13 +173,12 @@ class JobBookkeeping:
     def _rates(self) -> Any:
         """(job, config) -> its estimated samples/s in that config (None: no config or no estimate); the
         refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
-        memo: dict[tuple[object, ...], object] = {}
-
         def rate(js: JobState, config: Mapping[str, int]) -> float | None:
             if not config or self.store is None or self.backend is None:
                 return None
             try:
-                fn = estimate(js, self._estimator(), memo).throughput
+                est = self._estimator()
+                fn = estimate(js, est, self.estimates).throughput
                 return float(fn(dict(config))) if fn is not None else None
             except Exception as exc:  # noqa: BLE001 - no rate: the records' own rate is used
                 log.info("job %s: no throughput estimate for its config (%s)", js.job_id, exc)

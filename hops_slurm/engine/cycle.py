@@ -219,10 +219,8 @@ class Refresh:
         self.e.state.save_all(self.changed)  # type: ignore[union-attr]  # one transaction (one commit per job was 3 ms each)
 
     def _records(self) -> None:
-        from hops_slurm.report.source import write_sqlite
-
         self.records = [self.e._job_record(js) for js in self.changed]
-        write_sqlite(self.e.records_path, self.records)
+        self.e.records_file.write(self.records)  # one transaction on the file the engine keeps open
 
     def _metrics(self) -> None:
         e = self.e
@@ -259,7 +257,7 @@ class Round:
     def _views(self) -> None:  # the job views on the current snapshot, handed to the backend
         e = self.e
         e.backend.views = e.views.update(e.schedulable(), e.backend.listing, e._estimator(), self.now,  # type: ignore[union-attr]
-                                         e._set_aside, restart_cost=e.restarts.of)
+                                         e._set_aside, restart_cost=e.restarts.of, memo=e.estimates)
 
     def _before_enacting(self, plan: Any) -> None:  # the environment of the jobs this plan starts
         self.e.backend.job_env = self.e._job_envs(plan.placed())  # type: ignore[union-attr]

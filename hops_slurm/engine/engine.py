@@ -83,6 +83,7 @@ class Engine(JobBookkeeping):
         self.probe_dir = paths.resolve(config.engine.probe_dir)
         self.metrics_dir = self.state_dir / "metrics"
         self.records_path = paths.resolve(paths.records)
+        self.records_file: Any = None  # records.sqlite, open while the engine is (not in a dry run)
         self.store: Any = None
         self.journal: Journal | None = None
         self.state: EngineState | None = None
@@ -98,7 +99,12 @@ class Engine(JobBookkeeping):
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
-        self._estimator_memo: tuple[int, object, object, Any] | None = None  # (refresh, nodes, node key, estimator)
+        self._estimator_memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)
+        #: the job-view pipeline's estimates (hops_slurm.engine.jobview.estimate), kept while the store does
+        #: not learn about their signature; signatures learned since the last read, the entity factors then
+        self.estimates: dict[tuple[object, ...], object] = {}
+        self._learned: set[str] = set()
+        self._factors: dict[str, float] | None = None
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
         self._refreshes, self._record_budget = 0, RefreshBudget()  # records stored per user: one budget per refresh
         self._opened = False
@@ -135,6 +141,8 @@ class Engine(JobBookkeeping):
             self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
             self.metrics.count_journal_from(self.journal.last_id())  # counters start at this process's start
             self.state = EngineState(state_path)
+            from hops_slurm.report.source import RecordsFile
+            self.records_file = RecordsFile(self.records_path)
         self.restarts = RestartCosts(self.store, self.config.engine.restart_cost_default, writes=not self.dry_run)
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
@@ -181,13 +189,13 @@ class Engine(JobBookkeeping):
                  id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
-        for thing in (self.store, self.journal, self.state):
+        for thing in (self.store, self.journal, self.state, self.records_file):
             if thing is not None and hasattr(thing, "close"):
                 try:
                     thing.close()
                 except Exception as exc:  # noqa: BLE001 - closing must go on
                     log.warning("closing %s: %s", type(thing).__name__, exc)
-        self.store = self.journal = self.state = None
+        self.store = self.journal = self.state = self.records_file = None
         self.lock.release()
         self._opened = False
 
@@ -218,22 +226,43 @@ class Engine(JobBookkeeping):
         return self._source[1]
 
     def _ingested(self, signature: str) -> None:
-        """A probe result or runtime record of ``signature`` went into the store."""
+        """A probe result or runtime record of ``signature`` went into the store: its snapshot and
+        estimates are forgotten before the next read (:meth:`_estimator`)."""
         if self._source is not None:
             self._source[1].forget(signature)
+        self._learned.add(signature)
 
     def _estimator(self) -> Any:
-        """One estimator per refresh and set of nodes (the refresh's ages and the plans after it share
-        it; the store learns between refreshes); None without a store or without a usable GPU node."""
+        """One estimator per store view and set of nodes, kept across refreshes (the simulator's fast path
+        does the same: :mod:`hops_slurm.sim.knowledge`), with its answers in :attr:`estimates`; what the
+        store learned since the last call is forgotten first: the estimates of each signature with new
+        records, all of them when the entity factors moved. None without a store or a usable GPU node."""
         assert self.backend is not None
         nodes, memo = self.backend.snapshot.nodes, self._estimator_memo
-        if memo is None or memo[0] != self._refreshes or memo[1] is not nodes:
+        source = self._store_view() if self.store is not None else None
+        if memo is None or memo[0] is not source or memo[1] is not nodes:
             cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
             key = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
-            same = memo is not None and memo[0] == self._refreshes and memo[2] == key
+            same = memo is not None and memo[0] is source and memo[2] == key
             made = memo[3] if same else (self._estimator_for(cluster) if cluster.nodes else None)  # type: ignore[index]
-            self._estimator_memo = (self._refreshes, nodes, key, made)
+            if not same:
+                self.estimates.clear()
+                self._learned.clear()
+            self._estimator_memo = (source, nodes, key, made)
+        self._forget_learned()
         return self._estimator_memo[3]
+
+    def _forget_learned(self) -> None:
+        if not self._learned or self._source is None:
+            return
+        factors = self._source[1].entity_factors()
+        if factors != self._factors:  # every job's estimates on those servers change
+            self.estimates.clear()
+        else:
+            for key in [k for k in self.estimates if k[1] in self._learned]:
+                del self.estimates[key]
+        self._factors = factors
+        self._learned.clear()
 
     def schedulable(self) -> list[JobState]:
         """Tracked jobs Slurm lists as pending or running, profiled (or failed), not set aside."""
@@ -307,9 +336,7 @@ class Engine(JobBookkeeping):
         fragment = planning.record.plan_index > 0
         self.state.set_meta("rounds", str(self._round_no))
         self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
-        from hops_slurm.report.source import write_sqlite
-
-        write_sqlite(self.records_path, [], [planning.record])
+        self.records_file.write([], [planning.record])
         res = self.backend.last_result
         if res is not None:  # what each requeue's notice came to, in the placement it ends
             self.state.save_all(note_stops(self.tracked, res, self.marks, self.now()))

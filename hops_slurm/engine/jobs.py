@@ -131,11 +131,13 @@ class ViewCache:
 
     def update(self, jobs: Iterable[JobState], listing: Mapping[str, SlurmJob], estimator: JobEstimator | None,
                now: float, set_aside: Callable[[JobState, str], None], *,
-               restart_cost: Callable[[JobState], float] = lambda _js: 0.0) -> tuple[JobView, ...]:
-        """The views of ``jobs`` (the schedulable ones), as :func:`job_views` makes them."""
-        if self._memo is None or self._memo[0] is not estimator or self._memo[1] != now:
-            self._memo = (estimator, now, {})
-        memo = self._memo[2]
+               restart_cost: Callable[[JobState], float] = lambda _js: 0.0, memo: Memo | None = None) -> tuple[JobView, ...]:
+        """The views of ``jobs`` (the schedulable ones), as :func:`job_views` makes them. ``memo``: the
+        estimates the caller keeps while the store does not change (else one per estimator and instant)."""
+        if memo is None:
+            if self._memo is None or self._memo[0] is not estimator or self._memo[1] != now:
+                self._memo = (estimator, now, {})
+            memo = self._memo[2]
         states = {js.job_id: js for js in jobs}
         kept: dict[str, tuple[tuple[object, ...], KnownJob, Estimate]] = {}
         for js in states.values():

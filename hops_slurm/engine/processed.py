@@ -30,11 +30,17 @@ from the run's start to its first progress, plus the notice the run before it wa
 requeue (the placement key ``notice``, seconds from signal to requeue; missing = 0). The live engine
 keeps it in the store per model signature (:meth:`estimator.store.ThroughputStore.put_restart_cost`).
 Pure bookkeeping: no Slurm, no clock, no I/O.
+
+Speed: a job moved hundreds of times has hundreds of runs, and :func:`processed_samples` is asked at every
+planning; once a job writes records its closed runs no longer depend on ``now`` or the estimated rate, so
+their sum is kept (:data:`_CLOSED`, per runs list) and only the runs after it are added at each call. Only
+:func:`note_window` changes a closed run (a late window); it drops the kept sum of that job.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,6 +80,12 @@ class Window:
                    end=record.measured_at.timestamp(), done=record.done_samples)
 
 
+#: id(runs) -> (runs, how many leading runs are closed and summed, the sum after them, the ``unplaced`` it
+#: started from): the closed runs of jobs that write records (see the module docstring); bounded
+_CLOSED: OrderedDict[int, tuple[list[dict[str, Any]], int, float, float]] = OrderedDict()
+_CLOSED_MAX = 50_000
+
+
 def _number(value: object, default: float = 0.0) -> float:
     try:
         x = float(value)  # type: ignore[arg-type]
@@ -97,6 +109,7 @@ def note_window(ledger: Ledger, window: Window, now: float) -> float | None:
     runs = ledger.placements
     if not runs or not (math.isfinite(window.samples) and math.isfinite(window.seconds) and math.isfinite(window.end)):
         return None
+    _CLOSED.pop(id(runs), None)  # it may change a closed run
     first_start = float(runs[0]["start"])
     end = min(max(window.end, first_start), now)
     middle = max(end - max(window.seconds, 0.0) / 2, first_start)
@@ -132,9 +145,15 @@ def processed_samples(ledger: Ledger, now: float, *, rate: Callable[[Mapping[str
     added per run), counted first."""
     runs = ledger.placements
     pool_samples = max(unplaced, 0.0)
-    writes_records = pool_samples > 0 or any(REC_SAMPLES in p for p in runs)
-    total = pool_samples
-    for p in runs:
+    first, total = 0, pool_samples
+    kept = _CLOSED.get(id(runs))
+    if kept is not None and kept[0] is runs and kept[1] <= len(runs) and kept[3] == pool_samples:
+        first, total = kept[1], kept[2]  # its closed runs, summed before (they wrote records)
+        writes_records = True
+    else:
+        writes_records = pool_samples > 0 or any(REC_SAMPLES in p for p in runs)
+    closed, summed, contiguous = first, total, True
+    for p in runs[first:] if first else runs:
         start = float(p["start"])
         current = p.get("end") is None
         upto = now if current else float(p["end"])
@@ -152,6 +171,15 @@ def processed_samples(ledger: Ledger, now: float, *, rate: Callable[[Mapping[str
         if RESUMED in p:
             total = min(total, _number(p[RESUMED]))
         total += progress
+        if current:
+            contiguous = False
+        elif contiguous:  # every run so far closed: their sum does not change any more
+            closed, summed = closed + 1, total
+    if writes_records and closed > first:
+        _CLOSED[id(runs)] = (runs, closed, summed, pool_samples)
+        _CLOSED.move_to_end(id(runs))
+        if len(_CLOSED) > _CLOSED_MAX:
+            _CLOSED.popitem(last=False)
     return total
 
 

@@ -41,9 +41,9 @@ class RetryingReads:
             return fn()
 
     def __getattr__(self, name: str) -> Any:
-        """The wrapped backend's list forms (``hold_all``, ...: :mod:`hops_slurm.slurm.batch`), not retried:
-        a refused list is tried again job by job there."""
-        if name.endswith("_all") and not name.startswith("_"):
+        """The wrapped backend's list and script forms (``hold_all``, ``update_job_each``, ...:
+        :mod:`hops_slurm.slurm.batch`), not retried: a refused list is tried again job by job there."""
+        if name.endswith(("_all", "_each")) and not name.startswith("_"):
             return getattr(self.inner, name)
         raise AttributeError(name)
 

@@ -9,7 +9,7 @@ else by shape (``job_id`` means a job). A path may be one file or a folder of ``
 job may appear on several lines (an append-only log of snapshots): the last line wins.
 
 SQLite: tables ``job_records`` (one row per job, the record as JSON in ``record`` plus a few indexed
-columns) and ``round_records`` (one row per plan); :func:`write_sqlite` creates them (the engine);
+columns) and ``round_records`` (one row per plan); :class:`RecordsFile` (the engine) and :func:`write_sqlite` create them;
 reports read them through a read-only URI (:func:`estimator.store.read_only_uri`) that creates nothing.
 """
 
@@ -211,32 +211,61 @@ def write_jsonl(path: str | Path, jobs: Iterable[JobRecord], rounds: Iterable[Ro
     return p
 
 
-def write_sqlite(path: str | Path, jobs: Iterable[JobRecord], rounds: Iterable[RoundRecord] = ()) -> Path:
-    """Create the record tables if needed and upsert ``jobs`` (by job_id) and append ``rounds``."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(p)
-    try:
-        with con:
-            con.execute(
+class RecordsFile:
+    """The engine's records.sqlite, kept open by its one writer: the tables are made when it opens and each
+    :meth:`write` is one transaction on the same connection (opening, creating and closing the file at
+    every refresh and plan was most of the engine path's extra time in simulation). ``durable=False``
+    (a simulation's temporary file) skips the sync to disk at each commit."""
+
+    def __init__(self, path: str | Path, *, durable: bool = True) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db: sqlite3.Connection | None = sqlite3.connect(self.path)
+        if not durable:
+            self.db.execute("PRAGMA synchronous=OFF")
+        with self.db:
+            self.db.execute(
                 f"CREATE TABLE IF NOT EXISTS {JOBS_TABLE} (job_id TEXT PRIMARY KEY, submit REAL NOT NULL,"
                 ' "end" REAL, user TEXT, state TEXT, record TEXT NOT NULL)'
             )
-            con.execute(
+            self.db.execute(
                 f"CREATE TABLE IF NOT EXISTS {ROUNDS_TABLE} (time REAL NOT NULL, plan_index INTEGER NOT NULL,"
                 " record TEXT NOT NULL)"
             )
-            con.execute(f'CREATE INDEX IF NOT EXISTS {JOBS_TABLE}_end ON {JOBS_TABLE} ("end")')
-            con.executemany(
+            self.db.execute(f'CREATE INDEX IF NOT EXISTS {JOBS_TABLE}_end ON {JOBS_TABLE} ("end")')
+
+    def write(self, jobs: Iterable[JobRecord], rounds: Iterable[RoundRecord] = ()) -> None:
+        """Upsert ``jobs`` (by job_id) and append ``rounds``, in one transaction (nothing to write: none)."""
+        job_rows = [(j.job_id, j.submit, j.end, j.user, j.state, j.model_dump_json()) for j in jobs]
+        round_rows = [(r.time, r.plan_index, r.model_dump_json()) for r in rounds]
+        if not (job_rows or round_rows):
+            return
+        if self.db is None:
+            raise HopsError(f"records file {self.path} is closed")
+        with self.db:
+            self.db.executemany(
                 f'INSERT INTO {JOBS_TABLE} (job_id, submit, "end", user, state, record) VALUES (?, ?, ?, ?, ?, ?)'
                 ' ON CONFLICT(job_id) DO UPDATE SET submit = excluded.submit, "end" = excluded."end",'
                 " user = excluded.user, state = excluded.state, record = excluded.record",
-                [(j.job_id, j.submit, j.end, j.user, j.state, j.model_dump_json()) for j in jobs],
+                job_rows,
             )
-            con.executemany(
-                f"INSERT INTO {ROUNDS_TABLE} (time, plan_index, record) VALUES (?, ?, ?)",
-                [(r.time, r.plan_index, r.model_dump_json()) for r in rounds],
-            )
-    finally:
-        con.close()
-    return p
+            self.db.executemany(f"INSERT INTO {ROUNDS_TABLE} (time, plan_index, record) VALUES (?, ?, ?)", round_rows)
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def __enter__(self) -> RecordsFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_sqlite(path: str | Path, jobs: Iterable[JobRecord], rounds: Iterable[RoundRecord] = ()) -> Path:
+    """Create the record tables if needed and upsert ``jobs`` (by job_id) and append ``rounds`` (once: a
+    writer that writes often keeps a :class:`RecordsFile` open)."""
+    with RecordsFile(path) as f:
+        f.write(jobs, rounds)
+    return Path(path)

@@ -168,7 +168,7 @@ def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Eng
     at the next read, so the enactor's polls and grace periods would only cost wall time)."""
     engine = Engine(config, api=ctl, owners=ctl.owner).open()
     assert engine.enactor is not None and engine.state is not None and engine.journal is not None
-    for db in (engine.store.db, engine.state.db, engine.journal.db):  # a simulation's files need not survive a power cut
+    for db in (engine.store.db, engine.state.db, engine.journal.db, engine.records_file.db):  # a simulation's files need not survive a power cut
         db.execute("PRAGMA synchronous=OFF")
     engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
     engine.enactor.notifier.pause = ctl.sleep  # a notice's grace passes in virtual time

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -169,36 +169,58 @@ def compare(
     options: Options = Options(),
     progress: bool = True,
     run: Callable[..., RunResult] | None = None,
+    workers: int = 1,
 ) -> Comparison:
     """Every policy on the same seeded workload; writes per-run records under ``out`` when given.
     A run that raises is recorded in ``failures`` (and ``error.txt``); the others go on. ``run``: how
     one run is simulated (default :func:`simulate`; ``hops-slurm simulate --engine`` passes
-    :func:`hops_slurm.sim.engine_run.simulate_engine`, the production engine on a simulated slurmctld)."""
+    :func:`hops_slurm.sim.engine_run.simulate_engine`, the production engine on a simulated slurmctld).
+    ``workers`` > 1: the runs go to that many processes at once (each run is independent and seeded;
+    results in the same order as one at a time, no progress line)."""
     run = run or simulate
     results = Comparison()
-    bar = Progress(len(policies) * len(seeds), enabled=progress)
+    bar = Progress(len(policies) * len(seeds), enabled=progress and workers <= 1)
+    tasks: list[tuple[int, str, tuple[JobSpec, ...], float]] = []
     for seed in seeds:
         jobs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
         bound = physical_bound(cluster, jobs).avg_jct
-        for name in policies:
-            label = f"{name} seed {seed}"
-            try:
-                result = run(cluster, jobs, name, seed, options,
-                                  on_round=lambda now, n, label=label: bar.show(label, n, len(jobs), now))
-            except Exception as exc:  # noqa: BLE001 - one failed policy must not lose the comparison
-                text = reason(exc)
-                bar.done_runs += 1
-                results.failures.append(RunFailure(name, seed, text))
-                if out is not None:
-                    folder = out / name / f"seed{seed}"
-                    folder.mkdir(parents=True, exist_ok=True)
-                    (folder / "error.txt").write_text(text + "\n")
-                continue
-            bar.done_runs += 1
-            result.bound_avg_jct = bound
-            bar.show(label, len(jobs), len(jobs), max(j.end or 0.0 for j in result.jobs), force=True)
+        tasks.extend((seed, name, jobs, bound) for name in policies)
+
+    def outcomes() -> Iterator[RunResult | str]:  # in the order of tasks, each as soon as it is there
+        if workers > 1 and len(tasks) > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+                futures = [pool.submit(_run_one, run, cluster, jobs, name, seed, options) for seed, name, jobs, _b in tasks]
+                for f in futures:
+                    yield f.result()
+            return
+        for seed, name, jobs, _b in tasks:
+            yield _run_one(run, cluster, jobs, name, seed, options,
+                           lambda now, n, label=f"{name} seed {seed}", total=len(jobs): bar.show(label, n, total, now))
+
+    for (seed, name, jobs, bound), outcome in zip(tasks, outcomes()):
+        bar.done_runs += 1
+        if isinstance(outcome, str):  # one failed policy must not lose the comparison
+            results.failures.append(RunFailure(name, seed, outcome))
             if out is not None:
-                write_run(result, out / name / f"seed{seed}")
-            results.append(result)
+                folder = out / name / f"seed{seed}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "error.txt").write_text(outcome + "\n")
+            continue
+        outcome.bound_avg_jct = bound
+        bar.show(f"{name} seed {seed}", len(jobs), len(jobs), max(j.end or 0.0 for j in outcome.jobs), force=True)
+        if out is not None:
+            write_run(outcome, out / name / f"seed{seed}")
+        results.append(outcome)
     bar.finish()
     return results
+
+
+def _run_one(run: Callable[..., RunResult], cluster: ClusterSpec, jobs: tuple[JobSpec, ...], name: str, seed: int,
+             options: Options, on_round: Callable[[float, int], None] | None = None) -> RunResult | str:
+    """One run of :func:`compare`: its result, or why it failed (a one-line reason)."""
+    try:
+        return run(cluster, jobs, name, seed, options, on_round=on_round)
+    except Exception as exc:  # noqa: BLE001 - recorded as the run's failure
+        return reason(exc)

@@ -10,12 +10,21 @@ When Slurm refuses a list (one job gone or refused: on 22.05 the other jobs of t
 the command exits 1 naming the bad one) each job is tried again on its own, so every job gets its own
 outcome; the operations batched are idempotent (a second hold of a held job, release of a released
 one, requeuehold of a pending one, the same update again all succeed on 22.05).
+
+Changes that differ per job (each placement's ``scontrol update``, each job's reservation created or
+deleted) have no list form; :func:`run_each` hands them to a backend that can run many of them in one
+process (``update_job_each``, ``create_reservation_each``, ``delete_reservation_each``:
+:class:`hops_slurm.slurm.cli.CliSlurm` writes them to one ``scontrol`` reading commands from its standard
+input) and reads each one's outcome from what that process printed. When the outcomes cannot be
+attributed (scontrol failed and did not echo its commands), each change is made again on its own, after
+the reservations are read once: a reservation already made (or already gone) counts as done, since
+creating or deleting one twice is refused; the same update twice succeeds.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from hops_slurm.slurm.api import SlurmApi, SlurmError
 
@@ -50,3 +59,59 @@ def run_batch(api: SlurmApi, op: str, job_ids: Iterable[str], fields: Mapping[st
             except SlurmError as exc:
                 errors[job_id] = str(exc)
     return errors
+
+
+#: per-job changes that a backend may run many of in one process (``<op>_each``), each with its own arguments
+EACH = ("update_job", "create_reservation", "delete_reservation")
+
+
+def run_each(api: SlurmApi, op: str, items: Mapping[str, Sequence[object]]) -> dict[str, str]:
+    """Apply ``op`` (one of :data:`EACH`) once per entry of ``items`` (a key -> the arguments of the
+    single-job method, e.g. job id -> ``(job_id, fields)``); key -> Slurm's message for each that failed."""
+    if op not in EACH:
+        raise ValueError(f"no per-job Slurm operation {op!r} (one of {', '.join(EACH)})")
+    keys = list(items)
+    errors: dict[str, str] = {}
+    many = getattr(api, f"{op}_each", None)
+    single = getattr(api, op)
+    for start in range(0, len(keys), CHUNK):
+        chunk = keys[start:start + CHUNK]
+        todo = chunk
+        if many is not None and len(chunk) > 1:
+            try:
+                outcomes = many([tuple(items[k]) for k in chunk])
+            except ValueError as exc:  # a value the script form does not take: nothing was run
+                log.info("%s of %d: %s: each on its own", op, len(chunk), exc)
+                outcomes = None
+            except SlurmError as exc:  # the process failed as a whole (timeout): state unknown
+                log.info("%s of %d failed (%s): each on its own", op, len(chunk), exc)
+                outcomes = None
+                todo = _not_done(api, op, chunk, items)
+            else:
+                if outcomes is None:
+                    todo = _not_done(api, op, chunk, items)
+            if outcomes is not None:
+                errors.update({k: o for k, o in zip(chunk, outcomes) if o})
+                continue
+        for key in todo:
+            try:
+                single(*items[key])
+            except SlurmError as exc:
+                errors[key] = str(exc)
+    return errors
+
+
+def _not_done(api: SlurmApi, op: str, keys: list[str], items: Mapping[str, Sequence[object]]) -> list[str]:
+    """After a script whose outcomes are unknown: the keys still to do. A reservation that exists on the
+    asked nodes was made; one that no longer exists was deleted; an update is simply made again."""
+    if op == "update_job":
+        return keys
+    try:
+        now = {r.name: r for r in api.reservations()}
+    except SlurmError as exc:
+        log.warning("cannot read the reservations after a failed script (%s): each made again", exc)
+        return keys
+    if op == "create_reservation":
+        return [k for k in keys if not ((r := now.get(str(items[k][0]))) is not None
+                                        and set(r.nodes) == set(items[k][1]))]  # type: ignore[arg-type]
+    return [k for k in keys if str(items[k][0]) in now]

@@ -8,11 +8,17 @@ found on ``PATH`` and run as argv lists (never through a shell) with the given e
 so a ``PATH`` of wrapper scripts (e.g. ones that run the clients inside a Debian root) serves as well as the
 real clients. A failure raises :class:`SlurmCommandError` naming the command and Slurm's message; a release
 or data_parser it does not know raises :class:`hops_slurm.slurm.dialect.UnsupportedSlurm` naming it.
+Many per-job changes (placements, reservations made or deleted) go to one ``scontrol`` that reads them from
+its standard input (:meth:`CliSlurm.script`): only words without white space, quotes or other characters
+scontrol's reader interprets are written there, and each change's outcome is read from scontrol's echo of it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import re
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -26,6 +32,68 @@ log = logging.getLogger(__name__)
 
 _INVALID_JOB = "Invalid job id specified"
 T = TypeVar("T")
+#: a word that may go into a command read from ``scontrol``'s standard input: no white space (a line is
+#: split on it), no quote, ``#`` or backslash (scontrol's reader may interpret them), only printable ASCII
+_SCRIPT_WORD = re.compile(r"[!$-&(-\[\]-~]+")
+#: what ``scontrol`` prints on success for the commands run as a script (everything else is a message)
+_SCRIPT_SUCCESS = re.compile(r"Reservation created: \S+")
+#: the prompt ``scontrol`` writes, with the line it read, for each command from standard input
+PROMPT = "scontrol: "
+
+
+def script_safe(command: list[str]) -> bool:
+    """True when ``command`` (scontrol's words, without ``scontrol``) can be one line of a script: every
+    word non-empty or a ``K=`` clear, printable, without white space or quotes (a user name or value that
+    is not is run as its own argv, never written into the script)."""
+    return bool(command) and all(_SCRIPT_WORD.fullmatch(w) for w in command)
+
+
+def script_outcomes(commands: list[list[str]], output: str) -> list[str | None] | None:
+    """Read the output (standard output and error together, in order) of ``scontrol`` running ``commands``
+    from its standard input: each command's message (None: it printed nothing but success), or None when
+    the output cannot be attributed to the commands (the echo of each command, ``scontrol: <command>``,
+    missing or out of order: a build without readline does not echo). The script ends with ``quit``."""
+    lines = output.splitlines()
+    starts: list[int] = []
+    at = 0
+    for command in [*commands, ["quit"]]:
+        echo = PROMPT + " ".join(command)
+        while at < len(lines) and lines[at].rstrip() != echo:
+            if not starts and lines[at].strip():
+                return None  # output before the first command: not ours to attribute
+            at += 1
+        if at == len(lines):
+            if command == ["quit"]:  # scontrol gave up before it read the end of the script
+                starts.append(at)
+                break
+            return None
+        starts.append(at)
+        at += 1
+    outcomes: list[str | None] = []
+    for i, start in enumerate(starts[:-1]):
+        end = starts[i + 1]
+        said = [ln.strip() for ln in lines[start + 1:end]
+                if ln.strip() and ln.strip() != PROMPT.strip() and not _SCRIPT_SUCCESS.fullmatch(ln.strip())]
+        outcomes.append("; ".join(said) or None)
+    return outcomes
+
+
+def _prctl() -> Callable[..., int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+#: looked up once in the parent: the child between fork and exec only calls it (no loading, no allocating)
+_PRCTL = _prctl()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGKILL when the engine dies (PR_SET_PDEATHSIG), so a script it was given is
+    not carried on after a crash (beyond the one command in flight)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGKILL))
 
 
 def command_label(argv: list[str]) -> str:
@@ -67,6 +135,40 @@ class CliSlurm:
         if proc.returncode != 0:
             raise SlurmCommandError(argv, proc.returncode, proc.stderr or proc.stdout)
         return proc.stdout
+
+    def script(self, commands: list[list[str]]) -> list[str | None] | None:
+        """Run ``commands`` (each scontrol's words, e.g. ``["update", "JobId=7", "NodeList=a"]``) through one
+        ``scontrol`` reading them from its standard input: one process for many different changes. Each
+        command's message (None: done), or None when scontrol failed and its output cannot be attributed
+        (the caller then runs each command on its own). Every command must be :func:`script_safe`; the
+        child dies with the engine (a crash does not leave it running the rest of the script)."""
+        if not commands:
+            return []
+        for command in commands:
+            if not script_safe(command):
+                raise ValueError(f"not a safe scontrol script line: {command!r}")
+        argv = ["scontrol"]
+        verb = " ".join(commands[0][:2]) if commands[0][0] == "create" else commands[0][0]
+        log.debug("slurm: scontrol script of %d commands, the first %s", len(commands), commands[0])
+        self.calls[f"scontrol {verb} (stdin)"] += 1
+        text = "".join(" ".join(c) + "\n" for c in commands) + "quit\n"
+        try:
+            proc = subprocess.run(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  encoding="utf-8", errors="replace", timeout=self.timeout + 0.05 * len(commands),
+                                  check=False, input=text, preexec_fn=_die_with_parent)
+        except FileNotFoundError as exc:
+            raise SlurmCommandError(argv, 127, "scontrol not found: install the Slurm client commands") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise SlurmCommandError(argv, 124, f"no answer within {self.timeout:g} s: is slurmctld up?") from exc
+        if proc.returncode == 0:
+            return [None] * len(commands)
+        outcomes = script_outcomes(commands, proc.stdout)
+        if outcomes is None or not any(outcomes):
+            log.info("scontrol script of %d commands exited %d, output not attributable: %s",
+                     len(commands), proc.returncode, proc.stdout[-500:])
+            return None
+        return [None if said is None else f"`scontrol {' '.join(c)}` failed (from standard input): {said}"
+                for c, said in zip(commands, outcomes)]
 
     @property
     def dialect(self) -> Dialect:
@@ -140,6 +242,17 @@ class CliSlurm:
         if fields:
             self._run(["scontrol", "update", f"JobId={','.join(job_ids)}", *(f"{k}={v}" for k, v in fields.items())])
 
+    # per-job changes as one scontrol script (hops_slurm.slurm.batch.run_each): one process for all; each
+    # takes the single-job method's arguments per change and returns each change's outcome (script)
+    def update_job_each(self, changes: list[tuple[str, dict[str, str]]]) -> list[str | None] | None:
+        return self.script([["update", f"JobId={j}", *(f"{k}={v}" for k, v in f.items())] for j, f in changes])
+
+    def create_reservation_each(self, specs: list[tuple[str, list[str], list[str], list[str]]]) -> list[str | None] | None:
+        return self.script([self._reservation_words(*s) for s in specs])
+
+    def delete_reservation_each(self, names: list[tuple[str]]) -> list[str | None] | None:
+        return self.script([["delete", f"ReservationName={n}"] for (n,) in names])
+
     def signal_job(self, job_id: str, signal: str) -> None:
         # --batch: the batch script's own process only (what `exec python` makes the training process);
         # without it only srun steps get the signal, and --full would also hit every child (data loader
@@ -151,12 +264,14 @@ class CliSlurm:
             return
         self._run(["scontrol", "update", f"JobId={job_id}", *(f"{k}={v}" for k, v in fields.items())])
 
+    @staticmethod
+    def _reservation_words(name: str, nodes: list[str], users: list[str], flags: list[str]) -> list[str]:
+        words = ["create", "reservation", f"ReservationName={name}", f"Nodes={','.join(nodes)}",
+                 f"Users={','.join(users)}", "StartTime=now", "Duration=UNLIMITED"]
+        return words + ([f"Flags={','.join(flags)}"] if flags else [])
+
     def create_reservation(self, name: str, nodes: list[str], users: list[str], flags: list[str]) -> None:
-        argv = ["scontrol", "create", "reservation", f"ReservationName={name}", f"Nodes={','.join(nodes)}",
-                f"Users={','.join(users)}", "StartTime=now", "Duration=UNLIMITED"]
-        if flags:
-            argv.append(f"Flags={','.join(flags)}")
-        self._run(argv)
+        self._run(["scontrol", *self._reservation_words(name, nodes, users, flags)])
 
     def delete_reservation(self, name: str) -> None:
         self._run(["scontrol", "delete", f"ReservationName={name}"])

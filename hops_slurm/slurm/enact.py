@@ -50,7 +50,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmReservation
-from hops_slurm.slurm.batch import run_batch
+from hops_slurm.slurm.batch import run_batch, run_each
 from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
                                         placement_fields, read_job_env, realisable, write_job_env)
 from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
@@ -158,6 +158,19 @@ class Enactor:
             return {}
         with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
             for job_id, error in run_batch(self.api, op, list(args), fields).items():
+                ph.failed(job_id, error)
+        return dict(ph.errors)
+
+    def scripted(self, kind: str, args: Mapping[str, Mapping[str, object]], op: str,
+                 calls: Mapping[str, tuple[object, ...]]) -> dict[str, str]:
+        """One journal phase of ``kind`` over the jobs of ``args``, carried out by ``op`` with each job's own
+        arguments (``calls[job]``) in as few processes as the backend allows
+        (:func:`hops_slurm.slurm.batch.run_each`: one ``scontrol`` reading them all from its standard
+        input). Job id -> why, for the jobs it failed on."""
+        if not args:
+            return {}
+        with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
+            for job_id, error in run_each(self.api, op, {j: calls[j] for j in args}).items():
                 ph.failed(job_id, error)
         return dict(ph.errors)
 
@@ -373,8 +386,8 @@ class Enactor:
             return
         names = {j: job_reservation(j) for j in job_ids}
         failed = self.batched("detach", {j: {"reservation": n} for j, n in names.items()}, "update_job", {"Reservation": ""})
-        failed.update(self._each("unreserve", {j: {"reservation": n} for j, n in names.items() if j not in failed},
-                                 lambda j: self.api.delete_reservation(names[j])))
+        failed.update(self.scripted("unreserve", {j: {"reservation": n} for j, n in names.items() if j not in failed},
+                                    "delete_reservation", {j: (n,) for j, n in names.items()}))
         if failed:
             raise SlurmError("; ".join(f"job {j}: {e}" for j, e in failed.items()))
 
@@ -473,13 +486,14 @@ class Enactor:
                     failed[p.job.job_id] = str(exc)
                     continue
             reserve[p.job.job_id] = {"reservation": name, "nodes": list(p.config), "user": p.job.user}
-        failed.update(self._each("reserve", {j: a for j, a in reserve.items() if j not in failed}, lambda j: self.api.create_reservation(
-            job_reservation(j), list(by_id[j].config), [by_id[j].job.user or "root"], ["OVERLAP", "IGNORE_JOBS"])))
+        failed.update(self.scripted("reserve", {j: a for j, a in reserve.items() if j not in failed}, "create_reservation",
+                                    {j: (job_reservation(j), list(by_id[j].config), [by_id[j].job.user or "root"],
+                                         ["OVERLAP", "IGNORE_JOBS"]) for j in reserve}))
         made = [j for j in reserve if j not in failed]
         fields = {p.job.job_id: {**p.fields, "Reservation": job_reservation(p.job.job_id), "StartTime": "now"}
                   for p in alive()}
-        failed.update(self._each("place", {j: {"config": dict(by_id[j].config), "fields": f} for j, f in fields.items()},
-                                 lambda j: self.api.update_job(j, fields[j])))
+        failed.update(self.scripted("place", {j: {"config": dict(by_id[j].config), "fields": f} for j, f in fields.items()},
+                                    "update_job", {j: (j, f) for j, f in fields.items()}))
         values = {p.job.job_id: {"HOPS_GPUS": str(sum(p.config.values())),
                                  "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in p.config.items()), **p.env} for p in alive()}
         failed.update(self._each("env", {j: {"values": v} for j, v in values.items()},

@@ -74,11 +74,14 @@ def reconcile(api: SlurmApi, journal: Journal, *, gate_nodes: list[str] | None =
     failed.update(enactor.batched("detach", detach, "update_job", {"Reservation": ""}))
     if failed:
         raise SlurmError("; ".join(f"job {j}: {e}" for j, e in sorted(failed.items())))
-    for name in api.reservations():
-        if reservation_job(name.name) is not None and name.name not in keep:
-            with journal.action("unreserve", reservation_job(name.name) or "", {"reservation": name.name}, "reconcile"):
-                api.delete_reservation(name.name)
-            report.deleted_reservations.append(name.name)
+    # reservations no longer needed: one phase, one scontrol reading the deletes from its standard input
+    stale = {job_id: r.name for r in api.reservations() if (job_id := reservation_job(r.name)) is not None
+             and r.name not in keep}
+    failed = enactor.scripted("unreserve", {j: {"reservation": n} for j, n in stale.items()}, "delete_reservation",
+                              {j: (n,) for j, n in stale.items()})
+    report.deleted_reservations.extend(n for j, n in stale.items() if j not in failed)
+    if failed:
+        raise SlurmError("; ".join(f"reservation {stale[j]}: {e}" for j, e in sorted(failed.items())))
     return report
 
 

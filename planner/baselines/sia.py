@@ -13,6 +13,10 @@ with p = −0.5 and λ_n = 1.1 (Sia's defaults; ../shared/papers/sia-notes.md). 
 Sia's objective exactly; the weight multiplies both terms so a larger weight makes leaving the job out
 costlier (our reading of how a queue priority enters; the Hops paper does not spell it out).
 
+When every job's best config (its most negative term) fits the free GPUs of each type together, the
+capacity rows do not bind and that choice is the optimum: it is taken without building the model
+(:func:`_unconstrained`; on a lightly loaded cluster most rounds, at no change to the plan).
+
 Then the placement step (Sia's ``alloc_to_placement`` picks nodes after the ILP): a running job whose
 chosen config equals its current one keeps its nodes; the others, in decreasing GPU count, go on the
 best-fitting single node of the type (one-node configs) or on the type's nodes with the most free GPUs
@@ -137,13 +141,9 @@ class SiaPolicy(Policy):
         else:
             weights = {j.job_id: 1.0 for j in jobs}
         free_type = {t: sum(n.free_gpus for n in cluster.nodes_of_type(t)) for t in cluster.gpu_types}
-        model = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC)
-        model.verbose = 0
-        model.max_mip_gap = self.max_gap
-        terms = []
-        choice: dict[str, list[tuple[SiaConfig, mip.Var]]] = {}
-        per_type: dict[str, list[tuple[int, mip.Var]]] = {t: [] for t in cluster.gpu_types}
-        n_configs = 0
+        # each job's configs with their objective coefficient w·(g^p − λ_n) (the constant Σ w·λ_n is added
+        # back for reporting)
+        offers: dict[str, list[tuple[SiaConfig, float]]] = {}
         for job in jobs:
             goodput = {}
             for c in job_configs(cluster, job, self.per_requirement):
@@ -153,37 +153,22 @@ class SiaPolicy(Policy):
                 thr = job.throughput(rep) if rep is not None else 0.0
                 if thr > 0:
                     goodput[c] = thr
-            if not goodput:
-                continue
-            low = min(goodput.values())
-            options = []
-            for c, thr in sorted(goodput.items()):
-                norm = min(thr / low, self.goodput_clip)
-                v = model.add_var(var_type=mip.BINARY)
-                # w·(g^p − λ_n) per chosen config; the constant Σ w·λ_n is added back for reporting.
-                terms.append(weights[job.job_id] * (norm**self.p - self.lambda_n) * v)
-                options.append((c, v))
-                per_type[c.gpu_type].append((c.gpus, v))
-                n_configs += 1
-            model += mip.xsum(v for _, v in options) <= 1
-            choice[job.job_id] = options
-        for t, col in per_type.items():
-            if col:
-                model += mip.xsum(g * v for g, v in col) <= free_type[t]
-        chosen: dict[str, SiaConfig] = {}
-        status = mip.OptimizationStatus.OPTIMAL
+            if goodput:
+                low = min(goodput.values())
+                offers[job.job_id] = [(c, weights[job.job_id] * (min(thr / low, self.goodput_clip) ** self.p - self.lambda_n))
+                                      for c, thr in sorted(goodput.items())]
+        n_configs = sum(len(o) for o in offers.values())
         objective = sum(self.lambda_n * weights[j.job_id] for j in jobs)
-        if terms:
-            model.objective = mip.xsum(terms)
-            with quiet_stdout(True):  # CBC/Clp log to the C stdout whatever the verbosity
-                status = model.optimize(max_seconds=self.max_seconds)
-            if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
-                raise SolverError(f"sia: ILP over {n_configs} configs returned {status.name}; raise max_seconds")
-            objective += float(model.objective_value)
-            for jid, options in choice.items():
-                for c, v in options:
-                    if (v.x or 0.0) > 0.5:
-                        chosen[jid] = c
+        status = mip.OptimizationStatus.OPTIMAL
+        node_type = {n.name: n.gpu_type for n in cluster.nodes}
+        current = {j.job_id: SiaConfig(node_type.get(next(iter(j.current)), ""), len(j.current), sum(j.current.values()))
+                   for j in jobs if j.current}
+        chosen = _unconstrained(offers, free_type, current)
+        if chosen is not None:  # every job's own best config fits: that is the optimum, no solver needed
+            objective += sum(coef for jid, c in chosen.items() for c2, coef in offers[jid] if c2 == c)
+        else:
+            chosen, status, value = self._solve(offers, free_type, n_configs)
+            objective += value
         assignments, unplaced = self._place(cluster, jobs, chosen)
         diagnostics: dict[str, object] = {
             "objective": objective,
@@ -193,6 +178,42 @@ class SiaPolicy(Policy):
             "num_configs": n_configs,
         }
         return Plan(assignments, diagnostics)
+
+    def _solve(self, offers: dict[str, list[tuple[SiaConfig, float]]], free_type: dict[str, int],
+               n_configs: int) -> tuple[dict[str, SiaConfig], mip.OptimizationStatus, float]:
+        """The ILP of the module docstring over ``offers``: the chosen config per job, the status, the
+        objective without its constant."""
+        model = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC)
+        model.verbose = 0
+        model.max_mip_gap = self.max_gap
+        terms = []
+        choice: dict[str, list[tuple[SiaConfig, mip.Var]]] = {}
+        per_type: dict[str, list[tuple[int, mip.Var]]] = {t: [] for t in free_type}
+        for jid, offered in offers.items():
+            options = []
+            for c, coef in offered:
+                v = model.add_var(var_type=mip.BINARY)
+                terms.append(coef * v)
+                options.append((c, v))
+                per_type[c.gpu_type].append((c.gpus, v))
+            model += mip.xsum(v for _, v in options) <= 1
+            choice[jid] = options
+        for t, col in per_type.items():
+            if col:
+                model += mip.xsum(g * v for g, v in col) <= free_type[t]
+        chosen: dict[str, SiaConfig] = {}
+        if not terms:
+            return chosen, mip.OptimizationStatus.OPTIMAL, 0.0
+        model.objective = mip.xsum(terms)
+        with quiet_stdout(True):  # CBC/Clp log to the C stdout whatever the verbosity
+            status = model.optimize(max_seconds=self.max_seconds)
+        if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
+            raise SolverError(f"sia: ILP over {n_configs} configs returned {status.name}; raise max_seconds")
+        for jid, options in choice.items():
+            for c, v in options:
+                if (v.x or 0.0) > 0.5:
+                    chosen[jid] = c
+        return chosen, status, float(model.objective_value)
 
     def _place(self, cluster: ClusterView, jobs, chosen: dict[str, SiaConfig]) -> tuple[dict[str, Config | None], list[str]]:
         free = free_by_node(cluster)
@@ -222,6 +243,24 @@ class SiaPolicy(Policy):
         if unplaced:
             log.debug("sia: %d jobs chosen by the ILP found no nodes: %s", len(unplaced), unplaced)
         return out, unplaced
+
+
+def _unconstrained(offers: dict[str, list[tuple[SiaConfig, float]]], free_type: dict[str, int],
+                   current: dict[str, SiaConfig] | None = None) -> dict[str, SiaConfig] | None:
+    """The ILP's optimum when its capacity rows do not bind: each job on its own best config (the most
+    negative coefficient; among equals the job's ``current`` config, else the first; none when no
+    coefficient is negative), if these fit the free GPUs of every type together; else None (the solver
+    decides). Exact: the objective is a sum of one term per job, each at its minimum."""
+    chosen: dict[str, SiaConfig] = {}
+    used: dict[str, int] = {}
+    now = current or {}
+    for jid, offered in offers.items():
+        best, coef = min(offered, key=lambda ck: (ck[1], ck[0] != now.get(jid)))
+        if coef >= 0:
+            continue
+        chosen[jid] = best
+        used[best.gpu_type] = used.get(best.gpu_type, 0) + best.gpus
+    return chosen if all(g <= free_type.get(t, 0) for t, g in used.items()) else None
 
 
 def _place_multi(free: dict[str, int], nodes: tuple[NodeView, ...], n_nodes: int, gpus: int) -> Config | None:

@@ -17,7 +17,8 @@ a single-job *app*. Per call:
 4. Bids: for each acceptable GPU count and GPU type, a few placements of the offered GPUs (the best-
    fitting single nodes, or a consolidated-first spread), each valued ρ(G); the empty bid is ρ_old.
 5. Partial-allocation auction (Pseudocode 1, lines 6–10): the proportional-fair allocation maximises
-   Π 1/ρ_i (an ILP over the bids, python-mip/CBC); each winner i keeps its allocation with
+   Π 1/ρ_i (an ILP over the bids, python-mip/CBC; not built when every bidder's best bid fits beside the
+   others, which is then the optimum: :func:`_each_best`); each winner i keeps its allocation with
    probability c_i = Π_{j≠i} ρ_j(G^{-i}_j) / Π_{j≠i} ρ_j(G_j) ≤ 1 (the hidden payment).
 6. Leftover GPUs (hidden payments and unsold GPUs) go at random to apps that did not bid (line 21):
    in random order, each takes its lowest-ρ placement that fits the leftover.
@@ -267,6 +268,25 @@ def _finite(x: float, cap: float = 1e300) -> float:
     return x if math.isfinite(x) else cap
 
 
+def _each_best(gains: Mapping[str, Sequence[tuple[Config, float]]],
+               pool: Mapping[str, int]) -> dict[str, tuple[Config, float]] | None:
+    """The proportional-fair ILP's optimum when its node rows do not bind: each app's largest positive
+    gain (the first of equals), if those bids fit the pool's nodes together; else None. Exact: the
+    objective is one term per app, each at its maximum. (The hidden payments ask the ILP again without
+    each winner: a subset of bids that fit fits too, so those are answered here as well.)"""
+    best: dict[str, tuple[Config, float]] = {}
+    used: dict[str, int] = {}
+    for jid, opts in gains.items():
+        positive = [(c, g) for c, g in opts if g > 0]
+        if not positive:
+            continue
+        c, g = max(positive, key=lambda cg: cg[1])
+        best[jid] = (c, g)
+        for node, k in c.items():
+            used[node] = used.get(node, 0) + k
+    return best if all(k <= pool[n] for n, k in used.items() if n in pool) else None
+
+
 def _proportional_fair(
     gains: Mapping[str, Sequence[tuple[Config, float]]], pool: Mapping[str, int]
 ) -> tuple[dict[str, tuple[Config, float]], float]:
@@ -276,6 +296,9 @@ def _proportional_fair(
     items = [(jid, c, g) for jid, opts in gains.items() for c, g in opts if g > 0]
     if not items:
         return {}, 0.0
+    best = _each_best(gains, pool)
+    if best is not None:  # every bidder's best bid fits beside the others: the optimum, no solver needed
+        return best, sum(g for _, g in best.values())
     model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
     model.verbose = 0
     y = [model.add_var(var_type=mip.BINARY) for _ in items]

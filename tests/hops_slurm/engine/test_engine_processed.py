@@ -149,3 +149,28 @@ def test_an_honest_preempted_job_is_never_counted_above_its_declaration(seed: in
     declared, seen = _honest_job(seed, counts)
     assert max(seen) <= declared * (1 + 1e-9)
     assert seen[-1] == pytest.approx(declared, rel=1e-6)  # and, when it ends, it did what it declared
+
+
+def test_the_kept_sum_of_closed_runs_equals_counting_every_run_again() -> None:
+    """:func:`processed_samples` keeps the sum of a job's closed runs between calls; whatever comes in
+    between (new runs, late windows into closed runs, resumed counts), it answers as a fresh count does."""
+    from hops_slurm.engine import processed
+
+    rng = random.Random(5)
+    ledger = _ledger((0.0, None))
+    t = 0.0
+    for step in range(300):
+        t += rng.uniform(5.0, 60.0)
+        run = ledger.placements[-1]
+        if run["end"] is None and rng.random() < 0.2:  # moved: a new run
+            run["end"] = t
+            t += rng.uniform(1.0, 20.0)
+            ledger.placements.append({"start": t, "end": None, "config": {"n1": 1}})
+        else:  # a window, now and then one that ends in an earlier run (read late)
+            end = t if rng.random() < 0.8 else rng.uniform(0.0, t)
+            done = rng.uniform(0.0, 50.0 * step) if rng.random() < 0.3 else None
+            note_window(ledger, Window(samples=rng.uniform(10, 100), seconds=rng.uniform(1, 30), end=end, done=done), t)
+        got = processed_samples(ledger, t, rate=_no_rate, restart=5.0)
+        processed._CLOSED.clear()
+        assert got == processed_samples(ledger, t, rate=_no_rate, restart=5.0), step
+    assert len(ledger.placements) > 20

@@ -60,3 +60,22 @@ def test_a_second_failure_still_raises() -> None:
     with pytest.raises(SlurmCommandError):
         api.update_job("7", {"Comment": "x"})
     assert inner.calls == 2
+
+
+def test_the_list_and_script_forms_of_the_backend_are_handed_through_untried_again() -> None:
+    """The engine's wrapper offers the backend's list forms (``hold_all``) and script forms
+    (``update_job_each``: many different changes in one scontrol) so the enactor can batch through it; a
+    backend without them has none through the wrapper either (the enactor then goes job by job)."""
+    class Scripts(FailingEveryNth):
+        def update_job_each(self, changes: list[tuple[str, dict[str, str]]]) -> list[str | None]:
+            for job_id, _fields in changes:
+                self._call("update", job_id)
+            return [None] * len(changes)
+
+    inner = Scripts(100)
+    api = RetryingReads(inner, pause=0)  # type: ignore[arg-type]
+    assert api.update_job_each([("1", {"A": "1"}), ("2", {"A": "2"})]) == [None, None]
+    assert inner.done == [("update", "1"), ("update", "2")]
+    assert not hasattr(RetryingReads(FailingEveryNth(3), pause=0), "create_reservation_each")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        api._secret_each  # noqa: B018 - private names are never handed through

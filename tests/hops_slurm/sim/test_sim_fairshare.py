@@ -55,3 +55,36 @@ def test_the_standing_falls_with_use_and_is_one_for_a_user_who_used_nothing(tmp_
     light = {v for k, v in standing.items() if k.startswith("l")}
     assert heavy and max(heavy) < 1.0
     assert not light or min(light) == 1.0  # a light job waiting has an owner who has used nothing yet
+
+
+def test_usage_kept_run_by_run_equals_summing_every_run_again() -> None:
+    """:class:`hops_slurm.sim.fairshare.DecayedUsage` sums each ended run once; at any later time its
+    usage equals planner.fairshare.decayed_usage over every run (the simulator's earlier way)."""
+    import random
+    from types import SimpleNamespace
+
+    import pytest
+
+    from hops_slurm.sim.fairshare import HALF_LIFE, DecayedUsage
+    from planner.fairshare import decayed_usage
+
+    rng = random.Random(3)
+    jobs = tuple(SimpleNamespace(spec=SimpleNamespace(user=f"u{i % 3}", job_id=f"j{i}"),
+                                 ledger=SimpleNamespace(placements=[])) for i in range(6))
+    kept, t = DecayedUsage(HALF_LIFE), 0.0
+    for _ in range(400):
+        t += rng.uniform(60.0, 7200.0)
+        job = rng.choice(jobs)
+        runs = job.ledger.placements
+        if runs and runs[-1]["end"] is None:
+            runs[-1]["end"] = t - rng.uniform(0.0, 30.0)
+        else:
+            runs.append({"start": t, "end": None, "config": {"n1": rng.choice((1, 2, 4))}})
+        now = t + rng.uniform(0.0, 600.0)
+        every = [(j.spec.user, float(sum(p["config"].values())), p["start"], p["end"] if p["end"] is not None else now)
+                 for j in jobs for p in j.ledger.placements]
+        want = decayed_usage(every, now, HALF_LIFE)
+        got = kept.usage(jobs, now)
+        assert set(want) <= set(got) and all(got[u] == pytest.approx(want.get(u, 0.0), rel=1e-9, abs=1e-6) for u in got)
+    assert sum(kept.counted.values()) > 100  # most runs were summed once, not again
+    assert DecayedUsage(0.0).usage(jobs, t) == {"u0": 0.0, "u1": 0.0, "u2": 0.0}

@@ -126,3 +126,35 @@ def test_one_failed_policy_does_not_lose_the_comparison(tmp_path, monkeypatch) -
     assert "| fifo-greedy |" in table and "| unenactable (FAILED) |" in table and "FAILED: unenactable seed 0" in table
     js, _md = write_summary(results, out)
     assert [f["policy"] for f in json.loads(js.read_text())["failed"]] == ["unenactable", "unenactable"]
+
+
+def test_runs_in_several_processes_give_what_one_at_a_time_gives(tmp_path, monkeypatch) -> None:
+    """``compare(workers=2)``: the same runs, the same results in the same order, failures kept too."""
+    real = make_policy
+    monkeypatch.setattr(runner, "make_policy", lambda name: Unenactable() if name == "unenactable" else real(name))
+    cluster = load_cluster("paper-64")
+    names = ["hops", "fifo-greedy", "unenactable"]
+    one = runner.compare(cluster, "paper:jobs=6", names, [0, 1], None, progress=False)
+    out = tmp_path / "out"
+    two = runner.compare(cluster, "paper:jobs=6", names, [0, 1], out, progress=False, workers=2)
+    assert [(r.policy, r.seed) for r in two] == [(r.policy, r.seed) for r in one]
+    def outcome(r: runner.RunResult) -> tuple[object, ...]:  # the planner's wall-clock seconds differ, nothing else
+        m = r.metrics
+        return (m.makespan, m.avg_jct, m.avg_wait, m.max_lr, m.avg_frag, m.preemptions, m.jct, m.lr)
+
+    assert [outcome(r) for r in two] == [outcome(r) for r in one]
+    assert [[(j.job_id, j.end) for j in r.jobs] for r in two] == [[(j.job_id, j.end) for j in r.jobs] for r in one]
+    assert [(f.policy, f.seed) for f in two.failures] == [("unenactable", 0), ("unenactable", 1)]
+    assert (out / "hops" / "seed1" / "jobs.jsonl").is_file() and (out / "unenactable" / "seed0" / "error.txt").is_file()
+
+
+def test_the_bench_s_worker_count_is_checked(monkeypatch) -> None:
+    from hops_slurm.bench.paper_tables import bench_workers
+    from hops_slurm.errors import HopsError
+
+    monkeypatch.setenv("HOPS_BENCH_WORKERS", "3")
+    assert bench_workers() == 3
+    for bad in ("0", "-1", "two", "65", "1e3"):
+        monkeypatch.setenv("HOPS_BENCH_WORKERS", bad)
+        with pytest.raises(HopsError, match="HOPS_BENCH_WORKERS: .* is not a whole number from 1 to 64"):
+            bench_workers()

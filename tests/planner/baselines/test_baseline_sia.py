@@ -92,3 +92,38 @@ def test_round_loop_finishes_all_jobs() -> None:
     for name in ("sia", "sia-lr"):
         done = run_rounds(make_policy(name), view, list(jobs), rounds=60)
         assert set(done) == {j.job_id for j in jobs}, name
+
+
+def test_when_every_job_s_best_config_fits_the_plan_is_the_ilp_s_without_a_solver(monkeypatch) -> None:  # noqa: ANN001
+    """Capacity rows that do not bind: each job on its own best config is the ILP's optimum; the policy
+    takes it without CBC, and the solver, asked anyway, chooses the same configs at the same objective."""
+    from planner.baselines import sia
+
+    view = cluster([("k0", "k80", 8), ("v0", "v100", 8), ("v1", "v100", 8)])
+    jobs = (job("x", (1, 2, 4), typed_throughput(view, {"v100": 4.0, "k80": 1.0})),
+            job("y", (2, 8), typed_throughput(view, {"v100": 2.0, "k80": 1.5})),
+            job("z", (1,), lambda c: 3.0))
+    policy = make_policy("sia-lr")
+    fast = policy.plan(view, jobs, 0.0)
+    solved: list[int] = []
+    real = sia.SiaPolicy._solve
+
+    def counting(self, offers, free_type, n_configs):  # noqa: ANN001, ANN202
+        solved.append(n_configs)
+        return real(self, offers, free_type, n_configs)
+
+    monkeypatch.setattr(sia.SiaPolicy, "_solve", counting)
+    assert policy.plan(view, jobs, 0.0).assignments == fast.assignments and solved == []
+    monkeypatch.setattr(sia, "_unconstrained", lambda *args: None)
+    ilp = policy.plan(view, jobs, 0.0)
+    assert solved and ilp.diagnostics["chosen"] == fast.diagnostics["chosen"]
+    assert ilp.diagnostics["objective"] == pytest.approx(fast.diagnostics["objective"], abs=1e-6)
+    check_plan(view, jobs, fast)
+    # more demand than GPUs: the rows bind, the solver decides
+    crowd = tuple(job(f"c{i}", (8,), typed_throughput(view, {"v100": 4.0, "k80": 1.0})) for i in range(4))
+    monkeypatch.undo()
+    assert sia._unconstrained({j.job_id: [(sia.SiaConfig("v100", 1, 8), -1.0)] for j in crowd}, {"v100": 16}) is None
+    # equal terms: the job stays on its current config
+    two = [(sia.SiaConfig("k80", 1, 8), -1.0), (sia.SiaConfig("v100", 1, 8), -1.0)]
+    assert sia._unconstrained({"x": two}, {"k80": 8, "v100": 8}) == {"x": two[0][0]}
+    assert sia._unconstrained({"x": two}, {"k80": 8, "v100": 8}, {"x": two[1][0]}) == {"x": two[1][0]}

@@ -131,3 +131,23 @@ def test_round_loop_finishes_all_jobs() -> None:
             for i in range(8)]
     done = run_rounds(make_policy("themis"), view, jobs, rounds=60)
     assert set(done) == {j.job_id for j in jobs}
+
+
+def test_bids_that_all_fit_are_the_auction_s_optimum_without_the_solver(monkeypatch) -> None:  # noqa: ANN001
+    """The proportional-fair step: when every app's best bid fits beside the others, the ILP's answer is
+    those bids; without the shortcut CBC finds the same value. When they do not fit, CBC decides."""
+    from planner.baselines import themis
+
+    a1, a2, b2 = freeze_config({"a": 1}), freeze_config({"a": 2}), freeze_config({"b": 2})
+    gains = {"x": [(a1, 0.5), (a2, 0.9)], "y": [(b2, 0.7), (a1, 0.2)], "z": [(a1, -0.1)]}
+    pool = {"a": 2, "b": 2}
+    fast, value = themis._proportional_fair(gains, pool)
+    assert fast == {"x": (a2, 0.9), "y": (b2, 0.7)} and value == pytest.approx(1.6)
+    monkeypatch.setattr(themis, "_each_best", lambda gains, pool: None)
+    solved, solved_value = themis._proportional_fair(gains, pool)
+    assert solved == fast and solved_value == pytest.approx(value)
+    monkeypatch.undo()
+    tight = {"a": 2, "b": 1}  # y's best bid no longer fits; x on a2 alone (0.9) beats x and y on a (0.5 + 0.2)
+    assert themis._each_best(gains, tight) is None
+    chosen, v = themis._proportional_fair(gains, tight)
+    assert v == pytest.approx(0.9) and chosen == {"x": (a2, 0.9)}
