@@ -32,7 +32,9 @@ from hops_slurm.minicluster.spec import MiniclusterSpec
 
 log = logging.getLogger(__name__)
 
-READY_STATES = {"idle", "mixed", "allocated", "completing"}
+#: sinfo states of a node whose slurmd answers; "reserved": idle inside a reservation (an engine's gate, or one
+#: left by an interrupted run: Slurm keeps reservations across restarts), "planned": held for a backfill plan
+READY_STATES = {"idle", "mixed", "allocated", "completing", "reserved", "planned"}
 
 
 @dataclass(frozen=True)
