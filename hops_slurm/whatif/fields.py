@@ -96,12 +96,19 @@ def state(value: str) -> str:
     return head
 
 
-def epoch(value: object, what: str) -> float | None:
-    """An epoch-seconds time: int/float, or a data_parser ``{"set", "number"}`` object; 0/unset = None."""
+def data_parser_number(value: object) -> object:
+    """A 24.11+ data_parser ``{"set", "infinite", "number"}`` object's number (None when unset or infinite);
+    any other value as it is."""
     if isinstance(value, dict):
         if not value.get("set", True) or value.get("infinite", False):
             return None
-        value = value.get("number")
+        return value.get("number")
+    return value
+
+
+def epoch(value: object, what: str) -> float | None:
+    """An epoch-seconds time: int/float, or a data_parser ``{"set", "number"}`` object; 0/unset = None."""
+    value = data_parser_number(value)
     if value is None:
         return None
     _whole(value, f"{what} time")
@@ -142,10 +149,7 @@ _LIMIT = re.compile(r"(?:([0-9]{1,3})-)?([0-9]{1,6}(?::[0-9]{1,2}){0,2})")
 def json_time_limit(value: object) -> float | None:
     """A JSON ``time.limit``: minutes as an int (22.05) or a data_parser ``{"set", "infinite", "number"}``
     object (24.11, 26.05); seconds, or None when unset, unlimited or longer than a year."""
-    if isinstance(value, dict):
-        if not value.get("set", True) or value.get("infinite", False):
-            return None
-        value = value.get("number")
+    value = data_parser_number(value)
     if value is None:
         return None
     _whole(value, "time limit")
