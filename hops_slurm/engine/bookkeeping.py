@@ -24,9 +24,10 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.jobs import ViewCache, estimate, refresh_ages
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
-from hops_slurm.engine.runtime_records import ingest_job
+from hops_slurm.engine.runtime_records import SeenFiles, ingest_job
 from hops_slurm.engine.state import PROFILE_NEW, EngineState, JobState, account
 from hops_slurm.engine.userfiles import Owner
+from hops_slurm.engine.written import Written
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
@@ -58,6 +59,8 @@ class JobBookkeeping:
     backend: SlurmBackend | None
     profiler: ProfilerFlow | None
     marks: Marks | None
+    seen_files: SeenFiles
+    written: Written
     restarts: RestartCosts
     tracked: dict[str, JobState]
     metrics_dir: Path
@@ -68,6 +71,7 @@ class JobBookkeeping:
     estimates: dict[tuple[object, ...], object]
     policy: Policy
     _record_budget: RefreshBudget
+    _types_memo: tuple[object, dict[str, str]] | None = None
     _refreshes: int
     _round_no: int
 
@@ -156,9 +160,10 @@ class JobBookkeeping:
             per_job(js, "its checkpoint marks", lambda: self.marks.read(js), self._set_aside)  # type: ignore[union-attr]
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
-        types = {n.name: n.gpu_type for n in self.backend.snapshot.nodes}
+        types = self._node_types()
         report = per_job(js, "its runtime records", lambda: ingest_job(  # type: ignore[arg-type]
-            self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid, self._record_budget), self._set_aside)
+            self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid, self._record_budget,
+            self.seen_files), self._set_aside)
         if report is not None and report.accepted:
             self._ingested(js.signature)
             if self.profiler is not None:
@@ -222,12 +227,21 @@ class JobBookkeeping:
 
             record_outcome(self.state, js, self._rates(), self.restarts.of)
 
+    def _node_types(self) -> dict[str, str]:
+        """Node name -> GPU type in the last read of Slurm (made once per list of nodes)."""
+        nodes = self.backend.snapshot.nodes if self.backend is not None else ()
+        memo = getattr(self, "_types_memo", None)
+        if memo is None or memo[0] is not nodes:
+            memo = (nodes, {n.name: n.gpu_type for n in nodes})
+            self._types_memo = memo
+        return memo[1]
+
     def _job_record(self, js: JobState) -> JobRecord:
         try:
             d = HopsDirectives.from_canonical(js.directives) if js.directives else None
         except Exception:  # noqa: BLE001 - a job set aside for its directives still gets its record
             d = None
-        types = {n.name: n.gpu_type for n in (self.backend.snapshot.nodes if self.backend else ())}
+        types = self._node_types()
         placements = []
         for p in js.placements:
             ts = {types.get(n, "") for n in p["config"]}

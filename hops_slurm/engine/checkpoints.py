@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hops_slurm.engine.runtime_records import ingest_checkpoints
+from hops_slurm.engine.runtime_records import SeenFiles, ingest_checkpoints
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Owner
 from hops_slurm.slurm.api import SlurmJob
@@ -80,11 +80,12 @@ class Marks:
     tracked: Callable[[], Mapping[str, JobState]]
     owners: Callable[[str], Owner]
     now: Callable[[], float]
+    seen: SeenFiles | None = None  # the engine's looks at the files: an unchanged file is not read again
 
     def read(self, js: JobState) -> None:
         """What ``js`` appended since the last look; its state is saved at once when a mark came (so a
         crash does not forget what the offsets already passed)."""
-        if ingest_checkpoints(self.state, self.place_root, js, self.owners(js.user).uid, self.now()):
+        if ingest_checkpoints(self.state, self.place_root, js, self.owners(js.user).uid, self.now(), self.seen):
             self.state.save(js)
 
     def listening(self, job: SlurmJob) -> bool:

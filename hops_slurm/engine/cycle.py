@@ -15,8 +15,9 @@ Hops reservations), ``hold``* (admin-hold new jobs), ``settle``* (read back rele
 for new GPU types), ``track`` (new jobs' states), ``close`` (ended jobs: last records, declaration outcome,
 probes cancelled), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
 in-place measurement), ``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
-``declarations``* (declared vs processed samples), ``save``* (job states, one transaction), ``records``*
-(records.sqlite), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
+``declarations``* (declared vs processed samples), ``save``* (the states of the jobs that changed beyond
+the clock, or not written for a round: :mod:`hops_slurm.engine.written`; one transaction), ``records``*
+(their JobRecords into records.sqlite), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
 
 **Round** (:data:`Round.STEPS`): ``views`` (the job views on the snapshot), ``plannings`` (a round or
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.engine.rounds.plan_instant`, the
@@ -103,6 +104,7 @@ class Refresh:
         self.gpu_types: list[str] = []
         self.now = 0.0
         self.changed: list[JobState] = []
+        self.due: list[tuple[JobState, bytes]] = []  # the changed jobs written (hops_slurm.engine.written)
         self.records: list[Any] = []
 
     def steps(self) -> list[Step]:
@@ -174,6 +176,7 @@ class Refresh:
                 cancel_probes(js, e.api)
             if e.profiler is not None:
                 e.profiler.forget(js.job_id)
+            e.seen_files.forget(js.job_id)
             del e.tracked[js.job_id]
             self.out["ended"].append(js.job_id)
             self.changed.append(js)
@@ -217,11 +220,14 @@ class Refresh:
         self.e._review_declarations(self.snap.listing)
 
     def _save(self) -> None:
-        self.e.state.save_all(self.changed)  # type: ignore[union-attr]  # one transaction (one commit per job was 3 ms each)
+        # only the jobs that changed beyond the clock (hops_slurm.engine.written), in one transaction
+        self.due = self.e.written.due(self.changed, self.now)
+        self.e.state.save_all([js for js, _ in self.due])  # type: ignore[union-attr]
 
     def _records(self) -> None:
-        self.records = [self.e._job_record(js) for js in self.changed]
+        self.records = [self.e._job_record(js) for js, _ in self.due]
         self.e.records_file.write(self.records)  # one transaction on the file the engine keeps open
+        self.e.written.wrote(self.due, self.now)
 
     def _metrics(self) -> None:
         e = self.e

@@ -46,9 +46,10 @@ from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.engine.rounds import Planning, plan_summary
-from hops_slurm.engine.runtime_records import RUNTIME_FILE
+from hops_slurm.engine.runtime_records import RUNTIME_FILE, SeenFiles
 from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
+from hops_slurm.engine.written import Written
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.records import RoundRecord
@@ -89,6 +90,8 @@ class Engine(JobBookkeeping):
         self.state: EngineState | None = None
         self.enactor: Enactor | None = None
         self.marks: Marks | None = None  # the jobs' checkpoint marks (not in a dry run)
+        self.seen_files = SeenFiles()  # the runtime files as last read to their end (unchanged: not read again)
+        self.written = Written(config.scheduler.round_length)  # the job rows and records the refresh last wrote
         self.backend: SlurmBackend | None = None
         self.profiler: ProfilerFlow | None = None
         self.policy = make_policy("hops", config.planner)
@@ -106,6 +109,7 @@ class Engine(JobBookkeeping):
         self._learned: set[str] = set()
         self._factors: dict[str, float] | None = None
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
+        self._calibrated: set[str] = set()  # GPU types the store is known to have a calibration for
         self._refreshes, self._record_budget = 0, RefreshBudget()  # records stored per user: one budget per refresh
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
@@ -148,7 +152,8 @@ class Engine(JobBookkeeping):
         self._round_no = int(self.state.meta("rounds", "0"))
         managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
         e = self.config.engine  # checkpoint marks: the notice before a planned requeue (engine/checkpoints.py)
-        self.marks = None if self.dry_run else Marks(self.state, self.metrics_dir, lambda: self.tracked, self.owners, self.now)
+        self.marks = None if self.dry_run else Marks(self.state, self.metrics_dir, lambda: self.tracked, self.owners,
+                                                     self.now, self.seen_files)
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
                                listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
@@ -295,14 +300,19 @@ class Engine(JobBookkeeping):
 
     def _ensure_calibrations(self, gpu_types: set[str]) -> None:
         """Eq. 2 needs B_link and B_net per GPU type: until ``hops-slurm calibrate`` has measured a type,
-        the configured defaults are stored (method says so), else every multi-GPU estimate would fail."""
-        if self.store is None or self.dry_run:
+        the configured defaults are stored (method says so), else every multi-GPU estimate would fail.
+        The store is asked only while some type is not known to have one: the set of calibrated types
+        only grows (a calibration is never deleted; records add types, never remove one), so a type seen
+        calibrated stays so and refreshes do not refit every type's calibration to learn nothing."""
+        if self.store is None or self.dry_run or gpu_types <= self._calibrated:
             return
-        for t in sorted(gpu_types - set(self.store.calibrations())):
+        self._calibrated |= set(self.store.calibrations())
+        for t in sorted(gpu_types - self._calibrated):
             e = self.config.engine
             self.store.put_calibration(t, b_link=e.default_b_link, b_net=e.default_b_net,
                                        method="default from hops.toml (not measured)", measured_at=self.now())
             self._source = None  # its cached view read the calibrations before this one
+            self._calibrated.add(t)
             log.warning("GPU type %s has no calibration: using the defaults from hops.toml until "
                         "`hops-slurm calibrate` measures it", t)
 

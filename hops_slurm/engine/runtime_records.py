@@ -20,6 +20,13 @@ An accepted record goes into the store within the job's and its owner's budgets
 A file shorter than the offset kept for it was truncated by its owner: it is read on from its new end
 (what it held before is never read twice, nor what was written over it).
 
+A file is opened only when it may hold something new (:class:`SeenFiles`): each reader notes the file's
+stamp (device, inode, size, mtime and ctime: :func:`hops_slurm.engine.userfiles.stamp`) after a read that
+reached its end, once it has kept its offset; while ``lstat`` of the path gives the same stamp the file is
+the same version, unchanged, and reading it again could only give the incomplete last line already seen.
+An append, a truncation, a replacement (another inode), a link or a chmod changes the stamp: the file is
+then read as before, with every check of :func:`hops_slurm.engine.userfiles.read_owned_stat`.
+
 The same file carries the job's checkpoint marks (:class:`profiler.records.CheckpointMark`, written by
 :mod:`profiler.preempt`): :func:`ingest_checkpoints` reads them with an offset of its own (so it serves
 jobs without a signature too, and the enactor can look between refreshes while it waits for an answer
@@ -30,6 +37,7 @@ passes them by.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +45,7 @@ from pathlib import Path
 from hops_slurm.engine.processed import Window
 from hops_slurm.engine.record_limits import Claims, RefreshBudget, check_allocation, spaced
 from hops_slurm.engine.state import EngineState, JobState
-from hops_slurm.engine.userfiles import owner_of, read_owned_at
+from hops_slurm.engine.userfiles import Stamp, owner_of, read_owned_stat, stamp
 
 log = logging.getLogger(__name__)
 
@@ -89,35 +97,84 @@ def _reason(exc: ValueError) -> str:
     return reason(exc, 200)
 
 
-def read_new(state: EngineState, key: str, place: Path, uid: int, job_id: str) -> tuple[bytes, int]:
-    """(what was appended to the job's runtime file since the offset kept under ``key``, that offset), at
+#: the stamp of a file that is not there (its place or itself)
+NO_FILE: Stamp = (-1, -1, -1, -1, -1)
+
+
+@dataclass
+class SeenFiles:
+    """Each reader's last complete look at each job's runtime file (the module docstring): its key (the
+    state's offset key, ``metrics:<job>`` or ``checkpoints:<job>``) -> the file's stamp then."""
+
+    stamps: dict[str, Stamp] = field(default_factory=dict)
+
+    def unchanged(self, key: str, place_root: Path, job_id: str) -> bool:
+        """The job's runtime file is the version the reader under ``key`` read to its end (nothing new)."""
+        last = self.stamps.get(key)
+        if last is None:
+            return False
+        try:
+            now = stamp(os.lstat(f"{place_root}/{job_id}/{RUNTIME_FILE}"))
+        except FileNotFoundError:
+            now = NO_FILE
+        except OSError:  # ENOTDIR, EACCES ...: the full read says what is wrong
+            return False
+        return now == last
+
+    def note(self, key: str, seen: Stamp | None) -> None:
+        """The reader under ``key`` has kept its offset after a read of the version ``seen`` (None: the read
+        stopped before the end: the next one reads on)."""
+        if seen is None:
+            self.stamps.pop(key, None)
+        else:
+            self.stamps[key] = seen
+
+    def forget(self, job_id: str) -> None:
+        """The job ended: its files are not looked at again."""
+        for key in (f"metrics:{job_id}", f"checkpoints:{job_id}"):
+            self.stamps.pop(key, None)
+
+
+def read_new(state: EngineState, key: str, place: Path, uid: int, job_id: str) -> tuple[bytes, int, Stamp | None]:
+    """(what was appended to the job's runtime file since the offset kept under ``key``, that offset, the
+    file's stamp when the read reached its end, :data:`NO_FILE` when there is no file, else None), at
     most :data:`MAX_READ` bytes; a truncated file is read on from its new end (the module docstring)."""
     offset = int(state.meta(key, "0"))
-    data, size = read_owned_at(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
-    if data is not None and size < offset:
+    data, st = read_owned_stat(place, RUNTIME_FILE, uid, offset=offset, cap=MAX_READ)
+    if data is None or st is None:
+        return b"", offset, NO_FILE
+    size = st.st_size
+    if size < offset:
         log.warning("job %s: %s was truncated (%d bytes, read up to %d before): read on from its new end",
                     job_id, RUNTIME_FILE, size, offset)
         state.set_meta(key, str(size))
-        return b"", size
-    return data or b"", offset
+        return b"", size, stamp(st)
+    return data, offset, stamp(st) if offset + len(data) >= size else None
 
 
 def ingest_job(store: object, state: EngineState, place_root: Path, job: JobState,
                node_types: Mapping[str, str], uid: int | None = None,
-               budget: RefreshBudget | None = None) -> MetricsReport:
+               budget: RefreshBudget | None = None, seen: SeenFiles | None = None) -> MetricsReport:
     """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring).
-    ``budget``: the refresh's per-user budget, shared by the owner's jobs (None: this job's alone)."""
+    ``budget``: the refresh's per-user budget, shared by the owner's jobs (None: this job's alone);
+    ``seen``: the engine's looks at the files (None: the file is read every time)."""
     from profiler.ingest import ingest_runtime
     from profiler.records import CheckpointMark, parse_record
 
     report = MetricsReport()
+    key = f"metrics:{job.job_id}"
+    if seen is not None and seen.unchanged(key, place_root, job.job_id):
+        return report
     place = place_root / job.job_id
     if not place.exists():
+        if seen is not None:
+            seen.note(key, NO_FILE)
         return report
-    key = f"metrics:{job.job_id}"
     uid = owner_of(job.user).uid if uid is None else uid  # the file must be the owner's
-    data, offset = read_new(state, key, place, uid, job.job_id)
+    data, offset, version = read_new(state, key, place, uid, job.job_id)
     if not data:
+        if seen is not None:
+            seen.note(key, version)
         return report
     budget = budget if budget is not None else RefreshBudget()
     claims = Claims.of(state, job)
@@ -153,6 +210,8 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
             report.windows.append(Window.of(record))
     state.set_meta(key, str(offset + end))
     claims.save(state)
+    if seen is not None:
+        seen.note(key, version)
     if report.refused:
         reasons = list(dict.fromkeys(report.refused))
         log.warning("job %s: %d runtime record(s) refused: %s", job.job_id, len(report.refused), "; ".join(reasons[:3]))
@@ -178,18 +237,26 @@ def apply_mark(job: JobState, mark: object, now: float) -> None:
         job.answer_at = max(job.answer_at or at, at)
 
 
-def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid: int, now: float) -> int:
+def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid: int, now: float,
+                       seen: SeenFiles | None = None) -> int:
     """The checkpoint marks ``job`` appended to its runtime file since the last look (at most
     :data:`MAX_READ` bytes, complete lines only), into ``job`` (:func:`apply_mark`); the number read.
-    Lines that are not checkpoint marks are left to :func:`ingest_job`; a bad mark is logged and skipped."""
+    Lines that are not checkpoint marks are left to :func:`ingest_job`; a bad mark is logged and skipped.
+    ``seen``: as for :func:`ingest_job`."""
     from profiler.records import parse_record
 
+    key = f"checkpoints:{job.job_id}"
+    if seen is not None and seen.unchanged(key, place_root, job.job_id):
+        return 0
     place = place_root / job.job_id
     if not place.exists():
+        if seen is not None:
+            seen.note(key, NO_FILE)
         return 0
-    key = f"checkpoints:{job.job_id}"
-    data, offset = read_new(state, key, place, uid, job.job_id)
+    data, offset, version = read_new(state, key, place, uid, job.job_id)
     if not data:
+        if seen is not None:
+            seen.note(key, version)
         return 0
     end = data.rfind(b"\n") + 1
     if end == 0 and len(data) >= MAX_READ:
@@ -206,6 +273,8 @@ def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid:
         except ValueError as exc:
             refused.append(_reason(exc))
     state.set_meta(key, str(offset + end))
+    if seen is not None:
+        seen.note(key, version)
     if refused:
         log.warning("job %s: %d checkpoint mark(s) refused: %s", job.job_id, len(refused), "; ".join(refused[:3]))
     return read

@@ -189,9 +189,14 @@ class EngineState:
 
     def __init__(self, path: Path | str, *, _db: sqlite3.Connection | None = None) -> None:
         self.path = Path(path)
+        #: the writer's meta values as last read or written (None for a reader: another process writes)
+        self._meta: dict[str, str] | None = None
+        #: the writer's answers of :meth:`outcomes` until the next :meth:`add_outcome` (None for a reader)
+        self._outcomes: dict[tuple[str, int], list[tuple[float, float]]] | None = None
         if _db is not None:  # read_only()
             self.db = _db
             return
+        self._meta, self._outcomes = {}, {}
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), timeout=10.0, check_same_thread=False)
@@ -268,6 +273,8 @@ class EngineState:
 
     # ----- users' history of declared vs processed samples (estimator.honesty) -----------------------
     def add_outcome(self, job_id: str, user: str, ended: float, declared: float, processed: float) -> None:
+        if self._outcomes is not None:
+            self._outcomes.clear()
         with self.db:
             self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?) ON CONFLICT(job_id) DO UPDATE SET "
                             "ended = excluded.ended, declared = excluded.declared, processed = excluded.processed",
@@ -275,9 +282,14 @@ class EngineState:
 
     def outcomes(self, user: str, limit: int) -> list[tuple[float, float]]:
         """(declared, processed) of the user's last ``limit`` ended jobs, oldest first."""
+        if self._outcomes is not None and (user, limit) in self._outcomes:
+            return list(self._outcomes[(user, limit)])
         rows = self.db.execute("SELECT declared, processed FROM outcomes WHERE user = ? ORDER BY ended DESC, "
                                "job_id DESC LIMIT ?", (user, limit)).fetchall()
-        return [(float(r["declared"]), float(r["processed"])) for r in reversed(rows)]
+        got = [(float(r["declared"]), float(r["processed"])) for r in reversed(rows)]
+        if self._outcomes is not None:
+            self._outcomes[(user, limit)] = list(got)
+        return got
 
     # ----- model cache: a model already profiled on every GPU type is not probed again ---------------
     def known_model(self, key: str) -> tuple[str, list[str]] | None:
@@ -292,13 +304,24 @@ class EngineState:
 
     # ----- small counters (round numbers) -------------------------------------------------------------
     def meta(self, key: str, default: str = "") -> str:
+        if self._meta is not None and key in self._meta:
+            return self._meta[key]
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row["value"] if row else default
+        if row is None:
+            return default
+        if self._meta is not None:
+            self._meta[key] = row["value"]
+        return str(row["value"])
 
     def set_meta(self, key: str, value: str) -> None:
+        """Write ``key`` (nothing to do when the writer knows it holds ``value`` already)."""
+        if self._meta is not None and self._meta.get(key) == value:
+            return
         with self.db:
             self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                             (key, value))
+        if self._meta is not None:
+            self._meta[key] = value
 
 
 def _job(row: sqlite3.Row) -> JobState:

@@ -101,12 +101,20 @@ def read_owned_at(place: Path, name: str, uid: int, *, offset: int = 0,
                   cap: int = 1 << 20) -> tuple[bytes | None, int]:
     """:func:`read_owned` and the file's size when it was read (0 when it does not exist): a size below
     ``offset`` says the owner truncated the file since it was read up to ``offset``."""
+    data, st = read_owned_stat(place, name, uid, offset=offset, cap=cap)
+    return data, st.st_size if st is not None else 0
+
+
+def read_owned_stat(place: Path, name: str, uid: int, *, offset: int = 0,
+                    cap: int = 1 << 20) -> tuple[bytes | None, os.stat_result | None]:
+    """:func:`read_owned` and the file's status as read (``fstat`` of the descriptor read; None when it
+    does not exist): its size, and what identifies this version of it (:func:`stamp`)."""
     if "/" in name or name in ("", ".", ".."):
         raise UnsafeFile(f"bad file name {name!r}")
     try:
         dfd = os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None, 0
+        return None, None
     except OSError as exc:  # ELOOP (a symlink), ENOTDIR
         raise UnsafeFile(f"{place} is not the job's directory ({exc.strerror})") from None
     try:
@@ -116,7 +124,7 @@ def read_owned_at(place: Path, name: str, uid: int, *, offset: int = 0,
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dfd)
         except FileNotFoundError:
-            return None, 0
+            return None, None
         except OSError as exc:
             raise UnsafeFile(f"{place / name} cannot be opened safely ({exc.strerror})") from None
         try:
@@ -125,8 +133,17 @@ def read_owned_at(place: Path, name: str, uid: int, *, offset: int = 0,
                 raise UnsafeFile(f"{place / name} is not a regular file")
             if fst.st_uid != uid:
                 raise UnsafeFile(f"{place / name} belongs to uid {fst.st_uid}, not the job's owner (uid {uid})")
-            return os.pread(fd, max(0, cap), offset) if offset <= fst.st_size else b"", fst.st_size
+            return os.pread(fd, max(0, cap), offset) if offset <= fst.st_size else b"", fst
         finally:
             os.close(fd)
     finally:
         os.close(dfd)
+
+
+#: what identifies one version of a file: (device, inode, size, mtime ns, ctime ns); any write, truncation,
+#: replacement, chmod or chown changes it (the kernel sets ctime; its owner cannot set it back)
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp(st: os.stat_result) -> Stamp:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

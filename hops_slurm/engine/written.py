@@ -1,0 +1,67 @@
+"""Which jobs a refresh writes: the engine state's row and the JobRecord of a job only when it changed.
+
+Where it sits: the refresh's ``save`` and ``records`` steps (:class:`hops_slurm.engine.cycle.Refresh`) ask
+:meth:`Written.due` which of the jobs they would write have changed since the refresh that last wrote
+them, and tell :meth:`Written.wrote` once both are written. A job is written when
+
+* anything of its :class:`hops_slurm.engine.state.JobState` changed other than :data:`CLOCK_FIELDS`
+  (its state, config, placements, profiling, age, records, declaration, checkpoint marks, ...), compared
+  as the pickled values of every other field (equal bytes: equal values);
+* it ended (always: its last record and its closed row);
+* or its last write is :attr:`Written.every` seconds old (the clock fields brought up to date).
+
+:data:`CLOCK_FIELDS` move with the clock alone while nothing else of the job changes: the accounting of a
+job pending or running in the same config (:func:`hops_slurm.accounting.account` adds the time since
+``last_seen``) and the processed samples of a running job (its run time at its rate). Leaving them
+behind on disk for a while loses nothing: a restarted engine accounts from the ``last_seen`` it saved,
+so the same seconds are counted, only at the next refresh; processed samples are recomputed from the
+runs at every refresh. ``hops-slurm queue`` extrapolates a pending job's wait itself; what it shows of a
+running job's processed samples, and ``records.sqlite`` of it, is at most :attr:`Written.every` old
+(the engine passes its round length). Before, every refresh wrote every job's row and record.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from hops_slurm.engine.state import JobState
+
+#: fields of a job's state that move with the clock alone (see the module docstring)
+CLOCK_FIELDS = frozenset({"last_seen", "wait", "run_time", "gpu_seconds", "processed"})
+
+
+def fingerprint(js: JobState) -> bytes:
+    """Every field of ``js`` but :data:`CLOCK_FIELDS`, pickled: equal bytes only for equal values."""
+    return pickle.dumps(tuple(v for k, v in js.__dict__.items() if k not in CLOCK_FIELDS), protocol=5)
+
+
+@dataclass
+class Written:
+    """What the refresh last wrote of each job in play: job id -> (:func:`fingerprint`, when)."""
+
+    every: float  # seconds: a job's clock fields are written at least this often
+    rows: dict[str, tuple[bytes, float]] = field(default_factory=dict)
+
+    def due(self, jobs: Iterable[JobState], now: float) -> list[tuple[JobState, bytes]]:
+        """The jobs of ``jobs`` to write at ``now`` (the module docstring), each with its fingerprint."""
+        out = []
+        for js in jobs:
+            fp = fingerprint(js)
+            last = self.rows.get(js.job_id)
+            if js.ended is not None or last is None or last[0] != fp or now - last[1] >= self.every:
+                out.append((js, fp))
+        return out
+
+    def wrote(self, jobs: Iterable[tuple[JobState, bytes]], now: float) -> None:
+        """``jobs`` (from :meth:`due`) are written; an ended job is forgotten."""
+        for js, fp in jobs:
+            if js.ended is not None:
+                self.rows.pop(js.job_id, None)
+            else:
+                self.rows[js.job_id] = (fp, now)
+
+    def forget(self, job_id: str) -> None:
+        """Write the job at the next refresh whatever changed (its row was written by someone else)."""
+        self.rows.pop(job_id, None)
