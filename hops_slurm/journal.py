@@ -64,6 +64,8 @@ class Journal:
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self.path = str(path)
         self.clock: Callable[[], float] = time.time  # the engine sets Slurm's (virtual in a simulation)
+        self._read_only = read_only
+        self._started: tuple[int, dict[tuple[str, str], float | None]] | None = None  # last_started's answers
         if read_only:
             from estimator.store import read_only_uri
 
@@ -213,10 +215,21 @@ class Journal:
         return _action(dict(zip([c[0] for c in cur.description], row))) if row else None
 
     def last_started(self, job_id: str, kind: str) -> float | None:
-        """When the latest ``kind`` action on the job was journaled (any outcome but failed), epoch seconds."""
-        row = self.db.conn.execute("select created from actions where job_id = ? and kind = ? and status != ? "
-                                   "order by id desc limit 1", [str(job_id), kind, FAILED]).fetchone()
-        return float(row[0]) if row else None
+        """When the latest ``kind`` action on the job was journaled (any outcome but failed), epoch seconds.
+        The engine asks it for every running job at every refresh: a writer keeps the answers while its
+        connection has changed nothing (SQLite's ``total_changes``; the engine is the journal's one writer)."""
+        version = self.db.conn.total_changes
+        if self._started is None or self._started[0] != version:
+            self._started = (version, {})
+        answers, key = self._started[1], (str(job_id), kind)
+        if key not in answers:
+            row = self.db.conn.execute("select created from actions where job_id = ? and kind = ? and status != ? "
+                                       "order by id desc limit 1", [str(job_id), kind, FAILED]).fetchone()
+            answers[key] = float(row[0]) if row else None
+        got = answers[key]
+        if self._read_only:
+            self._started = None  # another process writes: asked afresh every time
+        return got
 
     def allocations(self, job_id: str | None = None) -> list[dict[str, Any]]:
         rows = self.db["allocations"].rows_where("job_id = ?" if job_id else None, [str(job_id)] if job_id else [],

@@ -24,7 +24,7 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.jobs import ViewCache, estimate, refresh_ages
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
-from hops_slurm.engine.runtime_records import SeenFiles, ingest_job
+from hops_slurm.engine.runtime_records import SeenFiles, ingest_job, metrics_key
 from hops_slurm.engine.state import PROFILE_NEW, EngineState, JobState, account
 from hops_slurm.engine.userfiles import Owner
 from hops_slurm.engine.written import Written
@@ -160,6 +160,8 @@ class JobBookkeeping:
             per_job(js, "its checkpoint marks", lambda: self.marks.read(js), self._set_aside)  # type: ignore[union-attr]
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
+        if self.seen_files.unchanged(metrics_key(js.job_id), self.metrics_dir, js.job_id):
+            return  # nothing new since the last look
         types = self._node_types()
         report = per_job(js, "its runtime records", lambda: ingest_job(  # type: ignore[arg-type]
             self.store, self.state, self.metrics_dir, js, types, self.owners(js.user).uid, self._record_budget,

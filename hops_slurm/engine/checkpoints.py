@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hops_slurm.engine.runtime_records import SeenFiles, ingest_checkpoints
+from hops_slurm.engine.runtime_records import SeenFiles, checkpoints_key, ingest_checkpoints
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Owner
 from hops_slurm.slurm.api import SlurmJob
@@ -85,6 +85,8 @@ class Marks:
     def read(self, js: JobState) -> None:
         """What ``js`` appended since the last look; its state is saved at once when a mark came (so a
         crash does not forget what the offsets already passed)."""
+        if self.seen is not None and self.seen.unchanged(checkpoints_key(js.job_id), self.place_root, js.job_id):
+            return  # nothing new since the last look (no owner to look up)
         if ingest_checkpoints(self.state, self.place_root, js, self.owners(js.user).uid, self.now(), self.seen):
             self.state.save(js)
 

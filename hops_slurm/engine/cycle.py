@@ -40,7 +40,7 @@ from hops_slurm.engine.aside import per_job, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.inplace import probe_capacity
-from hops_slurm.engine.profiling import cancel_probes
+from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account
@@ -192,13 +192,13 @@ class Refresh:
 
     def _profile(self) -> None:
         e, out = self.e, self.out
-        if e.profiler is not None:
+        # a job whose profiling is settled has nothing to advance: the capacity is read only for the others
+        todo = [js for js in e.tracked.values() if not js.aside and not ProfilerFlow.settled(js)]
+        if e.profiler is not None and todo:
             part = e.config.slurm
             capacity = probe_capacity(self.snap, part.partition, part.profiler_partition, e.backend.placed)  # type: ignore[union-attr]
             listing = self.snap.listing
-            for js in list(e.tracked.values()):
-                if js.aside:
-                    continue
+            for js in todo:
                 moved = per_job(js, "profiling", lambda js=js: e.profiler.advance(  # type: ignore[union-attr]
                     js, self.gpu_types, listing, capacity), e._set_aside)
                 if moved and js.profile in (PROFILE_DONE, PROFILE_INPLACE):

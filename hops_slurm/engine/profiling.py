@@ -159,6 +159,13 @@ class ProfilerFlow:
                     continue
                 self.probing.setdefault(key, job.job_id)
 
+    @staticmethod
+    def settled(job: JobState) -> bool:
+        """Nothing for :meth:`advance` to do: the job is profiled or failed, or measured in place with no
+        probe running (no probe to collect; it never waits again)."""
+        return job.profile in (PROFILE_DONE, PROFILE_FAILED) or (
+            job.profile == PROFILE_INPLACE and all(p.get("status") != "running" for p in job.probes.values()))
+
     def advance(self, job: JobState, gpu_types: list[str], listing: Mapping[str, SlurmJob],
                 capacity: Capacity | None = None) -> bool:
         """Move ``job``'s profiling one step; True if its profile state changed (the caller saves it).

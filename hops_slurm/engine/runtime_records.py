@@ -131,8 +131,18 @@ class SeenFiles:
 
     def forget(self, job_id: str) -> None:
         """The job ended: its files are not looked at again."""
-        for key in (f"metrics:{job_id}", f"checkpoints:{job_id}"):
+        for key in (metrics_key(job_id), checkpoints_key(job_id)):
             self.stamps.pop(key, None)
+
+
+def metrics_key(job_id: str) -> str:
+    """Where :func:`ingest_job` keeps its offset in the job's runtime file (the state's meta key)."""
+    return f"metrics:{job_id}"
+
+
+def checkpoints_key(job_id: str) -> str:
+    """Where :func:`ingest_checkpoints` keeps its offset in the job's runtime file."""
+    return f"checkpoints:{job_id}"
 
 
 def read_new(state: EngineState, key: str, place: Path, uid: int, job_id: str) -> tuple[bytes, int, Stamp | None]:
@@ -162,7 +172,7 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
     from profiler.records import CheckpointMark, parse_record
 
     report = MetricsReport()
-    key = f"metrics:{job.job_id}"
+    key = metrics_key(job.job_id)
     if seen is not None and seen.unchanged(key, place_root, job.job_id):
         return report
     place = place_root / job.job_id
@@ -245,7 +255,7 @@ def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid:
     ``seen``: as for :func:`ingest_job`."""
     from profiler.records import parse_record
 
-    key = f"checkpoints:{job.job_id}"
+    key = checkpoints_key(job.job_id)
     if seen is not None and seen.unchanged(key, place_root, job.job_id):
         return 0
     place = place_root / job.job_id
