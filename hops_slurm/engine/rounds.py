@@ -5,8 +5,8 @@ Slurm backend, :class:`hops_slurm.engine.backend.SlurmBackend`, or the simulator
 :class:`hops_slurm.sim.backend.SimBackend`). One planning is :func:`hops_slurm.backend.plan_once`.
 
 * :func:`plan_instant`: a round plan (or, at a refresh tick, a fragment plan) and then, for policies
-  that support them, fragment plans at the same instant while one still places a job and GPUs stay
-  idle (the paper plans again "if there are still available resources after the initial planning";
+  that support them, fragment plans at the same instant while one still places and starts a job and
+  GPUs stay idle (the paper plans again "if there are still available resources after the initial planning";
   at most ``max_plans_per_instant`` plans). The live engine runs it at each round and each refresh
   (:meth:`hops_slurm.engine.engine.Engine.round`); the timetable is the daemon's
   (:mod:`hops_slurm.engine.daemon`).
@@ -58,8 +58,9 @@ def plan_instant(backend: Backend, policy: Policy, *, fragment: bool, index: int
                  on_planning: Callable[[Planning], None] | None = None) -> list[Planning]:
     """Plan once (a round plan, or a fragment plan with ``fragment``), numbered from ``index``; then, with
     ``follow`` and a policy that supports them, fragment plans at this instant: after a round plan at
-    least one, and again while the last fragment plan placed a job and GPUs are still idle; at most
-    ``limit`` plannings in all. ``on_planning`` is called with each planning as it is made (the engine
+    least one, and again while the last fragment plan placed a job, its enactment started one (live, Slurm
+    may refuse a placement it would not split as planned: the same inputs would plan the same again) and
+    GPUs are still idle; at most ``limit`` plannings in all. ``on_planning`` is called with each planning as it is made (the engine
     records it)."""
     out: list[Planning] = []
     frag = fragment
@@ -74,6 +75,8 @@ def plan_instant(backend: Backend, policy: Policy, *, fragment: bool, index: int
             break
         if frag and (not planning.plan.placed() or planning.record.idle_gpus_after == 0):
             break
+        if frag and planning.enactment is not None and not planning.enactment.started:
+            break  # every placement refused (live Slurm would not split it so): the same inputs plan the same
         frag = True
     return out
 
