@@ -45,6 +45,7 @@ class EngineMetrics:
         self._ended: deque[tuple[float, float]] = deque(maxlen=MAX_ENDED)  # (end, final LR)
         self._journal_id = 0
         self._failed_probes: set[tuple[str, str, str]] = set()
+        self._signatures: tuple[object, int] | None = None  # (the store's version when counted, how many)
         self._lock = threading.Lock()  # steps run on one thread; the HTTP thread only reads
         r = self.registry
         self.planning_seconds = Histogram("hops_planning_duration_seconds", "Wall time of one planning (read, plan, "
@@ -166,7 +167,16 @@ class EngineMetrics:
             self.aside.set(sum(1 for js in jobs if js.aside))
             self.store_bytes.set(store_size(store_path))
             if store is not None:
-                self.store_signatures.set(len(store.signatures()))
+                self.store_signatures.set(self._signature_count(store))
+
+    def _signature_count(self, store: Any) -> int:
+        """How many signatures the store holds, counted again only when it changed: a write of the engine's
+        own connection (SQLite's ``total_changes``) or of another process (``data_version``)."""
+        conn = getattr(getattr(store, "db", None), "conn", None)
+        version = (conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0]) if conn is not None else None
+        if version is None or self._signatures is None or self._signatures[0] != version:
+            self._signatures = (version, len(store.signatures()))
+        return self._signatures[1]
 
     def count_journal_from(self, action_id: int) -> None:
         """Count only actions after ``action_id`` (the journal's newest when the engine opened)."""

@@ -127,6 +127,7 @@ class SimSlurmctld:
                                  partitions=(self.partition,), features=tuple(kind.features), cpus=4 * kind.gpus)
                        for name, kind in self.cluster.nodes()]
         self._total = {n.name: n.gpus_total for n in self._nodes}
+        self._listed: tuple[tuple[tuple[int, ...], ...], list[SlurmNode]] | None = None  # nodes() as last listed
         self.t = 0.0
         self._arrivals = sorted(self.workload, key=lambda j: (j.arrival, j.job_id))
         self._next_arrival = 0
@@ -383,9 +384,11 @@ class SimSlurmctld:
         self._count("nodes")
         self._schedule()
         used = self._used()
-        return [n.model_copy(update={"gpus_used": tuple(sorted(used[n.name])),
-                                     "state": "mixed" if used[n.name] else "idle"}) for n in self._nodes] \
-            + self._profiler_nodes()
+        key = tuple(tuple(sorted(used[n.name])) for n in self._nodes)
+        if self._listed is None or self._listed[0] != key:  # the GPUs in use changed: the nodes are listed anew
+            self._listed = (key, [n.model_copy(update={"gpus_used": k, "state": "mixed" if k else "idle"})
+                                  for n, k in zip(self._nodes, key)])
+        return list(self._listed[1]) + self._profiler_nodes()  # frozen models: the same ones while nothing changed
 
     def _profiler_nodes(self) -> list[SlurmNode]:
         """The probes' dedicated GPUs as Slurm lists them: one node per GPU type in the ``profiler``

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 import urllib.request
 from pathlib import Path
 
@@ -194,3 +195,33 @@ def test_a_planning_sets_durations_queue_and_enactment_values() -> None:
     assert v("hops_queue_length") == 2 and v("hops_fragmented_gpus") == 0
     assert math.isnan(v("hops_solver_gap_ratio", {"kind": "fragment"}))
     assert v("hops_solver_fallbacks_total", {"kind": "fragment", "fallback": "greedy"}) == 1
+
+
+def test_the_store_signatures_are_counted_again_when_the_store_changed(tmp_path: Path) -> None:
+    """The count is kept while the store is unchanged, and follows the engine's own writes and another
+    process's (``hops-slurm calibrate``, an administrator)."""
+    from estimator.store import ThroughputStore
+
+    path = tmp_path / "store.sqlite"
+    store = ThroughputStore(path)
+    other = sqlite3.connect(path)  # another process (the store's writer lock is the engine's)
+    m = EngineMetrics()
+
+    def count() -> float | None:
+        m.refresh([], [], 0.0, path, store)
+        return m.registry.get_sample_value("hops_store_signatures")
+
+    try:
+        assert count() == 0
+        store.put_theory("u/a", "a100", t_f=0.1, t_b=0.2, t_u=0.01, pattern=1, params=1e6, batch_size=8)
+        assert count() == 1
+        asked: list[int] = []
+        real = store.signatures
+        store.signatures = lambda: asked.append(1) or real()  # type: ignore[method-assign]
+        assert count() == 1 and asked == []  # unchanged: not asked again
+        with other:
+            other.execute("INSERT INTO theory VALUES ('u/b', 'a100', 0.1, 0.2, 0.01, 1, 1e6, 8)")
+        assert count() == 2 and asked == [1]
+    finally:
+        store.close()
+        other.close()
