@@ -104,7 +104,7 @@ class Refresh:
         self.gpu_types: list[str] = []
         self.now = 0.0
         self.changed: list[JobState] = []
-        self.due: list[tuple[JobState, bytes]] = []  # the changed jobs written (hops_slurm.engine.written)
+        self.due: list[tuple[JobState, tuple[Any, ...]]] = []  # the changed jobs written (hops_slurm.engine.written)
         self.records: list[Any] = []
 
     def steps(self) -> list[Step]:

@@ -46,6 +46,7 @@ class EngineMetrics:
         self._journal_id = 0
         self._failed_probes: set[tuple[str, str, str]] = set()
         self._signatures: tuple[object, int] | None = None  # (the store's version when counted, how many)
+        self._steps: dict[tuple[str, str], Any] = {}  # (cycle, step) -> its series of step_seconds
         self._lock = threading.Lock()  # steps run on one thread; the HTTP thread only reads
         r = self.registry
         self.planning_seconds = Histogram("hops_planning_duration_seconds", "Wall time of one planning (read, plan, "
@@ -203,7 +204,10 @@ class EngineMetrics:
     def step(self, cycle: str, step: str, seconds: float) -> None:
         """One named step of the engine's cycle took ``seconds`` (:func:`hops_slurm.engine.cycle.run_steps`)."""
         with self._lock:
-            self.step_seconds.labels(cycle, step).observe(seconds)
+            child = self._steps.get((cycle, step))
+            if child is None:  # the labelled series, looked up once per (cycle, step)
+                child = self._steps[(cycle, step)] = self.step_seconds.labels(cycle, step)
+            child.observe(seconds)
 
     def step_failed(self, step: str) -> None:
         self.step_failures.labels(step).inc()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from estimator.honesty import EXCEEDED, HonestyParams, JobOutcome, UserHistory, Verdict, assess, history_of
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine import processed
-from hops_slurm.engine.processed import Window, note_window, recorded
+from hops_slurm.engine.processed import Window, note_window, recorded_samples
 from hops_slurm.engine.state import EngineState, JobState
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def processed_samples(js: JobState, now: float, rate: Callable[[Mapping[str, int
                       restart: float) -> float:
     """Samples processed so far (:func:`hops_slurm.engine.processed.processed_samples`); records counted
     in no run (ingested before records were kept per run) count as they are."""
-    unplaced = js.recorded_samples - recorded(js)[0]
+    unplaced = js.recorded_samples - recorded_samples(js)
     if unplaced < 1e-6 * max(js.recorded_samples, 1.0):  # rounding
         unplaced = 0.0
     return processed.processed_samples(js, now, rate=rate, restart=restart, unplaced=unplaced)

@@ -135,6 +135,11 @@ def recorded(ledger: Ledger) -> tuple[float, float]:
             sum(_number(p.get(REC_SECONDS)) for p in ledger.placements))
 
 
+def recorded_samples(ledger: Ledger) -> float:
+    """The samples of the records added to its runs (:func:`recorded`'s first half, asked at every refresh)."""
+    return sum(_number(p.get(REC_SAMPLES)) for p in ledger.placements if REC_SAMPLES in p)
+
+
 def processed_samples(ledger: Ledger, now: float, *, rate: Callable[[Mapping[str, int]], float | None],
                       restart: float, unplaced: float = 0.0) -> float:
     """Samples the job has processed by ``now`` (the rules of the module docstring).
@@ -183,5 +188,5 @@ def processed_samples(ledger: Ledger, now: float, *, rate: Callable[[Mapping[str
     return total
 
 
-__all__ = ["Window", "note_window", "notice_before", "processed_samples", "recorded", "NOTICE", "REC_SAMPLES",
+__all__ = ["Window", "note_window", "notice_before", "processed_samples", "recorded", "recorded_samples", "NOTICE", "REC_SAMPLES",
            "REC_SECONDS", "PROGRESS_FROM", "REC_END", "RESUMED", "DONE"]
