@@ -24,7 +24,7 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.jobs import ViewCache, estimate, refresh_ages
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
-from hops_slurm.engine.runtime_records import SeenFiles, ingest_job, metrics_key
+from hops_slurm.engine.runtime_records import SeenFiles, checkpoints_key, ingest_job, metrics_key
 from hops_slurm.engine.state import PROFILE_NEW, EngineState, JobState, account
 from hops_slurm.engine.userfiles import Owner
 from hops_slurm.engine.written import Written
@@ -155,12 +155,14 @@ class JobBookkeeping:
 
     def _ingest_metrics(self, js: JobState) -> None:
         """New runtime records of one job, from its own place only (:mod:`hops_slurm.engine.runtime_records`),
-        checked against where Slurm ran it (after this refresh's accounting); its checkpoint marks first."""
-        if self.marks is not None:
+        checked against where Slurm ran it (after this refresh's accounting); its checkpoint marks first.
+        A file unchanged since each reader last read it to its end is not opened (one ``lstat`` for both)."""
+        looked = self.seen_files.look(self.metrics_dir, js.job_id)
+        if self.marks is not None and not self.seen_files.unchanged(checkpoints_key(js.job_id), looked):
             per_job(js, "its checkpoint marks", lambda: self.marks.read(js), self._set_aside)  # type: ignore[union-attr]
         if self.store is None or self.state is None or self.backend is None or not js.signature:
             return
-        if self.seen_files.unchanged(metrics_key(js.job_id), self.metrics_dir, js.job_id):
+        if self.seen_files.unchanged(metrics_key(js.job_id), looked):
             return  # nothing new since the last look
         types = self._node_types()
         report = per_job(js, "its runtime records", lambda: ingest_job(  # type: ignore[arg-type]

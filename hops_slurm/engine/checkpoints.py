@@ -85,7 +85,8 @@ class Marks:
     def read(self, js: JobState) -> None:
         """What ``js`` appended since the last look; its state is saved at once when a mark came (so a
         crash does not forget what the offsets already passed)."""
-        if self.seen is not None and self.seen.unchanged(checkpoints_key(js.job_id), self.place_root, js.job_id):
+        if self.seen is not None and self.seen.unchanged(checkpoints_key(js.job_id),
+                                                         self.seen.look(self.place_root, js.job_id)):
             return  # nothing new since the last look (no owner to look up)
         if ingest_checkpoints(self.state, self.place_root, js, self.owners(js.user).uid, self.now(), self.seen):
             self.state.save(js)

@@ -246,10 +246,11 @@ class Engine(JobBookkeeping):
         nodes, memo = self.backend.snapshot.nodes, self._estimator_memo
         source = self._store_view() if self.store is not None else None
         if memo is None or memo[0] is not source or memo[1] is not nodes:
-            cluster = self.backend.snapshot.cluster_view(fragment=False, partition=self.config.slurm.partition)
-            key = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
+            snap, part = self.backend.snapshot, self.config.slurm.partition
+            key = snap.gpu_nodes(part)  # the nodes of the cluster view, without working out free GPUs
             same = memo is not None and memo[0] is source and memo[2] == key
-            made = memo[3] if same else (self._estimator_for(cluster) if cluster.nodes else None)  # type: ignore[index]
+            made = memo[3] if same else (self._estimator_for(snap.cluster_view(fragment=False, partition=part))  # type: ignore[index]
+                                         if key else None)
             if not same:
                 self.estimates.clear()
                 self._learned.clear()

@@ -108,18 +108,20 @@ class SeenFiles:
 
     stamps: dict[str, Stamp] = field(default_factory=dict)
 
-    def unchanged(self, key: str, place_root: Path, job_id: str) -> bool:
-        """The job's runtime file is the version the reader under ``key`` read to its end (nothing new)."""
-        last = self.stamps.get(key)
-        if last is None:
-            return False
+    @staticmethod
+    def look(place_root: Path, job_id: str) -> Stamp | None:
+        """The stamp of the job's runtime file now (``lstat``; :data:`NO_FILE` when there is none; None when it
+        cannot be told: the full read says what is wrong)."""
         try:
-            now = stamp(os.lstat(f"{place_root}/{job_id}/{RUNTIME_FILE}"))
+            return stamp(os.lstat(f"{place_root}/{job_id}/{RUNTIME_FILE}"))
         except FileNotFoundError:
-            now = NO_FILE
-        except OSError:  # ENOTDIR, EACCES ...: the full read says what is wrong
-            return False
-        return now == last
+            return NO_FILE
+        except OSError:  # ENOTDIR, EACCES ...
+            return None
+
+    def unchanged(self, key: str, looked: Stamp | None) -> bool:
+        """The file ``looked`` at (:meth:`look`) is the version the reader under ``key`` read to its end."""
+        return looked is not None and self.stamps.get(key) == looked
 
     def note(self, key: str, seen: Stamp | None) -> None:
         """The reader under ``key`` has kept its offset after a read of the version ``seen`` (None: the read
@@ -173,7 +175,7 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
 
     report = MetricsReport()
     key = metrics_key(job.job_id)
-    if seen is not None and seen.unchanged(key, place_root, job.job_id):
+    if seen is not None and seen.unchanged(key, seen.look(place_root, job.job_id)):
         return report
     place = place_root / job.job_id
     if not place.exists():
@@ -256,7 +258,7 @@ def ingest_checkpoints(state: EngineState, place_root: Path, job: JobState, uid:
     from profiler.records import parse_record
 
     key = checkpoints_key(job.job_id)
-    if seen is not None and seen.unchanged(key, place_root, job.job_id):
+    if seen is not None and seen.unchanged(key, seen.look(place_root, job.job_id)):
         return 0
     place = place_root / job.job_id
     if not place.exists():

@@ -196,6 +196,12 @@ class Snapshot:
                                   total_gpus=n.gpus_total, free_gpus=free[n.name]))
         return ClusterView(nodes=tuple(views))
 
+    def gpu_nodes(self, partition: str | None = "hops") -> tuple[tuple[str, str, str, int], ...]:
+        """(name, GPU type, entity class, GPUs) of the nodes :meth:`cluster_view` lists, in its order: what
+        an estimator is made for (no free GPUs counted: cheap to compare at every refresh)."""
+        return tuple((n.name, n.gpu_type, server_class(n), n.gpus_total) for n in self.nodes
+                     if n.gpus_total and n.usable and (partition is None or partition in n.partitions))
+
     def gpu_type_of(self, config: Mapping[str, int]) -> str:
         """The GPU type of a config's nodes, ``mixed`` when they differ."""
         types = {n.gpu_type for n in self.nodes if n.name in config}
