@@ -185,6 +185,15 @@ class Journal:
         rows = self.db["actions"].rows_where(" and ".join(where) or None, params, order_by="id")
         return [_action(r) for r in rows]
 
+    def last_of(self, job_id: str, kinds: Sequence[str]) -> Action | None:
+        """The job's newest action of one of ``kinds`` (any status), or None: what ``actions(job_id=...)``
+        filtered by kind ends with, without reading the job's whole history."""
+        marks = ", ".join("?" for _ in kinds)
+        cur = self.db.conn.execute(f"select * from actions where job_id = ? and kind in ({marks}) order by id desc limit 1",
+                                   [str(job_id), *kinds])
+        row = cur.fetchone()
+        return _action(dict(zip([c[0] for c in cur.description], row))) if row else None
+
     def last_id(self) -> int:
         """The id of the newest action (0 for an empty journal)."""
         return int(self.db.conn.execute("select coalesce(max(id), 0) from actions").fetchone()[0])

@@ -73,8 +73,8 @@ def placed_config(job: SlurmJob, journal: Journal, reservations: Mapping[str, Sl
     planned = released_config(journal, job.job_id)
     if planned is None or set(job.required_nodes) != set(planned):
         return None
-    steps = [a for a in journal.actions(job_id=job.job_id) if a.kind in PLACEMENT_STEPS]
-    if not steps or steps[-1].kind != "release" or steps[-1].status != "done":
+    step = journal.last_of(job.job_id, PLACEMENT_STEPS)  # its last placement step
+    if step is None or step.kind != "release" or step.status != "done":
         return None
     placed = journal.last_done(job.job_id, "place")
     fields = placed.args.get("fields", {}) if placed is not None else {}

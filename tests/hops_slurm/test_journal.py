@@ -106,3 +106,33 @@ def test_allocations_of_many_jobs_are_one_transaction(tmp_path: Path) -> None:
     assert journal.commits == before + 1
     assert [(a["job_id"], a["matched"], a["actual"]) for a in journal.allocations()] == \
         [("1", True, {"n1": [0]}), ("2", False, {"n2": [0, 1]})]
+
+
+def test_last_of_and_last_started_answer_what_the_whole_history_says(tmp_path: Path) -> None:
+    """``last_of`` is the last action of the kinds asked for in the job's history (any status); ``last_started``,
+    kept between writes, follows each new action and outcome."""
+    j = Journal(tmp_path / "j.sqlite")
+    clock = iter(float(t) for t in range(100, 200))
+    j.clock = lambda: next(clock)
+    assert j.last_of("7", ("release", "hold")) is None and j.last_started("7", "requeuehold") is None
+    with j.action("hold", "7"):
+        pass
+    with j.action("env", "7"):
+        pass
+    with j.action("release", "7"):
+        pass
+    with j.action("release", "8"):
+        pass
+    last = j.last_of("7", ("release", "hold", "place"))
+    history = [a for a in j.actions(job_id="7") if a.kind in ("release", "hold", "place")]
+    assert last is not None and (last.id, last.kind, last.status) == (history[-1].id, "release", DONE)
+    with pytest.raises(RuntimeError):
+        with j.action("requeuehold", "7"):
+            raise RuntimeError("scontrol failed")
+    assert j.last_started("7", "requeuehold") is None  # a failed one does not count
+    with j.action("requeuehold", "7"):
+        first = j.last_started("7", "requeuehold")  # intended: counts already
+    assert first is not None and j.last_started("7", "requeuehold") == first
+    with j.action("requeuehold", "7"):
+        pass
+    assert j.last_started("7", "requeuehold") > first  # a newer one, seen at once
