@@ -170,6 +170,7 @@ def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Eng
     assert engine.enactor is not None and engine.state is not None and engine.journal is not None
     for db in (engine.store.db, engine.state.db, engine.journal.db, engine.records_file.db):  # a simulation's files need not survive a power cut
         db.execute("PRAGMA synchronous=OFF")
+    engine.records_file.db.execute("PRAGMA journal_mode=MEMORY")  # not a journal file made and deleted per write
     engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
     engine.enactor.notifier.pause = ctl.sleep  # a notice's grace passes in virtual time
     hops = policy_name == "hops" or policy_name.startswith(("hops:", "hops-"))
