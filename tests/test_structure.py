@@ -135,6 +135,25 @@ def test_pure_packages_import_nothing_from_hops_slurm(package: str) -> None:
     assert bad == [], f"{package}/ must stay pure (docs/design.md, 'Principles'):\n" + "\n".join(bad)
 
 
+def _imports_into(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    """``file:line imports target`` for every import inside ``package`` of a module under ``forbidden``."""
+    found = modules(ROOT, PACKAGES)
+    inside = package.split(".")
+    return [f"{m.path.relative_to(ROOT)}:{line} imports {target}"
+            for m in found.values() if m.name.split(".")[: len(inside)] == inside
+            for line, target in imported_names(m)
+            if any(target == f or target.startswith(f + ".") for f in forbidden)]
+
+
+def test_core_imports_neither_backend() -> None:
+    """hops_slurm/core/ is the round code both backends share: it sits below engine/ and sim/ (and
+    everything else of hops_slurm/ that has a package of its own), never above them."""
+    bad = _imports_into("hops_slurm.core", ("hops_slurm.engine", "hops_slurm.sim", "hops_slurm.slurm",
+                                            "hops_slurm.tools", "hops_slurm.cli", "hops_slurm.report",
+                                            "hops_slurm.whatif"))
+    assert bad == [], "hops_slurm/core/ must not import from the backends or the tools:\n" + "\n".join(bad)
+
+
 def test_the_checks_see_cycles_behind_type_checking_and_lazy_imports(tmp_path: Path) -> None:
     """The checker itself: a cycle through a TYPE_CHECKING import and one through a function-level
     import are both found; a package importing its submodules, and relative imports, are not cycles."""

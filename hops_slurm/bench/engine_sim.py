@@ -42,7 +42,7 @@ DIFFERENCES = [
     "Slurm 22.05 splits `--gpus` greedily in node order); the fast path enacts any plan. The refused job waits "
     "for the next plan.",
     "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; both estimate "
-    "processed samples from the runtime records by one function (hops_slurm/engine/processed.py: restart time "
+    "processed samples from the runtime records by one function (hops_slurm/core/processed.py: restart time "
     "is not progress, redone samples count once), the engine from the record files it reads at its refreshes.",
     "- Both paths charge one cost model (hops_slurm/sim/costs.py): a requeue's notice holds the job's GPUs and "
     "a job placed on a node where a notice runs starts when the notices there end. On the engine path the "

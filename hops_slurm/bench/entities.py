@@ -25,7 +25,7 @@ from hops_slurm.records import JobRecord
 from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.bound import physical_bound
 from hops_slurm.sim.cluster import ClusterSpec, load_cluster
-from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from hops_slurm.core.rounds import LoopSettings, run_rounds
 from planner.policies import make_policy
 from hops_slurm.sim.workload import load_workload
 from hops_slurm.report.metrics import summarize

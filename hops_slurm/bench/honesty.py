@@ -232,7 +232,7 @@ def write_report(out_dir: Path, seed: int) -> Path:
         f"{1 + p.tolerance:g} count as 1, cap {p.history_cap:g}).",
         "",
         "*Honest jobs flagged*: jobs of honest users whose processed samples, as the scheduler estimates them from "
-        "their runtime records (the live engine's estimate, hops_slurm/engine/processed.py), passed (1 + "
+        "their runtime records (the live engine's estimate, hops_slurm/core/processed.py), passed (1 + "
         f"{p.tolerance:g}) x their declaration, of those that ran, and the largest processed/declared ratio.",
         "",
         "One seed, one run per cell: max LR is one job's value and moves with any change of the schedule, so "

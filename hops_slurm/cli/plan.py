@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from hops_slurm.engine.engine import Engine
-    from hops_slurm.engine.rounds import plan_summary
+    from hops_slurm.core.rounds import plan_summary
 
     if not args.once:
         raise HopsError("plan needs --once (the periodic planner is `hops-slurm daemon`)")

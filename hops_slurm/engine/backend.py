@@ -1,9 +1,9 @@
-"""The live :class:`hops_slurm.backend.Backend`: the round's reads and enactment on a real slurmctld.
+"""The live :class:`hops_slurm.core.interface.Backend`: the round's reads and enactment on a real slurmctld.
 
 Where it sits: the engine (:mod:`hops_slurm.engine.engine`) calls :meth:`SlurmBackend.read` once per
 refresh: one :class:`hops_slurm.slurm.snapshot.Snapshot` (the job listing, the nodes, the reservations;
 Slurm is the source of truth), from which every Slurm-derived fact of the round is computed
-(:mod:`hops_slurm.slurm.snapshot`). The shared round logic (:func:`hops_slurm.backend.plan_once`) asks
+(:mod:`hops_slurm.slurm.snapshot`). The shared round logic (:func:`hops_slurm.core.interface.plan_once`) asks
 it for the cluster and job views, plans, and hands the plan to :meth:`SlurmBackend.apply`, which enacts
 it on that snapshot through :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve /
 release / requeuehold) and keeps the enactor's one re-read as the next snapshot.
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from hops_slurm.backend import Enactment
+from hops_slurm.core.interface import Enactment
 from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
 from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner

@@ -32,7 +32,7 @@ from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 
 if TYPE_CHECKING:
-    from hops_slurm.backend import Planning
+    from hops_slurm.core.interface import Planning
     from planner.views import Policy
     from hops_slurm.engine.backend import SlurmBackend
     from hops_slurm.engine.profiling import ProfilerFlow

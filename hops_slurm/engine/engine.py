@@ -45,7 +45,7 @@ from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
-from hops_slurm.engine.rounds import Planning, plan_summary
+from hops_slurm.core.rounds import Planning, plan_summary
 from hops_slurm.engine.runtime_records import RUNTIME_FILE
 from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
@@ -100,7 +100,7 @@ class Engine(JobBookkeeping):
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
         self._estimator_memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)
-        #: the job-view pipeline's estimates (hops_slurm.engine.jobview.estimate), kept while the store does
+        #: the job-view pipeline's estimates (hops_slurm.core.jobview.estimate), kept while the store does
         #: not learn about their signature; signatures learned since the last read, the entity factors then
         self.estimates: dict[tuple[object, ...], object] = {}
         self._learned: set[str] = set()

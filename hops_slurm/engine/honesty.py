@@ -4,10 +4,10 @@ Where it sits: every refresh the engine (:mod:`hops_slurm.engine.engine`)
 
 1. adds what each job's accepted runtime records processed (:func:`add_records`, from
    :class:`hops_slurm.engine.runtime_records.MetricsReport`: rank 0's windows, steps x batch x GPUs),
-   each to the run it belongs to (:func:`hops_slurm.engine.processed.note_window`, which also gives
+   each to the run it belongs to (:func:`hops_slurm.core.processed.note_window`, which also gives
    the run's restart cost when it is the run's first window),
 2. calls :func:`review`: a job's processed samples are those of
-   :func:`hops_slurm.engine.processed.processed_samples` (the simulator's too): its records' samples
+   :func:`hops_slurm.core.processed.processed_samples` (the simulator's too): its records' samples
    per run, the time between them at their rate, no restart time, samples redone after a restart
    counted once, and for a job without records its run time less a restart per run times its
    estimated throughput (:func:`processed_samples`); with the owner's history
@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from estimator.honesty import EXCEEDED, HonestyParams, JobOutcome, UserHistory, Verdict, assess, history_of
 from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine import processed
-from hops_slurm.engine.processed import Window, note_window, recorded
+from hops_slurm.core import processed
+from hops_slurm.core.processed import Window, note_window, recorded
 from hops_slurm.engine.state import EngineState, JobState
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def add_records(js: JobState, windows: Iterable[Window], now: float) -> list[flo
 
 def processed_samples(js: JobState, now: float, rate: Callable[[Mapping[str, int]], float | None],
                       restart: float) -> float:
-    """Samples processed so far (:func:`hops_slurm.engine.processed.processed_samples`); records counted
+    """Samples processed so far (:func:`hops_slurm.core.processed.processed_samples`); records counted
     in no run (ingested before records were kept per run) count as they are."""
     unplaced = js.recorded_samples - recorded(js)[0]
     if unplaced < 1e-6 * max(js.recorded_samples, 1.0):  # rounding

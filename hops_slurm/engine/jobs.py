@@ -1,9 +1,9 @@
-"""The live engine's jobs as the one job-view pipeline sees them (:mod:`hops_slurm.engine.jobview`).
+"""The live engine's jobs as the one job-view pipeline sees them (:mod:`hops_slurm.core.jobview`).
 
 Where it sits: each planning the engine (:mod:`hops_slurm.engine.engine`) picks its schedulable jobs
-(:func:`schedulable`), describes each as a :class:`hops_slurm.engine.jobview.KnownJob` from its
+(:func:`schedulable`), describes each as a :class:`hops_slurm.core.jobview.KnownJob` from its
 bookkeeping (:func:`known_job`: :class:`hops_slurm.engine.state.JobState`, its directives and Slurm's
-listing) and hands them to :func:`hops_slurm.engine.jobview.job_views` (:func:`job_views` here), which
+listing) and hands them to :func:`hops_slurm.core.jobview.job_views` (:func:`job_views` here), which
 makes the estimates and views exactly as it does for the simulator. A job whose step fails is set aside
 (:func:`hops_slurm.engine.aside.per_job`). The live backend (:class:`hops_slurm.engine.backend.SlurmBackend`)
 hands the views to the policy. A round keeps its views in a :class:`ViewCache`: after an enactment (the
@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hops_slurm.directives import HopsDirectives
-from hops_slurm.engine import jobview
+from hops_slurm.core import jobview
 from hops_slurm.engine.aside import per_job
 from hops_slurm.engine.checkpoints import unsaved
-from hops_slurm.engine.jobview import Estimate, JobEstimator, KnownJob, Memo, fallback_age_of, job_view
+from hops_slurm.core.jobview import Estimate, JobEstimator, KnownJob, Memo, fallback_age_of, job_view
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
 from planner.views import JobView
@@ -47,7 +47,7 @@ def known_job(js: JobState, seen: SlurmJob | None, restart_cost: float = 0.0, no
 
 
 def estimate(js: JobState, estimator: JobEstimator | None, memo: Memo | None = None) -> Estimate:
-    """The estimate of one job (:func:`hops_slurm.engine.jobview.estimate`); ``memo`` shared by the jobs
+    """The estimate of one job (:func:`hops_slurm.core.jobview.estimate`); ``memo`` shared by the jobs
     of one refresh or planning."""
     if estimator is None or js.profile not in MEASURED or not js.signature:
         return jobview.NO_ESTIMATE
@@ -77,7 +77,7 @@ def refresh_ages(jobs: Iterable[JobState], estimator: Callable[[], JobEstimator 
     has a usable GPU node (else the ages wait for a later refresh: a condition of the cluster, nobody is set
     aside). A job that ended without any age (no data ever: it ended before its first runtime record, or
     had no recorder and no probe) keeps the one it was planned with: the fallback's, the mean age of the
-    others (:func:`hops_slurm.engine.jobview.fallback_age_of`)."""
+    others (:func:`hops_slurm.core.jobview.fallback_age_of`)."""
     jobs = list(jobs)
     todo = [js for js in jobs if js.profile in MEASURED and js.age is None and js.signature and not js.aside]
     if todo and not usable:
@@ -176,7 +176,7 @@ class ViewCache:
 
 
 def _inputs(js: JobState, seen: SlurmJob | None, restart_cost: float, estimator: object, now: float) -> tuple[object, ...]:
-    """What a job's view is made of (:func:`known_job`, :func:`estimate`, :func:`hops_slurm.engine.jobview.job_view`)."""
+    """What a job's view is made of (:func:`known_job`, :func:`estimate`, :func:`hops_slurm.core.jobview.job_view`)."""
     current = tuple(sorted(seen.gpu_config().items())) if seen is not None and seen.active else None
     last = repr(js.placements[-1]) if js.placements else ""
     return (now, id(estimator), js.profile, js.signature, js.directives, js.age_factor, js.aside, js.wait,

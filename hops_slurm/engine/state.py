@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hops_slurm.accounting import account  # noqa: F401 - per-job accounting, shared with the simulator
+from hops_slurm.core.ledger import account  # noqa: F401 - per-job accounting, shared with the simulator
 from hops_slurm.errors import HopsError
 
 PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "done", "failed"

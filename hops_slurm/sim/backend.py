@@ -1,4 +1,4 @@
-"""The simulated cluster: a discrete-event :class:`hops_slurm.backend.Backend` on a virtual clock.
+"""The simulated cluster: a discrete-event :class:`hops_slurm.core.interface.Backend` on a virtual clock.
 
 Data flow: job specs (hops_slurm.sim.workload) arrive at their times -> the profiler queue (probe runs
 of ``probe_seconds`` on ``gpus_per_type`` dedicated GPUs of every type, in parallel across types,
@@ -21,10 +21,10 @@ smallest GPU count idle at its arrival or its model's probes are over (planned w
 until they are, and measured by its runtime records), else when its probes end or, earlier, at the first
 planning that finds that many GPUs idle. With ``probe_in_place=False`` every job waits for its model's
 probes, the paper's order. Accounting (wait, run time, GPU-seconds, placements) is
-:func:`hops_slurm.accounting.account`, the live engine's function. The views policies plan with are
+:func:`hops_slurm.core.ledger.account`, the live engine's function. The views policies plan with are
 made as the live engine makes them: each ready job is described as a
-:class:`hops_slurm.engine.jobview.KnownJob` (its ledger, declaration, config, processed samples and
-honesty factor) and :func:`hops_slurm.engine.jobview.job_views` makes its estimate (throughput, eq. 9
+:class:`hops_slurm.core.jobview.KnownJob` (its ledger, declaration, config, processed samples and
+honesty factor) and :func:`hops_slurm.core.jobview.job_views` makes its estimate (throughput, eq. 9
 age, eq. 10 sensitivity, asked of the estimator at every planning) and view. This module keeps only
 what a simulated cluster is: time, ground-truth progress, probes and runtime records written into the
 store, arrivals and completions.
@@ -43,7 +43,7 @@ Declarations (issue 16): a job's eq. 9 age is made from the samples its owner de
 (``JobSpec.declared``), which may differ from the samples it really processes; each planning its
 honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.age_factor`) with the
 samples processed so far as the live engine estimates them from the same records
-(:meth:`SimBackend.processed_samples`: :func:`hops_slurm.engine.processed.processed_samples`, not ground
+(:meth:`SimBackend.processed_samples`: :func:`hops_slurm.core.processed.processed_samples`, not ground
 truth) and the owner's history, and the pipeline multiplies the age by it (as the live engine's
 ``JobState.age_factor``). Each job's ``KnownJob.restart_cost`` is what the cost model charges a move
 (its notice, then a start from its checkpoint) and ``unsaved`` the work a requeue now would lose.
@@ -57,10 +57,10 @@ import math
 from dataclasses import dataclass, field
 
 from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
-from hops_slurm.accounting import JobLedger, account
-from hops_slurm.backend import Enactment
-from hops_slurm.engine import processed
-from hops_slurm.engine.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
+from hops_slurm.core.ledger import JobLedger, account
+from hops_slurm.core.interface import Enactment
+from hops_slurm.core import processed
+from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.aside import no_usable_config, stall_out
@@ -127,7 +127,7 @@ class SimSettings:
 
 @dataclass
 class SimBackend:
-    """The simulated cluster behind :class:`hops_slurm.backend.Backend` (see the module docstring).
+    """The simulated cluster behind :class:`hops_slurm.core.interface.Backend` (see the module docstring).
 
     After a run: :meth:`job_records` (one JobRecord per job), ``series`` (time, GPUs in use,
     normalised throughput) and ``knowledge`` (the store and estimator: what the scheduler learned;
@@ -233,7 +233,7 @@ class SimBackend:
     fair_share = sim_standing  # job id -> its owner's fair-share factor (hops_slurm.sim.fairshare)
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        """The views of :func:`hops_slurm.engine.jobview.job_views` (the live engine's pipeline). A job still
+        """The views of :func:`hops_slurm.core.jobview.job_views` (the live engine's pipeline). A job still
         waiting for its probes stops waiting when its smallest GPU count is idle now (probe in place)."""
         if self.settings.probe_in_place:
             idle = self._idle_gpus()
@@ -257,7 +257,7 @@ class SimBackend:
     # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
     def processed_samples(self, job: _Job) -> float:
         """Samples the job has processed so far as the live engine estimates them
-        (:func:`hops_slurm.engine.processed.processed_samples` over its runtime records, which carry the job's
+        (:func:`hops_slurm.core.processed.processed_samples` over its runtime records, which carry the job's
         own count, so work lost to a requeue and redone shows; not ground truth); an ended job's is its
         record's, made when it ended."""
         if job.finished and job.record.processed_samples is not None:

@@ -4,7 +4,7 @@
 Where it sits: ``hops-slurm simulate --engine`` and the engine's in-process tests. The engine is the one
 ``hops-slurm daemon`` runs (its state, journal, throughput store, records and metrics files in a state
 directory of its own); only Slurm is simulated. The timing is the simulator's round loop
-(:func:`hops_slurm.engine.rounds.run_rounds`): a full round (refresh, round plan, fragment plans at
+(:func:`hops_slurm.core.rounds.run_rounds`): a full round (refresh, round plan, fragment plans at
 its instant) every ``round_seconds``, and a refresh with a fragment plan every ``refresh_seconds`` in
 between, as the daemon's timers do; while no job is in play the clock jumps to the next arrival.
 

@@ -211,7 +211,7 @@ def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Pat
     runtime = [r for r in records if r["kind"] == "runtime"]
     assert {r["gpus"] for r in runtime} == {1, 4}
     # the records carry the job's own count: from 0 in the first run, from its checkpoint in the second
-    # (so the engine counts the samples it redoes once: hops_slurm.engine.processed)
+    # (so the engine counts the samples it redoes once: hops_slurm.core.processed)
     first_run, second_run = ([r for r in runtime if r["gpus"] == g] for g in (1, 4))
     assert first_run[0]["done_samples"] == first_run[0]["steps"] * 32
     assert second_run[0]["done_samples"] - second_run[0]["steps"] * 32 * 4 == saved

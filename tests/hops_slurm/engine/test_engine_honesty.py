@@ -14,8 +14,8 @@ from estimator.honesty import EXCEEDED, OK, REAGED, HonestyParams, Verdict
 from hops_slurm.engine.honesty import (BUDGET_ENV, COMMENT_PREFIX, act, add_records, budget_env, processed_samples,
                                        record_outcome, review)
 from hops_slurm.engine.jobs import known_job
-from hops_slurm.engine.jobview import Estimate, job_view
-from hops_slurm.engine.processed import Window
+from hops_slurm.core.jobview import Estimate, job_view
+from hops_slurm.core.processed import Window
 from hops_slurm.engine.queue import parse_format, queue_rows, render
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
 from hops_slurm.slurm.api import SlurmJob

@@ -1,6 +1,6 @@
-"""hops_slurm.engine.processed: a job's processed samples per run (restart time is not progress, redone
+"""hops_slurm.core.processed: a job's processed samples per run (restart time is not progress, redone
 samples count once, never above what its records justify) and the restart cost each run shows, on the
-ledger both backends keep (hops_slurm.accounting)."""
+ledger both backends keep (hops_slurm.core.ledger)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from hops_slurm.accounting import JobLedger, account
-from hops_slurm.engine.processed import NOTICE, Window, note_window, processed_samples
+from hops_slurm.core.ledger import JobLedger, account
+from hops_slurm.core.processed import NOTICE, Window, note_window, processed_samples
 
 CONFIG = {"n1": 4}
 
@@ -154,7 +154,7 @@ def test_an_honest_preempted_job_is_never_counted_above_its_declaration(seed: in
 def test_the_kept_sum_of_closed_runs_equals_counting_every_run_again() -> None:
     """:func:`processed_samples` keeps the sum of a job's closed runs between calls; whatever comes in
     between (new runs, late windows into closed runs, resumed counts), it answers as a fresh count does."""
-    from hops_slurm.engine import processed
+    from hops_slurm.core import processed
 
     rng = random.Random(5)
     ledger = _ledger((0.0, None))

@@ -1,4 +1,4 @@
-"""The one job-view pipeline (hops_slurm.engine.jobview) and the two backends that call it."""
+"""The one job-view pipeline (hops_slurm.core.jobview) and the two backends that call it."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 
 from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
-from hops_slurm.accounting import JobLedger
+from hops_slurm.core.ledger import JobLedger
 from hops_slurm.engine import jobs as live
-from hops_slurm.engine.jobview import FALLBACK_AGE, KnownJob, estimate, job_views
+from hops_slurm.core.jobview import FALLBACK_AGE, KnownJob, estimate, job_views
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
 from hops_slurm.sim.backend import SimBackend
 from hops_slurm.sim.cluster import load_cluster

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.accounting import JobLedger, account
+from hops_slurm.core.ledger import JobLedger, account
 from hops_slurm.cli import main
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report import metrics, timeline

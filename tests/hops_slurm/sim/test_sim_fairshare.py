@@ -46,7 +46,7 @@ def test_the_standing_falls_with_use_and_is_one_for_a_user_who_used_nothing(tmp_
     backend.wait_until(0.0)
     backend.job_views(fragment=False)
     assert set(sim_standing(backend).values()) <= {1.0}  # nobody has run yet
-    from hops_slurm.engine.rounds import LoopSettings, run_rounds
+    from hops_slurm.core.rounds import LoopSettings, run_rounds
     from planner.policies import make_policy
 
     run_rounds(backend, make_policy("hops"), LoopSettings(360.0, 30.0), max_rounds=3)

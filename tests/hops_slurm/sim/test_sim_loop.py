@@ -12,7 +12,7 @@ from hops_slurm.sim.backend import SimBackend, SimSettings
 from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import summarize
 from hops_slurm.sim.output import markdown_table, write_summary
 from hops_slurm.sim.workload import JobSpec, load_workload

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from estimator.errors import EstimateUnavailable
-from hops_slurm.accounting import Ledger
+from hops_slurm.core.ledger import Ledger
 from planner.views import Config, JobView, ThroughputFn, freeze_config
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class KnownJob:
     requirements: tuple[int, ...]
     declared_samples: float
     submit_time: float
-    ledger: Ledger  # wait, run time, GPU-seconds (hops_slurm.accounting.account keeps it)
+    ledger: Ledger  # wait, run time, GPU-seconds (hops_slurm.core.ledger.account keeps it)
     current: Config | None = None  # the config it runs in now, None if pending
     processed_samples: float = 0.0  # samples processed so far, as far as the backend knows
     age_factor: float = 1.0  # honesty factor (estimator.honesty.assess); the age is multiplied by it

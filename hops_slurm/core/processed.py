@@ -1,8 +1,8 @@
 """A job's processed samples and restart costs from its runs: one function for the live engine and the simulator.
 
-Where it sits: a job's ledger (:class:`hops_slurm.accounting.Ledger`: the live engine's
-:class:`hops_slurm.engine.state.JobState`, the simulator's :class:`hops_slurm.accounting.JobLedger`) has
-one placement dict per run (:func:`hops_slurm.accounting.account`). Each rank-0 window of the job's
+Where it sits: a job's ledger (:class:`hops_slurm.core.ledger.Ledger`: the live engine's
+:class:`hops_slurm.engine.state.JobState`, the simulator's :class:`hops_slurm.core.ledger.JobLedger`) has
+one placement dict per run (:func:`hops_slurm.core.ledger.account`). Each rank-0 window of the job's
 runtime records (:class:`Window`; live: :func:`hops_slurm.engine.runtime_records.ingest_job`, in
 simulation the records :mod:`hops_slurm.sim.backend` makes) is added to the run it belongs to by
 :func:`note_window`, which keeps in that run's dict the samples and seconds its records cover, when its
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from hops_slurm.accounting import Ledger
+from hops_slurm.core.ledger import Ledger
 
 #: placement keys kept by :func:`note_window` (beside ``start``, ``end``, ``config``, ``preempted``)
 REC_SAMPLES, REC_SECONDS, PROGRESS_FROM, REC_END = "rec_samples", "rec_seconds", "progress_from", "rec_end"

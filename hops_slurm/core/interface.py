@@ -2,7 +2,7 @@
 
 Data flow (docs/design.md, "Principles": one engine, two backends)::
 
-    round loop (hops_slurm.engine.rounds)   --reads--> Backend.cluster_view / job_views
+    round loop (hops_slurm.core.rounds)     --reads--> Backend.cluster_view / job_views
                  |                                    policy.plan(...) -> Plan
                  +--------------enacts-------------> Backend.apply(plan)  (start / preempt / keep)
                  +--------------waits--------------> Backend.wait_until(t)
