@@ -154,6 +154,18 @@ def test_core_imports_neither_backend() -> None:
     assert bad == [], "hops_slurm/core/ must not import from the backends or the tools:\n" + "\n".join(bad)
 
 
+def test_nothing_but_the_cli_imports_the_tools() -> None:
+    """hops_slurm/tools/ (benchmarks, demo, minicluster, latency measurement) sits beside the daemon,
+    never inside it: the daemon's modules (engine/, slurm/, core/, the top-level modules), the simulator,
+    report and what-if, and planner/, estimator/, profiler/ import nothing from it; the CLI runs it."""
+    found = modules(ROOT, PACKAGES)
+    bad = [f"{m.path.relative_to(ROOT)}:{line} imports {target}"
+           for m in found.values() if m.name.split(".")[:2] not in (["hops_slurm", "tools"], ["hops_slurm", "cli"])
+           for line, target in imported_names(m)
+           if target == "hops_slurm.tools" or target.startswith("hops_slurm.tools.")]
+    assert bad == [], "only hops_slurm/cli/ and hops_slurm/tools/ itself may import hops_slurm.tools:\n" + "\n".join(bad)
+
+
 def test_the_checks_see_cycles_behind_type_checking_and_lazy_imports(tmp_path: Path) -> None:
     """The checker itself: a cycle through a TYPE_CHECKING import and one through a function-level
     import are both found; a package importing its submodules, and relative imports, are not cycles."""

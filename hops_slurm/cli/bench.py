@@ -1,4 +1,4 @@
-"""``hops-slurm bench NAME|all``: run benchmarks from :mod:`hops_slurm.bench`, results as Markdown (a\nprogress bar on stderr when it is a terminal, :mod:`hops_slurm.progress`)."""
+"""``hops-slurm bench NAME|all``: run benchmarks from :mod:`hops_slurm.tools.bench`, results as Markdown (a\nprogress bar on stderr when it is a terminal, :mod:`hops_slurm.progress`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from hops_slurm.bench import discover
+from hops_slurm.tools.bench import discover
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
 
@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     if getattr(args, "device", "cpu") == "cuda":  # a Namespace built by hand may lack it
         if chosen != ["profiler"]:
             raise HopsError("--device cuda: only the profiler benchmark has a GPU check (hops-slurm bench profiler --device cuda)")
-        from hops_slurm.bench.profiler_gpu import require_cuda, run_gpu
+        from hops_slurm.tools.bench.profiler_gpu import require_cuda, run_gpu
 
         require_cuda()
         start = time.perf_counter()

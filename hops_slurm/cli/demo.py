@@ -1,4 +1,4 @@
-"""``hops-slurm demo``: the end-to-end demonstration that ``make demo`` runs (see :mod:`hops_slurm.demo.run`)."""
+"""``hops-slurm demo``: the end-to-end demonstration that ``make demo`` runs (see :mod:`hops_slurm.tools.demo.run`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
-from hops_slurm.demo.run import JOBS_DIR, REPORT_DIR, SITE_CONFIG, WORKLOAD, run_demo
-from hops_slurm.minicluster.roots import RELEASES
-from hops_slurm.minicluster.spec import load_spec
+from hops_slurm.tools.demo.run import JOBS_DIR, REPORT_DIR, SITE_CONFIG, WORKLOAD, run_demo
+from hops_slurm.tools.minicluster.roots import RELEASES
+from hops_slurm.tools.minicluster.spec import load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:

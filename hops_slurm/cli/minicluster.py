@@ -7,10 +7,10 @@ import json
 import shlex
 from pathlib import Path
 
-from hops_slurm.minicluster import roots
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.packages import ensure_mariadb, ensure_packages
-from hops_slurm.minicluster.spec import default_spec_path, load_spec
+from hops_slurm.tools.minicluster import roots
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.packages import ensure_mariadb, ensure_packages
+from hops_slurm.tools.minicluster.spec import default_spec_path, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:

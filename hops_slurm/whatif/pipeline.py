@@ -1,7 +1,7 @@
 """The what-if from end to end: export file -> selection -> simulator jobs -> sides -> rows.
 
 Where it sits: called by ``hops-slurm whatif`` (:mod:`hops_slurm.cli.whatif`) and the 10,000-job
-benchmark (:mod:`hops_slurm.bench.whatif`); each step is its own module (see :mod:`hops_slurm.whatif`).
+benchmark (:mod:`hops_slurm.tools.bench.whatif`); each step is its own module (see :mod:`hops_slurm.whatif`).
 Raises :class:`HopsError` only when nothing can be replayed; bad rows are :class:`Problem` entries.
 """
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hops_slurm.bench import discover
-from hops_slurm.bench import estimator as bench
+from hops_slurm.tools.bench import discover
+from hops_slurm.tools.bench import estimator as bench
 
 
 def test_split_is_disjoint_and_covers_every_variant():

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.config import load_config
-from hops_slurm.demo.ab import GPU_USE, HOPS, JCT_CDF, SLURM, load_runs
-from hops_slurm.demo.emulation import Emulation, gpu_type_of, load_emulation, parse_config
-from hops_slurm.demo.run import (
+from hops_slurm.tools.demo.ab import GPU_USE, HOPS, JCT_CDF, SLURM, load_runs
+from hops_slurm.tools.demo.emulation import Emulation, gpu_type_of, load_emulation, parse_config
+from hops_slurm.tools.demo.run import (
     JOBS_DIR,
     ROOT,
     SITE_CONFIG,
@@ -31,9 +31,9 @@ from hops_slurm.demo.run import (
 )
 from hops_slurm.directives import parse_script
 from hops_slurm.errors import ConfigError, DirectiveError
-from hops_slurm.minicluster import processes
-from hops_slurm.minicluster.spec import Ports, load_spec
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster import processes
+from hops_slurm.tools.minicluster.spec import Ports, load_spec
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.report.timeline import timeline_problems
 from slurm_helpers import leftover_processes, root_mounts, test_release
 
@@ -94,7 +94,7 @@ def test_shipped_emulation_covers_every_demo_model_and_node_type() -> None:
 def test_probe_compute_times_scaled_to_the_emulated_step() -> None:
     from profiler.records import ProbeResult
 
-    from hops_slurm.demo.probe import scale_probe
+    from hops_slurm.tools.demo.probe import scale_probe
 
     probe = ProbeResult(
         model="resnet18", source="zoo", size="tiny", signature="s", gpu_type="v100", device="cpu", node="v100-1",

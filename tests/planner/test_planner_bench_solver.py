@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from hops_slurm.bench.solver import make_cluster, make_jobs, measure
+from hops_slurm.tools.bench.solver import make_cluster, make_jobs, measure
 
 
 def test_cluster_has_the_papers_five_classes_in_proportion() -> None:

@@ -3,8 +3,8 @@ it could use stayed idle for a whole round (issue 22)."""
 
 from __future__ import annotations
 
-from hops_slurm.bench import discover
-from hops_slurm.bench import gavel_explore as bench
+from hops_slurm.tools.bench import discover
+from hops_slurm.tools.bench import gavel_explore as bench
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.cluster import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth

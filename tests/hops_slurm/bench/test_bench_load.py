@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from hops_slurm.bench import discover, load
+from hops_slurm.tools.bench import discover, load
 from hops_slurm.cli import bench as cli_bench
 
 
@@ -71,7 +71,7 @@ def test_submit_rpc_times_are_read_for_the_given_jobs_only(tmp_path: Path) -> No
 def test_slurm_processes_counts_the_cli_backends_commands_through_the_retry_wrapper() -> None:
     from collections import Counter
 
-    from hops_slurm.bench.engine import slurm_processes
+    from hops_slurm.tools.bench.engine import slurm_processes
     from hops_slurm.engine.retry import RetryingReads
 
     class Cli:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hops_slurm.bench.profiler_gpu import check_model
+from hops_slurm.tools.bench.profiler_gpu import check_model
 from hops_slurm.cli import main
 
 

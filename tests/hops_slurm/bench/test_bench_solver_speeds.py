@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hops_slurm.bench import solver
-from hops_slurm.bench.solver_speeds import measure_speeds, report
+from hops_slurm.tools.bench import solver
+from hops_slurm.tools.bench.solver_speeds import measure_speeds, report
 from hops_slurm.errors import HopsError
 
 

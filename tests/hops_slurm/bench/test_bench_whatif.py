@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.bench import discover
+from hops_slurm.tools.bench import discover
 
 
 def test_bench_whatif_writes_both_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

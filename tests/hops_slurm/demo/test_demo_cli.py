@@ -10,7 +10,7 @@ import pytest
 
 import hops_slurm.cli.demo as cli_demo
 from hops_slurm.cli import main
-from hops_slurm.demo.run import ROOT
+from hops_slurm.tools.demo.run import ROOT
 
 
 @pytest.mark.parametrize(("flags", "hops_only"), [([], False), (["--hops-only"], True)])
@@ -46,7 +46,7 @@ def test_the_report_goes_outside_the_tracked_tree_unless_asked() -> None:
 
 
 def test_the_default_out_folder_reaches_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hops_slurm.demo.run import REPORT_DIR
+    from hops_slurm.tools.demo.run import REPORT_DIR
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(cli_demo, "run_demo", lambda out, spec, **kwargs: seen.update(kwargs) or 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hops_slurm.demo.compare import (
+from hops_slurm.tools.demo.compare import (
     ROWS,
     comparison_markdown,
     comparison_text,

@@ -1,5 +1,5 @@
 """The block ``make demo`` ends with (issue 26): the commands that look at what it made, printed so that
-they run as printed (hops_slurm.demo.next_steps), and the demo's own sacct export (hops_slurm.demo.export)."""
+they run as printed (hops_slurm.tools.demo.next_steps), and the demo's own sacct export (hops_slurm.tools.demo.export)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 import shlex
 from pathlib import Path
 
-from hops_slurm.demo.export import missing_jobs
-from hops_slurm.demo.next_steps import DemoOutputs, commands, demo_steps, hops_slurm_command, render, shown
-from hops_slurm.demo.run import REPORT_DIR, ROOT
+from hops_slurm.tools.demo.export import missing_jobs
+from hops_slurm.tools.demo.next_steps import DemoOutputs, commands, demo_steps, hops_slurm_command, render, shown
+from hops_slurm.tools.demo.run import REPORT_DIR, ROOT
 from tests_paths import DATA
 
 STATE = Path("/var/tmp/hops-minicluster/demo")

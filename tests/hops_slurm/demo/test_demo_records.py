@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.demo import ab
-from hops_slurm.demo.run import README_DIR
+from hops_slurm.tools.demo import ab
+from hops_slurm.tools.demo.run import README_DIR
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.timeline import gpus_in_use_steps, peak, timeline_problems

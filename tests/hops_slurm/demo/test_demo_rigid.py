@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.demo.jobs import Progress, Submission
-from hops_slurm.demo.rigid import (
+from hops_slurm.tools.demo.jobs import Progress, Submission
+from hops_slurm.tools.demo.rigid import (
     BackfillError,
     Observed,
     RigidJob,
@@ -26,7 +26,7 @@ from hops_slurm.demo.rigid import (
     time_limit_minutes,
     write_rigid_scripts,
 )
-from hops_slurm.demo.run import JOBS_DIR, ROOT, WORKLOAD, load_workload
+from hops_slurm.tools.demo.run import JOBS_DIR, ROOT, WORKLOAD, load_workload
 from hops_slurm.directives import parse_script
 from hops_slurm.slurm.api import SlurmJob, SlurmReservation
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.demo.ab import SLURM, slug
-from hops_slurm.demo.next_steps import HEADER, commands
-from hops_slurm.demo.rigid import remove_hops_reservations
-from hops_slurm.demo.run import JOBS_DIR, ROOT
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.demo.ab import SLURM, slug
+from hops_slurm.tools.demo.next_steps import HEADER, commands
+from hops_slurm.tools.demo.rigid import remove_hops_reservations
+from hops_slurm.tools.demo.run import JOBS_DIR, ROOT
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.slurm.cli import CliSlurm
 from slurm_helpers import leftover_processes, test_release
 from tests_paths import DATA

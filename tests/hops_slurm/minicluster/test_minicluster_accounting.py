@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.cli import main
-from hops_slurm.minicluster import conf, processes
-from hops_slurm.minicluster.accounting import Accounting
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import load_spec
+from hops_slurm.tools.minicluster import conf, processes
+from hops_slurm.tools.minicluster.accounting import Accounting
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.spec import load_spec
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.sacct import SacctJob, cross_check, run_sacct
 from hops_slurm.report.source import write_sqlite

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.errors import MiniclusterError
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from slurm_helpers import load_test_spec
 from tests_paths import DATA
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hops_slurm.minicluster import conf
-from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
+from hops_slurm.tools.minicluster import conf
+from hops_slurm.tools.minicluster.spec import MiniclusterSpec, load_spec
 from tests_paths import DATA
 
 

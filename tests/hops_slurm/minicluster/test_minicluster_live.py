@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from hops_slurm.minicluster import processes
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster import processes
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from tests_paths import DATA
 from slurm_helpers import job_fields, leftover_processes, load_test_spec, root_mounts, wait_for_state
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.errors import MiniclusterError
-from hops_slurm.minicluster import conf, roots
-from hops_slurm.minicluster.chroot import RootRuntime
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import load_spec
+from hops_slurm.tools.minicluster import conf, roots
+from hops_slurm.tools.minicluster.chroot import RootRuntime
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.spec import load_spec
 from tests_paths import DATA
 
 

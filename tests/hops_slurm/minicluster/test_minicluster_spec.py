@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.errors import MiniclusterError
-from hops_slurm.minicluster import conf
-from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
+from hops_slurm.tools.minicluster import conf
+from hops_slurm.tools.minicluster.spec import MiniclusterSpec, load_spec
 
 
 def test_default_spec_is_the_documented_cluster() -> None:

@@ -3,7 +3,7 @@ priority weighs the owners' fair-share standing (hops_slurm.sim.fairshare, plann
 
 from __future__ import annotations
 
-from hops_slurm.bench.fairshare import groups
+from hops_slurm.tools.bench.fairshare import groups
 from hops_slurm.sim import runner
 from hops_slurm.sim.backend import SimBackend
 from hops_slurm.sim.cluster import load_cluster

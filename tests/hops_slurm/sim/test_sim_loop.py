@@ -149,7 +149,7 @@ def test_runs_in_several_processes_give_what_one_at_a_time_gives(tmp_path, monke
 
 
 def test_the_bench_s_worker_count_is_checked(monkeypatch) -> None:
-    from hops_slurm.bench.paper_tables import bench_workers
+    from hops_slurm.tools.bench.paper_tables import bench_workers
     from hops_slurm.errors import HopsError
 
     monkeypatch.setenv("HOPS_BENCH_WORKERS", "3")
