@@ -166,6 +166,18 @@ def test_nothing_but_the_cli_imports_the_tools() -> None:
     assert bad == [], "only hops_slurm/cli/ and hops_slurm/tools/ itself may import hops_slurm.tools:\n" + "\n".join(bad)
 
 
+def test_one_file_name_one_meaning() -> None:
+    """No two modules of hops_slurm/ share a file name (``__init__.py`` and ``__main__.py`` aside): a name
+    says what the file holds (``engine/live_backend.py`` beside ``sim/sim_backend.py``), so a search by file
+    name or a traceback line finds one file."""
+    by_name: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "hops_slurm").rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            by_name.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert shared == {}, f"file names used by more than one module (rename by what each holds): {shared}"
+
+
 def test_the_checks_see_cycles_behind_type_checking_and_lazy_imports(tmp_path: Path) -> None:
     """The checker itself: a cycle through a TYPE_CHECKING import and one through a function-level
     import are both found; a package importing its submodules, and relative imports, are not cycles."""

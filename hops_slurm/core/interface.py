@@ -7,7 +7,7 @@ Data flow (docs/design.md, "Principles": one engine, two backends)::
                  +--------------enacts-------------> Backend.apply(plan)  (start / preempt / keep)
                  +--------------waits--------------> Backend.wait_until(t)
 
-The simulator (:class:`hops_slurm.sim.backend.SimBackend`) implements it with a virtual clock; the
+The simulator (:class:`hops_slurm.sim.sim_backend.SimBackend`) implements it with a virtual clock; the
 live Slurm engine implements the same six methods on slurmctld (``wait_until`` sleeps, ``apply``
 places holds/reservations). Kept deliberately small.
 """

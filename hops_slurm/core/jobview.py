@@ -1,9 +1,9 @@
 """From what is known about a job to the JobView a policy plans with: one pipeline for both backends.
 
 Where it sits: at every planning a backend describes each job it offers to the policy as a
-:class:`KnownJob`: the live engine from its bookkeeping (:func:`hops_slurm.engine.jobs.known_job`, over
+:class:`KnownJob`: the live engine from its bookkeeping (:func:`hops_slurm.engine.known_jobs.known_job`, over
 :class:`hops_slurm.engine.state.JobState` and Slurm's listing), the simulated cluster from its jobs
-(:meth:`hops_slurm.sim.backend.SimBackend.job_views`). Both then call :func:`job_views` with the
+(:meth:`hops_slurm.sim.sim_backend.SimBackend.job_views`). Both then call :func:`job_views` with the
 estimator over their throughput store (:class:`estimator.estimate.Estimator`: the engine's store live,
 a temporary one fed by probes and runtime records in simulation, :mod:`hops_slurm.sim.knowledge`).
 For each job this module makes
@@ -12,7 +12,7 @@ For each job this module makes
    its eq. 10 sensitivity, all from the estimator, asked afresh at every planning (the store learns
    between plannings); jobs of one model share one store read (``memo``);
 2. its planning age: the eq. 9 age times its honesty factor (``KnownJob.age_factor``, made by
-   :func:`estimator.honesty.assess`: live in :mod:`hops_slurm.engine.honesty`, in simulation by the
+   :func:`estimator.honesty.assess`: live in :mod:`hops_slurm.engine.honesty_review`, in simulation by the
    simulated cluster), so a job past its declaration or of an owner who understated before waits longer;
 3. its :class:`planner.views.JobView`: wait (its ledger's, up to ``now``), attained GPU-seconds, run
    time, processed samples, current config.

@@ -1,7 +1,7 @@
 """Per-job accounting, one function for the live engine and the simulator.
 
 Where it sits: the live engine (:mod:`hops_slurm.engine.engine`) calls :func:`account` at every refresh
-with what Slurm says of each Hops job; the simulated cluster (:mod:`hops_slurm.sim.backend`) calls it
+with what Slurm says of each Hops job; the simulated cluster (:mod:`hops_slurm.sim.sim_backend`) calls it
 whenever its virtual clock moves or a job starts, stops or ends. Either way the same rules turn
 "the job is PENDING / RUNNING in this config / ENDED at time t" into wait, run time, GPU-seconds and
 placements (one per run; a preemption ends one). Pure bookkeeping: no Slurm, no clock, no I/O.

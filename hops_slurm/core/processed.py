@@ -4,7 +4,7 @@ Where it sits: a job's ledger (:class:`hops_slurm.core.ledger.Ledger`: the live 
 :class:`hops_slurm.engine.state.JobState`, the simulator's :class:`hops_slurm.core.ledger.JobLedger`) has
 one placement dict per run (:func:`hops_slurm.core.ledger.account`). Each rank-0 window of the job's
 runtime records (:class:`Window`; live: :func:`hops_slurm.engine.runtime_records.ingest_job`, in
-simulation the records :mod:`hops_slurm.sim.backend` makes) is added to the run it belongs to by
+simulation the records :mod:`hops_slurm.sim.sim_backend` makes) is added to the run it belongs to by
 :func:`note_window`, which keeps in that run's dict the samples and seconds its records cover, when its
 first progress began, when its last record ended and the job's own sample count (the record's
 ``done_samples``). :func:`processed_samples` turns the runs into the samples the job has processed so

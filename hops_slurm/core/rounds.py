@@ -1,8 +1,8 @@
 """The round, once for the live engine and the simulator: plan, then plan again at the same instant.
 
 Where it sits: between a :class:`planner.views.Policy` and a :class:`hops_slurm.core.interface.Backend` (the live
-Slurm backend, :class:`hops_slurm.engine.backend.SlurmBackend`, or the simulator's
-:class:`hops_slurm.sim.backend.SimBackend`). One planning is :func:`hops_slurm.core.interface.plan_once`.
+Slurm backend, :class:`hops_slurm.engine.live_backend.SlurmBackend`, or the simulator's
+:class:`hops_slurm.sim.sim_backend.SimBackend`). One planning is :func:`hops_slurm.core.interface.plan_once`.
 
 * :func:`plan_instant`: a round plan (or, at a refresh tick, a fragment plan) and then, for policies
   that support them, fragment plans at the same instant while one still places a job and GPUs stay

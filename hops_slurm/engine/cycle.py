@@ -22,7 +22,7 @@ in-place measurement), ``ingest``* (runtime records), ``tidy``* (probe files), `
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
 simulator's loop too). Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
-after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.jobs.ViewCache`).
+after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
 """
 
 from __future__ import annotations

@@ -33,13 +33,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hops_slurm.config import SiteConfig
-from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.live_backend import SlurmBackend
 from hops_slurm.engine.bookkeeping import JobBookkeeping
 from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
 from hops_slurm.engine.exporter import EngineMetrics
-from hops_slurm.engine.jobs import ViewCache, schedulable
+from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
@@ -288,7 +288,7 @@ class Engine(JobBookkeeping):
         if js is not None and js.signature:
             env["HOPS_JOB_SIGNATURE"] = js.signature
         if js is not None:
-            from hops_slurm.engine.honesty import budget_env
+            from hops_slurm.engine.honesty_review import budget_env
 
             env.update(budget_env(js))
         return env

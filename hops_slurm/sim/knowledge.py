@@ -1,7 +1,7 @@
 """The production estimator inside a simulation: a temporary SQLite throughput store, fed as a cluster
 feeds it, read through :class:`estimator.estimate.Estimator` exactly as the live engine reads it.
 
-Data flow: the simulated cluster (:mod:`hops_slurm.sim.backend`) hands :class:`Knowledge` probe results
+Data flow: the simulated cluster (:mod:`hops_slurm.sim.sim_backend`) hands :class:`Knowledge` probe results
 and runtime records (:mod:`hops_slurm.sim.measure`); they go into :class:`estimator.store.ThroughputStore`
 through :mod:`profiler.ingest` (the engine's ingest functions); policies get
 :meth:`Knowledge.throughput_fn`, and every job its eq. (9) age and eq. (10) sensitivity, through

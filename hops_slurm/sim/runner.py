@@ -23,9 +23,9 @@ from estimator.honesty import HonestyParams
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.source import write_sqlite
-from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.bound import physical_bound
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.engine_run import simulate_engine
-from hops_slurm.sim.output import markdown_table
+from hops_slurm.sim.comparison import markdown_table
 from hops_slurm.sim.runner import Options, RunResult, compare, simulate
 
 NAME = "engine-sim"
@@ -58,7 +58,7 @@ def run(out_dir: Path) -> Path:
     unknown = sorted(set(chosen) - set(PARTS))
     if unknown:
         raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
-    for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty", "hops_slurm.engine.engine"):
+    for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty_review", "hops_slurm.engine.engine"):
         logging.getLogger(noisy).setLevel(logging.ERROR)  # refused splits and re-aged jobs show in the numbers
     data = out_dir / "engine-sim"
     data.mkdir(parents=True, exist_ok=True)

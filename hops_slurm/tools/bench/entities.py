@@ -22,9 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from hops_slurm.records import JobRecord
-from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.bound import physical_bound
-from hops_slurm.sim.cluster import ClusterSpec, load_cluster
+from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from planner.policies import make_policy
 from hops_slurm.sim.workload import load_workload

@@ -30,7 +30,7 @@ import numpy as np
 
 from hops_slurm.records import JobRecord
 from hops_slurm.report.metrics import ftf_rho
-from hops_slurm.sim.cluster import ClusterSpec, load_cluster
+from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 
 NAME = "gavel-explore"

@@ -9,7 +9,7 @@ ports and state directory, ``MaxJobCount=20000``) with the submit hook, and tear
    GPUs) with parallel ``sbatch`` processes (not ``--array``: the engine schedules jobs, and pending
    array tasks are one record in Slurm's listing until they split). An in-process engine (as the
    daemon runs it) holds and profiles them (one probe per model and GPU type; not timed as a round),
-   then runs ``ROUNDS`` rounds timed by phase with :func:`hops_slurm.tools.bench.engine.timed_round`, each
+   then runs ``ROUNDS`` rounds timed by phase with :func:`hops_slurm.tools.bench.engine_bench.timed_round`, each
    printed with the count of Slurm processes it ran (every client command is one). Peak
    RSS is the engine process's ``VmHWM`` (reset just before the engine opens).
 2. **Submit rate.** With the 10,000 still queued, the real daemon (``hops-slurm daemon --foreground``,
@@ -151,7 +151,7 @@ def _daemon_config(work: Path, state: Path) -> Path:
 
 
 def run(out_dir: Path) -> Path:
-    from hops_slurm.tools.bench.engine import ROUND_HEADER, round_line, timed_round, wait_profiled
+    from hops_slurm.tools.bench.engine_bench import ROUND_HEADER, round_line, timed_round, wait_profiled
     from hops_slurm.tools.bench.machine import load, machine_line
     from hops_slurm.config import load_config
     from hops_slurm.engine.engine import Engine

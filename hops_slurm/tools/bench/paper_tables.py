@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import load_cluster
-from hops_slurm.sim.output import markdown_table, write_plots, write_summary
+from hops_slurm.sim.cluster_spec import load_cluster
+from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
 from hops_slurm.sim.runner import Options, compare
 
 NAME = "paper-tables"

@@ -1,6 +1,6 @@
 """A generated site history as ``sacct`` exports, for the what-if benchmark (and tests at small sizes).
 
-Where it sits: a helper of :mod:`hops_slurm.tools.bench.whatif` (not itself a benchmark: it has no ``run``).
+Where it sits: a helper of :mod:`hops_slurm.tools.bench.whatif_bench` (not itself a benchmark: it has no ``run``).
 :func:`generate` draws ``n`` GPU jobs from ``random.Random(seed)`` and schedules them first come,
 first served on a cluster of ``gpus`` GPUs (a stand-in for the site's own Slurm, so the recorded
 starts and ends are consistent: no instant holds more GPUs than the cluster has); :func:`to_json`

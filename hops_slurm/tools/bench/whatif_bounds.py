@@ -20,7 +20,7 @@ from pathlib import Path
 from hops_slurm.tools.bench import sacct_history
 from hops_slurm.tools.bench.machine import load, machine_line
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.whatif.assumptions import Assumptions, derive_all
 from hops_slurm.whatif.exports import read_export, select
 from hops_slurm.whatif.pipeline import run_whatif

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from hops_slurm.tools.demo.jobs import ENDED, Progress, Submission, sbatch_script
+from hops_slurm.tools.demo.submission import ENDED, Progress, Submission, sbatch_script
 from hops_slurm.directives import HopsDirectives, format_lr, parse_script
 from hops_slurm.errors import DirectiveError, HopsError
 from hops_slurm.records import JobRecord, PlacementRecord

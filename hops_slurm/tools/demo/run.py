@@ -35,7 +35,7 @@ from typing import TextIO
 from hops_slurm import tomlfile
 from hops_slurm.text import read_utf8
 from hops_slurm.config import load_config
-from hops_slurm.tools.demo.jobs import Progress, Submission, sbatch_script
+from hops_slurm.tools.demo.submission import Progress, Submission, sbatch_script
 from hops_slurm.errors import ConfigError, HopsError
 from hops_slurm.engine.failopen import HEARTBEAT
 from hops_slurm.tools.minicluster.cluster import Minicluster

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hops_slurm.errors import MiniclusterError
 from hops_slurm.tools.minicluster import conf, processes, roots
-from hops_slurm.tools.minicluster.accounting import Accounting
+from hops_slurm.tools.minicluster.slurmdbd import Accounting
 from hops_slurm.tools.minicluster.chroot import RootRuntime
 from hops_slurm.tools.minicluster.packages import ensure_mariadb, ensure_packages
 from hops_slurm.tools.minicluster.spec import MiniclusterSpec

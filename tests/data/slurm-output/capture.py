@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hops_slurm.tools.minicluster import conf, processes
-from hops_slurm.tools.minicluster.accounting import DB_USER, Accounting
+from hops_slurm.tools.minicluster.slurmdbd import DB_USER, Accounting
 from hops_slurm.tools.minicluster.cluster import Minicluster, hostname
 from hops_slurm.tools.minicluster.spec import MiniclusterSpec
 from hops_slurm.report.sacct import sacct_command

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hops_slurm.tools.bench import discover
 from hops_slurm.tools.bench import gavel_explore as bench
 from hops_slurm.records import JobRecord, PlacementRecord
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 
 LM = "LM (batch size 5)"  # issue 22's j0031: far faster on two V100s than on two K80s

@@ -3,7 +3,7 @@ the benchmark, not a test)."""
 
 from pathlib import Path
 
-from hops_slurm.tools.bench.honesty import SCENARIOS, changed_users, declare, table
+from hops_slurm.tools.bench.honesty_bench import SCENARIOS, changed_users, declare, table
 from hops_slurm.sim.workload import load_workload
 
 

@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 
 from hops_slurm.tools.bench import discover, load
-from hops_slurm.cli import bench as cli_bench
+from hops_slurm.cli import bench_cmd as cli_bench
 
 
 def test_load_benchmark_is_found_but_left_out_of_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_submit_rpc_times_are_read_for_the_given_jobs_only(tmp_path: Path) -> No
 def test_slurm_processes_counts_the_cli_backends_commands_through_the_retry_wrapper() -> None:
     from collections import Counter
 
-    from hops_slurm.tools.bench.engine import slurm_processes
+    from hops_slurm.tools.bench.engine_bench import slurm_processes
     from hops_slurm.engine.retry import RetryingReads
 
     class Cli:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import hops_slurm.cli.demo as cli_demo
+import hops_slurm.cli.demo_cmd as cli_demo
 from hops_slurm.cli import main
 from hops_slurm.tools.demo.run import ROOT
 

@@ -15,7 +15,7 @@ from hops_slurm.tools.demo.run import README_DIR
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report.timeline import gpus_in_use_steps, peak, timeline_problems
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.engine_run import simulate_engine
 from hops_slurm.sim.workload import load_workload
 
@@ -33,7 +33,7 @@ def _engine_run_with_moves(folder: Path) -> int:
     """sia-lr (a baseline that moves jobs every few rounds) through the engine on 10 jobs, kept as the demo
     keeps a run; the number of moves."""
     jobs = load_workload("paper:jobs=10", 0, cluster_gpus=CLUSTER.total_gpus)
-    for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty", "hops_slurm.engine.engine"):
+    for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty_review", "hops_slurm.engine.engine"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     result = simulate_engine(CLUSTER, jobs, "sia-lr")
     ab.keep_run(folder, "sia-lr through the engine", result.jobs, result.rounds, CLUSTER.total_gpus, fresh=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.tools.demo.jobs import Progress, Submission
+from hops_slurm.tools.demo.submission import Progress, Submission
 from hops_slurm.tools.demo.rigid import (
     BackfillError,
     Observed,

@@ -7,11 +7,11 @@ import pytest
 from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
 from hops_slurm.core.ledger import JobLedger
-from hops_slurm.engine import jobs as live
+from hops_slurm.engine import known_jobs as live
 from hops_slurm.core.jobview import FALLBACK_AGE, KnownJob, estimate, job_views
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_FAILED, JobState
-from hops_slurm.sim.backend import SimBackend
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.sim_backend import SimBackend
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.workload import JobSpec
 from planner.views import Plan

@@ -21,7 +21,7 @@ import pytest
 
 from hops_slurm.cli import main
 from hops_slurm.tools.minicluster import conf, processes
-from hops_slurm.tools.minicluster.accounting import Accounting
+from hops_slurm.tools.minicluster.slurmdbd import Accounting
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.spec import load_spec
 from hops_slurm.records import JobRecord, PlacementRecord

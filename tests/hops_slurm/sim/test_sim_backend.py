@@ -2,8 +2,8 @@
 
 import pytest
 
-from hops_slurm.sim.backend import PolicyPlanError, SimBackend, SimSettings
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.sim_backend import PolicyPlanError, SimBackend, SimSettings
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.core.rounds import LoopSettings, run_rounds

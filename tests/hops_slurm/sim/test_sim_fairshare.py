@@ -3,10 +3,10 @@ priority weighs the owners' fair-share standing (hops_slurm.sim.fairshare, plann
 
 from __future__ import annotations
 
-from hops_slurm.tools.bench.fairshare import groups
+from hops_slurm.tools.bench.fairshare_bench import groups
 from hops_slurm.sim import runner
-from hops_slurm.sim.backend import SimBackend
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.sim_backend import SimBackend
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.fairshare import sim_standing
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.workload import JobSpec

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from hops_slurm.sim import runner
-from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.costs import CostModel
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import summarize
-from hops_slurm.sim.output import markdown_table, write_summary
+from hops_slurm.sim.comparison import markdown_table, write_summary
 from hops_slurm.sim.workload import JobSpec, load_workload
 from planner.baselines import FifoGreedy
 from planner.policies import make_policy, policy_names

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hops_slurm.report.metrics import RunMetrics
-from hops_slurm.sim import output
+from hops_slurm.sim import comparison
 from hops_slurm.sim.runner import RunResult
 
 
@@ -31,14 +31,14 @@ def _cells(table: str, policy: str) -> dict[str, str]:
 
 
 def test_counts_print_as_whole_numbers() -> None:
-    cells = _cells(output.markdown_table([_result("hops", 0, 493)]), "hops")
+    cells = _cells(comparison.markdown_table([_result("hops", 0, 493)]), "hops")
     assert cells["Preemptions"] == "493"
     assert cells["Unfinished"] == "0"
     assert cells["Max.LR"] == "1.500"  # measurements keep their digits
 
 
 def test_a_mean_over_seeds_keeps_one_decimal_only_when_it_is_not_whole() -> None:
-    table = output.markdown_table([_result("a", 0, 2, 1), _result("a", 1, 3, 1), _result("b", 0, 4), _result("b", 1, 4)])
+    table = comparison.markdown_table([_result("a", 0, 2, 1), _result("a", 1, 3, 1), _result("b", 0, 4), _result("b", 1, 4)])
     a, b = _cells(table, "a"), _cells(table, "b")
     assert a["Preemptions"] == "2.5 ± 0.7"
     assert a["Unfinished"] == "1"
@@ -48,12 +48,12 @@ def test_a_mean_over_seeds_keeps_one_decimal_only_when_it_is_not_whole() -> None
 @pytest.mark.parametrize(("hours", "unit"), [(5.0, "hours"), (0.5, "minutes"), (0.01, "seconds")])
 def test_plot_time_axes_take_the_runs_unit(hours: float, unit: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     labels: list[str] = []
-    real = output._finish
+    real = comparison._finish
 
     def spy(plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, path: Path) -> Path:
         labels.append(xlabel)
         return real(plt, fig, ax, xlabel, ylabel, path)
 
-    monkeypatch.setattr(output, "_finish", spy)
-    output.write_plots([_result("hops", 0, 1, hours=hours)], tmp_path)
+    monkeypatch.setattr(comparison, "_finish", spy)
+    comparison.write_plots([_result("hops", 0, 1, hours=hours)], tmp_path)
     assert labels[0] == f"JCT ({unit})" and labels[-1] == f"time ({unit})"

@@ -19,7 +19,7 @@ from pathlib import Path
 from hops_slurm.cli._args import bounded_float
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from planner.policies import make_policy, split_policy_list
 from hops_slurm.sim.runner import Options
 from hops_slurm.text import printable

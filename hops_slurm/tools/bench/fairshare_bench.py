@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hops_slurm.records import JobRecord
 from hops_slurm.report.metrics import jct, job_latency_ratio, wait_time
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.runner import simulate
 from hops_slurm.sim.workload import JobSpec, load_workload
 from planner.policies import policy_names

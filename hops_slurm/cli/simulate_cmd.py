@@ -14,8 +14,8 @@ from pathlib import Path
 from hops_slurm.cli._args import bounded_float, bounded_int
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import load_cluster
-from hops_slurm.sim.output import markdown_table, write_plots, write_summary
+from hops_slurm.sim.cluster_spec import load_cluster
+from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
 from hops_slurm.sim.runner import Options, compare
 from planner.policies import make_policy, policy_names, split_policy_list
 

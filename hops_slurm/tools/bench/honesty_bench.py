@@ -28,7 +28,7 @@ from pathlib import Path
 from estimator.honesty import HonestyParams
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.runner import Options, RunResult, simulate
 from hops_slurm.sim.workload import JobSpec, load_workload
 
@@ -220,7 +220,7 @@ def write_report(out_dir: Path, seed: int) -> Path:
     lines = [
         "# Honest declarations pay (issue 16)",
         "",
-        "Written by `hops-slurm bench honesty` (runs in parts: see `hops_slurm/tools/bench/honesty.py`). Hops policy, "
+        "Written by `hops-slurm bench honesty` (runs in parts: see `hops_slurm/tools/bench/honesty_bench.py`). Hops policy, "
         f"seed {seed}. A share of the users (the first in name order) declare their jobs' samples divided by "
         "10 or 100 (or multiplied by 10); everything else about the jobs is the same as in the all-honest "
         "workload. *Gain*: how much lower those users' avg JCT is than the same users' avg JCT when everyone "

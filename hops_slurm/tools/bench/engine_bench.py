@@ -154,7 +154,7 @@ def run(out_dir: Path) -> Path:
         f"{JOBS} `#HOPS` jobs pending at the start (three zoo models, requirement sets of 1-4 GPUs), 24 fake GPUs "
         "(2 x 8 a100, 2 x 4 v100), Slurm 22.05, CLI backend, CBC, one in-process engine running rounds as the "
         f"daemon does. Profiling before the first round (real probes, tiny zoo size, not timed): {profiling:.1f} s.",
-        "Produced by `hops-slurm bench engine` (hops_slurm/tools/bench/engine.py). Seconds per round:",
+        "Produced by `hops-slurm bench engine` (hops_slurm/tools/bench/engine_bench.py). Seconds per round:",
         "",
         *ROUND_HEADER,
     ]

@@ -37,7 +37,7 @@ checkpoint. The GPUs stay busy until the notice ends: a job placed on them (or t
 waits for them, pending, as on Slurm.
 
 Policies never see ground truth: not the node speeds, not the server kinds (only what the cluster
-file says Slurm shows, :meth:`hops_slurm.sim.cluster.ClusterSpec.view`).
+file says Slurm shows, :meth:`hops_slurm.sim.cluster_spec.ClusterSpec.view`).
 
 Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
 (``JobSpec.declared``), which may differ from the samples it really processes; each planning its
@@ -63,8 +63,8 @@ from hops_slurm.core import processed
 from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
-from hops_slurm.sim.aside import no_usable_config, stall_out
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.sim_aside import no_usable_config, stall_out
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.fairshare import sim_standing
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
@@ -160,7 +160,7 @@ class SimBackend:
         self._active_integral = 0.0
         self._idle_since: float | None = None
         self.cancelled: dict[str, _Job] = {}
-        self.aside: dict[str, str] = {}  # job id -> why it was set aside (hops_slurm.sim.aside), cancelled too
+        self.aside: dict[str, str] = {}  # job id -> why it was set aside (hops_slurm.sim.sim_aside), cancelled too
         self._views: dict[str, JobView] = {}  # the last planning's job views
         #: job id -> (when its notice ends, the GPUs it holds until then): preempted, still checkpointing
         #: or running out the grace
@@ -328,7 +328,7 @@ class SimBackend:
                     result.preempted.append(job.spec.job_id)
                 else:
                     job.config = None  # placed and still waiting for its GPUs: withdrawn, nothing to stop
-            # a job no config serves is set aside (hops_slurm.sim.aside), whatever the policy
+            # a job no config serves is set aside (hops_slurm.sim.sim_aside), whatever the policy
             views = [v for v in self._views.values() if v.job_id in self.active and v.job_id not in self._drains]
             for job_id, reason in no_usable_config(views, self.cluster.view(), placed).items():
                 job = self.active.pop(job_id)

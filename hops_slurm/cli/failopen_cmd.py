@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from hops_slurm.cli.daemon import add_config_arg, site_config
+from hops_slurm.cli.daemon_cmd import add_config_arg, site_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

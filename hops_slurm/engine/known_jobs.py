@@ -5,7 +5,7 @@ Where it sits: each planning the engine (:mod:`hops_slurm.engine.engine`) picks 
 bookkeeping (:func:`known_job`: :class:`hops_slurm.engine.state.JobState`, its directives and Slurm's
 listing) and hands them to :func:`hops_slurm.core.jobview.job_views` (:func:`job_views` here), which
 makes the estimates and views exactly as it does for the simulator. A job whose step fails is set aside
-(:func:`hops_slurm.engine.aside.per_job`). The live backend (:class:`hops_slurm.engine.backend.SlurmBackend`)
+(:func:`hops_slurm.engine.aside.per_job`). The live backend (:class:`hops_slurm.engine.live_backend.SlurmBackend`)
 hands the views to the policy. A round keeps its views in a :class:`ViewCache`: after an enactment (the
 fragment plans at the round's instant) only the views of jobs whose inputs changed are made again.
 """

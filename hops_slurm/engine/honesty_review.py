@@ -13,7 +13,7 @@ Where it sits: every refresh the engine (:mod:`hops_slurm.engine.engine`)
    estimated throughput (:func:`processed_samples`); with the owner's history
    (their last ended jobs from ``engine.sqlite``'s ``outcomes`` and their running ones)
    :func:`estimator.honesty.assess` gives the job's ``age_factor`` (the planner's age is the eq. 9 age
-   of the declaration times it: :func:`hops_slurm.engine.jobs.job_view`) and a reason (``honesty``,
+   of the declaration times it: :func:`hops_slurm.engine.known_jobs.job_view`) and a reason (``honesty``,
    shown in ``hops-slurm queue``),
 3. applies ``[honesty] action`` to jobs whose verdict is ``exceeded`` (:func:`act`): ``warn`` writes
    the reason into the job's Comment (``scontrol show job``: ``Comment=hops: declaration: ...``);

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hops_slurm.cli.daemon import add_config_arg, site_config
+from hops_slurm.cli.daemon_cmd import add_config_arg, site_config
 from hops_slurm.engine.queue import FIELDS, parse_format, queue_rows, render
 from hops_slurm.text import printable
 

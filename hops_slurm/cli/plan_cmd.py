@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hops_slurm.cli.daemon import add_config_arg, info_logging, site_config
+from hops_slurm.cli.daemon_cmd import add_config_arg, info_logging, site_config
 from hops_slurm.errors import HopsError
 
 

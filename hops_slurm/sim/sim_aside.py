@@ -1,6 +1,6 @@
 """Jobs the simulated cluster sets aside: no usable config (no progress, no placement), or never placed.
 
-Where it sits: :meth:`hops_slurm.sim.backend.SimBackend.apply` asks :func:`no_usable_config` after every
+Where it sits: :meth:`hops_slurm.sim.sim_backend.SimBackend.apply` asks :func:`no_usable_config` after every
 round plan, whatever the policy: a job the plan left unplaced whose estimates give every config on the
 whole (idle) cluster throughput 0 (:func:`planner.hops.why_unservable`; a config where its runtime
 records show no progress is one, :mod:`estimator.progress`) is set aside with that reason, as the live
@@ -41,7 +41,7 @@ def no_usable_config(views: Iterable[JobView], cluster: ClusterView, placed: Map
 
 
 def stall_out(sim: Any) -> None:
-    """The stall rule (``sim``: a :class:`hops_slurm.sim.backend.SimBackend`, untyped here to keep the
+    """The stall rule (``sim``: a :class:`hops_slurm.sim.sim_backend.SimBackend`, untyped here to keep the
     import one way): when the whole cluster has been idle ``stall_seconds`` with ready jobs, no arrivals,
     probes or notices left, the policy cannot place them (e.g. a rigid request outside its config space):
     they are cancelled."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hops_slurm.tools.bench import sacct_history
 from hops_slurm.tools.bench.machine import load, machine_line
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.costs import CostModel, parse_checkpoint_seconds
 from hops_slurm.sim.runner import Options
 from hops_slurm.whatif import output
