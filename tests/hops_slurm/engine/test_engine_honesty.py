@@ -1,6 +1,6 @@
 """hops_slurm.engine.honesty_review without Slurm: processed samples from records and run time, the users'
 history in engine.sqlite, the action on a job past its declaration, the queue columns, the job's budget.
-The rules of processed samples per run are tested in test_engine_processed.py."""
+The rules of processed samples per run are tested in test_processed.py."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_max_job_count_is_written_only_when_set() -> None:
     plain = load_spec()
     assert plain.max_job_count is None
     assert "MaxJobCount" not in conf.render_slurm_conf(plain, "myhost")
-    raised = load_spec(Path(__file__).resolve().parents[3] / "etc" / "minicluster" / "load.toml")
+    raised = load_spec(Path(__file__).resolve().parents[4] / "etc" / "minicluster" / "load.toml")
     assert raised.max_job_count == 20000
     assert "MaxJobCount=20000\n" in conf.render_slurm_conf(raised, "myhost")
 

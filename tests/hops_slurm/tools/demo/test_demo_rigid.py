@@ -1,6 +1,6 @@
 """The Slurm-scheduled half of ``make demo``: rigid requests (median of the requirement set), scripts the
 submit hook leaves alone, and records built from what Slurm reports (a FAKE in-memory Slurm here; the
-reduced demo in tests/hops_slurm/test_demo.py runs the real one)."""
+reduced demo in tests/hops_slurm/tools/demo/test_demo.py runs the real one)."""
 
 from __future__ import annotations
 

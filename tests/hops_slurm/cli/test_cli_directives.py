@@ -9,7 +9,7 @@ import pytest
 
 from hops_slurm.cli import main
 
-VECTORS = Path(__file__).resolve().parents[1] / "data" / "directives"
+VECTORS = Path(__file__).resolve().parents[2] / "data" / "directives"
 
 
 def test_valid_script_prints_canonical(capsys: pytest.CaptureFixture[str]) -> None:
