@@ -1,4 +1,5 @@
-"""The shape of the code base: no import cycle, no oversized module, planner/ and estimator/ stay pure.
+"""The shape of the code base: no import cycle, no oversized module, planner/ and estimator/ stay pure,
+hops_slurm/core/ sits below both backends, hops_slurm/tools/ apart from the daemon, one file name per meaning.
 
 Read with the standard library's ``ast`` (no import runs): every ``import`` statement of every module
 of hops_slurm/, planner/, estimator/ and profiler/ counts, at module level, under ``if TYPE_CHECKING:``
