@@ -141,9 +141,25 @@ def estimate(signature: str, declared_samples: float, requirements: Sequence[int
         optimistic = getattr(estimator, "optimistic_fn", None)
         opt = cached(("opt", signature), lambda: optimistic(signature)) if callable(optimistic) else None
         return Estimate(fn, age, cached(("sens", signature), sens), opt)
-    except EstimateUnavailable as exc:
-        log.info("job %s: no estimate (%s); using the fallback", job_id or signature, exc)  # until its records arrive (probe in place)
+    except EstimateUnavailable as exc:  # until its records arrive (probe in place)
+        tell_no_estimate(job_id or signature, str(exc))
         return NO_ESTIMATE
+
+
+#: the reason last logged at INFO per job (bounded): each refresh asks again, the log says it once
+_TOLD: dict[str, str] = {}
+_TOLD_MAX = 4096
+
+
+def tell_no_estimate(who: str, reason: str) -> None:
+    """Log that ``who`` has no estimate: at INFO the first time (or when the reason changes), else DEBUG."""
+    if _TOLD.get(who) == reason:
+        log.debug("job %s: no estimate (%s); using the fallback", who, reason)
+        return
+    if len(_TOLD) >= _TOLD_MAX:
+        _TOLD.clear()
+    _TOLD[who] = reason
+    log.info("job %s: no estimate (%s); using the fallback", who, reason)
 
 
 def wait_until(ledger: Ledger, now: float) -> float:

@@ -41,6 +41,19 @@ class JobLedger:
     placements: list[dict[str, Any]] = field(default_factory=list)
 
 
+def slurm_time(t: float | None, last_seen: float, now: float) -> float:
+    """A start or end time Slurm reported (whole seconds, truncated) for a change seen between the
+    refresh at ``last_seen`` and ``now``: kept as Slurm gives it when it lies in (last_seen - 1, now]
+    (the truncation can put it up to a second before ``last_seen``), so every start and end of every
+    job is in the same whole seconds and a job starting on GPUs another job freed never overlaps it;
+    anything else is clamped into [last_seen, now]; ``now`` without a time."""
+    if not t:
+        return now
+    if last_seen - 1.0 < t <= now:
+        return t
+    return min(now, max(last_seen, t))
+
+
 def account(job: Ledger, now: float, state: str, config: dict[str, int], *, started: float | None = None,
             ended: float | None = None, ran: dict[str, int] | None = None, stopped: float | None = None) -> None:
     """Bring ``job`` from its last refresh (``job.last_seen``) up to ``now``, when Slurm says ``state``
@@ -63,6 +76,9 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
 
     def at(t: float | None) -> float:
         return now if not t else min(now, max(job.last_seen, t))
+
+    def exact(t: float | None) -> float:
+        return slurm_time(t, job.last_seen, now)
 
     def open_run(t: float, cfg: dict[str, int]) -> None:
         if job.first_start is None or t < job.first_start:
@@ -101,7 +117,9 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
             else:
                 add_run(last, now, config)
         elif state == "ENDED":
-            t = at(ended)
+            t = exact(ended)  # Slurm's whole second, as the starts are: never after the next job's start
+            if current is not None:
+                t = max(t, float(current["start"]))
             add_run(last, t, job.config)
             close_run(t, preempted=False)
         else:  # requeued: preempted (Slurm keeps no end time of the run it requeued: ``stopped`` or now)
@@ -114,7 +132,7 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
             # Slurm's start time, whole seconds, even up to a second before the refresh that last saw the
             # job pending (released just after it): waits are then counted as sacct counts them, start
             # minus submit in Slurm's own seconds, whichever scheduler started the job
-            t = started if started and last - 1.0 < started <= now else at(started)
+            t = exact(started)
             if job.placements and job.placements[-1].get("end") is not None:  # never before the last run ended
                 t = max(t, float(job.placements[-1]["end"]))
             job.wait = max(job.wait + t - last, 0.0)

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from hops_slurm.accounting import slurm_time
 from hops_slurm.engine.aside import per_job, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat
@@ -165,7 +166,7 @@ class Refresh:
             # ended when Slurm says (into the interval since the last refresh, as the accounting dates it),
             # not when the engine noticed: a busy engine must not lengthen its jobs' JCT
             end_time = seen.end_time if seen is not None else None
-            js.ended = min(self.now, max(before, end_time)) if end_time else self.now
+            js.ended = slurm_time(end_time, before, self.now)
             js.end_state = seen.state if seen is not None else "COMPLETED"
             if not e.dry_run:
                 e._ingest_metrics(js)  # its last records count too

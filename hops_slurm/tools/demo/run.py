@@ -19,6 +19,7 @@ the README's pictures. The daemon's state and records stay in the minicluster's 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -156,7 +157,9 @@ class Daemon:
     """``hops-slurm daemon --foreground`` as a child process in its own session, stopped by PID."""
 
     def __init__(self, config: Path, env: dict[str, str], log_path: Path) -> None:
-        self.argv = [*HOPS_SLURM, "daemon", "--config", str(config), "--foreground"]
+        # `hops-slurm -vv demo` gives the daemon's log its step timings too (debug)
+        verbose = ["-vv"] if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else []
+        self.argv = [*HOPS_SLURM, *verbose, "daemon", "--config", str(config), "--foreground"]
         self.env, self.log_path = env, log_path
         self.proc: subprocess.Popen[bytes] | None = None
 

@@ -128,3 +128,15 @@ def test_simulated_views_follow_what_the_store_learns(tmp_path) -> None:
     assert now.sensitivity == pytest.approx(fresh.sensitivity("alice/" + R50, "v100"), rel=1e-9)
     assert now.sensitivity != pytest.approx(first.sensitivity, rel=1e-3)
     backend.close()
+
+
+def test_a_job_without_an_estimate_is_logged_once_per_reason(caplog) -> None:
+    class NoData:
+        def throughput_fn(self, signature: str):
+            raise EstimateUnavailable("no GPU type has a positive throughput for this job")
+
+    caplog.set_level("DEBUG", logger="hops_slurm.engine.jobview")
+    for _ in range(3):  # three refreshes ask again
+        estimate("sig-log-once", 1000.0, (1, 2), NoData(), job_id="job-log-once")  # type: ignore[arg-type]
+    told = [r for r in caplog.records if "job-log-once" in r.getMessage()]
+    assert [r.levelname for r in told] == ["INFO", "DEBUG", "DEBUG"]

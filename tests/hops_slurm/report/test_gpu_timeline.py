@@ -67,6 +67,29 @@ def test_a_move_between_refreshes_ends_the_old_placement_at_the_requeue_before_t
     assert a.gpu_seconds == pytest.approx(25 * 4 + 7 * 2)
 
 
+def test_a_job_ending_in_the_second_another_starts_on_its_gpus_is_not_counted_past_it() -> None:
+    """The demo's 25-of-24 instant: A (n1, 2 GPUs) was last seen running at 160.3 and ended in that
+    second (Slurm's end 160, truncated); B started on A's GPUs in the same second (Slurm's start 160)."""
+    a, b = JobLedger(last_seen=0.0), JobLedger(last_seen=0.0)
+    account(a, 10.0, "RUNNING", {"n1": 2}, started=5.0)
+    account(b, 10.0, "PENDING", {})
+    account(a, 160.3, "RUNNING", {"n1": 2}, started=5.0)
+    account(b, 160.3, "PENDING", {})
+    account(a, 165.0, "ENDED", {}, started=5.0, ended=160.0)
+    account(b, 165.0, "RUNNING", {"n1": 2}, started=160.0)
+    jobs = [_record("A", a), _record("B", b)]
+    assert a.placements[0]["end"] == 160.0  # Slurm's second, as B's start is
+    assert (a.run_time, a.gpu_seconds) == pytest.approx((155.0, 310.0))
+    assert timeline.above_capacity(timeline.gpus_in_use_steps(jobs, until=165.0), 2) == []
+    # an end time Slurm cannot mean for this run (before the refresh that saw it running, by more than
+    # the truncation) is clamped as before
+    c = JobLedger(last_seen=0.0)
+    account(c, 10.0, "RUNNING", {"n1": 2}, started=5.0)
+    account(c, 50.0, "RUNNING", {"n1": 2}, started=5.0)
+    account(c, 60.0, "ENDED", {}, started=5.0, ended=30.0)
+    assert c.placements[0]["end"] == 50.0
+
+
 def test_a_requeue_of_an_earlier_run_is_not_taken_for_the_end_of_this_one() -> None:
     a = JobLedger(last_seen=0.0)
     account(a, 10.0, "RUNNING", {"n1": 4}, started=5.0)
