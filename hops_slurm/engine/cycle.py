@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from hops_slurm.accounting import slurm_time
+from hops_slurm.core.ledger import slurm_time
 from hops_slurm.engine.aside import per_job, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat

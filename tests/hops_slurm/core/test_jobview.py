@@ -135,7 +135,7 @@ def test_a_job_without_an_estimate_is_logged_once_per_reason(caplog) -> None:
         def throughput_fn(self, signature: str):
             raise EstimateUnavailable("no GPU type has a positive throughput for this job")
 
-    caplog.set_level("DEBUG", logger="hops_slurm.engine.jobview")
+    caplog.set_level("DEBUG", logger="hops_slurm.core.jobview")
     for _ in range(3):  # three refreshes ask again
         estimate("sig-log-once", 1000.0, (1, 2), NoData(), job_id="job-log-once")  # type: ignore[arg-type]
     told = [r for r in caplog.records if "job-log-once" in r.getMessage()]
