@@ -1,6 +1,6 @@
 """The site's limits around any policy: never plan a job into a state Slurm refuses to start.
 
-Where it sits: between the round loop (:func:`hops_slurm.backend.plan_once`) and a
+Where it sits: between the round loop (:func:`hops_slurm.core.interface.plan_once`) and a
 :class:`planner.views.Policy`. The backend turns what Slurm says about associations, QOS and
 partitions (live: :mod:`hops_slurm.slurm.assoc`; in simulation: none unless a test sets them) into a
 :class:`Limits`: pure planner input, caps over groups of jobs ("these jobs together hold at most N

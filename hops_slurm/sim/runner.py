@@ -23,11 +23,11 @@ from estimator.honesty import HonestyParams
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.source import write_sqlite
-from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.bound import physical_bound
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel
-from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize
 from hops_slurm.sim.workload import JobSpec, load_workload
 from hops_slurm.validation import reason
@@ -74,7 +74,7 @@ class Options:
     fragment_at_once: bool = True
     #: the defences against understated samples (None: estimator.honesty's defaults, on)
     honesty: HonestyParams | None = None
-    #: plan at each event between refresh ticks too (:class:`hops_slurm.engine.rounds.LoopSettings`)
+    #: plan at each event between refresh ticks too (:class:`hops_slurm.core.rounds.LoopSettings`)
     plan_on_events: bool = False
 
 

@@ -1,6 +1,6 @@
 """The site's governance as Slurm's accounting keeps it: associations and QOS with their GPU and job limits.
 
-Where it sits: read by the live backend (:class:`hops_slurm.engine.backend.SlurmBackend`) once a minute
+Where it sits: read by the live backend (:class:`hops_slurm.engine.live_backend.SlurmBackend`) once a minute
 at most, from slurmdbd through ``sacctmgr show assoc|qos --parsable2`` with a fixed ``format=`` (the one
 listing that 22.05, 24.11 and 26.05 print alike, a row per association; ``scontrol show assoc_mgr``
 prints a different text per release). Current usage is not read from slurmdbd: it is what the jobs of

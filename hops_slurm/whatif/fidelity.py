@@ -2,7 +2,7 @@
 before its projection (issue 23).
 
 Where it sits: after the sides are run (:mod:`hops_slurm.whatif.pipeline`), read by ``hops-slurm
-whatif`` (:mod:`hops_slurm.cli.whatif`), which prints :func:`fidelity_line` and, when the replay misses,
+whatif`` (:mod:`hops_slurm.cli.whatif_cmd`), which prints :func:`fidelity_line` and, when the replay misses,
 :func:`warning` naming the assumptions that set the simulated schedule apart from Slurm's. The replay is
 the first simulated Slurm policy of :data:`SITE_POLICIES` the run has (``slurm-backfill`` first: Slurm's
 default scheduler), replayed as Slurm runs (:func:`hops_slurm.whatif.replay.site_replay`: no probes,

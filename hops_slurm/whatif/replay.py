@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.runner import Options, RunResult, simulate
 from hops_slurm.text import printable

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from slurm_helpers import ensure_test_user, load_test_spec
 from tests.tests_paths import DATA
 
