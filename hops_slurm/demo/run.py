@@ -463,17 +463,19 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
     label = ab.SLURM
     account = None
     if multifactor is not None:
-        import pwd
-
-        from hops_slurm.demo.multifactor import account_of, make_accounts, priority_settings
+        from hops_slurm.demo.multifactor import account_of
 
         label, account = ab.SLURM_MULTIFACTOR, account_of
-        made = make_accounts(multifactor, (account_of(s.script.stem) for s in submissions),
-                             pwd.getpwuid(os.geteuid()).pw_name)
+    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes), minutes, account)
+    if multifactor is not None:
+        import pwd
+
+        from hops_slurm.demo.multifactor import make_accounts, priority_settings
+
+        made = make_accounts(multifactor, (account_of(job.name) for _, job in rigid), pwd.getpwuid(os.geteuid()).pw_name)
         print(f"== Slurm's multifactor priority with fair share: one account per model family ({', '.join(made)}),"
               f" each job charged to its family's; slurm.conf: {' '.join(priority_settings(multifactor.conf_path.read_text()))}",
               file=out)
-    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes), minutes, account)
     print(f"== the same {len(rigid)} jobs under Slurm's own scheduling: Hops daemon stopped, each job a rigid request"
           f" of the median of its gpus= set, no #HOPS lines (the hook leaves it alone), sched/backfill"
           f"{' with priority/multifactor' if multifactor is not None else ''}, --time={minutes}"
