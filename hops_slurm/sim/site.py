@@ -18,12 +18,21 @@ work alone (every policy pays the start there, Hops and Slurm alike).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
 from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.costs import CostModel
 
-if TYPE_CHECKING:  # the runner imports this module
-    from hops_slurm.sim.runner import Options
+
+class _RunOptions(Protocol):
+    """What is read here of :class:`hops_slurm.sim.runner.Options` (which imports this module)."""
+
+    costs: CostModel
+    plan_on_events: bool
+    __dataclass_fields__: dict[str, Any]
+
+
+Options = TypeVar("Options", bound=_RunOptions)
 
 #: the simulated policies that stand for the site's own Slurm
 SITE_POLICIES = ("slurm-backfill", "slurm-multifactor")
@@ -36,7 +45,7 @@ def is_site_policy(policy_name: str) -> bool:
 def as_slurm_runs(cluster: ClusterSpec, options: Options) -> tuple[ClusterSpec, Options]:
     """The cluster and options a site policy runs with: no probes, scheduling at every event."""
     profiler = cluster.profiler.model_copy(update={"probe_seconds": 0.0})
-    return cluster.model_copy(update={"profiler": profiler}), replace(options, plan_on_events=True)
+    return cluster.model_copy(update={"profiler": profiler}), replace(options, plan_on_events=True)  # type: ignore[type-var]
 
 
 def first_start_free(options: Options) -> Options:
@@ -44,7 +53,7 @@ def first_start_free(options: Options) -> Options:
     move still pay ``process_start`` and the checkpoint load); a first-start cost already set is kept."""
     if options.costs.first_start is not None:
         return options
-    return replace(options, costs=replace(options.costs, first_start=0.0))
+    return replace(options, costs=replace(options.costs, first_start=0.0))  # type: ignore[type-var]
 
 
 __all__ = ["SITE_POLICIES", "is_site_policy", "as_slurm_runs", "first_start_free"]
