@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
+from hops_slurm.tools.demo.multifactor import PRIORITIES
 from hops_slurm.tools.demo.run import JOBS_DIR, REPORT_DIR, SITE_CONFIG, WORKLOAD, run_demo
 from hops_slurm.tools.minicluster.roots import RELEASES
 from hops_slurm.tools.minicluster.spec import load_spec
@@ -30,6 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     p.add_argument("--hops-only", action="store_true",
                    help="run the jobs under Hops only (skip the second run under Slurm's own backfill, rigid GPU counts)")
+    p.add_argument("--slurm-priority", choices=PRIORITIES, default="backfill",
+                   help="the Slurm half's priority: backfill (Slurm's default, first come first served; the default) or "
+                        "multifactor (PriorityType=priority/multifactor with fair share and age, the weights and "
+                        "half-life the minicluster's slurm.conf sets, on an accounting cluster: slurmdbd + MariaDB; "
+                        "one account per model family)")
     p.set_defaults(func=lambda a: run_demo(sys.stdout, load_spec(a.spec, slurm=a.slurm), jobs_dir=a.jobs, workload=a.workload,
                                            site_config=a.config, report_dir=a.out, timeout=a.timeout, keep=a.keep,
-                                           hops_only=a.hops_only))
+                                           hops_only=a.hops_only, slurm_priority=a.slurm_priority))

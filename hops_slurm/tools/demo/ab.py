@@ -29,6 +29,7 @@ from hops_slurm.report.source import RecordSet, open_source, write_jsonl
 RUNS_FILE = "runs.json"
 HOPS = "Hops"
 SLURM = "Slurm backfill (rigid)"
+SLURM_MULTIFACTOR = "Slurm multifactor (rigid)"  # hops-slurm demo --slurm-priority multifactor
 JCT_CDF = "ab_jct_cdf.png"
 GPU_USE = "ab_gpu_use.png"
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -99,11 +100,12 @@ def has_time_limit(sbatch_lines: list[str]) -> bool:
     return False
 
 
-def rigid_script(job: RigidJob, original_text: str, minutes: int = TIME_LIMIT_MINUTES) -> str:
+def rigid_script(job: RigidJob, original_text: str, minutes: int = TIME_LIMIT_MINUTES, account: str = "") -> str:
     """The batch script for Slurm's own scheduling: the original's ``#SBATCH`` lines, a rigid GPU request,
     and the demo's trainer on the original script (which still says the model, batch size and samples).
     It holds no Hops directive, so the submit hook leaves it alone; the allocation the trainer emulates
-    is the one Slurm gave (``HOPS_CONFIG`` from the nodes Slurm chose)."""
+    is the one Slurm gave (``HOPS_CONFIG`` from the nodes Slurm chose). ``account``: the Slurm account it
+    is charged to (``--slurm-priority multifactor``: its team's, :mod:`hops_slurm.tools.demo.multifactor`)."""
     sbatch = [line for line in original_text.splitlines()[1:] if line.startswith("#SBATCH")]
     if job.nodes == 1:
         config = f'export HOPS_CONFIG="$SLURMD_NODENAME:{job.per_node}"'
@@ -114,6 +116,7 @@ def rigid_script(job: RigidJob, original_text: str, minutes: int = TIME_LIMIT_MI
         "#!/bin/bash",
         *sbatch,
         f"#SBATCH --nodes={job.nodes} --gres=gpu:{job.per_node}" + ("" if has_time_limit(sbatch) else f" --time={minutes}"),
+        *([f"#SBATCH --account={account}"] if account else []),
         f"# make demo, Slurm's own scheduling: {job.original.name} as a rigid job of {job.gpus} GPUs (the median",
         "# of its requirement set); Slurm picks the nodes, the trainer emulates the GPU type it got.",
         f"export HOPS_GPUS={job.gpus}",
@@ -125,7 +128,8 @@ def rigid_script(job: RigidJob, original_text: str, minutes: int = TIME_LIMIT_MI
 
 
 def write_rigid_scripts(submissions: list[Submission], dest: Path, max_per_node: int,
-                        minutes: int = TIME_LIMIT_MINUTES) -> list[tuple[Submission, RigidJob]]:
+                        minutes: int = TIME_LIMIT_MINUTES,
+                        account_of: Callable[[str], str] | None = None) -> list[tuple[Submission, RigidJob]]:
     """A rigid copy of every script whose ``#HOPS`` lines parse, in ``dest``; the others are left out
     (the submit hook rejects them, so they never ran under Hops either)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -140,7 +144,7 @@ def write_rigid_scripts(submissions: list[Submission], dest: Path, max_per_node:
             continue
         job = rigid_job(sub.script.resolve(), d, max_per_node)
         path = dest / sub.script.name
-        path.write_text(rigid_script(job, text, minutes))
+        path.write_text(rigid_script(job, text, minutes, account_of(job.name) if account_of is not None else ""))
         out.append((Submission(path, sub.at), job))
     return out
 

@@ -268,10 +268,17 @@ def run_demo(
     poll: float = 5.0,
     keep: bool = False,
     hops_only: bool = False,
+    slurm_priority: str = "backfill",
 ) -> int:
     """Run the whole demo; 0 when every accepted job completed (in both runs). ``report_dir=None``: no
-    Markdown/PNGs. ``hops_only``: skip the second run under Slurm's own scheduling."""
-    spec = spec or load_spec()
+    Markdown/PNGs. ``hops_only``: skip the second run under Slurm's own scheduling. ``slurm_priority``:
+    ``backfill`` (Slurm's default priority) or ``multifactor`` (the Slurm half with
+    priority/multifactor and fair share on an accounting cluster: :mod:`hops_slurm.tools.demo.multifactor`)."""
+    from hops_slurm.tools.demo.multifactor import demo_spec
+
+    if hops_only and slurm_priority != "backfill":
+        raise ConfigError("--slurm-priority applies to the Slurm half, which --hops-only leaves out")
+    spec = demo_spec(spec or load_spec(), slurm_priority)
     submissions = load_workload(jobs_dir, workload)
     dirs = DemoDirs(spec.state_dir / "demo")
     cluster = Minicluster(spec, job_submit_lua=HOOK)
@@ -311,7 +318,8 @@ def run_demo(
                 raise DemoError(f"jobs did not complete: {', '.join(failed)}; logs in {dirs.logs}")
             slurm_ids: list[str] = []
             if not hops_only:
-                slurm_ids = _backfill_and_compare(spec, submissions, progress, dirs, env, out, report_dir, timeout, poll)
+                slurm_ids = _backfill_and_compare(spec, submissions, progress, dirs, env, out, report_dir, timeout, poll,
+                                                  cluster if slurm_priority == "multifactor" else None)
             if spec.accounting:
                 from hops_slurm.tools.demo.export import EXPORT_FILE, export_sacct
 
@@ -327,20 +335,22 @@ def run_demo(
             print("== tearing down", file=out)
             stopped = cluster.down()
             print(f"   stopped {len(stopped)} daemons", file=out)
-    _print_next_steps(out, spec, dirs, report_dir, export, hops_only)
+    _print_next_steps(out, spec, dirs, report_dir, export, hops_only, slurm_priority)
     return 0
 
 
 def _print_next_steps(out: TextIO, spec: MiniclusterSpec, dirs: DemoDirs, report_dir: Path | None, export: Path | None,
-                      hops_only: bool) -> None:
+                      hops_only: bool, slurm_priority: str = "backfill") -> None:
     """The commands that look at what this run made (:mod:`hops_slurm.tools.demo.next_steps`), as they run from here."""
-    from hops_slurm.tools.demo.ab import SLURM, slug
+    from hops_slurm.tools.demo.ab import SLURM, SLURM_MULTIFACTOR, slug
+
+    label = SLURM_MULTIFACTOR if slurm_priority == "multifactor" else SLURM
     from hops_slurm.tools.demo.next_steps import DemoOutputs, demo_steps, hops_slurm_command, render
 
     example = RECORDED_EXPORTS / spec.slurm / "sacct.json"
     outputs = DemoOutputs(
         records=dirs.records, config=dirs.config, report_dir=report_dir,
-        slurm_records=None if hops_only or report_dir is None else report_dir / f"records-{slug(SLURM)}.jsonl",
+        slurm_records=None if hops_only or report_dir is None else report_dir / f"records-{slug(label)}.jsonl",
         export=export, example_export=example if example.is_file() else None)
     print(render(demo_steps(outputs), hops_slurm_command(), Path.cwd(), report_dir), end="", file=out)
 
@@ -435,9 +445,11 @@ def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO, total_gpus: in
 
 
 def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], progress: Progress, dirs: DemoDirs,
-                          env: dict[str, str], out: TextIO, report_dir: Path | None, timeout: float, poll: float) -> list[str]:
+                          env: dict[str, str], out: TextIO, report_dir: Path | None, timeout: float, poll: float,
+                          multifactor: Minicluster | None = None) -> list[str]:
     """The same jobs under Slurm's backfill (the daemon is stopped), then both runs side by side; the Slurm
-    run's job ids."""
+    run's job ids. ``multifactor``: the cluster runs priority/multifactor; each job is charged to its team's
+    account there (:mod:`hops_slurm.tools.demo.multifactor`)."""
     from hops_slurm.tools.demo import ab
     from hops_slurm.tools.demo.compare import comparison_markdown, comparison_text, summarise_run, with_hops_ages
     from hops_slurm.tools.demo.rigid import BackfillError, run_backfill, time_limit_minutes, write_rigid_scripts
@@ -451,9 +463,25 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
     ends = [j.end for j in hops_jobs if j.end is not None]
     makespan = max(ends) - min(j.submit for j in hops_jobs) if ends else 0.0
     minutes = time_limit_minutes(makespan)
-    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes), minutes)
+    label = ab.SLURM
+    account = None
+    if multifactor is not None:
+        from hops_slurm.tools.demo.multifactor import account_of
+
+        label, account = ab.SLURM_MULTIFACTOR, account_of
+    rigid = write_rigid_scripts(submissions, dirs.root / "rigid", max(g.gpus for g in spec.nodes), minutes, account)
+    if multifactor is not None:
+        import pwd
+
+        from hops_slurm.tools.demo.multifactor import make_accounts, priority_settings
+
+        made = make_accounts(multifactor, (account_of(job.name) for _, job in rigid), pwd.getpwuid(os.geteuid()).pw_name)
+        print(f"== Slurm's multifactor priority with fair share: one account per model family ({', '.join(made)}),"
+              f" each job charged to its family's; slurm.conf: {' '.join(priority_settings(multifactor.conf_path.read_text()))}",
+              file=out)
     print(f"== the same {len(rigid)} jobs under Slurm's own scheduling: Hops daemon stopped, each job a rigid request"
-          f" of the median of its gpus= set, no #HOPS lines (the hook leaves it alone), sched/backfill, --time={minutes}"
+          f" of the median of its gpus= set, no #HOPS lines (the hook leaves it alone), sched/backfill"
+          f"{' with priority/multifactor' if multifactor is not None else ''}, --time={minutes}"
           " unless the script sets its own", file=out)
     try:
         names, slurm_jobs = run_backfill(CliSlurm(env), rigid, dirs.logs, env, out, timeout=timeout, poll=poll)
@@ -466,13 +494,13 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
         lr = metrics.job_latency_ratio(j, j.end) if j.end is not None else None
         print(f"   {j.job_id:>5} {names[j.job_id]:<13} {j.state:<10} {config:<18} wait {format_elapsed(metrics.wait_time(j, j.end or 0))}"
               f"  JCT {format_elapsed(metrics.jct(j)) or '-'}  LR {'-' if lr is None else f'{lr:.2f}'}", file=out)
-    runs = [summarise_run(ab.HOPS, hops_jobs, total_gpus), summarise_run(ab.SLURM, slurm_jobs, total_gpus)]
+    runs = [summarise_run(ab.HOPS, hops_jobs, total_gpus), summarise_run(label, slurm_jobs, total_gpus)]
     print(f"== Hops beside Slurm's own scheduling: the same {len(rigid)} jobs on the same {total_gpus} GPUs", file=out)
     print(comparison_text(runs).rstrip(), file=out)
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
-        ab.keep_run(report_dir, ab.SLURM, slurm_jobs, (), total_gpus)
-        pngs = ab.write_ab_plots(report_dir, [(ab.HOPS, hops_jobs), (ab.SLURM, slurm_jobs)], total_gpus)
+        ab.keep_run(report_dir, label, slurm_jobs, (), total_gpus)
+        pngs = ab.write_ab_plots(report_dir, [(ab.HOPS, hops_jobs), (label, slurm_jobs)], total_gpus)
         path = report_dir / "comparison.md"
         path.write_text(f"# `make demo`: Hops beside Slurm's own scheduling\n\nThe same {len(rigid)} jobs on the same "
                         f"{total_gpus} GPUs (LR of a Slurm job: its wait over the age Hops estimated for it).\n\n"
