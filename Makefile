@@ -34,8 +34,9 @@ endif
 
 # HOPS_ONLY=1: the jobs under Hops only (no second run under Slurm's own backfill). The report, plots and
 # records go to var/demo (git-ignored); OUT=docs/demo rewrites the README's pictures instead.
+# SLURM_PRIORITY=multifactor: the Slurm half with priority/multifactor and fair share (an accounting cluster).
 demo: install slurm
-	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM)) $(if $(OUT),--out $(OUT)) $(if $(HOPS_ONLY),--hops-only)
+	$(HOPS) demo $(if $(SLURM),--slurm $(SLURM)) $(if $(OUT),--out $(OUT)) $(if $(HOPS_ONLY),--hops-only) $(if $(SLURM_PRIORITY),--slurm-priority $(SLURM_PRIORITY))
 
 # Everything; the live tests on $(SLURM) (make test SLURM=24.11).
 test: install slurm

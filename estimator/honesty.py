@@ -2,7 +2,7 @@
 
 Where it sits: the latency-ratio priority divides a job's wait by its age (eq. 6), and the age (eq. 9)
 is made from the ``samples=`` its owner declares. Nothing but this module checks that declaration. The
-live engine (:mod:`hops_slurm.engine.honesty`) and the simulator (:mod:`hops_slurm.sim.backend`) both
+live engine (:mod:`hops_slurm.engine.honesty_review`) and the simulator (:mod:`hops_slurm.sim.sim_backend`) both
 call :func:`assess` once per job and planning with
 
 - the job's declared samples and the eq. 9 age made from them,

@@ -3,7 +3,7 @@
 Where it sits: a table of :class:`estimator.store.ThroughputStore` (schema version 3). The live engine
 (the store's only writer) measures, for every start of a job that has a signature, the seconds from
 Slurm's start of that run to the first progress its runtime records show, plus the notice the previous
-run was given before its requeue (:mod:`hops_slurm.engine.processed`), and hands each observation to
+run was given before its requeue (:mod:`hops_slurm.core.processed`), and hands each observation to
 :meth:`ThroughputStore.put_restart_cost`; the engine prices moves with
 :meth:`ThroughputStore.restart_cost`, the median of the signature's last :data:`SUMMARY_LAST`
 observations (one slow node start or one fast warm restart does not move it). Only the last

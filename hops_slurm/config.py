@@ -227,7 +227,7 @@ class MetricsConfig(_Section):
 
 class HonestyConfig(_Section):
     """Defences against understated ``samples=`` (issue 16, :mod:`estimator.honesty`,
-    :mod:`hops_slurm.engine.honesty`): re-aging, the users' history, and what happens to a job that
+    :mod:`hops_slurm.engine.honesty_review`): re-aging, the users' history, and what happens to a job that
     processed more than ``1 + margin`` times what it declared."""
 
     enabled: bool = Field(True, description="re-age jobs past their declaration and weigh each user's history")

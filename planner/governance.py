@@ -1,16 +1,20 @@
 """The site's limits around any policy: never plan a job into a state Slurm refuses to start.
 
-Where it sits: between the round loop (:func:`hops_slurm.backend.plan_once`) and a
+Where it sits: between the round loop (:func:`hops_slurm.core.interface.plan_once`) and a
 :class:`planner.views.Policy`. The backend turns what Slurm says about associations, QOS and
 partitions (live: :mod:`hops_slurm.slurm.assoc`; in simulation: none unless a test sets them) into a
 :class:`Limits`: pure planner input, caps over groups of jobs ("these jobs together hold at most N
 GPUs", or "at most N of them run") and a largest GPU count per job. :func:`governed_plan` then
 
 1. trims each waiting job's requirement set to the counts its caps still allow (a 16-GPU choice of a
-   job whose account may hold 8 more is dropped; ``MaxTRESPerJob`` likewise), and blocks a waiting job
-   that no count fits, or one of a group that runs as many jobs as it may, with Slurm's reason name;
+   job whose account may hold 8 more is dropped; ``MaxTRESPerJob`` likewise; a count no config of the
+   job's :class:`Shape` holds, e.g. more than ``MaxNodes`` nodes give), blocks a waiting job that no
+   count fits, or one of a group that runs as many jobs as it may, or one Slurm refuses whatever its
+   placement (a time limit over the partition's ``MaxTime``), with Slurm's reason name; a job with a
+   shape rates the configs outside it at throughput 0 (a policy that rates configs never picks one);
 2. asks the policy for its plan over the jobs left;
-3. checks every cap on the plan: where the placed jobs of a group hold more than the cap allows, the
+3. checks every shape and cap on the plan: a waiting job placed in a config outside its shape is cut
+   (``PartitionNodeLimit``, ``QOSMaxGRESPerNode``); where the placed jobs of a group hold more than the cap allows, the
    group's jobs are kept in the plan's own priority order (running jobs first and never cut: Slurm
    already runs them) and the rest are blocked by that cap; the policy then plans again without
    them so the GPUs they would have taken go to someone else (at most :data:`MAX_PASSES` plannings; the
@@ -72,16 +76,45 @@ class Cap:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """The configs a job may start in: at most ``max_nodes`` nodes (a partition's ``MaxNodes``) and at most
+    ``max_per_node`` GPUs on any one of them (a QOS's ``MaxTRESPerNode``); each limit with its label."""
+
+    max_nodes: int | None = None
+    nodes_label: str = ""
+    max_per_node: int | None = None
+    per_node_label: str = ""
+
+    def refusal(self, config: Config) -> str:
+        """The label of the limit ``config`` breaks; "" when it fits."""
+        if self.max_nodes is not None and sum(1 for g in config.values() if g > 0) > self.max_nodes:
+            return self.nodes_label
+        if self.max_per_node is not None and any(g > self.max_per_node for g in config.values()):
+            return self.per_node_label
+        return ""
+
+    def most_gpus(self, cluster: ClusterView) -> int | None:
+        """The most GPUs a config of this shape can hold on ``cluster``; None: no bound from the shape."""
+        if self.max_nodes is None:
+            return None
+        sizes = sorted((min(n.total_gpus, self.max_per_node) if self.max_per_node is not None else n.total_gpus
+                        for n in cluster.nodes), reverse=True)
+        return sum(sizes[:self.max_nodes])
+
+
+@dataclass(frozen=True)
 class Limits:
-    """Every limit of one planning: group caps, a largest GPU count per job, and jobs Slurm will not
-    start whatever their placement (job id -> reason)."""
+    """Every limit of one planning: group caps, a largest GPU count per job, the shape of the configs a
+    job may start in (job id -> :class:`Shape`), and jobs Slurm will not start whatever their placement
+    (job id -> reason)."""
 
     caps: tuple[Cap, ...] = ()
     per_job: Mapping[str, tuple[int, str]] = field(default_factory=lambda: MappingProxyType({}))
     blocked: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    shapes: Mapping[str, Shape] = field(default_factory=lambda: MappingProxyType({}))
 
     def __bool__(self) -> bool:
-        return bool(self.caps or self.per_job or self.blocked)
+        return bool(self.caps or self.per_job or self.blocked or self.shapes)
 
 
 NO_LIMITS = Limits()
@@ -98,15 +131,31 @@ def _order(plan: Plan, jobs: Sequence[JobView]) -> list[JobView]:
     return sorted(jobs, key=lambda j: (j.current is None, -prio.get(j.job_id, 0.0), j.submit_time, j.job_id))
 
 
-def trim(jobs: Sequence[JobView], limits: Limits) -> tuple[list[JobView], dict[str, str]]:
+def _shaped(job: JobView, shape: Shape) -> JobView:
+    """``job`` whose throughput (and exploration value) is 0.0 in a config its shape forbids: a policy that
+    rates configs by throughput never chooses one (the plan check still cuts one that a policy chose)."""
+    rate, explore = job.throughput, job.explore
+
+    def throughput(config: Config) -> float:
+        return 0.0 if shape.refusal(config) else rate(config)
+
+    def exploring(config: Config) -> float:
+        return 0.0 if shape.refusal(config) or explore is None else explore(config)
+
+    return dataclasses.replace(job, throughput=throughput, explore=exploring if explore is not None else None)
+
+
+def trim(jobs: Sequence[JobView], limits: Limits,
+         cluster: ClusterView | None = None) -> tuple[list[JobView], dict[str, str]]:
     """Step 1: waiting jobs with the counts their limits allow; the jobs no count fits (id -> reason)."""
     planned = {j.job_id for j in jobs}
     room = {id(c): c.limit - c.outside(planned) for c in limits.caps}
     out: list[JobView] = []
     blocked: dict[str, str] = {}
     for job in jobs:
-        if job.current:  # running: Slurm runs it; the plan check (step 3) keeps the caps
-            out.append(job)
+        if job.current:  # running: Slurm runs it; the plan check (step 3) keeps the caps; a move stays in shape
+            shape = limits.shapes.get(job.job_id)
+            out.append(_shaped(job, shape) if shape is not None else job)
             continue
         if job.job_id in limits.blocked:
             blocked[job.job_id] = limits.blocked[job.job_id]
@@ -117,6 +166,14 @@ def trim(jobs: Sequence[JobView], limits: Limits) -> tuple[list[JobView], dict[s
         if top is not None:
             allowed = [r for r in allowed if r <= top[0]]
             why = why or (top[1] if not allowed else "")
+        shape = limits.shapes.get(job.job_id)
+        most = shape.most_gpus(cluster) if shape is not None and cluster is not None else None
+        if shape is not None and most is not None:
+            kept = [r for r in allowed if r <= most]
+            if allowed and not kept:  # named by the limit that makes it too small: the per-node one, or the nodes'
+                wide = dataclasses.replace(shape, max_per_node=None).most_gpus(cluster) if shape.max_per_node else None
+                why = why or (shape.per_node_label if wide is not None and allowed[0] <= wide else shape.nodes_label)
+            allowed = kept
         for cap in limits.caps:
             if job.job_id not in cap.jobs:
                 continue
@@ -132,7 +189,9 @@ def trim(jobs: Sequence[JobView], limits: Limits) -> tuple[list[JobView], dict[s
         if not allowed:
             blocked[job.job_id] = why or "limit"
             continue
-        out.append(job if tuple(allowed) == job.requirements else dataclasses.replace(job, requirements=tuple(allowed)))
+        if tuple(allowed) != job.requirements:
+            job = dataclasses.replace(job, requirements=tuple(allowed))
+        out.append(_shaped(job, shape) if shape is not None else job)
     return out, blocked
 
 
@@ -142,6 +201,11 @@ def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, 
     placed = plan.placed()
     order = _order(plan, jobs)
     cut: dict[str, str] = {}
+    for job in order:  # a config of a shape Slurm refuses (never a running job's: Slurm runs it)
+        shape = limits.shapes.get(job.job_id)
+        why = shape.refusal(placed[job.job_id]) if shape is not None and job.job_id in placed and not job.current else ""
+        if why:
+            cut[job.job_id] = why
     for cap in limits.caps:
         left = cap.limit - cap.outside(planned)
         for job in order:
@@ -169,7 +233,7 @@ def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...
     # a fragment plan's running jobs are context (they hold what they hold: counted outside the planning)
     context = tuple(j for j in jobs if fragment and j.current)
     jobs = tuple(j for j in jobs if not (fragment and j.current))
-    kept, limited = trim(jobs, limits)
+    kept, limited = trim(jobs, limits, cluster)
     plan = Plan({}, {})
     for attempt in range(MAX_PASSES):
         plan = policy.plan(cluster, context + tuple(kept), now, fragment=fragment) if kept else Plan({}, {})
@@ -188,4 +252,4 @@ def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...
     return plan
 
 
-__all__ = ["Cap", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps", "with_fair_share"]
+__all__ = ["Cap", "Shape", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps", "with_fair_share"]

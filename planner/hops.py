@@ -1,6 +1,6 @@
 """The Hops policy: queue → window → configs → ILP → plan, once per round and again for fragments.
 
-The paper rules as this module reads them are in docs/design.md ("Hops planning rules").
+The paper rules as this module reads them are in docs/design.md ("Reading the paper: the smaller choices").
 
 This is what the engine and the simulator call (:class:`HopsPolicy`, a :class:`planner.views.Policy`).
 One planning: priorities and queue order (:mod:`planner.priorities`), the service window and, for

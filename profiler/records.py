@@ -127,7 +127,7 @@ class RuntimeRecord(_Record):
     measured_at: datetime = Field(default_factory=utc_now)  # the window's end
     #: the job's own count of samples done at the window's end, resume-aware (after a restart from a
     #: checkpoint it goes on from the checkpoint's count); None: the job does not say. The engine uses it
-    #: only to not count twice the samples a resumed job redoes (hops_slurm.engine.processed).
+    #: only to not count twice the samples a resumed job redoes (hops_slurm.core.processed).
     done_samples: float | None = Field(None, ge=0, le=MAX_DONE_SAMPLES)
 
     @model_validator(mode="after")

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hops_slurm.minicluster.cluster import Minicluster  # noqa: E402
+from hops_slurm.tools.minicluster.cluster import Minicluster  # noqa: E402
 from slurm_helpers import leftover_processes, load_test_spec, root_mounts  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hops_slurm.minicluster import processes
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import MiniclusterSpec, load_spec
+from hops_slurm.tools.minicluster import processes
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.spec import MiniclusterSpec, load_spec
 
 
 def test_release() -> str | None:
@@ -80,7 +80,7 @@ def root_mounts(cluster: Minicluster) -> list[str]:
     root mount there too: compare a snapshot taken before ``up`` with one taken after ``down``."""
     if cluster.rooted is None:
         return []
-    from hops_slurm.minicluster.roots import mounts_under
+    from hops_slurm.tools.minicluster.roots import mounts_under
 
     return sorted(mounts_under(cluster.rooted.root))
 

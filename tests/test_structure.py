@@ -1,4 +1,5 @@
-"""The shape of the code base: no import cycle, no oversized module, planner/ and estimator/ stay pure.
+"""The shape of the code base: no import cycle, no oversized module, planner/ and estimator/ stay pure,
+hops_slurm/core/ sits below both backends, hops_slurm/tools/ apart from the daemon, one file name per meaning.
 
 Read with the standard library's ``ast`` (no import runs): every ``import`` statement of every module
 of hops_slurm/, planner/, estimator/ and profiler/ counts, at module level, under ``if TYPE_CHECKING:``
@@ -133,6 +134,49 @@ def test_pure_packages_import_nothing_from_hops_slurm(package: str) -> None:
            for m in found.values() if m.name.split(".")[0] == package
            for line, target in imported_names(m) if target.split(".")[0] == "hops_slurm"]
     assert bad == [], f"{package}/ must stay pure (docs/design.md, 'Principles'):\n" + "\n".join(bad)
+
+
+def _imports_into(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    """``file:line imports target`` for every import inside ``package`` of a module under ``forbidden``."""
+    found = modules(ROOT, PACKAGES)
+    inside = package.split(".")
+    return [f"{m.path.relative_to(ROOT)}:{line} imports {target}"
+            for m in found.values() if m.name.split(".")[: len(inside)] == inside
+            for line, target in imported_names(m)
+            if any(target == f or target.startswith(f + ".") for f in forbidden)]
+
+
+def test_core_imports_neither_backend() -> None:
+    """hops_slurm/core/ is the round code both backends share: it sits below engine/ and sim/ (and
+    everything else of hops_slurm/ that has a package of its own), never above them."""
+    bad = _imports_into("hops_slurm.core", ("hops_slurm.engine", "hops_slurm.sim", "hops_slurm.slurm",
+                                            "hops_slurm.tools", "hops_slurm.cli", "hops_slurm.report",
+                                            "hops_slurm.whatif"))
+    assert bad == [], "hops_slurm/core/ must not import from the backends or the tools:\n" + "\n".join(bad)
+
+
+def test_nothing_but_the_cli_imports_the_tools() -> None:
+    """hops_slurm/tools/ (benchmarks, demo, minicluster, latency measurement) sits beside the daemon,
+    never inside it: the daemon's modules (engine/, slurm/, core/, the top-level modules), the simulator,
+    report and what-if, and planner/, estimator/, profiler/ import nothing from it; the CLI runs it."""
+    found = modules(ROOT, PACKAGES)
+    bad = [f"{m.path.relative_to(ROOT)}:{line} imports {target}"
+           for m in found.values() if m.name.split(".")[:2] not in (["hops_slurm", "tools"], ["hops_slurm", "cli"])
+           for line, target in imported_names(m)
+           if target == "hops_slurm.tools" or target.startswith("hops_slurm.tools.")]
+    assert bad == [], "only hops_slurm/cli/ and hops_slurm/tools/ itself may import hops_slurm.tools:\n" + "\n".join(bad)
+
+
+def test_one_file_name_one_meaning() -> None:
+    """No two modules of hops_slurm/ share a file name (``__init__.py`` and ``__main__.py`` aside): a name
+    says what the file holds (``engine/live_backend.py`` beside ``sim/sim_backend.py``), so a search by file
+    name or a traceback line finds one file."""
+    by_name: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "hops_slurm").rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            by_name.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert shared == {}, f"file names used by more than one module (rename by what each holds): {shared}"
 
 
 def test_the_checks_see_cycles_behind_type_checking_and_lazy_imports(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from hops_slurm.demo.emulation import gpu_type_of, load_emulation, parse_config
+from hops_slurm.tools.demo.emulation import gpu_type_of, load_emulation, parse_config
 from hops_slurm.directives import parse_script
 from profiler.preempt import Preemption
 from profiler.runtime import Recorder

@@ -1,7 +1,7 @@
 """Setting one job aside: a failure tied to one job never stops the round for the others.
 
 Where it sits: the engine (:mod:`hops_slurm.engine.engine`) and the live backend
-(:mod:`hops_slurm.engine.backend`) run every per-job step (reading the job's stored directives, its
+(:mod:`hops_slurm.engine.live_backend`) run every per-job step (reading the job's stored directives, its
 probe, its runtime records, its estimate) inside :func:`per_job`. A failure there marks that job
 ``aside`` in the engine state (it is neither profiled nor planned; a running one keeps running, a
 pending one keeps its admin hold) and writes the reason where the owner sees it: the job's ``Comment``

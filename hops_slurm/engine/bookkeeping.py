@@ -5,7 +5,7 @@ Where it sits: :class:`hops_slurm.engine.engine.Engine` inherits these methods; 
 accounting from Slurm's listing (:meth:`_account`), setting a job aside and keeping its Comment in step
 (:meth:`_set_aside`, :meth:`_review_aside`; one bad job never stops the round: :mod:`hops_slurm.engine.aside`),
 its eq. 9 age (:meth:`_refresh_ages`), its runtime records (:meth:`_ingest_metrics`), declared vs processed
-samples (:meth:`_review_declarations`: :mod:`hops_slurm.engine.honesty`) and its JobRecord (:meth:`_job_record`).
+samples (:meth:`_review_declarations`: :mod:`hops_slurm.engine.honesty_review`) and its JobRecord (:meth:`_job_record`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, r
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT
 from hops_slurm.engine.checkpoints import Marks, placement_notice
 from hops_slurm.engine.exporter import EngineMetrics
-from hops_slurm.engine.jobs import ViewCache, estimate, refresh_ages
+from hops_slurm.engine.known_jobs import ViewCache, estimate, refresh_ages
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.runtime_records import SeenFiles, checkpoints_key, ingest_job, metrics_key
@@ -33,9 +33,9 @@ from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 
 if TYPE_CHECKING:
-    from hops_slurm.backend import Planning
+    from hops_slurm.core.interface import Planning
     from planner.views import Policy
-    from hops_slurm.engine.backend import SlurmBackend
+    from hops_slurm.engine.live_backend import SlurmBackend
     from hops_slurm.engine.profiling import ProfilerFlow
     from hops_slurm.slurm.enact import Enactor
 
@@ -148,7 +148,7 @@ class JobBookkeeping:
             log.warning("job %s: cannot write its set-aside reason into Slurm: %s", js.job_id, exc)
 
     def _refresh_ages(self, jobs: list[JobState]) -> None:
-        """Eq. 9 ages (:func:`hops_slurm.engine.jobs.refresh_ages`): one cluster view and estimator per snapshot."""
+        """Eq. 9 ages (:func:`hops_slurm.engine.known_jobs.refresh_ages`): one cluster view and estimator per snapshot."""
         if self.store is not None and self.backend is not None:
             usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
             refresh_ages(jobs, self._estimator, usable, self._set_aside)
@@ -173,12 +173,12 @@ class JobBookkeeping:
             if self.profiler is not None:
                 self.profiler.measured(js, report.types)  # later jobs of its model have data on these types
         if report is not None:
-            from hops_slurm.engine.honesty import add_records
+            from hops_slurm.engine.honesty_review import add_records
 
             for seconds in add_records(js, report.windows, self.now()):
                 self.restarts.observe(js, seconds, self.now())
 
-    # ----- declared vs processed samples (issue 16: hops_slurm.engine.honesty, estimator.honesty) ------
+    # ----- declared vs processed samples (issue 16: hops_slurm.engine.honesty_review, estimator.honesty) ------
     def _rates(self) -> Any:
         """(job, config) -> its estimated samples/s in that config (None: no config or no estimate); the
         refresh's one estimator (:meth:`_estimator`), jobs of one model share one store read."""
@@ -198,7 +198,7 @@ class JobBookkeeping:
     def _review_declarations(self, listing: Mapping[str, SlurmJob]) -> None:
         """Processed vs declared samples of every job in play -> its age factor, and the site's action on
         jobs past their declaration by the margin (``[honesty]`` in hops.toml)."""
-        from hops_slurm.engine.honesty import act, review
+        from hops_slurm.engine.honesty_review import act, review
 
         assert self.state is not None and self.journal is not None
         h = self.config.honesty
@@ -227,7 +227,7 @@ class JobBookkeeping:
 
     def _record_declaration(self, js: JobState) -> None:
         if self.state is not None:
-            from hops_slurm.engine.honesty import record_outcome
+            from hops_slurm.engine.honesty_review import record_outcome
 
             record_outcome(self.state, js, self._rates(), self.restarts.of)
 

@@ -5,7 +5,7 @@ a job's canonical ``#HOPS`` form in AdminComment (:mod:`hops_slurm.directives`),
 into its own store (``engine.sqlite``, :class:`hops_slurm.engine.state.JobState.directives`) the first
 time it sees the job; from then on the engine's copy is the job's truth. A tool that replaces the
 AdminComment of a running job (jobstats writes its summary there) must change nothing: every snapshot
-the live backend keeps (:meth:`hops_slurm.engine.backend.SlurmBackend.keep`) gets, for each job the
+the live backend keeps (:meth:`hops_slurm.engine.live_backend.SlurmBackend.keep`) gets, for each job the
 engine tracks whose AdminComment no longer carries the ``#HOPS`` form, that form back from the store
 (:func:`restore_directives`), so the job still counts as a Hops job (its GPUs re-planned, its placement
 environment written from its directives, reconciliation) and the plan and the report are what they

@@ -20,10 +20,10 @@ the clock, or not written for a round: :mod:`hops_slurm.engine.written`; one tra
 (their JobRecords into records.sqlite), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
 
 **Round** (:data:`Round.STEPS`): ``views`` (the job views on the snapshot), ``plannings`` (a round or
-fragment plan, then fragment plans at the same instant: :func:`hops_slurm.engine.rounds.plan_instant`, the
+fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
 simulator's loop too). Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
-``enact`` (from its :class:`~hops_slurm.backend.Planning`), ``record`` and ``views`` (the views again
-after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.jobs.ViewCache`).
+``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
+after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from hops_slurm.accounting import slurm_time
+from hops_slurm.core.ledger import slurm_time
 from hops_slurm.engine.aside import per_job, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.inplace import probe_capacity
 from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
-from hops_slurm.engine.rounds import LoopSettings, Planning, plan_instant
+from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.snapshot import Snapshot

@@ -1,6 +1,6 @@
 """``hops-slurm daemon``: the engine's steps on an APScheduler 3 timetable, until SIGTERM.
 
-Where it sits: between the CLI (:mod:`hops_slurm.cli.daemon`) and :class:`hops_slurm.engine.engine.Engine`.
+Where it sits: between the CLI (:mod:`hops_slurm.cli.daemon_cmd`) and :class:`hops_slurm.engine.engine.Engine`.
 A :class:`BackgroundScheduler` keeps the timetable; its jobs only queue the step's name, and the
 main thread runs the steps one at a time (they share Slurm state, and the journal's SQLite connection
 belongs to the thread that opened it); a step already queued is not queued twice. The steps: the refresh (every ``queue_refresh`` s, followed by a fragment plan), the round

@@ -33,19 +33,19 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hops_slurm.config import SiteConfig
-from hops_slurm.engine.backend import SlurmBackend
+from hops_slurm.engine.live_backend import SlurmBackend
 from hops_slurm.engine.bookkeeping import JobBookkeeping
 from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
 from hops_slurm.engine.exporter import EngineMetrics
-from hops_slurm.engine.jobs import ViewCache, schedulable
+from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
-from hops_slurm.engine.rounds import Planning, plan_summary
+from hops_slurm.core.rounds import Planning, plan_summary
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, SeenFiles
 from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
@@ -103,7 +103,7 @@ class Engine(JobBookkeeping):
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
         self._estimator_memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)
-        #: the job-view pipeline's estimates (hops_slurm.engine.jobview.estimate), kept while the store does
+        #: the job-view pipeline's estimates (hops_slurm.core.jobview.estimate), kept while the store does
         #: not learn about their signature; signatures learned since the last read, the entity factors then
         self.estimates: dict[tuple[object, ...], object] = {}
         self._learned: set[str] = set()
@@ -294,7 +294,7 @@ class Engine(JobBookkeeping):
         if js is not None and js.signature:
             env["HOPS_JOB_SIGNATURE"] = js.signature
         if js is not None:
-            from hops_slurm.engine.honesty import budget_env
+            from hops_slurm.engine.honesty_review import budget_env
 
             env.update(budget_env(js))
         return env

@@ -2,7 +2,7 @@
 
 Where it sits: :class:`hops_slurm.engine.engine.Engine` owns one :class:`EngineMetrics` (its own
 :class:`prometheus_client.CollectorRegistry`, never the process-global one, so tests can run several
-engines) and hands it, after each step, what that step produced: the :class:`~hops_slurm.backend.Planning`
+engines) and hands it, after each step, what that step produced: the :class:`~hops_slurm.core.interface.Planning`
 of a round or fragment plan (its :class:`~hops_slurm.records.RoundRecord`, phase timings and planner
 diagnostics) with the :class:`~hops_slurm.slurm.enact.EnactResult`, the duration of each named step of the
 cycle (:mod:`hops_slurm.engine.cycle`), the refresh's job states and the
@@ -105,7 +105,7 @@ class EngineMetrics:
 
     # ----- what the steps hand over -----------------------------------------------------------------
     def planning(self, planning: Any, fragment: bool, result: Any | None) -> None:
-        """One round or fragment plan (:class:`hops_slurm.backend.Planning`) and what enacting it did."""
+        """One round or fragment plan (:class:`hops_slurm.core.interface.Planning`) and what enacting it did."""
         from planner.priorities import latency_ratio
 
         kind = "fragment" if fragment else "round"

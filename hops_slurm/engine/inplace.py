@@ -4,7 +4,7 @@ probe jobs (docs/design.md, "Probe in place: beyond the paper").
 Where it sits: :class:`hops_slurm.engine.profiling.ProfilerFlow` asks :func:`decide` about each job of
 a model with no data on some GPU type of the Hops partition, at every refresh until the job is
 schedulable; the engine (:mod:`hops_slurm.engine.engine`) describes the refresh's cluster as a
-:class:`Capacity`. The simulator's fast path (:mod:`hops_slurm.sim.backend`) applies the same rule.
+:class:`Capacity`. The simulator's fast path (:mod:`hops_slurm.sim.sim_backend`) applies the same rule.
 
 The rule, for a job whose model (owner, model, batch size) has no throughput data on some GPU type:
 

@@ -35,7 +35,7 @@ Jobs of a model whose probes are running wait for them (one probe per owner, mod
 however many jobs share it) unless GPUs are idle (then they go in place). A job that waits is not
 planned until every probe of it has finished. A job none of whose probes succeeded is measured in
 place (``probe_in_place = false``: marked ``failed``) and scheduled with the fallback estimate of
-:mod:`hops_slurm.engine.jobview` until it has data (never stranded). Entrypoint probes run in the job's place as the owner:
+:mod:`hops_slurm.core.jobview` until it has data (never stranded). Entrypoint probes run in the job's place as the owner:
 the entrypoint must be importable from the probe's python for that user (``PYTHONPATH`` in the
 submitting environment is passed on; docs/admin-guide.md).
 """

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from hops_slurm.engine.honesty import declared_samples
+from hops_slurm.engine.honesty_review import declared_samples
 from hops_slurm.engine.state import PROFILE_FAILED, PROFILE_INPLACE, SCHEDULABLE_PROFILES, EngineState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.text import printable

@@ -1,7 +1,7 @@
 """Each job's restart cost for the live engine: measured per model signature, a site default before.
 
 Where it sits: the engine (:mod:`hops_slurm.engine.engine`) ingests a job's runtime records each refresh;
-:func:`hops_slurm.engine.processed.note_window` gives the restart cost of each run at its first record
+:func:`hops_slurm.core.processed.note_window` gives the restart cost of each run at its first record
 (seconds from Slurm's start of the run to its first progress, plus the notice before the requeue that
 ended the run before it). :meth:`RestartCosts.observe` puts it into the throughput store under the job's
 signature (the engine is the store's only writer; :mod:`estimator.restart_cost`); :meth:`RestartCosts.of`

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hops_slurm.engine.processed import Window
+from hops_slurm.core.processed import Window
 from hops_slurm.engine.record_limits import Claims, RefreshBudget, check_allocation, spaced
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Stamp, owner_of, read_owned_stat, stamp

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hops_slurm.accounting import account  # noqa: F401 - per-job accounting, shared with the simulator
+from hops_slurm.core.ledger import account  # noqa: F401 - per-job accounting, shared with the simulator
 from hops_slurm.errors import HopsError
 
 PROFILE_NEW, PROFILE_PROBING, PROFILE_DONE, PROFILE_FAILED = "new", "probing", "done", "failed"
@@ -137,7 +137,7 @@ class JobState:
     age: float | None = None
     sensitivity: float | None = None
     aside: str = ""  # why the engine set this job aside (not profiled nor planned); "" = in play
-    # declared vs processed samples (issue 16, hops_slurm.engine.honesty)
+    # declared vs processed samples (issue 16, hops_slurm.engine.honesty_review)
     recorded_samples: float = 0.0  # samples its runtime records account for (rank 0's windows)
     recorded_seconds: float = 0.0  # seconds those windows cover
     processed: float = 0.0  # samples processed so far: records + uncovered run time x throughput

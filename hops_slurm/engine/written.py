@@ -11,7 +11,7 @@ them, and tell :meth:`Written.wrote` once both are written. A job is written whe
 * or its last write is :attr:`Written.every` seconds old (the clock fields brought up to date).
 
 :data:`CLOCK_FIELDS` move with the clock alone while nothing else of the job changes: the accounting of a
-job pending or running in the same config (:func:`hops_slurm.accounting.account` adds the time since
+job pending or running in the same config (:func:`hops_slurm.core.ledger.account` adds the time since
 ``last_seen``) and the processed samples of a running job (its run time at its rate). Leaving them
 behind on disk for a while loses nothing: a restarted engine accounts from the ``last_seen`` it saved,
 so the same seconds are counted, only at the next refresh; processed samples are recomputed from the

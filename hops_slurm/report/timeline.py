@@ -7,7 +7,7 @@ Pure: records in, numbers out; no files, no clock.
 Rules:
 - A job holds GPUs in one placement at a time. Its placements, in start order, are read as stretches
   that end no later than the next one begins, so a job being moved counts once, at its new placement
-  from the moment that one starts. The accounting (:func:`hops_slurm.accounting.account`) already
+  from the moment that one starts. The accounting (:func:`hops_slurm.core.ledger.account`) already
   writes placements that way; records where it does not are named by :func:`timeline_problems`.
 - Nothing is clipped to the cluster's size: a timeline above capacity is reported
   (:func:`above_capacity`, :func:`timeline_problems`), never flattened.

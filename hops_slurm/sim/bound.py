@@ -1,7 +1,7 @@
 """The physical bound beside every simulated table: each job alone on its fastest allowed configuration.
 
 Where it sits: :func:`hops_slurm.sim.runner.compare` computes it once per workload (seed) and hands it
-to every run of that workload (``RunResult.bound_avg_jct``); :mod:`hops_slurm.sim.output` prints it under
+to every run of that workload (``RunResult.bound_avg_jct``); :mod:`hops_slurm.sim.comparison` prints it under
 each table and each policy's slowdown against it (avg JCT / the bound's avg JCT); benches that print
 their own per-policy tables call :func:`physical_bound` too. Pure: workload + cluster + ground truth in,
 seconds out.
@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.workload import JobSpec
 

@@ -1,6 +1,6 @@
 """What starting, preempting and restarting a job costs in simulation: one model for both simulated paths.
 
-Where it sits: :class:`hops_slurm.sim.backend.SimBackend` (``hops-slurm simulate``) and
+Where it sits: :class:`hops_slurm.sim.sim_backend.SimBackend` (``hops-slurm simulate``) and
 :class:`hops_slurm.sim.slurmctld.SimSlurmctld` (``hops-slurm simulate --engine``) each keep one
 :class:`JobProgress` per workload job and call the same methods on it when a job starts, is given a
 preemption notice, is requeued and restarts; the :class:`CostModel` says what each of those costs. Each

@@ -4,12 +4,12 @@
 Where it sits: ``hops-slurm simulate --engine`` and the engine's in-process tests. The engine is the one
 ``hops-slurm daemon`` runs (its state, journal, throughput store, records and metrics files in a state
 directory of its own); only Slurm is simulated. The timing is the simulator's round loop
-(:func:`hops_slurm.engine.rounds.run_rounds`): a full round (refresh, round plan, fragment plans at
+(:func:`hops_slurm.core.rounds.run_rounds`): a full round (refresh, round plan, fragment plans at
 its instant) every ``round_seconds``, and a refresh with a fragment plan every ``refresh_seconds`` in
 between, as the daemon's timers do; while no job is in play the clock jumps to the next arrival.
 
 The store starts with the calibrations ``hops-slurm calibrate`` would measure on this cluster
-(:func:`hops_slurm.sim.measure.calibration`, as the :class:`hops_slurm.sim.backend.SimBackend` path
+(:func:`hops_slurm.sim.measure.calibration`, as the :class:`hops_slurm.sim.sim_backend.SimBackend` path
 uses) and nothing else: every new model is probed through probe jobs on the profiler's dedicated GPUs
 (beside its job, measured in place, when GPUs are idle: :mod:`hops_slurm.engine.inplace`) whose records
 the engine reads from files, and learns from the runtime records its jobs write.
@@ -34,8 +34,8 @@ from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.metrics import summarize
 from hops_slurm.report.source import SqliteSource
-from hops_slurm.sim.backend import SimSettings
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.sim_backend import SimSettings
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.measure import calibration
 from hops_slurm.sim.runner import Options, RunResult

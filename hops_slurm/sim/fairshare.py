@@ -1,7 +1,7 @@
 """Fair-share standing in simulation: the classic formula over the simulated jobs' decayed GPU usage.
 
-Where it sits: :class:`hops_slurm.sim.backend.SimBackend` answers ``fair_share()`` with
-:func:`sim_standing`, which :func:`hops_slurm.backend.plan_once` asks before each planning (the live
+Where it sits: :class:`hops_slurm.sim.sim_backend.SimBackend` answers ``fair_share()`` with
+:func:`sim_standing`, which :func:`hops_slurm.core.interface.plan_once` asks before each planning (the live
 backend answers with Slurm's own ``FairShare`` from ``sshare``; there is no slurmdbd here). Usage is
 every run of every job so far (from the jobs' ledgers: GPUs, start, end), each GPU-second decayed with
 the half-life (:data:`HALF_LIFE`, Slurm's default PriorityDecayHalfLife: 7 days); every user of an

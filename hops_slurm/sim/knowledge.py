@@ -1,11 +1,11 @@
 """The production estimator inside a simulation: a temporary SQLite throughput store, fed as a cluster
 feeds it, read through :class:`estimator.estimate.Estimator` exactly as the live engine reads it.
 
-Data flow: the simulated cluster (:mod:`hops_slurm.sim.backend`) hands :class:`Knowledge` probe results
+Data flow: the simulated cluster (:mod:`hops_slurm.sim.sim_backend`) hands :class:`Knowledge` probe results
 and runtime records (:mod:`hops_slurm.sim.measure`); they go into :class:`estimator.store.ThroughputStore`
 through :mod:`profiler.ingest` (the engine's ingest functions); policies get
 :meth:`Knowledge.throughput_fn`, and every job its eq. (9) age and eq. (10) sensitivity, through
-:mod:`hops_slurm.engine.jobview` (the live engine's job-view pipeline) over :attr:`Knowledge.estimator`
+:mod:`hops_slurm.core.jobview` (the live engine's job-view pipeline) over :attr:`Knowledge.estimator`
 and :attr:`Knowledge.memo`. The entity key is the node (``Estimator.for_cluster``'s default, the
 engine's): what Hops learns about a node it learns from that node's records only.
 
@@ -27,7 +27,7 @@ from estimator.errors import EstimateUnavailable
 from estimator.estimate import Estimator
 from estimator.snapshot import CachedSource
 from estimator.store import ThroughputStore
-from hops_slurm.engine.jobview import Memo
+from hops_slurm.core.jobview import Memo
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.measure import calibration, probe_result
 from planner.views import ClusterView, ThroughputFn
@@ -53,7 +53,7 @@ class Knowledge:
                                        method="simulated: fitted to ground truth's 2-GPU runs (hops_slurm.sim.measure)")
         self.source = CachedSource(self.store)
         self._estimator = Estimator.for_cluster(self.source, cluster)
-        #: the estimates of the job-view pipeline (hops_slurm.engine.jobview), kept until the store changes
+        #: the estimates of the job-view pipeline (hops_slurm.core.jobview), kept until the store changes
         self._memo: Memo = {}
         self.records = 0
         #: signatures with records ingested since the caches were last brought up to date

@@ -23,11 +23,12 @@ from estimator.honesty import HonestyParams
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.source import write_sqlite
-from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.bound import physical_bound
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel
-from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from hops_slurm.sim.site import as_slurm_runs, is_site_policy
+from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize
 from hops_slurm.sim.workload import JobSpec, load_workload
 from hops_slurm.validation import reason
@@ -74,8 +75,11 @@ class Options:
     fragment_at_once: bool = True
     #: the defences against understated samples (None: estimator.honesty's defaults, on)
     honesty: HonestyParams | None = None
-    #: plan at each event between refresh ticks too (:class:`hops_slurm.engine.rounds.LoopSettings`)
+    #: plan at each event between refresh ticks too (:class:`hops_slurm.core.rounds.LoopSettings`)
     plan_on_events: bool = False
+    #: run the site's own Slurm policies as Slurm runs them (:mod:`hops_slurm.sim.site`: no probes, scheduling
+    #: at each submission and end); False: as the engine runs every policy (probes, refresh ticks)
+    site_as_slurm: bool = True
 
 
 def simulate(
@@ -86,8 +90,12 @@ def simulate(
     options: Options = Options(),
     on_round: Callable[[float, int], None] | None = None,
 ) -> RunResult:
-    """Run ``policy_name`` on ``cluster`` with ``jobs`` to completion; deterministic for the inputs."""
+    """Run ``policy_name`` on ``cluster`` with ``jobs`` to completion; deterministic for the inputs. A policy
+    of the site's own Slurm runs as Slurm runs it (:func:`hops_slurm.sim.site.as_slurm_runs`) unless
+    ``options.site_as_slurm`` is off."""
     start = time.perf_counter()
+    if options.site_as_slurm and is_site_policy(policy_name):
+        cluster, options = as_slurm_runs(cluster, options)
     settings = SimSettings(costs=options.costs)
     if options.honesty is not None:
         settings.honesty = options.honesty

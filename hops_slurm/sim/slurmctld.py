@@ -2,7 +2,7 @@
 
 Where it sits: the production :class:`hops_slurm.engine.engine.Engine` (refresh, profiling, planning,
 enactment, settle, reconcile, records) talks to Slurm only through ``SlurmApi``; this class answers
-that interface from the simulator's model of a cluster (:class:`hops_slurm.sim.cluster.ClusterSpec`) and
+that interface from the simulator's model of a cluster (:class:`hops_slurm.sim.cluster_spec.ClusterSpec`) and
 its ground truth (:class:`hops_slurm.sim.groundtruth.GroundTruth`) instead of from slurmctld. It is a
 model, not Slurm, and says so in its name; :mod:`hops_slurm.sim.engine_run` drives the engine against it.
 
@@ -57,7 +57,7 @@ from pathlib import Path
 from hops_slurm.directives import COMMENT_PREFIX, HopsDirectives
 from hops_slurm.engine.userfiles import Owner
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size
 from hops_slurm.sim.measure import params_of, probe_result, runtime_record

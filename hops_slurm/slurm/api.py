@@ -66,6 +66,7 @@ class SlurmJob(BaseModel):
     gpu_alloc: dict[str, tuple[int, ...]] = Field(default_factory=dict)  # node -> GPU indices (running)
     reservation: str = ""
     restart_count: int = 0
+    time_limit: float = 0.0  # seconds of its time limit (``--time``); 0 = none or unknown
 
     @property
     def held(self) -> bool:

@@ -1,6 +1,6 @@
 """The site's governance as Slurm's accounting keeps it: associations and QOS with their GPU and job limits.
 
-Where it sits: read by the live backend (:class:`hops_slurm.engine.backend.SlurmBackend`) once a minute
+Where it sits: read by the live backend (:class:`hops_slurm.engine.live_backend.SlurmBackend`) once a minute
 at most, from slurmdbd through ``sacctmgr show assoc|qos --parsable2`` with a fixed ``format=`` (the one
 listing that 22.05, 24.11 and 26.05 print alike, a row per association; ``scontrol show assoc_mgr``
 prints a different text per release). Current usage is not read from slurmdbd: it is what the jobs of
@@ -8,12 +8,15 @@ the round's snapshot hold (Slurm counts running jobs' GPUs against ``GrpTRES`` t
 limits and the usage describe the same instant. :func:`limits_for` turns both into pure planner input
 (:class:`planner.governance.Limits`) with Slurm's reason names, so a job a cap blocks is shown in
 ``hops-slurm queue`` with the reason Slurm itself would give. Without slurmdbd (``sacctmgr`` fails)
-there are no limits to keep and nothing is read again for ten minutes.
+there are no association or QOS limits to keep and ``sacctmgr`` is not asked again for ten minutes; the
+partitions' limits (:mod:`hops_slurm.slurm.partitions`, from slurmctld) are kept either way.
 
 Limits kept (docs/governance.md): an account's ``GrpTRES=gres/gpu=N`` and ``GrpJobs`` (over the jobs of
 the account and its sub-accounts), a user association's ``GrpTRES``, ``MaxJobs`` and ``MaxTRES``
 (per job); a QOS's ``GrpTRES``, ``GrpJobs``, ``MaxTRESPU``/``MaxJobsPU`` (per user),
-``MaxTRESPA``/``MaxJobsPA`` (per account) and ``MaxTRES`` (per job). Untyped ``gres/gpu`` only.
+``MaxTRESPA``/``MaxJobsPA`` (per account), ``MaxTRES`` (per job) and ``MaxTRESPerNode``; a partition's
+``MaxNodes``, ``MaxTime`` and ``State``, and its QOS's limits for every job of the partition. Untyped
+``gres/gpu`` only.
 
 Fair share: each user association's ``FairShare`` from ``sshare --parsable2 --all --long`` (read with
 the rest; the site's own standing: its shares, PriorityDecayHalfLife, fair tree, and every job's usage
@@ -22,6 +25,7 @@ as slurmdbd counts it), handed to the planner as :attr:`planner.views.JobView.fa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import subprocess
@@ -31,7 +35,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from hops_slurm.slurm.api import SlurmJob
-from planner.governance import Cap, Limits
+from hops_slurm.slurm.partitions import PARTITION_ARGV, PartitionLimits, parse_partitions
+from planner.governance import Cap, Limits, Shape
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +44,7 @@ ASSOC_ARGV = ["sacctmgr", "show", "assoc", "--parsable2",
               "format=Cluster,Account,User,Partition,ParentName,Share,GrpTRES,GrpJobs,MaxJobs,MaxTRES,QOS,DefaultQOS"]
 SSHARE_ARGV = ["sshare", "--parsable2", "--all", "--long"]
 QOS_ARGV = ["sacctmgr", "show", "qos", "--parsable2",
-            "format=Name,Priority,GrpTRES,GrpJobs,MaxTRES,MaxTRESPU,MaxJobsPU,MaxTRESPA,MaxJobsPA"]
+            "format=Name,Priority,GrpTRES,GrpJobs,MaxTRES,MaxTRESPU,MaxJobsPU,MaxTRESPA,MaxJobsPA,MaxTRESPerNode"]
 
 #: bounds on what is read (hostile or broken output must not grow without end)
 MAX_ROWS = 100_000
@@ -111,6 +116,7 @@ class Qos:
     max_jobs_per_user: int | None = None
     max_gpus_per_account: int | None = None
     max_jobs_per_account: int | None = None
+    max_gpus_per_node: int | None = None
 
 
 def parse_assoc(text: str) -> list[Association]:
@@ -142,7 +148,8 @@ def parse_qos(text: str) -> dict[str, Qos]:
             max_gpus_per_user=gpus_of_tres(r.get("MaxTRESPU", "")),
             max_jobs_per_user=_count(r.get("MaxJobsPU", ""), "MaxJobsPU"),
             max_gpus_per_account=gpus_of_tres(r.get("MaxTRESPA", "")),
-            max_jobs_per_account=_count(r.get("MaxJobsPA", ""), "MaxJobsPA"))
+            max_jobs_per_account=_count(r.get("MaxJobsPA", ""), "MaxJobsPA"),
+            max_gpus_per_node=gpus_of_tres(r.get("MaxTRESPerNode", "")))
     return out
 
 
@@ -171,6 +178,7 @@ class Governance:
     associations: tuple[Association, ...] = ()
     qos: Mapping[str, Qos] = field(default_factory=lambda: MappingProxyType({}))
     fairshare: Mapping[tuple[str, str], float] = field(default_factory=lambda: MappingProxyType({}))
+    partitions: Mapping[str, PartitionLimits] = field(default_factory=lambda: MappingProxyType({}))
 
     def account_chain(self, account: str) -> list[Association]:
         """The account's own row and its ancestors' (nearest first), each once."""
@@ -204,6 +212,16 @@ def limits_for(gov: Governance, jobs: Sequence[SlurmJob],
     running = set(held)
     groups: dict[tuple[str, str, str, str], set[str]] = {}  # (reason, scope, unit, limit) -> job ids
     per_job: dict[str, tuple[int, str]] = {}
+    blocked: dict[str, str] = {}
+    shapes: dict[str, Shape] = {}
+
+    def shape_of(job_id: str, *, nodes: tuple[int, str] | None = None, per_node: tuple[int, str] | None = None) -> None:
+        s = shapes.get(job_id, Shape())
+        if nodes is not None and (s.max_nodes is None or nodes[0] < s.max_nodes):
+            s = dataclasses.replace(s, max_nodes=nodes[0], nodes_label=nodes[1])
+        if per_node is not None and (s.max_per_node is None or per_node[0] < s.max_per_node):
+            s = dataclasses.replace(s, max_per_node=per_node[0], per_node_label=per_node[1])
+        shapes[job_id] = s
 
     def add(reason: str, scope: str, unit: str, limit: int, job_id: str) -> None:
         groups.setdefault((reason, scope, unit, str(limit)), set()).add(job_id)
@@ -228,8 +246,13 @@ def limits_for(gov: Governance, jobs: Sequence[SlurmJob],
             if u.max_gpus_per_job is not None:
                 job_max(j.job_id, u.max_gpus_per_job, f"AssocMaxGRESPerJob: account={u.account} user={u.user} "
                                                       f"gres/gpu={u.max_gpus_per_job} per job")
-        q = gov.qos.get(j.qos)
-        if q is not None:
+        own = gov.qos.get(j.qos)
+        part = gov.partitions.get(j.partition)
+        # the partition's QOS applies to every job of the partition, beside the job's own (once when the same)
+        part_qos = gov.qos.get(part.qos) if part is not None and part.qos and part.qos != j.qos else None
+        for q in (own, part_qos):
+            if q is None:
+                continue
             if q.grp_gpus is not None:
                 add("QOSGrpGRES", f"qos={q.name} gres/gpu={q.grp_gpus}", "gpus", q.grp_gpus, j.job_id)
             if q.grp_jobs is not None:
@@ -248,10 +271,32 @@ def limits_for(gov: Governance, jobs: Sequence[SlurmJob],
                     "jobs", q.max_jobs_per_account, j.job_id)
             if q.max_gpus_per_job is not None:
                 job_max(j.job_id, q.max_gpus_per_job, f"QOSMaxGRESPerJob: qos={q.name} gres/gpu={q.max_gpus_per_job} per job")
+            if q.max_gpus_per_node is not None:
+                shape_of(j.job_id, per_node=(q.max_gpus_per_node,
+                                             f"QOSMaxGRESPerNode: qos={q.name} gres/gpu={q.max_gpus_per_node} per node"))
+        if part is not None:
+            why = partition_refusal(part, j) if j.pending else ""
+            if why:
+                blocked[j.job_id] = why
+            if part.max_nodes is not None:
+                shape_of(j.job_id, nodes=(part.max_nodes, f"PartitionNodeLimit: partition={part.name} MaxNodes={part.max_nodes}"))
     caps = tuple(Cap(reason, scope, frozenset(ids), int(limit), unit,
                      MappingProxyType({i: (held[i] if unit == "gpus" else 1) for i in ids if i in running}))
                  for (reason, scope, unit, limit), ids in sorted(groups.items()))
-    return Limits(caps=caps, per_job=MappingProxyType(per_job))
+    return Limits(caps=caps, per_job=MappingProxyType(per_job), blocked=MappingProxyType(blocked),
+                  shapes=MappingProxyType(shapes))
+
+
+def partition_refusal(part: PartitionLimits, job: SlurmJob) -> str:
+    """Why Slurm will not start a pending job of ``part`` whatever its placement ("" when it may): the
+    partition is down or inactive, or the job's time limit is over the partition's ``MaxTime``."""
+    if part.state == "DOWN":
+        return f"PartitionDown: partition={part.name}"
+    if part.state == "INACTIVE":
+        return f"PartitionInactive: partition={part.name}"
+    if part.max_time is not None and job.time_limit > part.max_time:
+        return f"PartitionTimeLimit: partition={part.name} MaxTime={part.max_time_text}"
+    return ""
 
 
 Runner = Callable[[list[str]], str]
@@ -259,21 +304,40 @@ Runner = Callable[[list[str]], str]
 
 class GovernanceSource:
     """The cluster's :class:`Governance`, read with ``run`` (argv -> stdout; raises on failure) at most
-    every ``ttl`` seconds; after a failed read (no slurmdbd) none until ``retry`` seconds have passed."""
+    every ``ttl`` seconds; after a failed accounting read (no slurmdbd) ``sacctmgr`` is not asked again
+    until ``retry`` seconds have passed. Partitions come from slurmctld (``scontrol``) and are read every
+    ``ttl`` seconds whether or not there is accounting."""
 
     def __init__(self, run: Runner, *, ttl: float = 60.0, retry: float = 600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.run, self.ttl, self.retry, self.clock = run, ttl, retry, clock
         self._got: Governance | None = None
-        self._at: float | None = None
+        self._accounting: Governance | None = None  # associations, QOS, fair share (None: no slurmdbd)
+        self._partitions: Mapping[str, PartitionLimits] = MappingProxyType({})
+        self._at: float | None = None  # the latest read of anything
+        self._acct_at: float | None = None
         self.error = ""
 
     def current(self) -> Governance | None:
         now = self.clock()
-        wait = self.ttl if self._got is not None else self.retry
-        if self._at is not None and now - self._at < wait:
+        if self._at is not None and now - self._at < self.ttl:
             return self._got
         self._at = now
+        try:
+            self._partitions = MappingProxyType(parse_partitions(self.run(PARTITION_ARGV)))
+        except Exception as exc:  # noqa: BLE001 - no partition limits (kept as last read)
+            log.info("governance: partitions not read (%s)", exc)
+        wait = self.ttl if self._accounting is not None else self.retry
+        if self._acct_at is None or now - self._acct_at >= wait:
+            self._acct_at = now
+            self._accounting = self._read_accounting()
+        if self._accounting is None and not self._partitions:
+            self._got = None
+        else:
+            self._got = dataclasses.replace(self._accounting or Governance(), partitions=self._partitions)
+        return self._got
+
+    def _read_accounting(self) -> Governance | None:
         try:
             assoc, qos = parse_assoc(self.run(ASSOC_ARGV)), parse_qos(self.run(QOS_ARGV))
             try:
@@ -281,17 +345,17 @@ class GovernanceSource:
             except Exception as exc:  # noqa: BLE001 - limits without fair share
                 log.info("governance: no fair share read (%s)", exc)
                 shares = {}
-            self._got = Governance(tuple(assoc), MappingProxyType(qos), MappingProxyType(shares))
             self.error = ""
-        except Exception as exc:  # noqa: BLE001 - no accounting (or unreadable): no limits to keep
+            return Governance(tuple(assoc), MappingProxyType(qos), MappingProxyType(shares))
+        except Exception as exc:  # noqa: BLE001 - no accounting (or unreadable): no association limits to keep
             if self.error != str(exc):
-                log.info("governance: no associations read (%s); planning without the site's limits", exc)
-            self._got, self.error = None, str(exc)
-        return self._got
+                log.info("governance: no associations read (%s); planning without the site's accounting limits", exc)
+            self.error = str(exc)
+            return None
 
 
 def subprocess_runner(env: Mapping[str, str] | None, timeout: float = 30.0) -> Runner:
-    """A :data:`Runner` over ``sacctmgr`` on PATH (argv lists, never a shell)."""
+    """A :data:`Runner` over ``sacctmgr``, ``sshare`` and ``scontrol`` on PATH (argv lists, never a shell)."""
     def run(argv: list[str]) -> str:
         proc = subprocess.run(argv, env=dict(env) if env is not None else None, capture_output=True, text=True,
                               encoding="utf-8", errors="replace", timeout=timeout, check=False)
@@ -316,6 +380,6 @@ def jobs_limits(source: GovernanceSource | None, jobs: Iterable[SlurmJob],
     return limits_for(gov, list(jobs), promised) if gov is not None else None
 
 
-__all__ = ["Association", "Qos", "Governance", "GovernanceError", "GovernanceSource", "parse_assoc", "parse_qos",
+__all__ = ["partition_refusal", "Association", "Qos", "Governance", "GovernanceError", "GovernanceSource", "parse_assoc", "parse_qos",
            "parse_sshare", "gpus_of_tres", "limits_for", "jobs_limits", "jobs_fair_share", "subprocess_runner",
            "ASSOC_ARGV", "QOS_ARGV", "SSHARE_ARGV"]

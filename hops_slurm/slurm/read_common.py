@@ -43,7 +43,17 @@ def job_record(j: Mapping[str, Any], *, state: str, number: Callable[[object], i
         gpu_alloc=gpu_allocation(nodes, list(j.get("gres_detail") or [])) if state in ACTIVE_STATES else {},
         reservation=null_text(j.get("resv_name")),
         restart_count=number(j.get("restart_cnt")),
+        time_limit=_time_limit(number(j.get("time_limit"))),
     )
+
+
+#: a time limit in minutes at or over this is Slurm's "none" (NO_VAL, INFINITE) or not a limit at all
+_NO_LIMIT_MINUTES = 100_000_000
+
+
+def _time_limit(minutes: int) -> float:
+    """Seconds of a job's ``time_limit`` (minutes in every release's JSON); 0.0 for none or unknown."""
+    return 60.0 * minutes if 0 < minutes < _NO_LIMIT_MINUTES else 0.0
 
 
 def node_record(n: Mapping[str, Any], *, state: str, flags: Iterable[str], features: Iterable[object],

@@ -2,10 +2,10 @@
 before its projection (issue 23).
 
 Where it sits: after the sides are run (:mod:`hops_slurm.whatif.pipeline`), read by ``hops-slurm
-whatif`` (:mod:`hops_slurm.cli.whatif`), which prints :func:`fidelity_line` and, when the replay misses,
+whatif`` (:mod:`hops_slurm.cli.whatif_cmd`), which prints :func:`fidelity_line` and, when the replay misses,
 :func:`warning` naming the assumptions that set the simulated schedule apart from Slurm's. The replay is
 the first simulated Slurm policy of :data:`SITE_POLICIES` the run has (``slurm-backfill`` first: Slurm's
-default scheduler), replayed as Slurm runs (:func:`hops_slurm.whatif.replay.site_replay`: no probes,
+default scheduler), replayed as Slurm runs (:mod:`hops_slurm.sim.site`: no probes,
 scheduling at each submission and end, the jobs' time limits); it is compared on avg wait, avg JCT and
 makespan. A metric is close when within :data:`RELATIVE` of the recorded value, or :data:`ABSOLUTE`
 seconds of it (jobs of seconds: the tests' recorded exports).
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from hops_slurm.report.timefmt import format_elapsed
 from hops_slurm.whatif.output import Row
-from hops_slurm.whatif.replay import RECORDED, SITE_POLICIES
+from hops_slurm.sim.site import SITE_POLICIES
+from hops_slurm.whatif.replay import RECORDED
 RELATIVE = 0.10
 ABSOLUTE = 30.0
 METRICS = (("avg wait", "avg_wait"), ("avg JCT", "avg_jct"), ("makespan", "makespan"))

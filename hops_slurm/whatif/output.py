@@ -31,7 +31,7 @@ from hops_slurm.report import columns, metrics
 from hops_slurm.report.columns import Column, fit as _fit
 from hops_slurm.report.plots import write_plots
 from hops_slurm.report.timefmt import format_elapsed
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.text import printable
 from hops_slurm.whatif.assumptions import Derived
 from hops_slurm.whatif.history import Problem

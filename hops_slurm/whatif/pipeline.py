@@ -1,7 +1,7 @@
 """The what-if from end to end: export file -> selection -> simulator jobs -> sides -> rows.
 
-Where it sits: called by ``hops-slurm whatif`` (:mod:`hops_slurm.cli.whatif`) and the 10,000-job
-benchmark (:mod:`hops_slurm.bench.whatif`); each step is its own module (see :mod:`hops_slurm.whatif`).
+Where it sits: called by ``hops-slurm whatif`` (:mod:`hops_slurm.cli.whatif_cmd`) and the 10,000-job
+benchmark (:mod:`hops_slurm.tools.bench.whatif_bench`); each step is its own module (see :mod:`hops_slurm.whatif`).
 Raises :class:`HopsError` only when nothing can be replayed; bad rows are :class:`Problem` entries.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.runner import Options
 from hops_slurm.whatif.assumptions import Assumptions, Derived, derive_all
 from hops_slurm.whatif.exports import Selection, read_export, select

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field, replace
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
-from hops_slurm.sim.cluster import ClusterSpec
+from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.runner import Options, RunResult, simulate
+from hops_slurm.sim.site import first_start_free
 from hops_slurm.text import printable
 from hops_slurm.validation import reason
 from hops_slurm.whatif.assumptions import Derived
@@ -38,8 +39,6 @@ from hops_slurm.whatif.fields import MAX_GPUS_PER_NODE
 from hops_slurm.whatif.history import HistoryJob
 
 RECORDED = "slurm-recorded"
-#: the simulated policies that stand for the site's own Slurm: replayed as Slurm runs (:func:`site_replay`)
-SITE_POLICIES = ("slurm-backfill", "slurm-multifactor")
 INFERRED_GPUS_PER_SERVER = 8
 #: the largest cluster inferred from an export (a larger one takes the simulator minutes per job: pass --cluster)
 MAX_INFERRED_GPUS = 4096
@@ -151,26 +150,16 @@ def _from_node_lists(jobs: Sequence[HistoryJob], truth: GroundTruth, common: str
 def replay_options(options: Options) -> Options:
     """The options of every simulated side: a job's first start costs nothing more than its recorded run
     time holds (the run time Slurm recorded began at its start, process start included); restarts after a
-    move still pay ``process_start`` and the checkpoint load."""
-    if options.costs.first_start is not None:
-        return options
-    return replace(options, costs=replace(options.costs, first_start=0.0))
-
-
-def site_replay(cluster: ClusterSpec, options: Options) -> tuple[ClusterSpec, Options]:
-    """The cluster and options a policy of :data:`SITE_POLICIES` is replayed with: as Slurm ran the jobs.
-    Slurm profiles nothing, so no job waits for a probe (the cluster's ``probe_seconds`` is 0: each job is
-    ready at its submission); Slurm's scheduler runs at each submission and job end, not on the engine's
-    refresh timer (``plan_on_events``)."""
-    profiler = cluster.profiler.model_copy(update={"probe_seconds": 0.0})
-    return cluster.model_copy(update={"profiler": profiler}), replace(options, plan_on_events=True)
+    move still pay ``process_start`` and the checkpoint load (:func:`hops_slurm.sim.site.first_start_free`)."""
+    return first_start_free(options)
 
 
 def run_policies(cluster: ClusterSpec, derived: Sequence[Derived], policies: Sequence[str], options: Options,
                  progress: bool) -> list[Side]:
     """Simulate every policy on the derived jobs; a policy that fails is a side with its error. The site's
-    own policies (:data:`SITE_POLICIES`) run as Slurm runs (:func:`site_replay`), the others (Hops) as
-    the engine runs: probes on the cluster's profiler, plans at rounds and refresh ticks."""
+    own policies (:data:`hops_slurm.sim.site.SITE_POLICIES`) run as Slurm runs (:mod:`hops_slurm.sim.site`), the others (Hops) as
+    the engine runs: probes on the cluster's profiler, plans at rounds and refresh ticks (both decided by
+    :func:`hops_slurm.sim.runner.simulate`)."""
     specs = tuple(d.spec for d in derived)
     options = replay_options(options)
     sides: list[Side] = []
@@ -181,9 +170,8 @@ def run_policies(cluster: ClusterSpec, derived: Sequence[Derived], policies: Seq
             def tick(now: float, done: int, name: str = name) -> None:
                 bar.current = f"{name}: {done}/{len(specs)} jobs, t={now / 3600:.1f} h;"
 
-            on, opts = site_replay(cluster, options) if name in SITE_POLICIES else (cluster, options)
             try:
-                result = simulate(on, specs, name, 0, opts, on_round=tick)
+                result = simulate(cluster, specs, name, 0, options, on_round=tick)
             except Exception as exc:  # noqa: BLE001 - one failed policy must not lose the others
                 text = reason(exc)
                 sides.append(Side(name, [], error=printable(text, 300)))

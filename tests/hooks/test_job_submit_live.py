@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.hooklua import run_python
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
 

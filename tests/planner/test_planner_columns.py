@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hops_slurm.bench.solver_speeds import instance  # the bench's instances: every node its own speed
+from hops_slurm.tools.bench.solver_speeds import instance  # the bench's instances: every node its own speed
 from planner.columns import first_columns, price_columns
 from planner.configs import SpanIndex, bucketed_spans, class_speeds, distributed_configs
 from planner.hops import HopsPolicy, candidates_for

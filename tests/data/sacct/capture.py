@@ -30,8 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import load_spec
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.spec import load_spec
 from hops_slurm.whatif.read_parsable2 import FORMAT
 
 HERE = Path(__file__).resolve().parent

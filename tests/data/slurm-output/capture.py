@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hops_slurm.minicluster import conf, processes
-from hops_slurm.minicluster.accounting import DB_USER, Accounting
-from hops_slurm.minicluster.cluster import Minicluster, hostname
-from hops_slurm.minicluster.spec import MiniclusterSpec
+from hops_slurm.tools.minicluster import conf, processes
+from hops_slurm.tools.minicluster.slurmdbd import DB_USER, Accounting
+from hops_slurm.tools.minicluster.cluster import Minicluster, hostname
+from hops_slurm.tools.minicluster.spec import MiniclusterSpec
 from hops_slurm.report.sacct import sacct_command
 from hops_slurm.slurm.cli import CliSlurm
 

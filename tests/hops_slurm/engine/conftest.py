@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.processes import stop_child
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.processes import stop_child
 from slurm_helpers import TEST_USER, ensure_test_user, wait_until  # noqa: F401
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm

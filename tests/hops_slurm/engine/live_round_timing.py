@@ -6,7 +6,7 @@ minicluster of ``SPEC.toml`` with the submit hook (after taking it down and dele
 reservation state, so it starts empty: use a spec of your own, never a shared cluster's), submits N
 ``#HOPS`` jobs (the shapes of ``hops-slurm bench engine``), opens one engine (its start reconciles: an
 admin hold for every new job), then times two rounds as the daemon runs them
-(:func:`hops_slurm.bench.engine.timed_round`) and prints each one's seconds and Slurm processes by
+(:func:`hops_slurm.tools.bench.engine_bench.timed_round`) and prints each one's seconds and Slurm processes by
 command; the cluster is taken down at the end. A shorter live companion to ``hops-slurm bench load``
 (docs/results/load.md).
 """
@@ -23,11 +23,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hops_slurm.bench.engine import SCRIPT, SHAPES, timed_round, wait_profiled
+from hops_slurm.tools.bench.engine_bench import SCRIPT, SHAPES, timed_round, wait_profiled
 from hops_slurm.config import parse_config
 from hops_slurm.engine.engine import Engine
-from hops_slurm.minicluster.cluster import Minicluster
-from hops_slurm.minicluster.spec import load_spec
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.spec import load_spec
 from hops_slurm.slurm.cli import CliSlurm
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.engine.checkpoints import Marks, answered, listens, note_stops, placement_notice, unsaved
-from hops_slurm.engine.jobs import known_job
+from hops_slurm.engine.known_jobs import known_job
 from hops_slurm.engine.runtime_records import MAX_LINE, RUNTIME_FILE, ingest_job
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Owner, make_place

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.minicluster import processes
+from hops_slurm.tools.minicluster import processes
 from hops_slurm.slurm.enact import GATE, read_job_env
 
 pytestmark = pytest.mark.slurm

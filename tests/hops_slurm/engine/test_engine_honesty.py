@@ -1,6 +1,6 @@
-"""hops_slurm.engine.honesty without Slurm: processed samples from records and run time, the users'
+"""hops_slurm.engine.honesty_review without Slurm: processed samples from records and run time, the users'
 history in engine.sqlite, the action on a job past its declaration, the queue columns, the job's budget.
-The rules of processed samples per run are tested in test_engine_processed.py."""
+The rules of processed samples per run are tested in test_processed.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from estimator.honesty import EXCEEDED, OK, REAGED, HonestyParams, Verdict
-from hops_slurm.engine.honesty import (BUDGET_ENV, COMMENT_PREFIX, act, add_records, budget_env, processed_samples,
+from hops_slurm.engine.honesty_review import (BUDGET_ENV, COMMENT_PREFIX, act, add_records, budget_env, processed_samples,
                                        record_outcome, review)
-from hops_slurm.engine.jobs import known_job
-from hops_slurm.engine.jobview import Estimate, job_view
-from hops_slurm.engine.processed import Window
+from hops_slurm.engine.known_jobs import known_job
+from hops_slurm.core.jobview import Estimate, job_view
+from hops_slurm.core.processed import Window
 from hops_slurm.engine.queue import parse_format, queue_rows, render
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
 from hops_slurm.slurm.api import SlurmJob

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.engine.honesty import BUDGET_ENV
+from hops_slurm.engine.honesty_review import BUDGET_ENV
 from hops_slurm.slurm.enact import read_job_env
 
 pytestmark = pytest.mark.slurm

@@ -15,8 +15,8 @@ from estimator.errors import EstimateUnavailable
 from hops_slurm.config import parse_config
 from hops_slurm.directives import DirectiveError, HopsDirectives
 from hops_slurm.engine.engine import Engine
-from hops_slurm.engine.jobs import estimate
-from hops_slurm.engine.jobview import NO_ESTIMATE
+from hops_slurm.engine.known_jobs import estimate
+from hops_slurm.core.jobview import NO_ESTIMATE
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
 from standin import StandInSlurm
 

@@ -13,12 +13,12 @@ import pytest
 from estimator.store import ThroughputStore
 from hops_slurm.config import parse_config
 from hops_slurm.engine.engine import Engine
-from hops_slurm.engine.jobs import job_views
+from hops_slurm.engine.known_jobs import job_views
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.runtime_records import RUNTIME_FILE
 from hops_slurm.engine.state import PROFILE_DONE, JobState
 from hops_slurm.engine.userfiles import Owner
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.engine_run import engine_simulation
 from hops_slurm.sim.workload import load_workload
 from hops_slurm.slurm.api import SlurmJob

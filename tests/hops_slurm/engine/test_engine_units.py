@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.engine.jobs import known_job
-from hops_slurm.engine.jobview import FALLBACK_AGE, NO_ESTIMATE, fallback_throughput, job_view
+from hops_slurm.engine.known_jobs import known_job
+from hops_slurm.core.jobview import FALLBACK_AGE, NO_ESTIMATE, fallback_throughput, job_view
 from hops_slurm.engine.lock import EngineLocked, InstanceLock
 from hops_slurm.engine.queue import fmt_duration, parse_format, queue_rows, render
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState, account

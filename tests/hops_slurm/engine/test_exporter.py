@@ -161,7 +161,7 @@ def test_journal_counting_starts_where_told() -> None:
 
 
 def test_a_planning_sets_durations_queue_and_enactment_values() -> None:
-    from hops_slurm.backend import Planning
+    from hops_slurm.core.interface import Planning
     from hops_slurm.records import RoundRecord
     from hops_slurm.slurm.enact import EnactResult
     from planner.views import JobView, Plan

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from slurm_helpers import ensure_test_user, load_test_spec
 from tests.tests_paths import DATA
 
@@ -57,12 +57,15 @@ def sacctmgr(cluster: Minicluster, *args: str) -> None:
         "Nothing new added", "Nothing modified", "Already existing", "didn't affect anything")), text
 
 
-def submit(eng, account: str, gpus: str = "4", qos: str = "", user: str = "", plain: str = "") -> str:  # noqa: ANN001
-    """A ``#HOPS`` job (``plain``: a plain job with these extra sbatch options instead)."""
+def submit(eng, account: str, gpus: str = "4", qos: str = "", user: str = "", plain: str = "",  # noqa: ANN001
+           opts: str = "") -> str:
+    """A ``#HOPS`` job (``plain``: a plain job with these extra sbatch options instead; ``opts``: extra
+    sbatch options of a ``#HOPS`` job)."""
     script = eng.workdir / f"gov{len(eng.submitted)}.sh"
     script.write_text(PLAIN if plain else SCRIPT.format(gpus=gpus))
     script.chmod(0o755)
-    argv = ["sbatch", "--parsable", "-A", account, "-o", "/dev/null", "-D", str(eng.workdir), *plain.split(), str(script)]
+    argv = ["sbatch", "--parsable", "-A", account, "-o", "/dev/null", "-D", str(eng.workdir), *plain.split(),
+            *opts.split(), str(script)]
     if qos:
         argv[2:2] = ["--qos", qos]
     if user:
@@ -137,6 +140,37 @@ def test_a_qos_per_user_limit_holds_likewise(eng) -> None:  # noqa: ANN001
     assert len(waiting) == 1, eng.describe()
     plans = queue_plans(eng)
     assert plans[waiting[0]].startswith("limit: QOSMaxGRESPerUser: qos=gpu4 user=root gres/gpu=4"), plans
+
+
+def test_partition_limits_hold_jobs_back_with_the_limit_named(eng) -> None:  # noqa: ANN001
+    """``MaxNodes=1`` and ``MaxTime=01:00:00`` on the engine's partition (two 8-GPU nodes): a 12-GPU job
+    (no node holds 12) and a job asking 2 h wait with Slurm's reason in ``hops-slurm queue`` and are never
+    released; a job that may take 4, 8 or 12 GPUs runs on one node."""
+    eng.until_idle()
+    sacctmgr(eng.cluster, "add", "account", "part")
+    sacctmgr(eng.cluster, "add", "user", "root", "Account=part")
+    eng.cluster.run(["scontrol", "update", "PartitionName=hops", "MaxNodes=1", "MaxTime=01:00:00"])
+    ids: list[str] = []
+    try:
+        wide = submit(eng, "part", gpus="12")
+        long = submit(eng, "part", gpus="2", opts="-t 02:00:00")
+        fits = submit(eng, "part", gpus="4,8,12")
+        ids = [wide, long, fits]
+        out = eng.until_planned([fits], placed=True, timeout=120.0)
+        eng.wait(lambda: eng.detail(fits).active, 60.0, "the job that fits running")
+        for _ in range(2):  # later plannings keep them waiting, GPUs idle or not
+            out = eng.plan_once()
+            assert not out["assignments"].get(wide) and not out["assignments"].get(long), out
+            time.sleep(1.0)
+        assert len(eng.detail(fits).gpu_config()) == 1, eng.describe()
+        assert not eng.detail(wide).active and not eng.detail(long).active, eng.describe()
+        plans = queue_plans(eng)
+        assert plans[wide].startswith("limit: PartitionNodeLimit: partition=hops MaxNodes=1"), plans
+        assert plans[long].startswith("limit: PartitionTimeLimit: partition=hops MaxTime=01:00:00"), plans
+    finally:
+        eng.cluster.run(["scontrol", "update", "PartitionName=hops", "MaxNodes=UNLIMITED", "MaxTime=UNLIMITED"])
+        if ids:
+            eng.cluster.run(["scancel", *ids], check=False)
 
 
 def fair_shares(eng) -> dict[tuple[str, str], float]:  # noqa: ANN001

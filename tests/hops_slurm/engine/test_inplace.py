@@ -16,7 +16,7 @@ from hops_slurm.config import parse_config
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.inplace import Capacity, decide, idle_enough, probe_capacity
-from hops_slurm.engine.jobs import known_job, refresh_ages, schedulable
+from hops_slurm.engine.known_jobs import known_job, refresh_ages, schedulable
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow, model_key, model_signature
 from hops_slurm.engine.state import (PROFILE_DONE, PROFILE_FAILED, PROFILE_INPLACE, PROFILE_NEW, PROFILE_PROBING,
                                      EngineState, JobState)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.accounting import JobLedger, account
+from hops_slurm.core.ledger import JobLedger, account
 from hops_slurm.cli import main
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.report import metrics, timeline
@@ -143,7 +143,7 @@ def test_report_summary_is_the_same_whenever_it_is_run(tmp_path: Path, capsys: p
     path.write_text("".join(json.dumps({"kind": "job", **j.model_dump(mode="json")}) + "\n" for j in LIVE))
     got = []
     for wall in (1_800_001_300.0, 1_800_090_000.0, 1_850_000_000.0):
-        monkeypatch.setattr("hops_slurm.cli.report.time.time", lambda wall=wall: wall)
+        monkeypatch.setattr("hops_slurm.cli.report_cmd.time.time", lambda wall=wall: wall)
         assert main(["report", "--records", str(path), "--summary", "--json", "--total-gpus", "8"]) == 0
         got.append(json.loads(capsys.readouterr().out)["summary"])
     assert [g["gpu_utilisation"] for g in got] == [pytest.approx(0.75)] * 3

@@ -13,7 +13,7 @@ import pytest
 from hops_slurm.cli import main
 from hops_slurm.engine.crashpoints import CRASH_AT_ENV, CrashingJournal
 from hops_slurm.journal import Journal
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.engine_run import engine_simulation, simulate_engine
 from hops_slurm.sim.runner import Options, simulate
 from hops_slurm.sim.slurmctld import directive_model

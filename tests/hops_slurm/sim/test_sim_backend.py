@@ -2,11 +2,11 @@
 
 import pytest
 
-from hops_slurm.sim.backend import PolicyPlanError, SimBackend, SimSettings
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.sim_backend import PolicyPlanError, SimBackend, SimSettings
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import summarize
 from hops_slurm.sim.workload import JobSpec
 from planner.baselines import FifoGreedy

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.sim.bound import fastest_rate, physical_bound, slowdown
-from hops_slurm.sim.cluster import ClusterSpec, load_cluster
+from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.sim.output import markdown_table, write_summary
+from hops_slurm.sim.comparison import markdown_table, write_summary
 from hops_slurm.sim.runner import compare
 from hops_slurm.sim.workload import JobSpec, load_workload
 

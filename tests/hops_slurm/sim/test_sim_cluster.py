@@ -3,7 +3,7 @@
 import pytest
 
 from hops_slurm.errors import ConfigError
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 
 
 def test_paper_64_mirrors_the_physical_cluster():

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.cli import main
-from hops_slurm.sim.backend import SimBackend, SimSettings
-from hops_slurm.sim.cluster import ClusterSpec, load_cluster
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
+from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.sim.costs import CHECKPOINT_SECONDS, CostModel, JobProgress, parse_checkpoint_seconds
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.slurmctld import EPOCH, SimCtlSettings, SimSlurmctld

@@ -3,10 +3,10 @@ priority weighs the owners' fair-share standing (hops_slurm.sim.fairshare, plann
 
 from __future__ import annotations
 
-from hops_slurm.bench.fairshare import groups
+from hops_slurm.tools.bench.fairshare_bench import groups
 from hops_slurm.sim import runner
-from hops_slurm.sim.backend import SimBackend
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.sim_backend import SimBackend
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.fairshare import sim_standing
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.workload import JobSpec
@@ -46,7 +46,7 @@ def test_the_standing_falls_with_use_and_is_one_for_a_user_who_used_nothing(tmp_
     backend.wait_until(0.0)
     backend.job_views(fragment=False)
     assert set(sim_standing(backend).values()) <= {1.0}  # nobody has run yet
-    from hops_slurm.engine.rounds import LoopSettings, run_rounds
+    from hops_slurm.core.rounds import LoopSettings, run_rounds
     from planner.policies import make_policy
 
     run_rounds(backend, make_policy("hops"), LoopSettings(360.0, 30.0), max_rounds=3)

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from hops_slurm.sim import runner
-from hops_slurm.sim.backend import SimBackend, SimSettings
+from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.costs import CostModel
-from hops_slurm.sim.cluster import load_cluster
+from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.engine.rounds import LoopSettings, run_rounds
+from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import summarize
-from hops_slurm.sim.output import markdown_table, write_summary
+from hops_slurm.sim.comparison import markdown_table, write_summary
 from hops_slurm.sim.workload import JobSpec, load_workload
 from planner.baselines import FifoGreedy
 from planner.policies import make_policy, policy_names
@@ -149,7 +149,7 @@ def test_runs_in_several_processes_give_what_one_at_a_time_gives(tmp_path, monke
 
 
 def test_the_bench_s_worker_count_is_checked(monkeypatch) -> None:
-    from hops_slurm.bench.paper_tables import bench_workers
+    from hops_slurm.tools.bench.paper_tables import bench_workers
     from hops_slurm.errors import HopsError
 
     monkeypatch.setenv("HOPS_BENCH_WORKERS", "3")

@@ -86,13 +86,13 @@ def test_source_reads_once_per_ttl_and_backs_off_without_slurmdbd() -> None:
         return (REC / ("sacctmgr-show-assoc.txt" if argv == ASSOC_ARGV else "sacctmgr-show-qos.txt")).read_text()
 
     src = GovernanceSource(run, ttl=60.0, clock=lambda: now[0])
-    assert src.current() is not None and len(calls) == 3  # assoc, qos, sshare
+    assert src.current() is not None and len(calls) == 4  # partitions (unreadable here), assoc, qos, sshare
     now[0] = 30.0
     src.current()
-    assert len(calls) == 3
+    assert len(calls) == 4
     now[0] = 61.0
     src.current()
-    assert calls[-2:] == [QOS_ARGV, SSHARE_ARGV] and len(calls) == 6
+    assert calls[-2:] == [QOS_ARGV, SSHARE_ARGV] and len(calls) == 8
 
     def down(argv: list[str]) -> str:
         raise GovernanceError("sacctmgr show assoc: Connection refused")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.slurm.api import SlurmApi, SlurmCommandError, SlurmError
 from hops_slurm.slurm.cli import CliSlurm
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.slurm.cli import CliSlurm
 from slurm_helpers import wait_for_state, wait_until
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.journal import Journal
-from hops_slurm.minicluster.cluster import Minicluster
+from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.slurm.cli import CliSlurm
 from hops_slurm.slurm.enact import GATE, Enactor, job_reservation, reservation_job
 from hops_slurm.slurm.reconcile import reconcile

@@ -1,9 +1,9 @@
-"""The generated history (hops_slurm.bench.sacct_history) reads back through both export formats the
+"""The generated history (hops_slurm.tools.bench.sacct_history) reads back through both export formats the
 same, holds no more GPUs at once than its cluster, and carries rows whatif must report."""
 
 from __future__ import annotations
 
-from hops_slurm.bench.sacct_history import generate, to_json, to_parsable2
+from hops_slurm.tools.bench.sacct_history import generate, to_json, to_parsable2
 from hops_slurm.whatif.exports import parse_text, select
 from hops_slurm.whatif.replay import peak_gpus
 

@@ -104,7 +104,7 @@ def test_no_replayable_job_is_an_error(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_progress_bar_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
-    from hops_slurm.sim.cluster import load_cluster
+    from hops_slurm.sim.cluster_spec import load_cluster
     from hops_slurm.sim.runner import Options
     from hops_slurm.whatif.assumptions import Assumptions
     from hops_slurm.whatif.pipeline import run_whatif

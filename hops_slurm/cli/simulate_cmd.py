@@ -1,0 +1,89 @@
+"""``hops-slurm simulate``: compare scheduling policies on a simulated cluster (JSON, Markdown, plots).
+
+Data flow: --cluster (etc/clusters name or TOML file) + --workload (generator spec or CSV/JSONL
+file) -> hops_slurm.sim.runner.compare for every policy x seed -> --out: per-run JobRecord /
+RoundRecord JSONL, summary.json, results.md and PNG plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hops_slurm.cli._args import bounded_float, bounded_int
+from hops_slurm.cli._costs import add_cost_arguments, cost_model
+from hops_slurm.errors import HopsError
+from hops_slurm.sim.cluster_spec import load_cluster
+from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
+from hops_slurm.sim.runner import Options, compare
+from planner.policies import make_policy, policy_names, split_policy_list
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from exc
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="run policies on a simulated cluster and compare them",
+                       description="Run scheduling policies on a simulated cluster and workload, every seed, and "
+                                   "compare them: a table on stdout, summary.json, results.md, plots and each "
+                                   "run's records in --out.")
+    p.add_argument("--cluster", default="paper-64", help="cluster name in etc/clusters or a TOML file (default paper-64)")
+    p.add_argument("--workload", default="paper",
+                   help="paper[:jobs=N,rate=R,mix=S/M/L/XL], sweep:rate=R, gavel[:jobs=N,rate=R], "
+                        "philly[:trace=ID,jobs=N], or a .csv/.jsonl trace file (default paper)")
+    p.add_argument("--policies", default=None, help="comma-separated policy names (default: all available); a Hops policy may carry "
+                   "planner parameters: hops:restart_penalty=0.1,sigma=1.2")
+    p.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default 0)")
+    p.add_argument("--out", type=Path, default=Path("sim-out"), help="output folder (default sim-out)")
+    p.add_argument("--round-seconds", type=bounded_float(0, 86400, low_open=True), default=360.0, help="round length (default 360)")
+    p.add_argument("--refresh-seconds", type=bounded_float(0, 86400, low_open=True), default=30.0, help="queue refresh / fragment plans (default 30)")
+    p.add_argument("--fragment-plans", choices=("at-once", "at-ticks"), default="at-once",
+                   help="fragment plans right after each round plan and at refresh ticks (at-once, the paper's), "
+                        "or only at refresh ticks (at-ticks, for the ablation)")
+    p.add_argument("--engine", action="store_true",
+                   help="run each policy inside the production engine (hops-slurm daemon's Engine: probe jobs, runtime "
+                        "record files, journal, records.sqlite) against a simulated slurmctld; slower, the same results "
+                        "within a few percent (docs/simulator.md)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
+    p.add_argument("--workers", type=bounded_int(1, 64), default=1,
+                   help="simulations run at once, each in its own process (default 1; the results are the same)")
+    add_cost_arguments(p)
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    policies = split_policy_list(args.policies) if args.policies else policy_names()
+    if not policies:
+        raise HopsError("no policies given")
+    if not args.seeds:
+        raise HopsError("no seeds given")
+    if min(args.round_seconds, args.refresh_seconds) <= 0:
+        raise HopsError("--round-seconds and --refresh-seconds must be > 0")
+    for name in policies:
+        make_policy(name)  # fail on a bad name before any run starts
+    cluster = load_cluster(args.cluster)
+    options = Options(args.round_seconds, args.refresh_seconds, cost_model(args),
+                      fragment_at_once=args.fragment_plans == "at-once")
+    # the bar only on a terminal; in logs and pipes the command is quiet until its results
+    progress = not args.no_progress and sys.stderr.isatty()
+    run = None
+    if args.engine:
+        from hops_slurm.sim.engine_run import simulate_engine
+
+        run = simulate_engine
+    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run,
+                      workers=args.workers)
+    header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
+              f"seeds {','.join(map(str, args.seeds))}\n\nCosts: {options.costs.describe()}.")
+    write_summary(results, args.out, header)
+    write_plots(results, args.out)
+    print(markdown_table(results), end="")
+    print(f"wrote {args.out}/summary.json, results.md, plots and per-run records")
+    for f in results.failures:
+        print(f"hops-slurm: error: {f.policy} seed {f.seed} failed: {f.error}", file=sys.stderr)
+    return 1 if results.failures else 0

@@ -1,0 +1,134 @@
+"""The live :class:`hops_slurm.core.interface.Backend`: the round's reads and enactment on a real slurmctld.
+
+Where it sits: the engine (:mod:`hops_slurm.engine.engine`) calls :meth:`SlurmBackend.read` once per
+refresh: one :class:`hops_slurm.slurm.snapshot.Snapshot` (the job listing, the nodes, the reservations;
+Slurm is the source of truth), from which every Slurm-derived fact of the round is computed
+(:mod:`hops_slurm.slurm.snapshot`). The shared round logic (:func:`hops_slurm.core.interface.plan_once`) asks
+it for the cluster and job views, plans, and hands the plan to :meth:`SlurmBackend.apply`, which enacts
+it on that snapshot through :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve /
+release / requeuehold) and keeps the enactor's one re-read as the next snapshot.
+
+It never calls up into the engine: the engine hands it the job views of the round (:attr:`views`, built
+from its bookkeeping and the estimator) and the environment of the jobs a plan starts (:attr:`job_env`).
+
+A job may move between GPU types from round to round: the enactor asks Slurm for untyped GPUs on
+named nodes, which Slurm 22.05 lets a job change freely (a typed request changed to another type is
+never started: docs/slurm-22.05-findings.md).
+
+Fragment plans see only idle GPUs: GPUs promised to jobs released into their reservation but not yet
+started are taken out, and those jobs (and running ones) are not offered again until the next round.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from hops_slurm.core.interface import Enactment
+from hops_slurm.engine.coexist import restore_directives
+from hops_slurm.slurm.api import SlurmApi, SlurmJob
+from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
+from hops_slurm.slurm.enact import EnactResult, Enactor
+from hops_slurm.slurm.snapshot import Snapshot
+from planner.governance import Limits
+from planner.views import ClusterView, JobView, Plan
+
+
+@dataclass
+class SlurmBackend:
+    """``views``: the job views of every schedulable job for this planning (set by the engine);
+    ``job_env``: extra environment per job id for the env files of jobs a plan starts (set by the
+    engine between planning and enactment); ``placed``: placed-and-pending job -> its config (from the
+    snapshot and the journal); ``governance``: where the site's associations and QOS are read (None: no
+    limits kept, e.g. a cluster without slurmdbd)."""
+
+    api: SlurmApi
+    enactor: Enactor
+    partition: str = "hops"
+    round_id: str = ""
+    snapshot: Snapshot = field(default_factory=Snapshot)
+    placed: dict[str, dict[str, int]] = field(default_factory=dict)
+    views: tuple[JobView, ...] = ()
+    job_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    last_result: EnactResult | None = None
+    governance: GovernanceSource | None = None
+    #: job id -> the canonical directives the engine stored when it first saw the job (its AdminComment
+    #: may have been replaced since: hops_slurm.engine.coexist)
+    stored: Callable[[], Mapping[str, str]] | None = None
+
+    def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
+        """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
+        snap = Snapshot.read(self.api) if jobs is None else \
+            Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), self.api.now())
+        self.keep(snap)
+        return self.snapshot
+
+    def keep(self, snap: Snapshot) -> None:
+        """Make ``snap`` the current snapshot (and work out what is placed and pending on it); tracked jobs
+        whose AdminComment another tool replaced keep their stored directives (hops_slurm.engine.coexist)."""
+        if self.stored is not None:
+            snap = restore_directives(snap, self.stored())
+        self.snapshot = snap
+        self.placed = snap.placed_pending(self.enactor.journal)
+
+    @property
+    def jobs(self) -> tuple[SlurmJob, ...]:
+        return self.snapshot.jobs
+
+    @property
+    def listing(self) -> dict[str, SlurmJob]:
+        return self.snapshot.listing
+
+    @staticmethod
+    def read_governance(env: Mapping[str, str] | None) -> GovernanceSource:
+        """Associations and QOS read with ``sacctmgr`` in ``env`` (the CLI backend's environment)."""
+        return GovernanceSource(subprocess_runner(env, timeout=15.0))
+
+    def limits(self) -> Limits | None:
+        """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
+        return jobs_limits(self.governance, self.jobs, self.placed)  # placed-and-pending jobs hold GPUs too
+
+    def fair_share(self) -> dict[str, float]:
+        """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""
+        return jobs_fair_share(self.governance, self.jobs)
+
+    # ----- Backend protocol -------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.api.now()
+
+    def cluster_view(self, *, fragment: bool) -> ClusterView:
+        return self.snapshot.cluster_view(fragment=fragment, partition=self.partition, promised=self.placed)
+
+    def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
+        """The engine's views; a fragment plan leaves out placed-and-pending jobs (running ones are its
+        context: the policy places waiting jobs only)."""
+        if not fragment:
+            return self.views
+        listing = self.listing
+        return tuple(v for v in self.views if v.job_id not in self.placed
+                     and (v.current is not None or not (v.job_id in listing and listing[v.job_id].active)))
+
+    def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
+        if fragment:
+            wanted = {j: dict(c) for j, c in plan.assignments.items() if c}
+        else:
+            wanted = {j: (dict(c) if c else None) for j, c in plan.assignments.items()}
+        env = {j: {"HOPS_GPU_TYPE": self.snapshot.gpu_type_of(c), **self.job_env.get(j, {})}
+               for j, c in wanted.items() if c}
+        result = self.enactor.apply(wanted, job_env=env, round_id=self.round_id, snapshot=self.snapshot)
+        self.last_result = result
+        if result.after is not None:
+            self.keep(result.after)  # the enactor's one re-read after releasing jobs
+        elif result.preempted or result.unplaced or result.refused or result.ended:
+            self.read()  # nothing started, but Slurm's state changed: read it back
+        return Enactment(started=list(result.started), preempted=list(result.preempted), kept=list(result.kept))
+
+    def wait_until(self, t: float) -> None:
+        time.sleep(max(0.0, t - self.now()))
+
+    def next_activity(self) -> float | None:
+        return self.now() + 1.0
+
+    def done(self) -> bool:
+        return False

@@ -1,0 +1,251 @@
+"""``hops-slurm bench load``: the engine under load: 10,000 pending Hops jobs, then sbatch at 50 jobs/s.
+
+Where it sits: a benchmark (:mod:`hops_slurm.tools.bench`) left out of ``hops-slurm bench all`` and ``make
+bench`` (``IN_ALL = False``): it takes 15-30 minutes on 2 cores; run it by name, ``hops-slurm bench load``. Needs root and
+the Debian Slurm packages; brings up its own minicluster from ``etc/minicluster/load.toml`` (own
+ports and state directory, ``MaxJobCount=20000``) with the submit hook, and tears it down.
+
+1. **Queue of 10,000.** Submits ``JOBS`` ``#HOPS`` jobs (three zoo models, requirement sets of 1-4
+   GPUs) with parallel ``sbatch`` processes (not ``--array``: the engine schedules jobs, and pending
+   array tasks are one record in Slurm's listing until they split). An in-process engine (as the
+   daemon runs it) holds and profiles them (one probe per model and GPU type; not timed as a round),
+   then runs ``ROUNDS`` rounds timed by phase with :func:`hops_slurm.tools.bench.engine_bench.timed_round`, each
+   printed with the count of Slurm processes it ran (every client command is one). Peak
+   RSS is the engine process's ``VmHWM`` (reset just before the engine opens).
+2. **Submit rate.** With the 10,000 still queued, the real daemon (``hops-slurm daemon --foreground``,
+   a child process; round every 60 s, refresh every 10 s) runs while ``RATE`` jobs/s are submitted for
+   ``SECONDS`` seconds, each ``sbatch`` started on a fixed timetable. Counted: submit errors, the sbatch
+   wall latency, and slurmctld's own time for each submit RPC (``_slurm_rpc_submit_batch_job ...
+   usec=N`` in its log: the job_submit hook plus job creation, an upper bound on the hook's own time).
+   The daemon's peak RSS is its ``VmHWM`` at the end.
+Writes ``load.md`` under the output folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+NAME = "load"
+IN_ALL = False  # too long for `hops-slurm bench all` / `make bench`: run it by name
+
+JOBS = 10_000
+ROUNDS = 2
+RATE = 50.0
+SECONDS = 60.0
+SUBMITTERS = 6
+MODELS = (("1,2,4", "resnet18"), ("1,2", "mobilenetv2"), ("1", "vgg11"), ("2,4", "resnet18"))
+SCRIPT = """#!/bin/bash
+#HOPS gpus={gpus} samples={samples} batch-size=8 model={model} lr=0.1@{top}
+sleep 3600
+"""
+_RPC = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) .*usec=(\d+)")
+
+
+def _root() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+def peak_rss_mib(pid: int | str = "self") -> float:
+    """A process's peak resident set (``VmHWM``) in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+def reset_peak_rss() -> None:
+    """Start this process's ``VmHWM`` again from its current RSS (Linux ``clear_refs`` 5)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-quantile (0..1) by the nearest-rank rule; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(-(-q * len(ordered) // 1)) - 1))]
+
+
+def _scripts(work: Path) -> list[Path]:
+    out = []
+    for i, (gpus, model) in enumerate(MODELS):
+        for k in range(1, 8):
+            path = work / f"job{i}-{k}.sh"
+            path.write_text(SCRIPT.format(gpus=gpus, samples=k * 100000, model=model, top=gpus.split(",")[-1]))
+            out.append(path)
+    return out
+
+
+def _sbatch(script: Path, work: Path, env: dict[str, str]) -> tuple[str, float, str]:
+    """(job id or "", wall seconds, error text)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-D", str(work), str(script)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return "", wall, (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+    return proc.stdout.strip().split(";")[0], wall, ""
+
+
+def _fill(scripts: list[Path], work: Path, env: dict[str, str]) -> tuple[float, list[str]]:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(SUBMITTERS) as pool:
+        got = list(pool.map(lambda i: _sbatch(scripts[i % len(scripts)], work, env), range(JOBS)))
+    errors = [e for _, _, e in got if e]
+    return time.perf_counter() - t0, errors
+
+
+def _paced(scripts: list[Path], work: Path, env: dict[str, str]) -> list[tuple[str, float, str, float]]:
+    """``RATE`` sbatch per second for ``SECONDS``, each started at its slot (a thread each, so a slow
+    one never delays the next); (job id, wall, error, lateness of its start)."""
+    results: list[tuple[str, float, str, float]] = []
+    lock = threading.Lock()
+    threads = []
+    start = time.perf_counter()
+
+    def one(i: int, slot: float) -> None:
+        late = time.perf_counter() - slot
+        job, wall, err = _sbatch(scripts[i % len(scripts)], work, env)
+        with lock:
+            results.append((job, wall, err, late))
+
+    for i in range(int(RATE * SECONDS)):
+        slot = start + i / RATE
+        delay = slot - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        t = threading.Thread(target=one, args=(i, slot), daemon=True)
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join(timeout=180)
+    return results
+
+
+def _rpc_usec(log: Path, jobs: set[str]) -> list[float]:
+    out = []
+    with log.open(errors="replace") as fh:
+        for line in fh:
+            m = _RPC.search(line)
+            if m and m.group(1) in jobs:
+                out.append(int(m.group(2)) / 1000.0)
+    return out
+
+
+def _daemon_config(work: Path, state: Path) -> Path:
+    path = work / "hops.toml"
+    path.write_text(
+        "[scheduler]\nround_length = 60\nqueue_refresh = 10\n[planner]\ntime_limit = 30\n"
+        "[engine]\nprobe_size = \"tiny\"\nprobe_iterations = 3\nprobe_device = \"cpu\"\nsettle_timeout = 10\n"
+        f"[paths]\nstate_dir = \"{state}\"\n")
+    return path
+
+
+def run(out_dir: Path) -> Path:
+    from hops_slurm.tools.bench.engine_bench import ROUND_HEADER, round_line, timed_round, wait_profiled
+    from hops_slurm.tools.bench.machine import load, machine_line
+    from hops_slurm.config import load_config
+    from hops_slurm.engine.engine import Engine
+    from hops_slurm.tools.minicluster.cluster import Minicluster
+    from hops_slurm.tools.minicluster.processes import stop_child
+    from hops_slurm.tools.minicluster.spec import load_spec
+    from hops_slurm.slurm.cli import CliSlurm
+
+    load0 = load()
+    work = Path(tempfile.mkdtemp(prefix="hops-bench-load-"))
+    os.chmod(work, 0o755)
+    state = work / "state"
+    spec = load_spec(_root() / "etc" / "minicluster" / "load.toml")
+    cluster = Minicluster(spec, job_submit_lua=_root() / "hooks" / "job_submit.lua")
+    cluster.down()
+    cluster.up()
+    rows: list[dict[str, float | int | str]] = []
+    daemon: subprocess.Popen[bytes] | None = None
+    try:
+        env = cluster.env()
+        scripts = _scripts(work)
+        fill_s, fill_errors = _fill(scripts, work, env)
+        cfg_path = _daemon_config(work, state)
+        cfg = load_config(cfg_path)
+        reset_peak_rss()
+        with Engine(cfg, api=CliSlurm(env), env=env) as engine:
+            profiling = wait_profiled(engine, JOBS - len(fill_errors), timeout=3600)
+            for r in range(ROUNDS):
+                rows.append(timed_round(engine, r + 1))
+                print(f"round {r + 1}: {rows[-1]['total']:.2f} s, {rows[-1]['processes']} Slurm processes "
+                      f"({rows[-1]['placed']} jobs placed)", flush=True)
+            engine_rss = peak_rss_mib()
+        load_mid = load()
+        daemon_log = work / "daemon.log"
+        with daemon_log.open("wb") as fh:
+            daemon = subprocess.Popen([str(Path(sys.executable).parent / "hops-slurm"), "daemon", "--foreground", "--config", str(cfg_path)],
+                                      env=env, stdout=fh, stderr=subprocess.STDOUT)
+        time.sleep(15.0)  # its first refresh and round on the 10,000 (not part of the submit minute)
+        paced = _paced(scripts, work, env)
+        time.sleep(20.0)  # the daemon's next refresh holds the last of them
+        daemon_alive = daemon.poll() is None
+        daemon_rss = peak_rss_mib(daemon.pid) if daemon_alive else float("nan")
+        load_end = load()
+    finally:
+        if daemon is not None:
+            stop_child(daemon, timeout=60)
+        cluster.down()
+    ok = [p for p in paced if not p[2]]
+    errors = [p[2] for p in paced if p[2]]
+    walls = [p[1] * 1000 for p in ok]
+    lates = [p[3] * 1000 for p in paced]
+    rpc = _rpc_usec(spec.state_dir / "log" / "slurmctld.log", {p[0] for p in ok})
+    out = out_dir / "load.md"
+    lines = [
+        "# Load: 10,000 pending Hops jobs, then sbatch at 50 jobs/s (live minicluster)",
+        "",
+        "Produced by `hops-slurm bench load` (hops_slurm/tools/bench/load.py; cluster etc/minicluster/load.toml: 24 fake "
+        "GPUs, 2 x 8 a100 + 2 x 4 v100, Slurm 22.05, `MaxJobCount=20000`, the submit hook on). Not part of "
+        "`make bench`: it takes 15-30 minutes; run it alone, as root: "
+        "`flock /tmp/hops-live.lock .venv/bin/hops-slurm bench load`.",
+        "",
+        "## One round with 10,000 pending jobs (target <= 10 s, engine peak RSS <= 1 GiB)",
+        "",
+        f"{JOBS} jobs submitted by {SUBMITTERS} parallel sbatch processes in {fill_s:.0f} s "
+        f"({JOBS / fill_s:.0f} jobs/s), {len(fill_errors)} errors{': ' + fill_errors[0] if fill_errors else ''}. "
+        f"Then one in-process engine (CLI backend, CBC, time limit {cfg.planner.time_limit:g} s) held and profiled them "
+        f"in {profiling:.0f} s (not a round: every new job gets an admin hold, one probe per model and GPU type), "
+        "and ran rounds as the daemon does. Seconds per round:",
+        "",
+        *ROUND_HEADER,
+        *(round_line(r) for r in rows),
+        "",
+        f"Engine peak RSS (VmHWM of the engine's process, reset before the engine opened): **{engine_rss:.0f} MiB**. "
+        f"Load average after this phase: {load_mid:.2f}.",
+        "",
+        f"## sbatch at {RATE:g} jobs/s for {SECONDS:g} s while the daemon runs (targets: no errors, hook p99 <= 20 ms)",
+        "",
+        f"The daemon (`hops-slurm daemon --foreground`, round every 60 s, refresh every 10 s) ran with the 10,000 "
+        f"still queued; {len(paced)} sbatch started on a fixed timetable (start lateness p99 "
+        f"{percentile(lates, 0.99):.0f} ms).",
+        "",
+        "| measure | n | p50 ms | p99 ms | max ms |",
+        "|---|---|---|---|---|",
+        f"| slurmctld submit RPC (`usec=` in its log: hook + job creation; upper bound on the hook) | {len(rpc)} | "
+        f"{percentile(rpc, 0.5):.1f} | {percentile(rpc, 0.99):.1f} | {max(rpc, default=float('nan')):.1f} |",
+        f"| sbatch wall (process start to exit) | {len(walls)} | {percentile(walls, 0.5):.0f} | "
+        f"{percentile(walls, 0.99):.0f} | {max(walls, default=float('nan')):.0f} |",
+        "",
+        f"Submit errors: **{len(errors)}**{' (first: ' + errors[0] + ')' if errors else ''}. "
+        f"Daemon {'still running' if daemon_alive else 'DIED'} at the end; its peak RSS (VmHWM) "
+        f"**{daemon_rss:.0f} MiB** with {JOBS + len(ok)} jobs queued. Load average at the end: {load_end:.2f}.",
+        "",
+        machine_line(load0),
+        "",
+    ]
+    out.write_text("\n".join(lines))
+    return out

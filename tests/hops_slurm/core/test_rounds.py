@@ -1,0 +1,68 @@
+"""The plannings of one instant (hops_slurm.core.rounds.plan_instant): fragment plans follow while the last one
+placed a job and GPUs stay idle, and stop when its enactment started nothing (every placement refused by
+Slurm): the same inputs would plan the same again."""
+
+from __future__ import annotations
+
+from hops_slurm.core.interface import Enactment
+from hops_slurm.core.rounds import plan_instant
+from planner.views import ClusterView, JobView, NodeView, Plan, Policy
+
+
+class OneAtATime(Policy):
+    """Places the first waiting job on one free GPU of the first node with one."""
+
+    name = "one-at-a-time"
+    supports_fragment_plans = True
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        free = [n for n in cluster.nodes if n.free_gpus]
+        waiting = [j for j in jobs if j.current is None]
+        assignments: dict[str, dict[str, int] | None] = {j.job_id: None for j in jobs}
+        if free and waiting:
+            assignments[waiting[0].job_id] = {free[0].name: 1}
+        return Plan(assignments)  # type: ignore[arg-type]
+
+
+class Cluster:
+    """A backend with ``gpus`` GPUs on one node; ``refuse``: its apply starts nothing (as when Slurm would not
+    split a placement as planned)."""
+
+    def __init__(self, jobs: int, gpus: int, refuse: bool = False) -> None:
+        self.waiting = [f"j{i}" for i in range(jobs)]
+        self.running: list[str] = []
+        self.gpus, self.refuse = gpus, refuse
+        self.applied = 0
+
+    def now(self) -> float:
+        return 100.0
+
+    def cluster_view(self, *, fragment: bool) -> ClusterView:
+        return ClusterView((NodeView("n1", "a100", "a100", self.gpus, self.gpus - len(self.running)),))
+
+    def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
+        return tuple(JobView(j, (1,), 0.0, 0.0, 100.0, 1.0, throughput=lambda c: 1.0) for j in self.waiting)
+
+    def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
+        self.applied += 1
+        if self.refuse:
+            return Enactment()
+        started = list(plan.placed())
+        self.waiting = [j for j in self.waiting if j not in started]
+        self.running += started
+        return Enactment(started=started)
+
+
+def test_fragment_plans_follow_while_each_starts_a_job_and_gpus_stay_idle() -> None:
+    backend = Cluster(jobs=5, gpus=3)
+    plannings = plan_instant(backend, OneAtATime(), fragment=True, index=1, limit=4)  # type: ignore[arg-type]
+    assert len(plannings) == 3 and backend.running == ["j0", "j1", "j2"]  # the third filled the node
+
+
+def test_a_fragment_plan_whose_placements_were_all_refused_ends_the_instant() -> None:
+    backend = Cluster(jobs=5, gpus=3, refuse=True)
+    plannings = plan_instant(backend, OneAtATime(), fragment=True, index=1, limit=4)  # type: ignore[arg-type]
+    assert len(plannings) == 1 and backend.applied == 1  # not three more identical plans, each refused
+    backend = Cluster(jobs=5, gpus=3, refuse=True)
+    plannings = plan_instant(backend, OneAtATime(), fragment=False, limit=5)  # type: ignore[arg-type]
+    assert len(plannings) == 2  # a round plan is still followed by one fragment plan, as before
