@@ -110,3 +110,28 @@ def test_views_after_enactment_are_remade_only_for_the_jobs_it_changed(tmp_path:
         assert made[1] == len(started), made
     finally:
         engine.close()
+
+
+def test_calibrations_are_asked_for_only_while_a_gpu_type_is_not_known_calibrated(tmp_path: Path) -> None:
+    """The first refresh stores the default calibration of the nodes' type; later refreshes do not refit every
+    type's calibration to learn nothing; a node of a new type gets its default at the next refresh."""
+    from hops_slurm.slurm.api import SlurmNode
+
+    api = StandInSlurm()
+    engine = _engine(tmp_path, api)
+    try:
+        store = engine.store
+        asked: list[int] = []
+        real = store.calibrations
+        store.calibrations = lambda: asked.append(1) or real()  # type: ignore[method-assign]
+        engine.refresh()
+        assert set(real()) == {"a100"}
+        calls = len(asked)
+        engine.refresh()
+        engine.refresh()
+        assert len(asked) == calls  # a100 is known calibrated: the store is not asked again
+        api._nodes.append(SlurmNode(name="n9", state="idle", gpu_type="h100", gpus_total=4, partitions=("hops",), cpus=16))
+        engine.refresh()
+        assert set(real()) == {"a100", "h100"} and len(asked) == calls + 1
+    finally:
+        engine.close()
