@@ -63,7 +63,7 @@ from hops_slurm.engine import processed
 from hops_slurm.engine.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
-from hops_slurm.sim.aside import no_usable_config, stall_out
+from hops_slurm.sim.aside import named_unservable, no_usable_config, placed_where_it_cannot_run, stall_out
 from hops_slurm.sim.cluster import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.declared import Declarations
@@ -286,6 +286,15 @@ class SimBackend(Declarations):
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         placed = self._check(plan, fragment)
+        # no progress, no placement, whatever the policy (hops_slurm.sim.aside): a job placed where its
+        # estimate is 0 is set aside (one still draining a notice is only not placed, this time)
+        for job_id, reason in placed_where_it_cannot_run(self._views, placed).items():
+            del placed[job_id]
+            if job_id not in self._drains:
+                self._set_aside(job_id, reason)
+        for job_id, reason in ({} if fragment else named_unservable(plan.diagnostics, placed)).items():
+            if job_id in self.active and job_id not in self._drains:  # the policy's own verdict, at a round
+                self._set_aside(job_id, reason)
         result = Enactment()
         if not fragment:
             for job in list(self.active.values()):
@@ -302,9 +311,7 @@ class SimBackend(Declarations):
             # a job no config serves is set aside (hops_slurm.sim.aside), whatever the policy
             views = [v for v in self._views.values() if v.job_id in self.active and v.job_id not in self._drains]
             for job_id, reason in no_usable_config(views, self.cluster.view(), placed).items():
-                job = self.active.pop(job_id)
-                job.record.state, job.record.end, self.aside[job_id] = "CANCELLED", self.t, reason
-                self.cancelled[job_id] = job
+                self._set_aside(job_id, reason)
         for job_id, config in placed.items():
             job = self.active[job_id]
             if job.config is not None:
@@ -314,6 +321,18 @@ class SimBackend(Declarations):
         self._start_waiting()
         self._sample()
         return result
+
+    def _set_aside(self, job_id: str, reason: str) -> None:
+        """The job leaves the run, cancelled with ``reason`` (a running one stops at once: its GPUs free)."""
+        job = self.active.pop(job_id)
+        if job.running:
+            self._last_window(job)
+            account(job.ledger, self.t, "ENDED", {})
+            job.progress.stop(self.t)
+        job.config, job.running, job.next_record = None, False, math.inf
+        job.record.state, job.record.end, job.record.aside = "CANCELLED", self.t, reason
+        self.aside[job_id] = reason
+        self.cancelled[job_id] = job
 
     def wait_until(self, t: float) -> None:
         if t > self.settings.max_seconds:
