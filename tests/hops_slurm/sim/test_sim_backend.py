@@ -247,7 +247,8 @@ def test_understated_job_is_reaged_as_it_runs_and_taints_its_owners_queue(tmp_pa
     assert after_off == before_off == before
 
 
-@pytest.mark.parametrize("policy", ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill", "slurm-multifactor"])
+@pytest.mark.parametrize("policy", ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill", "slurm-multifactor",
+                                    "fifo-greedy"])
 def test_a_job_with_zero_progress_on_every_config_is_set_aside_and_not_placed_again(tmp_path, policy):
     # a rigid 2-GPU request of a model that makes no progress on more than one GPU (ground truth: 0),
     # beside a job that runs: the no-progress job is tried where its estimates say it could run, its
