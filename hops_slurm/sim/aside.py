@@ -5,8 +5,13 @@ round plan, whatever the policy: a job the plan left unplaced whose estimates gi
 whole (idle) cluster throughput 0 (:func:`planner.hops.why_unservable`; a config where its runtime
 records show no progress is one, :mod:`estimator.progress`) is set aside with that reason, as the live
 engine tells its owner (``hops-slurm queue``, the job's Comment), and leaves the run, so a simulation of
-a trace with such jobs ends. The stall rule (:func:`stalled_out`) stays the last resort: jobs a policy
-never places on an idle cluster for ``stall_seconds`` are cancelled. Pure apart from the log.
+a trace with such jobs ends. Two more rules make it the same for every policy, those that read no
+estimate included: a job a round plan's diagnostics name ``unservable`` with that reason
+(:func:`named_unservable`: Hops, Slurm's backfill and multifactor) is set aside; a job placed on a
+config where its estimate is 0 is not placed there, and set aside when the policy places it there again
+(:func:`placed_where_it_cannot_run`). Set-aside jobs carry the reason in ``JobRecord.aside`` and are
+counted apart from unfinished ones. The stall rule (:func:`stall_out`) stays the last resort: jobs a
+policy never places on an idle cluster for ``stall_seconds`` are cancelled. Pure apart from the log.
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ def no_usable_config(views: Iterable[JobView], cluster: ClusterView, placed: Map
 def placed_where_it_cannot_run(views: Mapping[str, JobView], placed: Mapping[str, Config]) -> dict[str, str]:
     """Job id -> reason, for each job ``placed`` on a config where its estimate is throughput 0 (its records
     there show no progress, :mod:`estimator.progress`, or the model cannot run there). A policy that reads
-    no estimate (Slurm's backfill places by position, a rigid request at its largest count) places such a
-    job there again and again; no progress, no placement: it is set aside, as a job no config serves."""
+    no estimate places such a job there again and again: the backend does not place it there, and sets it
+    aside when the policy places it there a second time (a policy that keeps a running job on a lease
+    places it elsewhere once it is requeued)."""
     out: dict[str, str] = {}
     for job_id, config in placed.items():
         view = views.get(job_id)
@@ -54,7 +60,7 @@ def placed_where_it_cannot_run(views: Mapping[str, JobView], placed: Mapping[str
         shape = ", ".join(f"{n}:{g}" for n, g in sorted(config.items()))
         out[job_id] = (f"{NO_USABLE_CONFIG}: placed on {sum(config.values())} GPU(s) ({shape}), where it is "
                        f"estimated at throughput 0 or made no progress (e.g. the model cannot run on that many "
-                       f"GPUs), and the policy gives it no other placement; allow other GPU counts")
+                       f"GPUs), and the policy places it there again; allow other GPU counts")
     for job_id, reason in out.items():
         log.warning("job %s set aside: %s", job_id, reason)
     return out

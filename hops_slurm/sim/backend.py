@@ -162,6 +162,7 @@ class SimBackend(Declarations):
         self._idle_since: float | None = None
         self.cancelled: dict[str, _Job] = {}
         self.aside: dict[str, str] = {}  # job id -> why it was set aside (hops_slurm.sim.aside), cancelled too
+        self._refused: dict[str, set[tuple[tuple[str, int], ...]]] = {}  # job id -> configs where it cannot run
         self._views: dict[str, JobView] = {}  # the last planning's job views
         #: job id -> (when its notice ends, the GPUs it holds until then): preempted, still checkpointing
         #: or running out the grace
@@ -287,11 +288,14 @@ class SimBackend(Declarations):
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         placed = self._check(plan, fragment)
         # no progress, no placement, whatever the policy (hops_slurm.sim.aside): a job placed where its
-        # estimate is 0 is set aside (one still draining a notice is only not placed, this time)
+        # estimate is 0 is not placed there (a running one is preempted), and set aside when the policy
+        # places it there again
         for job_id, reason in placed_where_it_cannot_run(self._views, placed).items():
-            del placed[job_id]
-            if job_id not in self._drains:
+            refused = self._refused.setdefault(job_id, set())
+            key = tuple(sorted(placed.pop(job_id).items()))
+            if key in refused and job_id not in self._drains:
                 self._set_aside(job_id, reason)
+            refused.add(key)
         for job_id, reason in ({} if fragment else named_unservable(plan.diagnostics, placed)).items():
             if job_id in self.active and job_id not in self._drains:  # the policy's own verdict, at a round
                 self._set_aside(job_id, reason)
