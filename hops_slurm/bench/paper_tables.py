@@ -111,13 +111,14 @@ def served_lines(results: Sequence[RunResult]) -> list[str]:
                    + ("every policy completed all of them." if not missing else "not completed by "
                       + "; ".join(f"{p}: {len(m)} ({', '.join(m[:5])}{', ...' if len(m) > 5 else ''})"
                                   for p, m in missing.items()) + "."))
-        for r in runs:
-            aside = [j for j in r.jobs if j.state == "CANCELLED" and j.aside]
-            if not aside:
+        aside = {r.policy: [j for j in r.jobs if j.state == "CANCELLED" and j.aside] for r in runs}
+        same = len({tuple(sorted(j.job_id for j in a)) for a in aside.values()}) == 1
+        for policy, jobs in ([("every policy", next(iter(aside.values())))] if same else aside.items()):
+            if not jobs:
                 continue
-            kinds = Counter(f"{j.name} on {j.requirements[-1] if j.requirements else '?'} GPUs" for j in aside)
-            reasons = Counter(j.aside.split(":")[0] for j in aside)
-            out.append(f"- {r.policy} set aside {len(aside)}: "
+            kinds = Counter(f"{j.name} on {j.requirements[-1] if j.requirements else '?'} GPUs" for j in jobs)
+            reasons = Counter(j.aside.split(":")[0] for j in jobs)
+            out.append(f"- {policy} set aside {'the same ' if same and len(runs) > 1 else ''}{len(jobs)}: "
                        + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
                        + "; reason " + "; ".join(f"'{k}' ({n})" for k, n in reasons.items()) + ".")
     return ["", *out, ""]

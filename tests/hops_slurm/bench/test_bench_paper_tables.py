@@ -29,8 +29,9 @@ def test_every_policy_completing_the_same_jobs_is_said_with_what_was_set_aside()
     lines = served_lines([_run("hops", ["a", "b"], ["x"]), _run("slurm-backfill", ["a", "b"], ["x"])])
     text = "\n".join(lines)
     assert "Seed 0: 2 jobs completed by some policy; every policy completed all of them." in text
-    assert "- hops set aside 1: 1 A3C on 2 GPUs; reason 'no configuration serves it' (1)." in text
-    assert "- slurm-backfill set aside 1:" in text
+    assert "- every policy set aside the same 1: 1 A3C on 2 GPUs; reason 'no configuration serves it' (1)." in text
+    lines = served_lines([_run("hops", ["a", "b"], ["x"]), _run("slurm-backfill", ["a", "b"], ["y"])])
+    assert "- hops set aside 1:" in "\n".join(lines) and "- slurm-backfill set aside 1:" in "\n".join(lines)
 
 
 def test_a_policy_that_misses_a_servable_job_is_named_with_the_job() -> None:
