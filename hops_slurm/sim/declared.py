@@ -18,15 +18,17 @@ from hops_slurm.engine.jobview import estimate
 from planner.views import freeze_config
 
 if TYPE_CHECKING:
-    from hops_slurm.sim.backend import SimSettings, _Job
     from hops_slurm.sim.knowledge import Knowledge
+
+#: a simulated job (:class:`hops_slurm.sim.backend._Job`; untyped here to keep the import one way)
+_Job = Any
 
 
 class Declarations:
     """The declaration side of the simulated cluster (see the module docstring)."""
 
     t: float
-    settings: SimSettings
+    settings: Any  # hops_slurm.sim.backend.SimSettings
     knowledge: Knowledge
     active: dict[str, Any]
     finished: dict[str, Any]
