@@ -45,6 +45,7 @@ class JobRecord(BaseModel):
     total_samples: float | None = None  # as declared (samples=)
     processed_samples: float | None = None  # as measured (issue 16; None: not known)
     placements: list[PlacementRecord] = Field(default_factory=list)
+    aside: str = ""  # why the scheduler set the job aside (e.g. no configuration serves it); "": it did not
 
     @property
     def preemptions(self) -> int:

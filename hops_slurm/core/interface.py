@@ -79,6 +79,11 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     ``before_apply``: the caller's own step between planning and enacting (the live engine prepares the
     environment of the jobs the plan starts)."""
     t0 = time.perf_counter()
+    # a fragment plan places on idle GPUs only: with none idle there is nothing to plan, and no job views
+    # to make (most refresh ticks of a busy cluster; the views are the costly read)
+    cluster = backend.cluster_view(fragment=True) if fragment else None
+    if cluster is not None and cluster.free_gpus == 0:
+        return None
     jobs = backend.job_views(fragment=fragment)
     # a fragment plan places waiting jobs; the running ones are context for a policy that reads them
     # (planner.views.Policy.fragment_context; the Hops backfill step) and left out for the others
@@ -87,9 +92,8 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
         return None
     if fragment and not getattr(policy, "fragment_context", False):
         jobs = plannable
-    cluster = backend.cluster_view(fragment=fragment)
-    if fragment and cluster.free_gpus == 0:
-        return None
+    if cluster is None:
+        cluster = backend.cluster_view(fragment=fragment)
     now = backend.now()
     # the site's governance, where a backend knows it (the live one: hops_slurm.slurm.assoc): each owner's
     # fair-share factor (planner.fairshare) and the limits kept around any policy (planner.governance)

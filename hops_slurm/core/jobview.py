@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -183,6 +184,27 @@ def placed_for(ledger: Ledger, now: float) -> float:
     return max(0.0, now - float(last["start"]))
 
 
+#: id(placements) -> (placements, how many leading runs are counted, their preempted ones): a run's
+#: ``preempted`` is written when it closes, always the last one (:func:`hops_slurm.core.ledger.account`), so
+#: the runs before the last never change and each is counted once, not at every planning; bounded
+_PREEMPTED: OrderedDict[int, tuple[list[dict[str, Any]], int, int]] = OrderedDict()
+_PREEMPTED_MAX = 50_000
+
+
+def preemptions(placements: list[dict[str, Any]]) -> int:
+    """How many of a ledger's runs were preempted."""
+    kept = _PREEMPTED.get(id(placements))
+    upto, count = (kept[1], kept[2]) if kept is not None and kept[0] is placements and kept[1] < len(placements) else (0, 0)
+    stable = len(placements) - 1
+    count += sum(1 for p in placements[upto:stable] if p.get("preempted"))
+    if stable > 0:
+        _PREEMPTED[id(placements)] = (placements, stable, count)
+        _PREEMPTED.move_to_end(id(placements))
+        if len(_PREEMPTED) > _PREEMPTED_MAX:
+            _PREEMPTED.popitem(last=False)
+    return count + (1 if placements and placements[-1].get("preempted") else 0)
+
+
 def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -> JobView:
     """Step 3 for one job."""
     return JobView(
@@ -202,7 +224,7 @@ def job_view(job: KnownJob, est: Estimate, now: float, *, fallback_age: float) -
         restart_cost=job.restart_cost,
         unsaved=job.unsaved,
         placed_for=placed_for(job.ledger, now) if job.current else 0.0,
-        preemptions=sum(1 for p in job.ledger.placements if p.get("preempted")),
+        preemptions=preemptions(job.ledger.placements),
         measured=est.throughput is not None,
         explore=est.optimistic,
         time_limit=job.time_limit,

@@ -14,8 +14,9 @@ Definitions (Hops, SoCC '24, and docs/design.md, "Reading the paper"):
 - Avg.frag: idle GPUs while some job is still unassigned, after the plans of a round's instant (the
   round plan and the fragment plans that follow it at once; the paper: "after each round of
   scheduling"), averaged over rounds.
-- :func:`summarize` (a whole run): only completed jobs enter the averages; ``unfinished`` counts the
-  others (a simulation cancels jobs a policy never places); makespan is the last completion minus the
+- :func:`summarize` (a whole run): only completed jobs enter the averages; ``set_aside`` counts the jobs
+  the scheduler set aside with a reason (``JobRecord.aside``: no configuration serves them) and
+  ``unfinished`` the others (a simulation cancels jobs a policy never places); makespan is the last completion minus the
   first submission; rounds count up to the last completion; planner time per round sums the solve
   seconds of a round's plans.
 """
@@ -207,6 +208,7 @@ class RunMetrics:
     jct: list[float]
     lr: list[float]
     rho: list[float]
+    set_aside: int = 0  # cancelled with a reason (JobRecord.aside): no configuration serves them
 
     def table_row(self) -> dict[str, float]:
         return {k: v for k, v in asdict(self).items() if not isinstance(v, list)}
@@ -217,6 +219,7 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
     done = [j for j in jobs if j.end is not None and j.state != "CANCELLED"]  # a cancelled job completed nothing
     if not done:
         raise HopsError("no job completed: nothing to summarise")
+    aside = sum(1 for j in jobs if j.state == "CANCELLED" and j.aside)
     ends = [float(j.end) for j in done]  # type: ignore[arg-type]
     jcts = [e - j.submit for e, j in zip(ends, done)]
     waits = [wait_time(j, e) for e, j in zip(ends, done)]
@@ -226,7 +229,7 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
     per_round = [sum(p.solve_seconds for p in r) for r in rounds_of(rounds)] or [0.0]
     return RunMetrics(
         jobs=len(done),
-        unfinished=len(jobs) - len(done),
+        unfinished=len(jobs) - len(done) - aside,
         makespan=last_end - min(j.submit for j in done),
         avg_jct=sum(jcts) / len(jcts),
         avg_wait=sum(waits) / len(waits),
@@ -240,6 +243,7 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
         jct=jcts,
         lr=[math.inf if x is None else x for x in lr],
         rho=[math.inf if x is None else x for x in rho],
+        set_aside=aside,
     )
 
 

@@ -29,13 +29,16 @@ from hops_slurm.sim.workload import JobSpec
 
 @dataclass(frozen=True)
 class Bound:
-    """Per job (workload id) the bound's JCT in seconds; ``avg_jct`` their mean (inf if a job can run nowhere)."""
+    """Per job (workload id) the bound's JCT in seconds (inf where it can run nowhere); ``avg_jct`` the mean
+    over the jobs that can run somewhere (those a policy can complete: the others are set aside, and a
+    policy's avg JCT covers completed jobs only); nan when there is none."""
 
     jct: dict[str, float]
 
     @property
     def avg_jct(self) -> float:
-        return sum(self.jct.values()) / len(self.jct) if self.jct else math.nan
+        finite = [t for t in self.jct.values() if math.isfinite(t)]
+        return sum(finite) / len(finite) if finite else math.nan
 
 
 def fastest_rate(truth: GroundTruth, cluster: ClusterSpec, model: str, requirements: Sequence[int]) -> float:

@@ -30,10 +30,11 @@ COLUMNS = (
     ("max_rho", "Max.ρ (FTF)", 1.0),
     ("preemptions", "Preemptions", 1.0),
     ("planner_mean_seconds", "Planner s/round", 1.0),
+    ("set_aside", "Set aside", 1.0),
     ("unfinished", "Unfinished", 1.0),
 )
 #: columns that count things (jobs, preemptions): whole numbers, not measurements (see :func:`_fmt`)
-COUNTS = frozenset({"preemptions", "unfinished"})
+COUNTS = frozenset({"preemptions", "set_aside", "unfinished"})
 
 
 def aggregate(results: Sequence[RunResult]) -> dict[str, dict[str, tuple[float, float]]]:

@@ -5,19 +5,25 @@ round plan, whatever the policy: a job the plan left unplaced whose estimates gi
 whole (idle) cluster throughput 0 (:func:`planner.hops.why_unservable`; a config where its runtime
 records show no progress is one, :mod:`estimator.progress`) is set aside with that reason, as the live
 engine tells its owner (``hops-slurm queue``, the job's Comment), and leaves the run, so a simulation of
-a trace with such jobs ends. The stall rule (:func:`stalled_out`) stays the last resort: jobs a policy
-never places on an idle cluster for ``stall_seconds`` are cancelled. Pure apart from the log.
+a trace with such jobs ends. Two more rules make it the same for every policy, those that read no
+estimate included: a job a round plan's diagnostics name ``unservable`` with that reason
+(:func:`named_unservable`: Hops, Slurm's backfill and multifactor) is set aside; a job placed on a
+config where its estimate is 0 is not placed there, and set aside when the policy places it there again
+(:func:`placed_where_it_cannot_run`). Set-aside jobs carry the reason in ``JobRecord.aside`` and are
+counted apart from unfinished ones. The stall rule (:func:`stall_out`) stays the last resort: jobs a
+policy never places on an idle cluster for ``stall_seconds`` are cancelled. Pure apart from the log.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from planner.hops import NO_USABLE_CONFIG, why_unservable
 from planner.params import PlannerParams
-from planner.views import ClusterView, JobView, NodeView
+from planner.views import ClusterView, Config, JobView, NodeView
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,44 @@ def no_usable_config(views: Iterable[JobView], cluster: ClusterView, placed: Map
     for job_id, reason in out.items():
         log.warning("job %s set aside: %s", job_id, reason)
     return out
+
+
+def placed_where_it_cannot_run(views: Mapping[str, JobView], placed: Mapping[str, Config]) -> dict[str, str]:
+    """Job id -> reason, for each job ``placed`` on a config where its estimate is throughput 0 (its records
+    there show no progress, :mod:`estimator.progress`, or the model cannot run there). A policy that reads
+    no estimate places such a job there again and again: the backend does not place it there, and sets it
+    aside when the policy places it there a second time (a policy that keeps a running job on a lease
+    places it elsewhere once it is requeued)."""
+    out: dict[str, str] = {}
+    for job_id, config in placed.items():
+        view = views.get(job_id)
+        if view is None or _rate(view, config) > 0.0:
+            continue
+        shape = ", ".join(f"{n}:{g}" for n, g in sorted(config.items()))
+        out[job_id] = (f"{NO_USABLE_CONFIG}: placed on {sum(config.values())} GPU(s) ({shape}), where it is "
+                       f"estimated at throughput 0 or made no progress (e.g. the model cannot run on that many "
+                       f"GPUs), and the policy places it there again; allow other GPU counts")
+    for job_id, reason in out.items():
+        log.warning("job %s set aside: %s", job_id, reason)
+    return out
+
+
+def named_unservable(diagnostics: Mapping[str, object], placed: Mapping[str, Config]) -> dict[str, str]:
+    """Job id -> reason, for each job a plan's ``unservable`` diagnostics name as served by no configuration
+    (:data:`planner.hops.NO_USABLE_CONFIG`) and the plan does not place: the policy's own verdict, which
+    the live engine acts on too (:func:`hops_slurm.engine.aside.set_aside_unservable`)."""
+    named = diagnostics.get("unservable")
+    if not isinstance(named, Mapping):
+        return {}
+    return {str(j): str(r) for j, r in named.items() if j not in placed and str(r).startswith(NO_USABLE_CONFIG)}
+
+
+def _rate(view: JobView, config: Config) -> float:
+    try:
+        rate = float(view.throughput(config))
+    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
+        return 0.0
+    return 0.0 if math.isnan(rate) else rate
 
 
 def stall_out(sim: Any) -> None:
@@ -67,4 +111,4 @@ def stall_out(sim: Any) -> None:
             sim.cancelled[job_id] = job
 
 
-__all__ = ["no_usable_config", "stall_out"]
+__all__ = ["named_unservable", "no_usable_config", "placed_where_it_cannot_run", "stall_out"]

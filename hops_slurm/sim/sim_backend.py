@@ -41,7 +41,7 @@ file says Slurm shows, :meth:`hops_slurm.sim.cluster_spec.ClusterSpec.view`).
 
 Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
 (``JobSpec.declared``), which may differ from the samples it really processes; each planning its
-honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.age_factor`) with the
+honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.age_factor`, :mod:`hops_slurm.sim.declared`) with the
 samples processed so far as the live engine estimates them from the same records
 (:meth:`SimBackend.processed_samples`: :func:`hops_slurm.core.processed.processed_samples`, not ground
 truth) and the owner's history, and the pipeline multiplies the age by it (as the live engine's
@@ -56,16 +56,17 @@ import logging
 import math
 from dataclasses import dataclass, field
 
-from estimator.honesty import HonestyParams, JobOutcome, UserHistory, assess, history_of
+from estimator.honesty import HonestyParams
 from hops_slurm.core.ledger import JobLedger, account
 from hops_slurm.core.interface import Enactment
 from hops_slurm.core import processed
 from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
-from hops_slurm.sim.sim_aside import no_usable_config, stall_out
+from hops_slurm.sim.sim_aside import named_unservable, no_usable_config, placed_where_it_cannot_run, stall_out
 from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
+from hops_slurm.sim.declared import Declarations
 from hops_slurm.sim.fairshare import sim_standing
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.knowledge import Knowledge
@@ -126,7 +127,7 @@ class SimSettings:
 
 
 @dataclass
-class SimBackend:
+class SimBackend(Declarations):
     """The simulated cluster behind :class:`hops_slurm.core.interface.Backend` (see the module docstring).
 
     After a run: :meth:`job_records` (one JobRecord per job), ``series`` (time, GPUs in use,
@@ -161,6 +162,7 @@ class SimBackend:
         self._idle_since: float | None = None
         self.cancelled: dict[str, _Job] = {}
         self.aside: dict[str, str] = {}  # job id -> why it was set aside (hops_slurm.sim.sim_aside), cancelled too
+        self._refused: dict[str, set[tuple[tuple[str, int], ...]]] = {}  # job id -> configs where it cannot run
         self._views: dict[str, JobView] = {}  # the last planning's job views
         #: job id -> (when its notice ends, the GPUs it holds until then): preempted, still checkpointing
         #: or running out the grace
@@ -240,50 +242,20 @@ class SimBackend:
             for job in self.active.values():
                 if job.ready_at > self.t + EPS and idle >= min(job.spec.requirements):
                     job.ready_at = self.t
-        histories = self.user_histories()
+        done: dict[str, float] = {}  # each job's processed samples, once per planning
+        histories = self.user_histories(done)
         costs = self.settings.costs
         known = [KnownJob(job_id=job.spec.job_id, user=job.spec.user, signature=job.signature,
                           requirements=job.spec.requirements, declared_samples=job.spec.declared,
                           submit_time=job.spec.arrival, ledger=job.ledger, current=job.config if job.running else None,
-                          processed_samples=self.processed_samples(job), age_factor=self.age_factor(job, histories),
-                          restart_cost=costs.move_cost(job.spec),
+                          processed_samples=self.processed_samples(job, done),
+                          age_factor=self.age_factor(job, histories, done), restart_cost=costs.move_cost(job.spec),
                           unsaved=0.0 if not job.running or costs.checkpoints_on_notice(job.spec)
                           else job.progress.unsaved_seconds(self.t), time_limit=job.spec.time_limit)
                  for job in self._viewed(fragment)]
         views = job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
         self._views = {v.job_id: v for v in views}
         return views
-
-    # --- declarations (issue 16; the rules live in estimator.honesty) ---------------------------------
-    def processed_samples(self, job: _Job) -> float:
-        """Samples the job has processed so far as the live engine estimates them
-        (:func:`hops_slurm.core.processed.processed_samples` over its runtime records, which carry the job's
-        own count, so work lost to a requeue and redone shows; not ground truth); an ended job's is its
-        record's, made when it ended."""
-        if job.finished and job.record.processed_samples is not None:
-            return job.record.processed_samples
-
-        def rate(config: dict[str, int] | object) -> float | None:
-            fn = estimate(job.signature, job.spec.declared, job.spec.requirements, self.knowledge.estimator,
-                          self.knowledge.memo, job_id=job.spec.job_id).throughput
-            return float(fn(freeze_config(config))) if fn is not None and config else None  # type: ignore[arg-type]
-
-        return processed.processed_samples(job.ledger, self.t, rate=rate, restart=self.settings.costs.process_start)
-
-    def user_histories(self) -> dict[str, UserHistory]:
-        """Each user's :class:`UserHistory` over their ended jobs (in order of completion) and their
-        running ones (what they processed so far)."""
-        outcomes: dict[str, list[JobOutcome]] = {}
-        for job in (*self.finished.values(), *self.active.values()):
-            if job.finished or job.ever_ran:
-                outcomes.setdefault(job.spec.user, []).append(JobOutcome(job.spec.declared, self.processed_samples(job)))
-        return {u: history_of(o, self.settings.honesty) for u, o in outcomes.items()}
-
-    def age_factor(self, job: _Job, histories: dict[str, UserHistory]) -> float:
-        """The job's honesty factor (:func:`estimator.honesty.assess`; the age it is applied to does not
-        change it): its processed samples against its declaration, and its owner's history."""
-        history = histories.get(job.spec.user, UserHistory())
-        return assess(job.spec.declared, self.processed_samples(job), 1.0, history, self.settings.honesty).factor
 
     def _check(self, plan: Plan, fragment: bool) -> dict[str, Config]:
         offered = {j.spec.job_id for j in self._offered(fragment)}
@@ -315,6 +287,18 @@ class SimBackend:
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         placed = self._check(plan, fragment)
+        # no progress, no placement, whatever the policy (hops_slurm.sim.sim_aside): a job placed where its
+        # estimate is 0 is not placed there (a running one is preempted), and set aside when the policy
+        # places it there again
+        for job_id, reason in placed_where_it_cannot_run(self._views, placed).items():
+            refused = self._refused.setdefault(job_id, set())
+            key = tuple(sorted(placed.pop(job_id).items()))
+            if key in refused and job_id not in self._drains:
+                self._set_aside(job_id, reason)
+            refused.add(key)
+        for job_id, reason in ({} if fragment else named_unservable(plan.diagnostics, placed)).items():
+            if job_id in self.active and job_id not in self._drains:  # the policy's own verdict, at a round
+                self._set_aside(job_id, reason)
         result = Enactment()
         if not fragment:
             for job in list(self.active.values()):
@@ -331,9 +315,7 @@ class SimBackend:
             # a job no config serves is set aside (hops_slurm.sim.sim_aside), whatever the policy
             views = [v for v in self._views.values() if v.job_id in self.active and v.job_id not in self._drains]
             for job_id, reason in no_usable_config(views, self.cluster.view(), placed).items():
-                job = self.active.pop(job_id)
-                job.record.state, job.record.end, self.aside[job_id] = "CANCELLED", self.t, reason
-                self.cancelled[job_id] = job
+                self._set_aside(job_id, reason)
         for job_id, config in placed.items():
             job = self.active[job_id]
             if job.config is not None:
@@ -343,6 +325,18 @@ class SimBackend:
         self._start_waiting()
         self._sample()
         return result
+
+    def _set_aside(self, job_id: str, reason: str) -> None:
+        """The job leaves the run, cancelled with ``reason`` (a running one stops at once: its GPUs free)."""
+        job = self.active.pop(job_id)
+        if job.running:
+            self._last_window(job)
+            account(job.ledger, self.t, "ENDED", {})
+            job.progress.stop(self.t)
+        job.config, job.running, job.next_record = None, False, math.inf
+        job.record.state, job.record.end, job.record.aside = "CANCELLED", self.t, reason
+        self.aside[job_id] = reason
+        self.cancelled[job_id] = job
 
     def wait_until(self, t: float) -> None:
         if t > self.settings.max_seconds:

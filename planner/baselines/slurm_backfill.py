@@ -10,7 +10,11 @@ GPUs fall idle (Slurm's scheduler runs on job completion too). What it models:
 - **Type-blind placement**: nodes in cluster order (Slurm's node order), one GPU type per job (at a
   site each GPU type forms its own partition; the job goes to the first partition where it fits):
   a single node if one can hold the job (the first such node), otherwise the type's nodes in order.
-  Throughput never enters the choice.
+  Throughput never enters the choice, with one exception, what its user would do: a type where the
+  job cannot run (its estimate there is 0: it made no progress there, or the model does not fit) is
+  skipped, as a user resubmits a job that failed on one partition to the others; a running job that
+  makes no progress is requeued, and a job no type can run is named ``unservable``
+  (:data:`planner.hops.NO_USABLE_CONFIG`: the backend sets it aside).
 - **EASY backfill** (Lifka '95; Slurm's sched/backfill): the first job in the queue that cannot start
   gets a reservation at the earliest time enough GPUs free up (running jobs end at start + time
   limit); a later job may start now only if it fits now and either ends before that time or leaves
@@ -22,28 +26,46 @@ GPUs fall idle (Slurm's scheduler runs on job completion too). What it models:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from planner.baselines.common import free_by_node, take
+from planner.hops import NO_USABLE_CONFIG
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 
 log = logging.getLogger(__name__)
 
 
-def place_first_fit(free: Mapping[str, int], cluster: ClusterView, gpus: int) -> Config | None:
+def place_first_fit(free: Mapping[str, int], cluster: ClusterView, gpus: int,
+                    usable: Callable[[Config], bool] | None = None) -> Config | None:
     """Type-blind placement: for each GPU type in cluster order, the first node that can hold the job,
-    else that type's nodes in order, each filled with its free GPUs; ``None`` if no type has room."""
+    else that type's nodes in order, each filled with its free GPUs; ``None`` if no type has room.
+    ``usable``: configs it answers False for are passed over (where the job cannot run)."""
     for t in cluster.gpu_types:
         nodes = cluster.nodes_of_type(t)
         for n in nodes:
             if free.get(n.name, 0) >= gpus:
-                return freeze_config({n.name: gpus})
+                config = freeze_config({n.name: gpus})
+                if usable is None or usable(config):
+                    return config
     for t in cluster.gpu_types:
         nodes = cluster.nodes_of_type(t)
         if sum(free.get(n.name, 0) for n in nodes) >= gpus:
-            return _fill_in_order(free, nodes, gpus)
+            config = _fill_in_order(free, nodes, gpus)
+            if usable is None or usable(config):
+                return config
     return None
+
+
+def runs_on(job: JobView) -> Callable[[Config], bool]:
+    """Whether ``job`` can run on a config: its estimate there is positive (0: no progress, or no fit)."""
+    def usable(config: Config) -> bool:
+        try:
+            rate = float(job.throughput(config))
+        except Exception:  # noqa: BLE001 - an estimate that fails says nothing against the config
+            return True
+        return not rate <= 0.0
+    return usable
 
 
 def _fill_in_order(free: Mapping[str, int], nodes: tuple[NodeView, ...], gpus: int) -> Config:
@@ -78,8 +100,12 @@ class SlurmBackfillPolicy(Policy):
         assignments: dict[str, Config | None] = {}
         pending: list[JobView] = []
         running_now: dict[str, tuple[Config, float]] = {}
+        unservable: dict[str, str] = {}
         for job in jobs:
-            if job.current:
+            if job.current and not fragment and not runs_on(job)(job.current):
+                assignments[job.job_id] = None  # no progress where it runs: requeued, placed elsewhere
+                pending.append(job)
+            elif job.current:
                 assignments[job.job_id] = job.current
                 if not fragment:
                     take(free, job.current)  # round plans count running jobs' GPUs as free: no preemption
@@ -93,13 +119,20 @@ class SlurmBackfillPolicy(Policy):
             running_now = {**self._ends, **running_now}
         pending = self.order(pending, jobs, now, cluster, fragment)
 
+        whole = {n.name: n.total_gpus for n in cluster.nodes}
         started, backfilled = [], []
         reservation: dict[str, object] | None = None
         shadow_time = 0.0
         shadow_free: dict[str, int] = {}
         for job in pending:
             want = job.requirements[-1]
-            config = place_first_fit(free, cluster, want)
+            usable = runs_on(job)
+            config = place_first_fit(free, cluster, want, usable)
+            if config is None and place_first_fit(whole, cluster, want, usable) is None:
+                unservable[job.job_id] = (f"{NO_USABLE_CONFIG}: every placement of {want} GPU(s) Slurm would give "
+                                          f"it is estimated at throughput 0 or made no progress (e.g. the model "
+                                          f"cannot run on that many GPUs); allow other GPU counts")
+                continue
             end = now + self._limit(job)
             if reservation is None:
                 if config is not None:
@@ -108,7 +141,7 @@ class SlurmBackfillPolicy(Policy):
                     running_now[job.job_id] = (config, end)
                     started.append(job.job_id)
                     continue
-                found = self._reserve(cluster, free, running_now, want, now)
+                found = self._reserve(cluster, free, running_now, want, now, usable)
                 if found is None:
                     log.info("slurm-backfill: %s asks %d GPUs, more than can ever be free; skipped", job.job_id, want)
                     continue
@@ -134,6 +167,7 @@ class SlurmBackfillPolicy(Policy):
             "started": started,
             "backfilled": backfilled,
             "reservation": reservation,
+            "unservable": unservable,
         }
         return Plan(assignments, diagnostics)
 
@@ -149,12 +183,13 @@ class SlurmBackfillPolicy(Policy):
 
     @staticmethod
     def _reserve(
-        cluster: ClusterView, free: Mapping[str, int], running: Mapping[str, tuple[Config, float]], want: int, now: float
+        cluster: ClusterView, free: Mapping[str, int], running: Mapping[str, tuple[Config, float]], want: int, now: float,
+        usable: Callable[[Config], bool] | None = None,
     ) -> tuple[float, Config, dict[str, int]] | None:
         """Earliest time ``want`` GPUs can be placed as running jobs end: (time, config, GPUs free then
         outside the reservation)."""
         future = dict(free)
-        config = place_first_fit(future, cluster, want)
+        config = place_first_fit(future, cluster, want, usable)
         when = now
         total = {n.name: n.total_gpus for n in cluster.nodes}
         for _jid, (held, end) in sorted(running.items(), key=lambda kv: (kv[1][1], kv[0])):
@@ -164,7 +199,7 @@ class SlurmBackfillPolicy(Policy):
                 if n in future:  # capped: a remembered job may have ended already (fragment plans)
                     future[n] = min(future[n] + g, total[n])
             when = max(end, now)
-            config = place_first_fit(future, cluster, want)
+            config = place_first_fit(future, cluster, want, usable)
         if config is None:
             return None
         rest = dict(future)

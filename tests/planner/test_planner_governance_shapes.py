@@ -8,7 +8,7 @@ from types import MappingProxyType
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.baselines import SlurmBackfillPolicy
+from planner.baselines import FifoGreedy, SlurmBackfillPolicy
 from planner.governance import Limits, Shape, governed_plan, over_caps, trim
 from planner.hops import HopsPolicy
 from planner.params import PlannerParams
@@ -54,15 +54,16 @@ def test_a_job_larger_than_its_partition_allows_is_blocked_with_the_limit() -> N
 
 def test_the_planner_never_spreads_a_job_over_more_nodes_than_its_partition_allows() -> None:
     """2 + 2 GPUs free on two nodes: unlimited, Hops and first fit both spread a 4-GPU job over them; with
-    MaxNodes=1 neither places it (Hops rates the two-node config at 0; the baseline's spread is cut and
-    named), and with 4 free on a third node Hops puts it there."""
+    MaxNodes=1 none places it (Hops and slurm-backfill read the two-node config's throughput as 0 and
+    pass it over; fifo-greedy, which reads no estimate, proposes the spread, and it is cut and named),
+    and with 4 free on a third node Hops puts it there."""
     one = Limits(shapes=MappingProxyType({"j0": ONE_NODE}))
-    for policy in (HopsPolicy(PlannerParams(time_limit=5.0)), SlurmBackfillPolicy()):
+    for policy in (HopsPolicy(PlannerParams(time_limit=5.0)), SlurmBackfillPolicy(), FifoGreedy()):
         free = governed_plan(policy, cluster((2, 2, 0)), (job(0, (4,)),), 0.0, fragment=True, limits=None)
         assert dict(free.assignments["j0"] or {}) == {"n0": 2, "n1": 2}  # the checks below can fail
         plan = governed_plan(policy, cluster((2, 2, 0)), (job(0, (4,)),), 0.0, fragment=True, limits=one)
         assert plan.assignments["j0"] is None
-        if policy.name == "slurm-backfill":
+        if policy.name == "fifo-greedy":
             assert plan.diagnostics["limited"] == {"j0": ONE_NODE.nodes_label}
     hops = governed_plan(HopsPolicy(PlannerParams(time_limit=5.0)), cluster((2, 2, 4)), (job(0, (4,)),), 0.0,
                          fragment=True, limits=one)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
-from hops_slurm.sim.runner import Options, compare
+from hops_slurm.sim.runner import Options, RunResult, compare
 
 NAME = "paper-tables"
 
@@ -89,9 +90,38 @@ def section(title: str, cluster: str, workload: str, names: list[str], seeds: li
         return "\n".join(lines + [markdown_table(results), ""])
     plots = write_plots(results, out, prefix=f"{tag}-")
     lines.append(markdown_table(results))
+    lines += served_lines(results)
     lines.append(f"Wall time {time.perf_counter() - start:.0f} s.")
     lines += ["", *[f"![{p.stem}]({out.name}/{p.name})" for p in plots], ""]
     return "\n".join(lines)
+
+
+def served_lines(results: Sequence[RunResult]) -> list[str]:
+    """Lines under a table whose runs set jobs aside: per seed, whether every policy completed every job
+    some policy completed, and what was set aside (model, GPU count) and why, per policy."""
+    if not any(r.metrics.set_aside for r in results):
+        return []
+    out: list[str] = []
+    for seed in sorted({r.seed for r in results}):
+        runs = [r for r in results if r.seed == seed]
+        done = {r.policy: {j.job_id for j in r.jobs if j.state == "COMPLETED"} for r in runs}
+        servable = set().union(*done.values())
+        missing = {p: sorted(servable - d) for p, d in done.items() if servable - d}
+        out.append(f"Seed {seed}: {len(servable)} jobs completed by some policy; "
+                   + ("every policy completed all of them." if not missing else "not completed by "
+                      + "; ".join(f"{p}: {len(m)} ({', '.join(m[:5])}{', ...' if len(m) > 5 else ''})"
+                                  for p, m in missing.items()) + "."))
+        aside = {r.policy: [j for j in r.jobs if j.state == "CANCELLED" and j.aside] for r in runs}
+        same = len({tuple(sorted(j.job_id for j in a)) for a in aside.values()}) == 1
+        for policy, jobs in ([("every policy", next(iter(aside.values())))] if same else aside.items()):
+            if not jobs:
+                continue
+            kinds = Counter(f"{j.name} on {j.requirements[-1] if j.requirements else '?'} GPUs" for j in jobs)
+            reasons = Counter(j.aside.split(":")[0] for j in jobs)
+            out.append(f"- {policy} set aside {'the same ' if same and len(runs) > 1 else ''}{len(jobs)}: "
+                       + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+                       + "; reason " + "; ".join(f"'{k}' ({n})" for k, n in reasons.items()) + ".")
+    return ["", *out, ""]
 
 
 #: the parts of this benchmark; ``HOPS_BENCH_PARTS=table3,table4`` runs only those (each part's text is

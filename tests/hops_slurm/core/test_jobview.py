@@ -140,3 +140,23 @@ def test_a_job_without_an_estimate_is_logged_once_per_reason(caplog) -> None:
         estimate("sig-log-once", 1000.0, (1, 2), NoData(), job_id="job-log-once")  # type: ignore[arg-type]
     told = [r for r in caplog.records if "job-log-once" in r.getMessage()]
     assert [r.levelname for r in told] == ["INFO", "DEBUG", "DEBUG"]
+
+
+def test_preemptions_are_counted_as_runs_close_and_new_ones_open() -> None:
+    from hops_slurm.core.ledger import JobLedger, account
+    from hops_slurm.core.jobview import preemptions
+
+    ledger = JobLedger(last_seen=0.0)
+    account(ledger, 10.0, "RUNNING", {"n0": 2})
+    assert preemptions(ledger.placements) == 0
+    account(ledger, 20.0, "PENDING", {})  # requeued: the run closes preempted
+    assert preemptions(ledger.placements) == 1
+    for t in (30.0, 50.0, 70.0):  # three more runs, each requeued
+        account(ledger, t, "RUNNING", {"n1": 2})
+        assert preemptions(ledger.placements) == len(ledger.placements) - 1
+        account(ledger, t + 10.0, "PENDING", {})
+        assert preemptions(ledger.placements) == len(ledger.placements)
+    account(ledger, 90.0, "RUNNING", {"n0": 2})
+    account(ledger, 100.0, "ENDED", {})  # the last run ends: not a preemption
+    assert preemptions(ledger.placements) == 4 == sum(1 for p in ledger.placements if p.get("preempted"))
+    assert preemptions([dict(p) for p in ledger.placements]) == 4  # a copy (a state reloaded) counts afresh

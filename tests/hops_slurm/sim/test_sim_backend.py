@@ -247,7 +247,8 @@ def test_understated_job_is_reaged_as_it_runs_and_taints_its_owners_queue(tmp_pa
     assert after_off == before_off == before
 
 
-@pytest.mark.parametrize("policy", ["hops", "sia-lr", "gavel-lr"])
+@pytest.mark.parametrize("policy", ["hops", "sia-lr", "gavel-lr", "themis", "slurm-backfill", "slurm-multifactor",
+                                    "fifo-greedy"])
 def test_a_job_with_zero_progress_on_every_config_is_set_aside_and_not_placed_again(tmp_path, policy):
     # a rigid 2-GPU request of a model that makes no progress on more than one GPU (ground truth: 0),
     # beside a job that runs: the no-progress job is tried where its estimates say it could run, its
@@ -264,6 +265,9 @@ def test_a_job_with_zero_progress_on_every_config_is_set_aside_and_not_placed_ag
     ok, stuck = sorted(backend.job_records(), key=lambda r: r.job_id)
     assert ok.state == "COMPLETED"
     assert stuck.state == "CANCELLED" and backend.aside["stuck"].startswith(NO_USABLE_CONFIG)
+    assert stuck.aside == backend.aside["stuck"]  # in its record: counted as set aside, not as unfinished
+    metrics = summarize(backend.job_records(), [])
+    assert (metrics.jobs, metrics.set_aside, metrics.unfinished) == (1, 1, 0)
     # one try per config the estimator could not rule out (one node, two nodes), each ended by its
     # first runtime record: not placed again after that, set aside long before the stall rule
     assert 1 <= len(stuck.placements) <= 2

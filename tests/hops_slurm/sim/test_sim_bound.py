@@ -56,6 +56,7 @@ def test_the_bound_is_each_jobs_true_samples_at_that_rate() -> None:
     assert b.jct == pytest.approx({"a": 1e6 / _sps("v100", 4, True), "b": 2e6 / _sps("v100", 8, True)})  # truth, not declared
     assert b.avg_jct == pytest.approx(sum(b.jct.values()) / 2)
     assert physical_bound(CLUSTER, jobs).jct["c"] == math.inf
+    assert physical_bound(CLUSTER, jobs).avg_jct == pytest.approx(b.avg_jct)  # c can run nowhere: not averaged
     assert math.isnan(physical_bound(CLUSTER, ()).avg_jct)
     assert slowdown(7200.0, 3600.0) == 2.0 and math.isnan(slowdown(7200.0, None))
 

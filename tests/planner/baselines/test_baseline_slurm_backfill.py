@@ -108,3 +108,35 @@ def test_a_known_time_limit_replaces_the_run_time_estimate() -> None:
     plan = make_policy("slurm-backfill").plan(view, (r, h, short, tight), 0.0)
     assert plan.diagnostics["reservation"]["start"] == 200.0  # type: ignore[index]
     assert plan.diagnostics["backfilled"] == ["t"] and plan.assignments["s"] is None
+
+
+def test_a_type_where_the_job_cannot_run_is_passed_over_as_its_user_would() -> None:
+    # estimate 0 on k80 (no progress there, or no fit): the job goes to the next type in node order
+    view = cluster([("k0", "k80", 4), ("v0", "v100", 4)])
+    thr = typed_throughput(view, {"v100": 1.0, "k80": 0.0})
+    plan = make_policy("slurm-backfill").plan(view, (job("x", (2,), thr),), 0.0)
+    assert plan.assignments["x"] == freeze_config({"v0": 2})
+    assert plan.diagnostics["unservable"] == {}
+
+
+def test_a_running_job_that_makes_no_progress_is_requeued_and_placed_where_it_runs() -> None:
+    view = cluster([("k0", "k80", 4), ("v0", "v100", 4)])
+    thr = typed_throughput(view, {"v100": 1.0, "k80": 0.0})
+    stuck = job("x", (2,), thr, current=freeze_config({"k0": 2}), run_time=600.0)
+    plan = make_policy("slurm-backfill").plan(view, (stuck,), 600.0)
+    assert plan.assignments["x"] == freeze_config({"v0": 2})
+
+
+def test_a_job_no_type_can_run_is_named_unservable_and_not_placed() -> None:
+    from planner.hops import NO_USABLE_CONFIG
+
+    view = cluster([("k0", "k80", 4), ("v0", "v100", 4)])
+    zero = typed_throughput(view, {"v100": 0.0, "k80": 0.0})
+    fine = typed_throughput(view, {"v100": 1.0, "k80": 1.0})
+    stuck = job("stuck", (2,), zero, submit=0.0, current=freeze_config({"k0": 2}), run_time=600.0)
+    later = job("later", (4,), fine, submit=10.0)
+    for policy in ("slurm-backfill", "slurm-multifactor"):
+        plan = make_policy(policy).plan(view, (stuck, later), 600.0)
+        assert plan.assignments["stuck"] is None
+        assert plan.diagnostics["unservable"]["stuck"].startswith(NO_USABLE_CONFIG)
+        assert plan.placed()["later"] == freeze_config({"k0": 4})  # its GPUs are free: no reservation for it
