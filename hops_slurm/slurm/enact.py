@@ -59,9 +59,17 @@ from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, j
 
 log = logging.getLogger(__name__)
 
+
+def allocated(job: SlurmJob | None) -> bool:
+    """Slurm lists the job running with its GPUs allocated."""
+    return job is not None and job.active and bool(job.gpu_config())
+
 DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
-#: settling a start: ask Slurm for the started jobs one by one when at most this many are in doubt
-SETTLE_ASK_JOBS = 8
+#: settling a start: once the nodes' GPU counts have stayed short this long, read the job listing (at
+#: most once a second) to see whether the started jobs run anyway (another job on their nodes ended
+#: meanwhile, so the counts never get there). Slurm starts a released job at its next scheduling pass,
+#: within about a second (bf_interval=1), so before this the counts are simply not there yet.
+SETTLE_ASK_AFTER = 1.5
 
 
 # ----- enactment ----------------------------------------------------------------------------------
@@ -284,29 +292,29 @@ class Enactor:
 
     def _await_start(self, started: list[str], snap: Snapshot, free_after: Mapping[str, int]) -> Snapshot:
         """Wait (up to ``settle_timeout``) until the nodes of the ``started`` jobs show their GPUs in use
-        (``free_after``: free GPUs per node once they run), polling the node listing only; then read the
-        job listing once. The snapshot of both."""
+        (``free_after``: free GPUs per node once they run), polling the node listing; after
+        :data:`SETTLE_ASK_AFTER` also the job listing, once a second, in case another job on those nodes
+        ended meanwhile. The snapshot of both (the job listing read once more unless the last read is
+        the answer: a round reads the listing at most twice when its starts come in time)."""
         wanted = {n for j in started for n in (self.planned_config(j) or {})}
         t0 = time.monotonic()
         deadline = t0 + self.settle_timeout
+        next_ask = t0 + SETTLE_ASK_AFTER
         nodes = list(snap.nodes)
         while True:
             nodes = self.api.nodes()
             short = {n.name for n in nodes if n.name in wanted and len(n.gpus_used) < n.gpus_total - free_after.get(n.name, 0)}
             if not short or time.monotonic() > deadline:
                 break
-            # another job ending on one of these nodes meanwhile frees GPUs, and the count never gets there:
-            # after a moment, ask Slurm for the few started jobs on those nodes themselves
-            suspects = [j for j in started if set(self.planned_config(j) or {}) & short]
-            if time.monotonic() - t0 > 0.5 and len(suspects) <= SETTLE_ASK_JOBS and all(map(self._allocated, suspects)):
-                break
+            if time.monotonic() >= next_ask:
+                jobs = self.api.jobs()
+                listing = {j.job_id: j for j in jobs}
+                suspects = [j for j in started if set(self.planned_config(j) or {}) & short]
+                if all(allocated(listing.get(j)) for j in suspects):
+                    return snap.with_jobs(jobs, nodes)
+                next_ask = time.monotonic() + 1.0
             time.sleep(self.poll)
         return snap.with_jobs(self.api.jobs(), nodes)
-
-    def _allocated(self, job_id: str) -> bool:
-        """Slurm lists the job running with its GPUs allocated."""
-        job = self.api.job(job_id)
-        return job is not None and job.active and bool(job.gpu_config())
 
     def _stop(self, jobs: list[SlurmJob], result: EnactResult, snap: Snapshot) -> dict[str, SlurmJob]:
         """Give the running ``jobs`` the plan stops their notice and wait (:class:`Notifier`), then
