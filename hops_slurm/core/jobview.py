@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from estimator.errors import EstimateUnavailable
+from estimator.errors import EstimateUnavailable, fresh_copy
 from hops_slurm.core.ledger import Ledger
 from planner.views import Config, JobView, ThroughputFn, freeze_config
 
@@ -121,7 +121,7 @@ def estimate(signature: str, declared_samples: float, requirements: Sequence[int
                 memo[key] = exc
         got = memo[key]
         if isinstance(got, EstimateUnavailable):
-            raise got
+            raise fresh_copy(got)
         return got
 
     def sens() -> float:
@@ -143,24 +143,29 @@ def estimate(signature: str, declared_samples: float, requirements: Sequence[int
         opt = cached(("opt", signature), lambda: optimistic(signature)) if callable(optimistic) else None
         return Estimate(fn, age, cached(("sens", signature), sens), opt)
     except EstimateUnavailable as exc:  # until its records arrive (probe in place)
-        tell_no_estimate(job_id or signature, str(exc))
+        tell_no_estimate(signature, job_id, str(exc))
         return NO_ESTIMATE
 
 
-#: the reason last logged at INFO per job (bounded): each refresh asks again, the log says it once
-_TOLD: dict[str, str] = {}
+#: (model signature, reason) pairs already logged at INFO, least recently asked first (bounded): every
+#: refresh asks again for every waiting job, and 10,000 jobs of one unprofiled model are one line, not 10,000
+_TOLD: OrderedDict[tuple[str, str], None] = OrderedDict()
 _TOLD_MAX = 4096
 
 
-def tell_no_estimate(who: str, reason: str) -> None:
-    """Log that ``who`` has no estimate: at INFO the first time (or when the reason changes), else DEBUG."""
-    if _TOLD.get(who) == reason:
-        log.debug("job %s: no estimate (%s); using the fallback", who, reason)
+def tell_no_estimate(signature: str, job_id: str, reason: str) -> None:
+    """Log that a job has no estimate: at INFO the first time its model (signature) lacks one for this
+    reason, naming the job that asked; every job at DEBUG."""
+    key = (signature, reason)
+    if key in _TOLD:
+        _TOLD.move_to_end(key)
+        log.debug("job %s: no estimate (%s); using the fallback", job_id or signature, reason)
         return
     if len(_TOLD) >= _TOLD_MAX:
-        _TOLD.clear()
-    _TOLD[who] = reason
-    log.info("job %s: no estimate (%s); using the fallback", who, reason)
+        _TOLD.popitem(last=False)
+    _TOLD[key] = None
+    log.info("model %s: no estimate (%s); its jobs use the fallback (first asked by job %s)",
+             signature, reason, job_id or "-")
 
 
 def wait_until(ledger: Ledger, now: float) -> float:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from estimator.errors import EstimateUnavailable
+from estimator.errors import EstimateUnavailable, fresh_copy
 from estimator.estimate import Estimator
 from estimator.snapshot import CachedSource
 from estimator.store import ThroughputStore
@@ -117,7 +117,7 @@ class Knowledge:
         if fn is None:
             fn = memo[("fn", signature)] = self._estimator.throughput_fn(signature)
         if isinstance(fn, EstimateUnavailable):
-            raise fn
+            raise fresh_copy(fn)
         return fn  # type: ignore[return-value]
 
     def per_gpu(self, signature: str, gpu_type: str, gpus: int, nodes: int, node: str) -> float:

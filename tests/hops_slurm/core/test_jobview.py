@@ -130,16 +130,39 @@ def test_simulated_views_follow_what_the_store_learns(tmp_path) -> None:
     backend.close()
 
 
-def test_a_job_without_an_estimate_is_logged_once_per_reason(caplog) -> None:
-    class NoData:
-        def throughput_fn(self, signature: str):
-            raise EstimateUnavailable("no GPU type has a positive throughput for this job")
+class _NoData:
+    """An estimator with nothing for any model (an unprofiled model, its records not yet in)."""
 
+    def throughput_fn(self, signature: str):
+        raise EstimateUnavailable("no GPU type has a positive throughput for this job")
+
+
+def test_a_model_without_an_estimate_is_logged_once_not_once_per_job(caplog) -> None:
     caplog.set_level("DEBUG", logger="hops_slurm.core.jobview")
-    for _ in range(3):  # three refreshes ask again
-        estimate("sig-log-once", 1000.0, (1, 2), NoData(), job_id="job-log-once")  # type: ignore[arg-type]
-    told = [r for r in caplog.records if "job-log-once" in r.getMessage()]
-    assert [r.levelname for r in told] == ["INFO", "DEBUG", "DEBUG"]
+    for _ in range(3):  # three refreshes ask again for each of its five jobs
+        for j in range(5):
+            estimate("sig-log-once", 1000.0, (1, 2), _NoData(), job_id=f"job-log-once-{j}")  # type: ignore[arg-type]
+    told = [r for r in caplog.records if "sig-log-once" in r.getMessage() or "job-log-once" in r.getMessage()]
+    assert [r.levelname for r in told].count("INFO") == 1
+    assert "job-log-once-0" in next(r.getMessage() for r in told if r.levelname == "INFO")
+    assert len(told) == 15  # every job's ask still at DEBUG
+
+
+def test_a_remembered_failure_does_not_grow_at_every_ask() -> None:
+    # one planning's memo is shared by all jobs of a model: re-raising the remembered exception object itself
+    # grew its traceback by a few frames per job and kept every frame alive (75 MB per refresh at 10,000 jobs)
+    memo: dict = {}
+    seen = []
+    for j in range(50):
+        assert estimate("sig-no-growth", 1000.0, (1,), _NoData(), memo, job_id=str(j)).throughput is None  # type: ignore[arg-type]
+    for value in memo.values():
+        seen.append(value)
+        assert isinstance(value, EstimateUnavailable)
+        tb, depth = value.__traceback__, 0
+        while tb is not None:
+            depth, tb = depth + 1, tb.tb_next
+        assert depth <= 5
+    assert seen
 
 
 def test_preemptions_are_counted_as_runs_close_and_new_ones_open() -> None:
