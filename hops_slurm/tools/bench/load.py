@@ -1,7 +1,7 @@
 """``hops-slurm bench load``: the engine under load: 10,000 pending Hops jobs, then sbatch at 50 jobs/s.
 
 Where it sits: a benchmark (:mod:`hops_slurm.tools.bench`) left out of ``hops-slurm bench all`` and ``make
-bench`` (``IN_ALL = False``): it takes 15-30 minutes on 2 cores; run it by name, ``hops-slurm bench load``. Needs root and
+bench`` (``IN_ALL = False``): it takes minutes (about 2.5 on an idle 2-core machine, up to 30 when holding 10,000 jobs was one command each); run it by name, ``hops-slurm bench load``. Needs root and
 the Debian Slurm packages; brings up its own minicluster from ``etc/minicluster/load.toml`` (own
 ports and state directory, ``MaxJobCount=20000``) with the submit hook, and tears it down.
 
@@ -210,7 +210,7 @@ def run(out_dir: Path) -> Path:
         "",
         "Produced by `hops-slurm bench load` (hops_slurm/tools/bench/load.py; cluster etc/minicluster/load.toml: 24 fake "
         "GPUs, 2 x 8 a100 + 2 x 4 v100, Slurm 22.05, `MaxJobCount=20000`, the submit hook on). Not part of "
-        "`make bench`: it takes 15-30 minutes; run it alone, as root: "
+        "`make bench`: it takes a few minutes (10,000 sbatch); run it alone, as root: "
         "`flock /tmp/hops-live.lock .venv/bin/hops-slurm bench load`.",
         "",
         "## One round with 10,000 pending jobs (target <= 10 s, engine peak RSS <= 1 GiB)",
