@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 from hops_slurm.slurm.api import ProbeJob, SlurmApi, SlurmError, SlurmJob, SlurmNode, SlurmReservation
@@ -53,6 +53,13 @@ class RetryingReads:
 
     def job(self, job_id: str) -> SlurmJob | None:
         return self._read(f"reading job {job_id}", lambda: self.inner.job(job_id))
+
+    def jobs_of(self, job_ids: Collection[str]) -> list[SlurmJob] | None:
+        """The wrapped backend's read of some jobs, retried once; None where it has none (the listing then)."""
+        some = getattr(self.inner, "jobs_of", None)
+        if some is None:
+            return None
+        return self._read("reading jobs", lambda: some(job_ids))
 
     def nodes(self) -> list[SlurmNode]:
         return self._read("reading nodes", self.inner.nodes)

@@ -24,9 +24,9 @@ creating or deleting one twice is refused; the same update twice succeeds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from hops_slurm.slurm.api import SlurmApi, SlurmError
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 
 log = logging.getLogger(__name__)
 
@@ -115,3 +115,16 @@ def _not_done(api: SlurmApi, op: str, keys: list[str], items: Mapping[str, Seque
         return [k for k in keys if not ((r := now.get(str(items[k][0]))) is not None
                                         and set(r.nodes) == set(items[k][1]))]  # type: ignore[arg-type]
     return [k for k in keys if str(items[k][0]) in now]
+
+
+def jobs_of(api: SlurmApi, job_ids: Collection[str]) -> tuple[list[SlurmJob], bool]:
+    """The jobs ``job_ids`` as Slurm lists them now, in one read: the backend's ``jobs_of`` where it has
+    one that answers (:meth:`hops_slurm.slurm.cli.CliSlurm.jobs_of`: ``squeue --json --jobs=..`` from
+    Slurm 24.05.1 on), else the whole job listing (22.05, the simulator, the stand-ins). The flag says
+    whether what came back is the whole listing (every other job's state fresh too) or just those jobs.
+    How the enactment waits on the jobs it started or stopped without reading the listing of every job."""
+    some = getattr(api, "jobs_of", None)
+    got = some(job_ids) if some is not None else None
+    if got is not None:
+        return got, False
+    return api.jobs(), True

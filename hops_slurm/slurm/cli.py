@@ -22,7 +22,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
@@ -205,6 +205,25 @@ class CliSlurm:
                 return None
             raise
         return next((j for j in found if j.job_id == str(job_id)), None)
+
+    def jobs_of(self, job_ids: Collection[str]) -> list[SlurmJob] | None:
+        """Just the jobs named (those slurmctld still lists), in one ``squeue --json --jobs=..`` where this
+        release's squeue filters its JSON (:attr:`Dialect.filters_jobs`); None where it does not (22.05),
+        where an id is not a plain job number, or where squeue refuses the id of a job slurmctld forgot
+        (one job asked for): the whole listing answers then (:func:`hops_slurm.slurm.batch.jobs_of`)."""
+        d = self.dialect
+        wanted = sorted({str(j) for j in job_ids}, key=lambda j: (len(j), j))
+        if not d.filters_jobs or not all(j.isdigit() for j in wanted):
+            return None
+        if not wanted:
+            return []
+        try:
+            found = self._read(d.jobs_of_argv(wanted), d.jobs)
+        except SlurmCommandError as exc:
+            if _INVALID_JOB in exc.slurm_message:
+                return None
+            raise
+        return [j for j in found if j.job_id in set(wanted)]
 
     def nodes(self) -> list[SlurmNode]:
         d = self.dialect

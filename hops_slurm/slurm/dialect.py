@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +35,10 @@ class Dialect:
     release: str  # "24.11"
     structured: bool  # scontrol --json (23.02 and later)
     data_parser: str  # what its JSON names in meta (recorded and checked field by field)
+    #: ``squeue --json --jobs=..`` gives just those jobs (Slurm 24.05.1 and later: SchedMD commit ff14834,
+    #: "Fix squeue --json not using filtering options"; 22.05's ignores every filter). Its JSON is the job
+    #: listing's own (``OPENAPI_JOB_INFO_RESP``, with the per-node GPU indices: ``--json`` implies detail).
+    filters_jobs: bool = False
 
     def jobs_argv(self) -> list[str]:
         return ["scontrol", "show", "job", "--json"] if self.structured else ["squeue", "--json"]
@@ -42,6 +46,10 @@ class Dialect:
     def job_argv(self, job_id: str) -> list[str]:
         # 22.05's squeue --json ignores -j: the listing is filtered instead
         return ["scontrol", "show", "job", str(job_id), "--json"] if self.structured else ["squeue", "--json"]
+
+    def jobs_of_argv(self, job_ids: Sequence[str]) -> list[str]:
+        """One read of just ``job_ids`` (only where :attr:`filters_jobs`)."""
+        return ["squeue", "--json", "--jobs=" + ",".join(job_ids)]
 
     def nodes_argv(self) -> list[str]:
         return ["scontrol", "show", "nodes", "--json"] if self.structured else ["sinfo", "--json"]
@@ -89,8 +97,8 @@ class Dialect:
 #: The releases read here, each recorded from the real daemons (tests/data/slurm-output/<release>/).
 DIALECTS = {
     "22.05": Dialect("22.05", structured=False, data_parser="openapi/v0.0.38"),
-    "24.11": Dialect("24.11", structured=True, data_parser="data_parser/v0.0.42"),
-    "26.05": Dialect("26.05", structured=True, data_parser="data_parser/v0.0.45"),
+    "24.11": Dialect("24.11", structured=True, data_parser="data_parser/v0.0.42", filters_jobs=True),
+    "26.05": Dialect("26.05", structured=True, data_parser="data_parser/v0.0.45", filters_jobs=True),
 }
 
 _VERSION = re.compile(r"^slurm(?:-wlm)?\s+(\d+)\.(\d+)\.(\d+)\S*\s*$")

@@ -50,7 +50,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmReservation
-from hops_slurm.slurm.batch import run_batch, run_each
+from hops_slurm.slurm.batch import jobs_of, run_batch, run_each
 from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
                                         placement_fields, read_job_env, realisable, write_job_env)
 from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
@@ -294,8 +294,9 @@ class Enactor:
         """Wait (up to ``settle_timeout``) until the nodes of the ``started`` jobs show their GPUs in use
         (``free_after``: free GPUs per node once they run), polling the node listing; after
         :data:`SETTLE_ASK_AFTER` also the job listing, once a second, in case another job on those nodes
-        ended meanwhile. The snapshot of both (the job listing read once more unless the last read is
-        the answer: a round reads the listing at most twice when its starts come in time)."""
+        ended meanwhile; each such read is of the started jobs only where Slurm filters its JSON (24.11 on,
+        :func:`hops_slurm.slurm.batch.jobs_of`), else the listing. The snapshot of both (read once more
+        unless the last read is the answer)."""
         wanted = {n for j in started for n in (self.planned_config(j) or {})}
         t0 = time.monotonic()
         deadline = t0 + self.settle_timeout
@@ -307,14 +308,15 @@ class Enactor:
             if not short or time.monotonic() > deadline:
                 break
             if time.monotonic() >= next_ask:
-                jobs = self.api.jobs()
+                jobs, whole = jobs_of(self.api, started)
                 listing = {j.job_id: j for j in jobs}
                 suspects = [j for j in started if set(self.planned_config(j) or {}) & short]
                 if all(allocated(listing.get(j)) for j in suspects):
-                    return snap.with_jobs(jobs, nodes)
+                    return snap.with_jobs(jobs, nodes, whole=whole)
                 next_ask = time.monotonic() + 1.0
             time.sleep(self.poll)
-        return snap.with_jobs(self.api.jobs(), nodes)
+        jobs, whole = jobs_of(self.api, started)
+        return snap.with_jobs(jobs, nodes, whole=whole)
 
     def _stop(self, jobs: list[SlurmJob], result: EnactResult, snap: Snapshot) -> dict[str, SlurmJob]:
         """Give the running ``jobs`` the plan stops their notice and wait (:class:`Notifier`), then
@@ -401,10 +403,10 @@ class Enactor:
 
     def _wait_pending(self, job_ids: list[str]) -> dict[str, SlurmJob]:
         """Requeued jobs pass through COMPLETING; wait until every named job is pending again (or has
-        ended: a job that finished before its requeue is not requeued)."""
+        ended: a job that finished before its requeue is not requeued). Reads those jobs (:func:`jobs_of`)."""
         deadline = time.monotonic() + self.settle_timeout
         while True:
-            jobs = {j.job_id: j for j in self.api.jobs()}
+            jobs = {j.job_id: j for j in jobs_of(self.api, job_ids)[0]}
             if all(jobs.get(j) is None or not jobs[j].active for j in job_ids) or time.monotonic() > deadline:
                 return jobs
             time.sleep(self.poll)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
+from hops_slurm.slurm.batch import jobs_of
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class Notifier:
                     out[job_id] = Notice(job_id, given[job_id], answered_at=now, decided_at=now)
             waiting -= set(out)
             if waiting:
-                listing = {j.job_id: j for j in self.api.jobs()}
+                listing = {j.job_id: j for j in jobs_of(self.api, sorted(waiting))[0]}
                 for job_id in sorted(waiting):
                     seen = listing.get(job_id)
                     if seen is None or not seen.active:  # ended (or requeued by someone else): leave it be

@@ -144,7 +144,14 @@ class Snapshot:
     def with_reservations(self, reservations: Collection[SlurmReservation]) -> Snapshot:
         return replace(self, reservations=tuple(reservations))
 
-    def with_jobs(self, jobs: Collection[SlurmJob], nodes: Collection[SlurmNode] | None = None) -> Snapshot:
+    def with_jobs(self, jobs: Collection[SlurmJob], nodes: Collection[SlurmNode] | None = None, *,
+                  whole: bool = True) -> Snapshot:
+        """This snapshot with the job listing ``jobs`` (``whole``) or with just the jobs in ``jobs`` read
+        again (the others as this snapshot has them; a job not in it is added), and ``nodes`` if given."""
+        if not whole:
+            fresh = {j.job_id: j for j in jobs}
+            kept = [fresh.pop(j.job_id, j) for j in self.jobs]
+            jobs = [*kept, *fresh.values()]
         return replace(self, jobs=tuple(jobs), nodes=tuple(nodes) if nodes is not None else self.nodes, taken=time.time())
 
     # ----- facts ---------------------------------------------------------------------------------------
