@@ -223,7 +223,8 @@ class CliSlurm:
             if _INVALID_JOB in exc.slurm_message:
                 return None
             raise
-        return [j for j in found if j.job_id in set(wanted)]
+        asked = set(wanted)
+        return [j for j in found if j.job_id in asked]
 
     def nodes(self) -> list[SlurmNode]:
         d = self.dialect
