@@ -10,6 +10,14 @@ admin_comment ("hops:<canonical>"), is put in the Hops partition when it named n
 (priority 0) until the Hops engine places and releases it. A Hops job may not ask for GPUs itself
 (--gres/--gpus): the engine decides how many and of which type. Jobs without directives are left alone.
 
+Offers (docs/design.md, "Offers: new jobs start at Slurm's next pass"): while no Hops job waits, the engine
+writes the idle GPUs it offers to the file hops-offer beside this hook. A valid job that asks for no
+nodes of its own then gets its largest acceptable GPU count on the first offered node that still has
+that many free, in the reservation hops-offer, and is not held: slurmctld starts it at its next
+scheduling pass, without waiting for the engine. What this hook handed out since the engine's read is
+counted off the file's numbers. No file, an expired or malformed one, or nothing that fits: the job is
+held as before.
+
 Cost: slurmctld holds its job lock while this runs, for every job. Lengths are capped before any pattern
 runs, and every pattern is linear in its subject (no nested or adjacent unbounded repetitions); numbers
 are read by their digits (never through a float that could round them). Worst case over 1 MB of input:
@@ -36,6 +44,11 @@ local MIN_RATE_EXP = -9 -- learning rates from 1e-9 ...
 local MAX_RATE_EXP = 3 -- ... to 1000
 local RATE_RANGE = "1e-9..1000"
 local COMMENT_PREFIX = "hops:"
+local OFFER = "hops-offer" -- the offer's reservation, and its file's name beside this hook
+local MAX_OFFER_BYTES = 65536 -- hops_slurm/engine/offer.py: MAX_BYTES
+local MAX_OFFER_NODES = 4096 -- hops_slurm/engine/offer.py: MAX_NODES
+local MAX_NODE_NAME = 64
+local BIG = 4294967294 -- Slurm's NO_VAL: a count the user did not set
 local KEYS = { "gpus", "levels", "samples", "epochs", "dataset-size", "batch-size", "model", "lr", "lr-scale", "params" }
 local SUFFIX_ZEROS = { K = 3, M = 6, G = 9 }
 local ALLOWED = "one #HOPS line holds printable ASCII separated by spaces or tabs; lines end at \\n"
@@ -529,6 +542,150 @@ end
 
 hops.printable = printable
 
+------------------------------------------------------------------------------------------------------
+-- Offers
+------------------------------------------------------------------------------------------------------
+
+-- The offer file beside this hook (nil when Slurm did not load it from a file).
+local function offer_path()
+	local info = debug and debug.getinfo and debug.getinfo(1, "S")
+	local src = info and info.source or ""
+	if string.sub(src, 1, 1) ~= "@" then
+		return nil
+	end
+	local path = string.sub(src, 2, 4097)
+	local cut = nil
+	local pos = 0
+	while true do -- the last "/": plain searches, linear in the path
+		pos = string.find(path, "/", pos + 1, true)
+		if not pos then
+			break
+		end
+		cut = pos
+	end
+	return cut and (string.sub(path, 1, cut) .. OFFER) or OFFER
+end
+hops.offer_file = offer_path()
+
+-- GPUs handed out by this hook: { node, gpus, time } (slurmctld keeps this Lua state between jobs)
+hops.given = {}
+
+local function words(line)
+	local out = {}
+	for w in string.gmatch(line, "[^ ]+") do
+		table.insert(out, w)
+		if #out > 3 then
+			return nil
+		end
+	end
+	return out
+end
+
+local function whole(s, n)
+	if s == nil or string.len(s) > n or string.find(s, "^%d+$") == nil then
+		return nil
+	end
+	return tonumber(s)
+end
+
+-- The offer a file holds: { as_of, expires, tres, nodes = { {name, free}, ... } }, or nil.
+function hops.read_offer(path)
+	if path == nil then
+		return nil
+	end
+	local f = io.open(path, "rb")
+	if not f then
+		return nil
+	end
+	local text = f:read(MAX_OFFER_BYTES + 1)
+	f:close()
+	if text == nil or string.len(text) > MAX_OFFER_BYTES then
+		return nil
+	end
+	local offer = { nodes = {} }
+	local first = true
+	for line in string.gmatch(text, "[^\n]+") do
+		if first then
+			if line ~= "hops-offer 1" then
+				return nil
+			end
+			first = false
+		else
+			local w = words(line)
+			if w == nil then
+				return nil
+			end
+			if w[1] == "node" and #w == 3 then
+				local free = whole(w[3], 4)
+				if string.len(w[2]) > MAX_NODE_NAME or string.find(w[2], "^[%w%._%-]+$") == nil or free == nil then
+					return nil
+				end
+				if #offer.nodes < MAX_OFFER_NODES then
+					table.insert(offer.nodes, { w[2], free })
+				end
+			elseif (w[1] == "as_of" or w[1] == "expires") and #w == 2 then
+				offer[w[1]] = whole(w[2], 12)
+			elseif w[1] == "tres" and #w == 2 and (w[2] == "gres:gpu:" or w[2] == "gres/gpu:") then
+				offer.tres = w[2]
+			else
+				return nil
+			end
+		end
+	end
+	if offer.as_of == nil or offer.expires == nil or offer.tres == nil then
+		return nil
+	end
+	return offer
+end
+
+local function unset(n)
+	return n == nil or n <= 1 or n >= BIG
+end
+
+-- A valid Hops job (its canonical directives) on an offer: returns the node and GPU count it was given
+-- and fills in its request, or nil (the job is held as usual).
+function hops.take_offer(job_desc, canonical, now, path)
+	if job_desc.req_nodes ~= nil or job_desc.exc_nodes ~= nil or job_desc.reservation ~= nil
+		or not unset(job_desc.min_nodes) or not unset(job_desc.max_nodes) then
+		return nil
+	end
+	local offer = hops.read_offer(path)
+	if offer == nil or now >= offer.expires then
+		return nil
+	end
+	local list = string.match(canonical, "^gpus=([%d,]+) ")
+	if list == nil then
+		return nil
+	end
+	local counts = split(list, ",")
+	local kept = {}
+	for _, g in ipairs(hops.given) do -- handed out since the engine's read: not in its numbers yet
+		if g[3] >= offer.as_of then
+			table.insert(kept, g)
+		end
+	end
+	hops.given = kept
+	local taken = {}
+	for _, g in ipairs(kept) do
+		taken[g[1]] = (taken[g[1]] or 0) + g[2]
+	end
+	for i = #counts, 1, -1 do -- the largest acceptable count first
+		local want = tonumber(counts[i])
+		for _, node in ipairs(offer.nodes) do
+			if node[2] - (taken[node[1]] or 0) >= want then
+				job_desc.reservation = OFFER
+				job_desc.req_nodes = node[1]
+				job_desc.min_nodes = 1
+				job_desc.max_nodes = 1
+				job_desc.tres_per_node = offer.tres .. want
+				table.insert(hops.given, { node[1], want, now })
+				return node[1], want
+			end
+		end
+	end
+	return nil
+end
+
 -- Used by the tests to run the same bytes through this file in a plain Lua interpreter.
 HOPS = hops
 
@@ -577,6 +734,13 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 		return slurm.ERROR
 	end
 	job_desc.admin_comment = COMMENT_PREFIX .. result
+	local offered, node, count = pcall(hops.take_offer, job_desc, result, os.time(), hops.offer_file)
+	if offered and node ~= nil then
+		slurm.log_info("hops: job from uid %s starts on the offer: %d GPUs on %s", tostring(submit_uid), count, node)
+		return slurm.SUCCESS -- not held: slurmctld starts it at its next scheduling pass
+	elseif not offered then
+		slurm.log_info("hops: offer not taken: %s", printable(tostring(node)))
+	end
 	job_desc.priority = 0 -- held until the Hops engine places and releases it
 	return slurm.SUCCESS
 end

@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, field_validator,
                       model_validator)
 
 from hops_slurm import tomlfile
@@ -196,6 +196,17 @@ class EngineConfig(_Section):
         "USR1", description="signal a running job gets before a planned requeue (docs/preemption.md)")
     preempt_grace: float = Field(120.0, ge=0, le=3600, description="seconds a job has after its notice to save a "
                                  "checkpoint before it is requeued; 0 = no notice")
+    offer_file: AbsPath | None = Field(None, description="the submit hook's offer file, `hops-offer` beside "
+                                    "job_submit.lua (e.g. /etc/slurm/hops-offer): while no Hops job waits, a new job "
+                                    "is not held but starts on idle GPUs at Slurm's next pass (docs/design.md, \"Offers\"); unset: "
+                                    "every new job is held until a plan places it")
+
+    @field_validator("offer_file")
+    @classmethod
+    def _offer_file(cls, v: Path | None) -> Path | None:
+        if v is not None and v.name != "hops-offer":
+            raise ValueError(f"must name a file hops-offer beside job_submit.lua (got {str(v)[:200]!r})")
+        return v
 
 
 class FailOpenConfig(_Section):

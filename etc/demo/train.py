@@ -4,6 +4,8 @@ EMULATES the speed of the GPUs it was given.
 Where it sits: a job script in etc/demo/jobs/ sources the env file the engine wrote for it
 (``$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env``: HOPS_GPUS, HOPS_LR, HOPS_CONFIG, recorder settings) and runs
 ``python train.py "$0"``; the script's own ``#HOPS`` lines say the model, batch size and total samples.
+A job started on an offer (unheld, before the engine saw it) finds no file yet and
+waits for it here (profiler.jobenv).
 
 What is real: a tiny zoo model (profiler.zoo, size ``tiny``) trains on synthetic batches with SGD at the
 learning rate Hops chose (HOPS_LR); its state, the optimizer's and the sample count are checkpointed
@@ -31,6 +33,7 @@ import torch
 
 from hops_slurm.tools.demo.emulation import gpu_type_of, load_emulation, parse_config
 from hops_slurm.directives import parse_script
+from profiler.jobenv import load_job_env
 from profiler.preempt import Preemption
 from profiler.runtime import Recorder
 from profiler.zoo import build_zoo_job
@@ -67,6 +70,7 @@ def main(argv: list[str]) -> int:
         print(f"{argv[1]}: no #HOPS lines", file=sys.stderr)
         return 2
     torch.set_num_threads(1)  # the demo machine has two cores for every job and daemon together
+    load_job_env()  # what the engine chose (sourced by the script, or written once the engine adopts it)
     pre = Preemption.from_env()  # the notice (HOPS_PREEMPT_SIGNAL) and Slurm's SIGTERM (requeue, cancel)
 
     job_id = os.environ.get("SLURM_JOB_ID", "local")

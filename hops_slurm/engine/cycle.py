@@ -14,14 +14,15 @@ Hops reservations), ``hold``* (admin-hold new jobs), ``settle``* (read back rele
 ``resync``* (the snapshot brought up to date after those commands), ``calibrate`` (default calibrations
 for new GPU types), ``track`` (new jobs' states), ``close`` (ended jobs: last records, declaration outcome,
 probes cancelled), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
-in-place measurement), ``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
+in-place measurement), ``adopt``* (the environment files of jobs Slurm started on an offer: :mod:`hops_slurm.engine.offer`),
+``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
 ``declarations``* (declared vs processed samples), ``save``* (the states of the jobs that changed beyond
 the clock, or not written for a round: :mod:`hops_slurm.engine.written`; one transaction), ``records``*
 (their JobRecords into records.sqlite), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
 
 **Round** (:data:`Round.STEPS`): ``views`` (the job views on the snapshot), ``plannings`` (a round or
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
-simulator's loop too). Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
+simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``). Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
 after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
 """
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hops_slurm.core.ledger import slurm_time
+from hops_slurm.engine import offer
 from hops_slurm.engine.aside import per_job, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat
@@ -91,7 +93,7 @@ class Refresh:
     STEPS: tuple[tuple[str, bool], ...] = (
         ("read", False), ("gate", True), ("evict", True), ("hold", True), ("settle", True), ("resync", True),
         ("calibrate", False), ("track", False), ("close", False), ("account", False), ("profile", False),
-        ("ingest", True), ("tidy", True), ("ages", True), ("declarations", True), ("save", True),
+        ("adopt", True), ("ingest", True), ("tidy", True), ("ages", True), ("declarations", True), ("save", True),
         ("records", True), ("metrics", True), ("heartbeat", True))
 
     def __init__(self, engine: Engine, listing: list[SlurmJob] | None = None) -> None:
@@ -119,6 +121,8 @@ class Refresh:
 
     def _gate(self) -> None:
         self.gated = self.e.enactor.ensure_gate(self.snap.reservations)  # type: ignore[union-attr]
+        if self.e.config.engine.offer_file is not None:
+            self.gated = offer.ensure_reservation(self.e.enactor, self.snap.reservations) or self.gated  # type: ignore[arg-type]
 
     def _evict(self) -> None:
         self.out["evicted"] = self.e.enactor.evict_foreign(self.snap.jobs)  # type: ignore[union-attr]
@@ -205,6 +209,15 @@ class Refresh:
                     out["in_place" if js.profile == PROFILE_INPLACE else "profiled"].append(js.job_id)
         out["aside"] = {js.job_id: js.aside for js in e.tracked.values() if js.aside}
 
+    def _adopt(self) -> None:  # offered jobs Slurm started inside their submission: their env files
+        e, listing = self.e, self.snap.listing
+        todo = [j for j in e.tracked if j in listing and offer.adoptable(listing[j])]
+        if todo:
+            self.out["adopted"] = offer.adopt([listing[j] for j in todo], self.snap, e.enactor.env_dir,  # type: ignore[union-attr]
+                                              e._job_envs(todo))
+            if self.out["adopted"]:
+                log.info("started on an offer: %s", ", ".join(self.out["adopted"]))
+
     def _ingest(self) -> None:
         for js in self.e.tracked.values():
             self.e._ingest_metrics(js)
@@ -244,7 +257,7 @@ class Round:
     """One round (or, with ``fragment``, one fragment plan) on the engine's last read of Slurm: the
     instant's plannings, each recorded. :attr:`first`: the first planning (None: nothing to plan)."""
 
-    STEPS = ("views", "plannings")
+    STEPS = ("views", "plannings", "offer")
 
     def __init__(self, engine: Engine, fragment: bool) -> None:
         assert engine.backend is not None and engine.state is not None
@@ -288,3 +301,18 @@ class Round:
                                  index=1 if self.fragment else 0, limit=limit, dry_run=self.e.dry_run,
                                  before_apply=self._before_enacting, on_planning=self._recorded)
         self.first = plannings[0] if plannings else None
+
+    def _offer(self) -> None:  # what a new job may take unheld, as the plannings left Slurm
+        e, b = self.e, self.e.backend
+        path = e.config.engine.offer_file
+        if path is None or e.dry_run or b is None:
+            return
+        aside = {j for j, s in e.tracked.items() if s.aside}
+        made = offer.make_offer(b.snapshot, partition=e.config.slurm.partition,
+                                waiting=offer.waiting_jobs(b.jobs, e.config.slurm.partition, aside), promised=b.placed,
+                                views=b.views, now=e.now(),
+                                ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))
+        try:
+            offer.publish(path, made)
+        except OSError as exc:
+            log.warning("cannot write the offer file %s: %s", path, exc)

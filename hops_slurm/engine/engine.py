@@ -38,6 +38,7 @@ from hops_slurm.engine.bookkeeping import JobBookkeeping
 from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
+from hops_slurm.engine.offer import publish as publish_offer
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
@@ -194,6 +195,12 @@ class Engine(JobBookkeeping):
                  id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
+        path = self.config.engine.offer_file
+        if path is not None and not self.dry_run and self._opened:
+            try:  # no daemon, no offers: new jobs are held until it is back
+                publish_offer(path, None)
+            except OSError as exc:
+                log.warning("cannot close the offer file %s: %s", path, exc)
         for thing in (self.store, self.journal, self.state, self.records_file):
             if thing is not None and hasattr(thing, "close"):
                 try:
@@ -367,7 +374,7 @@ class Engine(JobBookkeeping):
         listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
         # each new job triggers once (one the refresh then leaves untracked must not trigger every time)
-        arrived = [j.job_id for j in jobs if j.is_hops and j.pending and j.job_id not in self.tracked
+        arrived = [j.job_id for j in jobs if j.is_hops and (j.pending or j.active) and j.job_id not in self.tracked
                    and j.job_id not in self.announced]
         self.announced = {j for j in self.announced if j in listing} | set(arrived)
         if not ended and not arrived:

@@ -11,8 +11,8 @@ a plan places it; if the daemon is gone, they would wait forever. The administra
   job of the Hops partition is handed to Slurm's own scheduling: a rigid request of ``gpus`` (the
   smallest or largest count of its ``gpus=`` list) on any nodes, its environment file (``HOPS_GPUS``,
   ``HOPS_LR``) written, a Comment that says so (``scontrol show job``), its admin hold released; the gate
-  reservation is removed so Slurm may start it. Jobs set aside (their directives do not read back)
-  stay held. Without any heartbeat yet, the first run starts the clock.
+  reservation (and the offer reservation over the same nodes) is removed so Slurm may start it. Jobs
+  set aside (their directives do not read back) stay held. Without any heartbeat yet, the first run starts the clock.
 
 It takes the engine's lock while it acts (a daemon starting meanwhile waits for the next try) and
 journals each action, so a daemon that comes back reconciles as after any crash: jobs started by Slurm
@@ -36,6 +36,7 @@ from hops_slurm.engine.lock import EngineLocked, InstanceLock
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError
 from hops_slurm.slurm.enact import GATE, hops_job_env, write_job_env
+from hops_slurm.slurm.snapshot import OFFER
 
 log = logging.getLogger(__name__)
 
@@ -158,9 +159,15 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             report.skipped[job.job_id] = f"not released: {exc}"
             continue
         report.released[job.job_id] = gpus
-    if report.released and any(r.name == GATE for r in api.reservations()):
+    present = {r.name for r in api.reservations()} if report.released else set()
+    if GATE in present:
         try:
             act("failopen-ungate", "", {}, lambda: api.delete_reservation(GATE))
             report.gate_removed = True
         except SlurmError as exc:
             report.skipped["gate"] = f"{GATE} not deleted: {exc}"
+    if OFFER in present:  # a reservation over the same nodes: Slurm would keep the released jobs off them too
+        try:
+            act("failopen-ungate", "", {"reservation": OFFER}, lambda: api.delete_reservation(OFFER))
+        except SlurmError as exc:
+            report.skipped["offer"] = f"{OFFER} not deleted: {exc}"

@@ -54,7 +54,7 @@ from hops_slurm.slurm.batch import jobs_of, run_batch, run_each
 from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
                                         placement_fields, read_job_env, realisable, write_job_env)
 from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
-from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, Snapshot, job_reservation, placed_config,  # noqa: F401
+from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, OFFER, Snapshot, job_reservation, placed_config,  # noqa: F401
                                       released_config, reservation_job)
 
 log = logging.getLogger(__name__)
@@ -215,8 +215,8 @@ class Enactor:
                 allowed = job.is_hops and resv == job_reservation(job.job_id)
             elif resv.startswith("hops-p"):
                 allowed = job.name.startswith(f"hops-probe-{resv[len('hops-p'):]}-")
-            else:
-                allowed = False
+            else:  # a Hops job the submit hook started on an offer runs there; one still pending is planned
+                allowed = resv == OFFER and job.is_hops and job.active
             if allowed:
                 continue
             if job.active:

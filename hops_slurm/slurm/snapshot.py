@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from hops_slurm.journal import Journal
 
 GATE = "hops-gate"
+#: the reservation of offered jobs (hops_slurm.engine.offer): over the gate's nodes, open to every user
+OFFER = "hops-offer"
 JOB_RESERVATION_PREFIX = "hops-j"
 #: journal kinds that change a job's placement; the last of them must be a completed release
 PLACEMENT_STEPS = ("place", "reserve", "attach", "release", "hold", "requeuehold")

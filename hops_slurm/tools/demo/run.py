@@ -39,6 +39,7 @@ from hops_slurm.config import load_config
 from hops_slurm.tools.demo.submission import Progress, Submission, sbatch_script
 from hops_slurm.errors import ConfigError, HopsError
 from hops_slurm.engine.failopen import HEARTBEAT
+from hops_slurm.engine.offer import FILE_NAME as OFFER_FILE
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.spec import MiniclusterSpec, load_spec
 
@@ -295,9 +296,11 @@ def run_demo(
             if stale is not None:
                 print(f"   stopped the daemon an earlier demo left running (pid {stale})", file=out)
             dirs.reset()
+            offer_file = Path(status.conf).parent / OFFER_FILE
             config = write_site_config(site_config, dirs.config, {
                 "paths": {"state_dir": str(dirs.engine)},
-                "engine": {"probe_python": str(PROBE_PYTHON)},  # EMULATION: probes scaled to emulated GPU speed
+                # EMULATION: probes scaled to emulated GPU speed; offers through the hook beside slurm.conf
+                "engine": {"probe_python": str(PROBE_PYTHON), "offer_file": str(offer_file)},
             })
             env = dict(cluster.env(), HOPS_JOB_ENV_DIR=str(dirs.env_dir), HOPS_DEMO_PYTHON=sys.executable,
                        HOPS_DEMO_ROOT=str(ROOT), HOPS_DEMO_STATE=str(dirs.root), PYTHONUNBUFFERED="1")
@@ -310,6 +313,7 @@ def run_demo(
             _wait_recorded(daemon, dirs, list(progress.names), out)
             print("== stopping the daemon", file=out)
             daemon.stop()
+            offer_file.unlink(missing_ok=True)  # no daemon, no offers (it closed them as it stopped)
             _show_jobs(progress, dirs, out)
             _report(dirs, report_dir, out, sum(g.gpus * g.count for g in spec.nodes))
             failed = [f"{progress.names[j]} ({progress.states.get(j)})" for j in progress.names

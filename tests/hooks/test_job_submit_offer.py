@@ -1,0 +1,145 @@
+"""The submit hook's offers (hooks/job_submit.lua ``take_offer``): a valid Hops job takes its largest acceptable
+GPU count on the first offered node that has that many free, is put in ``hops-offer`` and is not held; no
+offer, an expired or malformed one, or nothing that fits leaves it held as before. Run in Lua 5.1 with a
+stand-in for the plugin's ``slurm`` table (only what the hook calls); the live test
+(tests/hops_slurm/engine/test_offer_live.py) runs it inside slurmctld."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.engine.offer import Offer, closed, read
+
+HOOK = Path(__file__).resolve().parents[2] / "hooks" / "job_submit.lua"
+
+# arg: HOOK OFFER_FILE NOW then one JSON-ish line per job: script \t req_nodes ("" = none)
+CASE = r"""
+slurm = { SUCCESS = 0, ERROR = -1, log_user = function(...) end, log_info = function(...) end }
+dofile(arg[1])
+HOPS.offer_file = arg[2]
+local now = tonumber(arg[3])
+os.time = function() return now end
+for line in io.lines(arg[4]) do
+	local script, nodes, gres = string.match(line, "^([^\t]*)\t([^\t]*)\t([^\t]*)$")
+	script = string.gsub(script, "\\n", "\n")
+	local job = { script = script, req_nodes = nodes ~= "" and nodes or nil, tres_per_node = gres ~= "" and gres or nil }
+	local rc = slurm_job_submit(job, {}, 1000)
+	print(string.format("%d|%s|%s|%s|%s|%s", rc, tostring(job.priority), tostring(job.reservation),
+		tostring(job.req_nodes), tostring(job.tres_per_node), tostring(job.min_nodes)))
+end
+"""
+
+
+def script(gpus: str) -> str:
+    return f"#!/bin/sh\\n#HOPS gpus={gpus} samples=1K batch-size=8 model=resnet18\\ntrue\\n"
+
+
+def submit(tmp_path: Path, offer_text: str | None, jobs: list[tuple[str, str, str]], now: float = 1000.0) -> list[list[str]]:
+    lua = shutil.which("lua5.1")
+    assert lua, "lua5.1 is needed (apt-get install lua5.1)"
+    runner, offer, cases = tmp_path / "case.lua", tmp_path / "hops-offer", tmp_path / "jobs.txt"
+    runner.write_text(CASE)
+    if offer_text is not None:
+        offer.write_text(offer_text)
+    cases.write_text("".join("\t".join(j) + "\n" for j in jobs))
+    out = subprocess.run([lua, str(runner), str(HOOK), str(offer), str(now), str(cases)],
+                         capture_output=True, text=True, check=True)
+    return [line.split("|") for line in out.stdout.splitlines()]
+
+
+def offer_text(nodes: list[tuple[str, int]], *, as_of: float = 990.0, expires: float = 1030.0, tres: str = "gres/gpu:") -> str:
+    return Offer(as_of=as_of, expires=expires, tres=tres, nodes=tuple(nodes)).render()
+
+
+HELD = ["0", "0", "nil", "nil", "nil", "nil"]
+
+
+def test_no_offer_file_holds_the_job(tmp_path: Path) -> None:
+    assert submit(tmp_path, None, [(script("1,2,4"), "", "")]) == [HELD]
+
+
+def test_a_job_takes_its_largest_count_on_the_first_node_that_has_it(tmp_path: Path) -> None:
+    text = offer_text([("a100-1", 3), ("a100-2", 8), ("v100-1", 4)])
+    got = submit(tmp_path, text, [(script("1,2,4"), "", ""), (script("2,8"), "", ""), (script("8"), "", ""),
+                                  (script("1,2"), "", "")])
+    assert got[0] == ["0", "nil", "hops-offer", "a100-2", "gres/gpu:4", "1"]  # a100-1 has only 3
+    assert got[1] == ["0", "nil", "hops-offer", "a100-1", "gres/gpu:2", "1"]  # 8 fits nowhere now
+    assert got[2] == HELD  # 8 GPUs on one node: a100-2 has 4 left after the first job
+    assert got[3] == ["0", "nil", "hops-offer", "a100-2", "gres/gpu:2", "1"]  # a100-1 has 1 left
+
+
+def test_the_release_s_request_form_comes_from_the_file(tmp_path: Path) -> None:
+    got = submit(tmp_path, offer_text([("n1", 2)], tres="gres:gpu:"), [(script("1,2"), "", "")])
+    assert got == [["0", "nil", "hops-offer", "n1", "gres:gpu:2", "1"]]
+
+
+@pytest.mark.parametrize("text", [
+    offer_text([("a100-1", 8)], expires=1000.0),  # expired (now = 1000)
+    offer_text([("a100-1", 8)]).replace("hops-offer 1", "hops-offer 2"),  # another format
+    offer_text([("a100-1", 8)]).replace("gres/gpu:", "gres/gpu:8,license:"),  # a request the engine never writes
+    offer_text([("a100-1", 8)]).replace("a100-1", "a100;rm"),  # a node name Slurm never has
+    offer_text([("a100-1", 8)]).replace("node a100-1 8", "node a100-1 8 9"),  # a line of the wrong shape
+    offer_text([("a100-1", 8)]).replace("as_of 990\n", ""),  # a field missing
+    offer_text([("a100-1", 8)]) + "#" * 70000,  # longer than the hook reads
+    closed(),  # the engine closed it: a Hops job waits
+    offer_text([]),  # no idle GPU
+    offer_text([("a100-1", 1)]),  # nothing that fits
+])
+def test_no_usable_offer_holds_the_job(tmp_path: Path, text: str) -> None:
+    assert submit(tmp_path, text, [(script("2,4"), "", "")]) == [HELD]
+
+
+def test_a_job_that_names_its_nodes_is_held_and_keeps_them(tmp_path: Path) -> None:
+    got = submit(tmp_path, offer_text([("a100-1", 8)]), [(script("2"), "a100-2", "")])
+    assert got == [["0", "0", "nil", "a100-2", "nil", "nil"]]
+
+
+def test_a_job_asking_for_gpus_itself_is_still_refused(tmp_path: Path) -> None:
+    got = submit(tmp_path, offer_text([("a100-1", 8)]), [(script("2"), "", "gres/gpu:2")])
+    assert got[0][0] == "-1"
+
+
+def test_handouts_before_the_engine_s_read_are_not_counted_twice(tmp_path: Path) -> None:
+    """The hook counts off only what it gave since the file's as_of: the engine's numbers include the rest."""
+    lua = shutil.which("lua5.1")
+    assert lua
+    runner = tmp_path / "two.lua"
+    runner.write_text(r"""
+slurm = { SUCCESS = 0, ERROR = -1, log_user = function(...) end, log_info = function(...) end }
+dofile(arg[1])
+HOPS.offer_file = arg[2]
+local s = "#!/bin/sh\n#HOPS gpus=4 samples=1K batch-size=8 model=resnet18\ntrue\n"
+local function put(as_of) local f = io.open(arg[2], "w"); f:write("hops-offer 1\nas_of " .. as_of .. "\nexpires 2000\ntres gres/gpu:\nnode n1 4\n"); f:close() end
+put(990)
+local a = { script = s }; os.time = function() return 1000 end; slurm_job_submit(a, {}, 1000)
+local b = { script = s }; slurm_job_submit(b, {}, 1000)
+put(1001) -- the engine read Slurm after job a started: 4 free again (say job a ended)
+local c = { script = s }; os.time = function() return 1002 end; slurm_job_submit(c, {}, 1000)
+print(tostring(a.req_nodes), tostring(b.req_nodes), tostring(c.req_nodes))
+""")
+    out = subprocess.run([lua, str(runner), str(HOOK), str(tmp_path / "hops-offer")], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["n1", "nil", "n1"]
+
+
+def test_the_offer_file_is_looked_for_beside_the_hook(tmp_path: Path) -> None:
+    lua = shutil.which("lua5.1")
+    assert lua
+    hook = tmp_path / "etc" / "job_submit.lua"
+    hook.parent.mkdir()
+    shutil.copyfile(HOOK, hook)
+    runner = tmp_path / "where.lua"
+    runner.write_text('slurm = { SUCCESS = 0, ERROR = -1 }\ndofile(arg[1])\nprint(HOPS.offer_file)\n')
+    out = subprocess.run([lua, str(runner), str(hook)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(tmp_path / "etc" / "hops-offer")
+
+
+def test_python_reads_what_it_writes(tmp_path: Path) -> None:
+    o = Offer(as_of=10.5, expires=40.2, tres="gres:gpu:", nodes=(("a", 2), ("b", 8)))
+    (tmp_path / "hops-offer").write_text(o.render())
+    assert read(tmp_path / "hops-offer") == Offer(as_of=10, expires=40, tres="gres:gpu:", nodes=(("a", 2), ("b", 8)))
+    (tmp_path / "hops-offer").write_text(closed())
+    assert read(tmp_path / "hops-offer") is None
