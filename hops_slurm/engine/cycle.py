@@ -124,11 +124,14 @@ class Refresh:
         if self.e.config.engine.offer_file is not None:
             self.gated = offer.ensure_reservation(self.e.enactor, self.snap.reservations) or self.gated  # type: ignore[arg-type]
 
+    def _settled_jobs(self) -> list[SlurmJob]:  # every job but those about to start on an offer (left alone)
+        return [j for j in self.snap.jobs if not offer.starting(j, self.snap.taken)]
+
     def _evict(self) -> None:
-        self.out["evicted"] = self.e.enactor.evict_foreign(self.snap.jobs)  # type: ignore[union-attr]
+        self.out["evicted"] = self.e.enactor.evict_foreign(self._settled_jobs())  # type: ignore[union-attr]
 
     def _hold(self) -> None:
-        self.out["held"] = self.e.enactor.hold_new(self.snap.jobs)  # type: ignore[union-attr]
+        self.out["held"] = self.e.enactor.hold_new(self._settled_jobs())  # type: ignore[union-attr]
 
     def _settle(self) -> None:
         settled = self.e.enactor.settle(snapshot=self.snap)  # type: ignore[union-attr]
@@ -155,7 +158,7 @@ class Refresh:
     def _track(self) -> None:
         e = self.e
         self.now = e.now()
-        for job in self.snap.jobs:
+        for job in self._settled_jobs():
             if job.is_hops and job.partition == e.config.slurm.partition and job.job_id not in e.tracked \
                     and (job.pending or job.active):
                 e.tracked[job.job_id] = e._new_state(job, self.now)
@@ -309,7 +312,8 @@ class Round:
             return
         aside = {j for j, s in e.tracked.items() if s.aside}
         made = offer.make_offer(b.snapshot, partition=e.config.slurm.partition,
-                                waiting=offer.waiting_jobs(b.jobs, e.config.slurm.partition, aside), promised=b.placed,
+                                waiting=offer.waiting_jobs(b.jobs, e.config.slurm.partition, aside, b.snapshot.taken),
+                                promised=b.placed,
                                 views=b.views, now=e.now(),
                                 ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))
         try:

@@ -39,6 +39,7 @@ from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
 from hops_slurm.engine.offer import publish as publish_offer
+from hops_slurm.engine.offer import starting
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
@@ -374,8 +375,10 @@ class Engine(JobBookkeeping):
         listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
         # each new job triggers once (one the refresh then leaves untracked must not trigger every time)
-        arrived = [j.job_id for j in jobs if j.is_hops and (j.pending or j.active) and j.job_id not in self.tracked
-                   and j.job_id not in self.announced]
+        # (a job about to start on an offer is left to Slurm: it arrives when it runs, or when it did not start)
+        now = self.api.now()
+        arrived = [j.job_id for j in jobs if j.is_hops and (j.active or (j.pending and not starting(j, now)))
+                   and j.job_id not in self.tracked and j.job_id not in self.announced]
         self.announced = {j for j in self.announced if j in listing} | set(arrived)
         if not ended and not arrived:
             return False

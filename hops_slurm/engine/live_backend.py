@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from hops_slurm.core.interface import Enactment
 from hops_slurm.engine.coexist import restore_directives
+from hops_slurm.engine.offer import starting_requests
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
 from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
@@ -70,7 +71,8 @@ class SlurmBackend:
         if self.stored is not None:
             snap = restore_directives(snap, self.stored())
         self.snapshot = snap
-        self.placed = snap.placed_pending(self.enactor.journal)
+        # placed and pending, and about to start on an offer: GPUs no plan may give to another job
+        self.placed = {**snap.placed_pending(self.enactor.journal), **starting_requests(snap.jobs, snap.taken)}
 
     @property
     def jobs(self) -> tuple[SlurmJob, ...]:

@@ -54,6 +54,9 @@ MAX_NODES = 4096  # node lines the hook reads (hooks/job_submit.lua: MAX_OFFER_N
 TRES_PREFIXES = ("gres:gpu:", "gres/gpu:")
 #: node names the hook accepts (hooks/job_submit.lua: the same class, the same length)
 NODE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+#: seconds after its submission an offered job may stay pending before the engine holds it: Slurm starts an
+#: unheld job at its next scheduling pass (once a second, and backfill every bf_interval)
+START_GRACE = 5.0
 #: the one user the offer reservation leaves out (Slurm: a reservation that denies users admits every other)
 EXCLUDED_USER = "daemon"  # on every Linux; Slurm 26.05 refuses "nobody" in a reservation
 #: throughput estimates spent on ranking the nodes (jobs x nodes)
@@ -79,9 +82,11 @@ def closed() -> str:
     return HEADER + "\n"
 
 
-def waiting_jobs(jobs: Collection[SlurmJob], partition: str, aside: Collection[str]) -> list[str]:
-    """The Hops jobs of ``partition`` that wait (pending, not set aside): while any does, nothing is offered."""
-    return [j.job_id for j in jobs if j.is_hops and j.pending and j.partition == partition and j.job_id not in aside]
+def waiting_jobs(jobs: Collection[SlurmJob], partition: str, aside: Collection[str], now: float) -> list[str]:
+    """The Hops jobs of ``partition`` that wait (pending, not set aside, not :func:`starting` on an offer):
+    while any does, nothing is offered."""
+    return [j.job_id for j in jobs if j.is_hops and j.pending and j.partition == partition and j.job_id not in aside
+            and not starting(j, now)]
 
 
 def rank_nodes(names: Sequence[str], views: Sequence[JobView]) -> list[str]:
@@ -167,10 +172,24 @@ def offered_config(job: SlurmJob) -> dict[str, int]:
     if config:
         return config
     tail = job.tres_per_node.rsplit(":", 1)[-1] if job.tres_per_node else ""
-    nodes = job.nodes or job.required_nodes
+    nodes = job.nodes or job.required_nodes  # running: where it runs; pending: the node the hook named
     if len(nodes) == 1 and tail.isdigit() and int(tail) > 0:
         return {nodes[0]: int(tail)}
     return {}
+
+
+def starting(job: SlurmJob, now: float) -> bool:
+    """A Hops job the hook put on an offer that Slurm has not started yet: pending, not held, in the offer
+    reservation, submitted at most :data:`START_GRACE` s ago. The engine leaves it alone (no detach, no
+    hold, not tracked, not planned) and counts the GPUs it asked for as promised; after the grace a
+    refresh detaches and holds it, and it is planned as any new job."""
+    return job.is_hops and job.pending and not job.held and job.reservation == RESERVATION \
+        and 0.0 <= now - job.submit_time <= START_GRACE
+
+
+def starting_requests(jobs: Collection[SlurmJob], now: float) -> dict[str, dict[str, int]]:
+    """Job -> the GPUs it asked for, for the jobs :func:`starting` (the GPUs they are about to take)."""
+    return {j.job_id: offered_config(j) for j in jobs if starting(j, now) and offered_config(j)}
 
 
 def adoptable(job: SlurmJob) -> bool:
@@ -215,6 +234,6 @@ def adopt(jobs: Collection[SlurmJob], snap: Snapshot, env_dir: Path, extra: Mapp
     return done
 
 
-__all__ = ["EXCLUDED_USER", "FILE_NAME", "HEADER", "Offer", "RESERVATION", "adopt", "adoptable", "closed",
-           "ensure_reservation", "make_offer", "offered_config", "publish", "rank_nodes", "read", "tres_prefix",
-           "waiting_jobs"]
+__all__ = ["EXCLUDED_USER", "FILE_NAME", "HEADER", "Offer", "RESERVATION", "START_GRACE", "adopt", "adoptable",
+           "closed", "ensure_reservation", "make_offer", "offered_config", "publish", "rank_nodes", "read", "starting",
+           "starting_requests", "tres_prefix", "waiting_jobs"]

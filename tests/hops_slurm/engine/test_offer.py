@@ -59,12 +59,14 @@ def test_an_offer_is_open_only_while_nothing_waits_and_gpus_are_idle() -> None:
                             tres="gres/gpu:") is None
 
 
-def test_waiting_means_a_pending_hops_job_of_the_partition_not_set_aside() -> None:
-    def job(i: str, state: str, partition: str = "hops", hops: bool = True) -> SlurmJob:
-        return SlurmJob(job_id=i, state=state, partition=partition, admin_comment=COMMENT_PREFIX + DIRECTIVES if hops else "")
+def test_waiting_means_a_pending_hops_job_of_the_partition_not_set_aside_nor_starting() -> None:
+    def job(i: str, state: str, partition: str = "hops", hops: bool = True, **more: object) -> SlurmJob:
+        return SlurmJob(job_id=i, state=state, partition=partition, submit_time=1000.0,
+                        admin_comment=COMMENT_PREFIX + DIRECTIVES if hops else "", **more)
     jobs = [job("1", "RUNNING"), job("2", "PENDING"), job("3", "PENDING", partition="other"), job("4", "PENDING", hops=False),
-            job("5", "PENDING")]
-    assert offer.waiting_jobs(jobs, "hops", aside={"5"}) == ["2"]
+            job("5", "PENDING"), job("6", "PENDING", priority=1, reservation=offer.RESERVATION)]
+    assert offer.waiting_jobs(jobs, "hops", aside={"5"}, now=1002.0) == ["2"]  # 6 is about to start on its offer
+    assert offer.waiting_jobs(jobs, "hops", aside={"5"}, now=1000.0 + offer.START_GRACE + 1) == ["2", "6"]
 
 
 def test_the_engine_offers_after_a_planning_and_closes_while_a_job_waits(tmp_path: Path) -> None:
@@ -110,7 +112,7 @@ def test_a_job_started_on_an_offer_gets_its_env_file_and_is_accounted(tmp_path: 
         assert env["HOPS_GPUS"] == "4" and env["HOPS_CONFIG"] == "n2:4" and env["HOPS_GPU_TYPE"] == "a100"
         assert env["HOPS_LR"] == "0.1" and env["HOPS_PREEMPT_SIGNAL"] and "HOPS_METRICS_FILE" in env
         assert engine.tracked["11"].placements[-1]["config"] == {"n2": 4}
-        assert not any(c[0] in ("hold", "update_job") and c[1:2] == ("11",) for c in api.calls), api.calls
+        assert not any(c[0] in ("hold", "update") and c[1:2] == ("11",) for c in api.calls), api.calls
         made = offer.read(tmp_path / "hops-offer")
         assert made is not None and dict(made.nodes) == {"n1": 4}  # its node is no longer offered
     finally:
@@ -127,6 +129,30 @@ def test_an_offered_job_that_did_not_start_is_detached_and_held(tmp_path: Path) 
                                    required_nodes=("n1",), tres_per_node="gres:gpu:4", reservation=offer.RESERVATION)
         engine.refresh()
         assert api.get("12").reservation == "" and api.get("12").held  # planned as any new job from here
+    finally:
+        engine.close()
+
+
+def test_a_job_about_to_start_on_its_offer_is_left_to_slurm_and_its_gpus_are_not_offered_again(tmp_path: Path) -> None:
+    api = StandInSlurm(gpus_per_node=4, nodes=2)
+    api.clock = 1000.0
+    path = tmp_path / "hops-offer"
+    engine = _engine(tmp_path, api, path)
+    try:
+        engine.refresh_and_fill()
+        # the hook put it on n1 with 4 GPUs; Slurm's next pass has not come yet
+        api._jobs["13"] = SlurmJob(job_id="13", user="root", state="PENDING", priority=100, partition="hops",
+                                   admin_comment=COMMENT_PREFIX + DIRECTIVES, submit_time=1000.0,
+                                   required_nodes=("n1",), tres_per_node="gres:gpu:4", reservation=offer.RESERVATION)
+        assert not engine.monitor()  # not an arrival: Slurm starts it
+        engine.refresh_and_fill()
+        assert api.get("13").reservation == offer.RESERVATION and not api.get("13").held and "13" not in engine.tracked
+        made = offer.read(path)
+        assert made is not None and dict(made.nodes) == {"n2": 4}  # its GPUs are promised to it
+        api.clock = 1000.0 + offer.START_GRACE + 1  # it did not start within the grace: planned as any new job
+        assert engine.monitor()  # detached, held, then placed by the fragment plan, as a new job is
+        assert "13" in engine.tracked and api.get("13").reservation == "hops-j13"
+        assert ("update", "13", "Reservation=") in [c[:3] for c in api.calls] and ("hold", "13") in [c[:2] for c in api.calls]
     finally:
         engine.close()
 
