@@ -12,11 +12,11 @@ admin_comment ("hops:<canonical>"), is put in the Hops partition when it named n
 
 Offers (docs/design.md, "Offers: new jobs start at Slurm's next pass"): while no Hops job waits, the engine
 writes the idle GPUs it offers to the file hops-offer beside this hook. A valid job that asks for no
-nodes of its own then gets its largest acceptable GPU count on the first offered node that still has
-that many free, in the reservation hops-offer, and is not held: slurmctld starts it at its next
-scheduling pass, without waiting for the engine. What this hook handed out since the engine's read is
-counted off the file's numbers. No file, an expired or malformed one, or nothing that fits: the job is
-held as before.
+nodes of its own then gets its largest acceptable GPU count on the first offered node that has that
+many free, in the reservation hops-offer, and is not held: slurmctld starts it at its next scheduling
+pass, without waiting for the engine. One job per offer: once a job took it, the next is held until the
+engine has read Slurm again (and, seeing a job wait, closed the offer). No file, an expired or malformed
+one, or nothing that fits: the job is held as before.
 
 Cost: slurmctld holds its job lock while this runs, for every job. Lengths are capped before any pattern
 runs, and every pattern is linear in its subject (no nested or adjacent unbounded repetitions); numbers
@@ -567,8 +567,8 @@ local function offer_path()
 end
 hops.offer_file = offer_path()
 
--- GPUs handed out by this hook: { node, gpus, time } (slurmctld keeps this Lua state between jobs)
-hops.given = {}
+-- When this hook last gave a job an offer (slurmctld keeps this Lua state between jobs).
+hops.last_given = nil
 
 local function words(line)
 	local out = {}
@@ -657,28 +657,22 @@ function hops.take_offer(job_desc, canonical, now, path)
 	if list == nil then
 		return nil
 	end
+	-- one job per offer: the next waits for the engine's next read, which sees this one (a burst of
+	-- submissions is the planner's to share out, not first come first served)
+	if hops.last_given ~= nil and hops.last_given >= offer.as_of then
+		return nil
+	end
 	local counts = split(list, ",")
-	local kept = {}
-	for _, g in ipairs(hops.given) do -- handed out since the engine's read: not in its numbers yet
-		if g[3] >= offer.as_of then
-			table.insert(kept, g)
-		end
-	end
-	hops.given = kept
-	local taken = {}
-	for _, g in ipairs(kept) do
-		taken[g[1]] = (taken[g[1]] or 0) + g[2]
-	end
 	for i = #counts, 1, -1 do -- the largest acceptable count first
 		local want = tonumber(counts[i])
 		for _, node in ipairs(offer.nodes) do
-			if node[2] - (taken[node[1]] or 0) >= want then
+			if node[2] >= want then
 				job_desc.reservation = OFFER
 				job_desc.req_nodes = node[1]
 				job_desc.min_nodes = 1
 				job_desc.max_nodes = 1
 				job_desc.tres_per_node = offer.tres .. want
-				table.insert(hops.given, { node[1], want, now })
+				hops.last_given = now
 				return node[1], want
 			end
 		end

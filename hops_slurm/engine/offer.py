@@ -15,8 +15,9 @@ and released it, and then at slurmctld's next scheduling pass (once a second: do
 an unheld job on idle GPUs starts at that pass directly, as under Slurm's own scheduling. An offer is
 open only while no Hops job waits (a waiting job is the planner's to place first) and GPUs are idle; it
 names nodes in the engine's order (fastest first, by the running jobs' own estimates), expires unless
-the engine renews it, and the hook counts what it has handed out since the engine's last read, so two
-submissions do not take the same GPUs.
+the engine renews it, and serves one job: the hook gives no second job an offer the engine wrote before
+it saw the first (a burst of submissions is the planner's to share out). A job on an offer that Slurm
+has not started yet is left alone for :data:`START_GRACE` s, its GPUs promised to it.
 
 The file (ASCII, one item per line; the hook reads at most :data:`MAX_BYTES`)::
 

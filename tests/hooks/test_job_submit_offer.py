@@ -1,6 +1,6 @@
 """The submit hook's offers (hooks/job_submit.lua ``take_offer``): a valid Hops job takes its largest acceptable
-GPU count on the first offered node that has that many free, is put in ``hops-offer`` and is not held; no
-offer, an expired or malformed one, or nothing that fits leaves it held as before. Run in Lua 5.1 with a
+GPU count on the first offered node that has that many free, is put in ``hops-offer`` and is not held; one
+job per offer; no offer, an expired or malformed one, or nothing that fits leaves it held as before. Run in Lua 5.1 with a
 stand-in for the plugin's ``slurm`` table (only what the hook calls); the live test
 (tests/hops_slurm/engine/test_offer_live.py) runs it inside slurmctld."""
 
@@ -62,14 +62,21 @@ def test_no_offer_file_holds_the_job(tmp_path: Path) -> None:
     assert submit(tmp_path, None, [(script("1,2,4"), "", "")]) == [HELD]
 
 
-def test_a_job_takes_its_largest_count_on_the_first_node_that_has_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("gpus", "expect"), [
+    ("1,2,4", ["0", "nil", "hops-offer", "a100-2", "gres/gpu:4", "1"]),  # a100-1 has only 3
+    ("1,2", ["0", "nil", "hops-offer", "a100-1", "gres/gpu:2", "1"]),  # the first node with 2
+    ("8,16", ["0", "nil", "hops-offer", "a100-2", "gres/gpu:8", "1"]),  # 16 fits on no one node
+    ("16", HELD),  # nothing fits
+])
+def test_a_job_takes_its_largest_count_on_the_first_node_that_has_it(tmp_path: Path, gpus: str, expect: list[str]) -> None:
     text = offer_text([("a100-1", 3), ("a100-2", 8), ("v100-1", 4)])
-    got = submit(tmp_path, text, [(script("1,2,4"), "", ""), (script("2,8"), "", ""), (script("8"), "", ""),
-                                  (script("1,2"), "", "")])
-    assert got[0] == ["0", "nil", "hops-offer", "a100-2", "gres/gpu:4", "1"]  # a100-1 has only 3
-    assert got[1] == ["0", "nil", "hops-offer", "a100-1", "gres/gpu:2", "1"]  # 8 fits nowhere now
-    assert got[2] == HELD  # 8 GPUs on one node: a100-2 has 4 left after the first job
-    assert got[3] == ["0", "nil", "hops-offer", "a100-2", "gres/gpu:2", "1"]  # a100-1 has 1 left
+    assert submit(tmp_path, text, [(script(gpus), "", "")]) == [expect]
+
+
+def test_one_job_per_offer_the_next_waits_for_the_engine(tmp_path: Path) -> None:
+    text = offer_text([("a100-1", 8), ("a100-2", 8)])
+    got = submit(tmp_path, text, [(script("4"), "", ""), (script("4"), "", "")])
+    assert got[0][2] == "hops-offer" and got[1] == HELD
 
 
 def test_the_release_s_request_form_comes_from_the_file(tmp_path: Path) -> None:
@@ -103,8 +110,7 @@ def test_a_job_asking_for_gpus_itself_is_still_refused(tmp_path: Path) -> None:
     assert got[0][0] == "-1"
 
 
-def test_handouts_before_the_engine_s_read_are_not_counted_twice(tmp_path: Path) -> None:
-    """The hook counts off only what it gave since the file's as_of: the engine's numbers include the rest."""
+def test_a_new_offer_after_the_engine_s_read_serves_the_next_job(tmp_path: Path) -> None:
     lua = shutil.which("lua5.1")
     assert lua
     runner = tmp_path / "two.lua"
@@ -113,16 +119,18 @@ slurm = { SUCCESS = 0, ERROR = -1, log_user = function(...) end, log_info = func
 dofile(arg[1])
 HOPS.offer_file = arg[2]
 local s = "#!/bin/sh\n#HOPS gpus=4 samples=1K batch-size=8 model=resnet18\ntrue\n"
-local function put(as_of) local f = io.open(arg[2], "w"); f:write("hops-offer 1\nas_of " .. as_of .. "\nexpires 2000\ntres gres/gpu:\nnode n1 4\n"); f:close() end
+local function put(as_of) local f = io.open(arg[2], "w"); f:write("hops-offer 1\nas_of " .. as_of .. "\nexpires 2000\ntres gres/gpu:\nnode n1 8\n"); f:close() end
 put(990)
 local a = { script = s }; os.time = function() return 1000 end; slurm_job_submit(a, {}, 1000)
 local b = { script = s }; slurm_job_submit(b, {}, 1000)
-put(1001) -- the engine read Slurm after job a started: 4 free again (say job a ended)
-local c = { script = s }; os.time = function() return 1002 end; slurm_job_submit(c, {}, 1000)
-print(tostring(a.req_nodes), tostring(b.req_nodes), tostring(c.req_nodes))
+put(1000) -- read in the second job a was given its offer: it may not have seen it yet
+local c = { script = s }; os.time = function() return 1001 end; slurm_job_submit(c, {}, 1000)
+put(1001) -- read after it
+local d = { script = s }; slurm_job_submit(d, {}, 1000)
+print(tostring(a.req_nodes), tostring(b.req_nodes), tostring(c.req_nodes), tostring(d.req_nodes))
 """)
     out = subprocess.run([lua, str(runner), str(HOOK), str(tmp_path / "hops-offer")], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["n1", "nil", "n1"]
+    assert out.stdout.split() == ["n1", "nil", "nil", "n1"]
 
 
 def test_the_offer_file_is_looked_for_beside_the_hook(tmp_path: Path) -> None:
