@@ -14,15 +14,16 @@ Hops reservations), ``hold``* (admin-hold new jobs), ``settle``* (read back rele
 ``resync``* (the snapshot brought up to date after those commands), ``calibrate`` (default calibrations
 for new GPU types), ``track`` (new jobs' states), ``close`` (ended jobs: last records, declaration outcome,
 probes cancelled), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
-in-place measurement), ``adopt``* (the environment files of jobs Slurm started on an offer: :mod:`hops_slurm.engine.offer`),
-``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
+in-place measurement), ``adopt``* (the environment files of jobs Slurm started on an offer:
+:mod:`hops_slurm.engine.offer`), ``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
 ``declarations``* (declared vs processed samples), ``save``* (the states of the jobs that changed beyond
 the clock, or not written for a round: :mod:`hops_slurm.engine.written`; one transaction), ``records``*
 (their JobRecords into records.sqlite), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
 
 **Round** (:data:`Round.STEPS`): ``views`` (the job views on the snapshot), ``plannings`` (a round or
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
-simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``). Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
+simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``).
+Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
 after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
 """
@@ -212,7 +213,7 @@ class Refresh:
                     out["in_place" if js.profile == PROFILE_INPLACE else "profiled"].append(js.job_id)
         out["aside"] = {js.job_id: js.aside for js in e.tracked.values() if js.aside}
 
-    def _adopt(self) -> None:  # offered jobs Slurm started inside their submission: their env files
+    def _adopt(self) -> None:  # jobs Slurm started on an offer, before the engine saw them: their env files
         e, listing = self.e, self.snap.listing
         todo = [j for j in e.tracked if j in listing and offer.adoptable(listing[j])]
         if todo:
@@ -311,10 +312,9 @@ class Round:
         if path is None or e.dry_run or b is None:
             return
         aside = {j for j, s in e.tracked.items() if s.aside}
-        made = offer.make_offer(b.snapshot, partition=e.config.slurm.partition,
-                                waiting=offer.waiting_jobs(b.jobs, e.config.slurm.partition, aside, b.snapshot.taken),
-                                promised=b.placed,
-                                views=b.views, now=e.now(),
+        part = e.config.slurm.partition
+        made = offer.make_offer(b.snapshot, partition=part, waiting=offer.waiting_jobs(b.jobs, part, aside, b.snapshot.taken),
+                                promised=b.placed, views=b.views, now=e.now(),
                                 ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))
         try:
             offer.publish(path, made)
