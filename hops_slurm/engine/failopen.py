@@ -11,7 +11,8 @@ a plan places it; if the daemon is gone, they would wait forever. The administra
   job of the Hops partition is handed to Slurm's own scheduling: a rigid request of ``gpus`` (the
   smallest or largest count of its ``gpus=`` list) on any nodes, its environment file (``HOPS_GPUS``,
   ``HOPS_LR``) written, a Comment that says so (``scontrol show job``), its admin hold released; the gate
-  reservation (and the offer reservation over the same nodes) is removed so Slurm may start it. Jobs
+  reservation is removed so Slurm may start it (and the offer reservation over the same nodes too; while
+  jobs started on offers still run in it Slurm refuses, and the released jobs go into it instead). Jobs
   set aside (their directives do not read back) stay held. Without any heartbeat yet, the first run starts the clock.
 
 It takes the engine's lock while it acts (a daemon starting meanwhile waits for the next try) and
@@ -129,6 +130,25 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
         with journal.action(kind, job_id, args, "failopen"):
             fn()  # type: ignore[operator]
 
+    offer_resv: list[str] = []  # [OFFER] once jobs go through the offer reservation (it could not be deleted)
+    offer_checked = False
+
+    def clear_offer() -> None:
+        """The offer reservation lies over the gate's nodes and would keep released jobs off them: delete
+        it; while jobs that started on offers still run in it Slurm refuses ("in use"), and the released
+        jobs are put in it instead (it admits every user but one)."""
+        nonlocal offer_checked
+        if offer_checked:
+            return
+        offer_checked = True
+        if not any(r.name == OFFER for r in api.reservations()):
+            return
+        try:
+            act("failopen-ungate", "", {"reservation": OFFER}, lambda: api.delete_reservation(OFFER))
+        except SlurmError as exc:
+            log.info("failopen: %s not deleted (%s): released jobs run in it", OFFER, exc)
+            offer_resv.append(OFFER)
+
     for job in api.jobs():
         if not (job.is_hops and job.pending and job.held and job.partition == config.slurm.partition):
             continue
@@ -145,7 +165,10 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
                   "NumNodes": str(max(1, math.ceil(gpus / per_node)))}
         comment = f"{COMMENT} (silent {report.age or 0:.0f} s): {gpus} GPUs from Slurm's own scheduling"
         try:
-            if job.reservation.startswith("hops-"):
+            clear_offer()
+            if offer_resv:
+                fields["Reservation"] = OFFER
+            elif job.reservation.startswith("hops-"):
                 act("failopen-detach", job.job_id, {"reservation": job.reservation},
                     lambda j=job.job_id: api.update_job(j, {"Reservation": ""}))
             act("failopen-request", job.job_id, {"fields": fields},
@@ -159,15 +182,9 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             report.skipped[job.job_id] = f"not released: {exc}"
             continue
         report.released[job.job_id] = gpus
-    present = {r.name for r in api.reservations()} if report.released else set()
-    if GATE in present:
+    if report.released and any(r.name == GATE for r in api.reservations()):
         try:
             act("failopen-ungate", "", {}, lambda: api.delete_reservation(GATE))
             report.gate_removed = True
         except SlurmError as exc:
             report.skipped["gate"] = f"{GATE} not deleted: {exc}"
-    if OFFER in present:  # a reservation over the same nodes: Slurm would keep the released jobs off them too
-        try:
-            act("failopen-ungate", "", {"reservation": OFFER}, lambda: api.delete_reservation(OFFER))
-        except SlurmError as exc:
-            report.skipped["offer"] = f"{OFFER} not deleted: {exc}"

@@ -11,7 +11,9 @@ from hops_slurm.config import parse_config
 from hops_slurm.engine.aside import COMMENT_PREFIX
 from hops_slurm.engine.failopen import HEARTBEAT, fail_open, touch_heartbeat
 from hops_slurm.engine.lock import InstanceLock
+from hops_slurm.slurm.api import SlurmCommandError
 from hops_slurm.slurm.enact import GATE, read_job_env
+from hops_slurm.slurm.snapshot import OFFER
 from standin import StandInSlurm
 
 GOOD = "gpus=2,4 samples=1000 batch-size=8 model=resnet18 lr=0.1@4"
@@ -79,3 +81,27 @@ def test_max_asks_for_the_largest_count(tmp_path: Path) -> None:
     api = _api()
     _silent_for(tmp_path, 120)
     assert fail_open(_config(tmp_path, gpus="max"), api).released == {"1": 4}
+
+
+def test_the_offer_reservation_goes_too_or_the_released_jobs_go_into_it(tmp_path: Path) -> None:
+    """hops-offer lies over the gate's nodes: left there it would keep the released jobs off them. Slurm
+    deletes it unless jobs that started on offers still run in it ("in use"); then the released jobs go in."""
+    api = _api()
+    api.create_reservation(OFFER, ["n1", "n2"], ["-daemon"], ["OVERLAP", "IGNORE_JOBS"])
+    _silent_for(tmp_path, 120)
+    assert fail_open(_config(tmp_path), api).released == {"1": 2}
+    assert OFFER not in {r.name for r in api.reservations()} and api.get("1").reservation == ""
+
+    class InUse(StandInSlurm):
+        def delete_reservation(self, name: str) -> None:
+            if name == OFFER:
+                raise SlurmCommandError(["scontrol", "delete"], 1, "Requested reservation is in use")
+            super().delete_reservation(name)
+
+    busy = InUse()
+    busy.submit("1", GOOD)
+    busy.hold("1")
+    busy.create_reservation(GATE, ["n1", "n2"], ["root"], ["IGNORE_JOBS"])
+    busy.create_reservation(OFFER, ["n1", "n2"], ["-daemon"], ["OVERLAP", "IGNORE_JOBS"])
+    report = fail_open(_config(tmp_path), busy)
+    assert report.released == {"1": 2} and busy.get("1").reservation == OFFER and report.gate_removed
