@@ -3,10 +3,10 @@ Slurm's next pass").
 
 Where it sits: after every round and fragment plan (the ``offer`` step of
 :class:`hops_slurm.engine.cycle.Round`) the engine writes what it offers to the file the submit hook
-reads (``[engine] offer_file``, ``hops-offer`` beside ``job_submit.lua``); the hook
-(``hooks/job_submit.lua``: ``take_offer``) gives a new job its largest acceptable GPU count on the
-first offered node that still has that many free, in the ``hops-offer`` reservation, and does not hold
-it, so slurmctld starts it at its next scheduling pass, as it starts any job on idle nodes. The refresh's
+reads (``[engine] offer_file``, ``hops-offer`` beside ``job_submit.lua``); the hook's offers
+(``hooks/hops_offer.lua``, which ``job_submit.lua`` loads from beside itself: ``take_offer``) give a
+new job its largest acceptable GPU count on the first offered node that has that many free, in the
+``hops-offer`` reservation, and do not hold it, so slurmctld starts it at its next scheduling pass, as it starts any job on idle nodes. The refresh's
 ``adopt`` step then writes the job's environment file (:func:`adopt`) and the rounds plan it as any
 running job.
 
@@ -50,10 +50,10 @@ if TYPE_CHECKING:
     from hops_slurm.slurm.enact import Enactor
 FILE_NAME = "hops-offer"  # beside job_submit.lua: the hook looks for it in its own directory
 HEADER = "hops-offer 1"
-MAX_BYTES = 65536  # the hook reads no more than this (hooks/job_submit.lua: MAX_OFFER_BYTES)
-MAX_NODES = 4096  # node lines the hook reads (hooks/job_submit.lua: MAX_OFFER_NODES)
+MAX_BYTES = 65536  # the hook reads no more than this (hooks/hops_offer.lua: MAX_OFFER_BYTES)
+MAX_NODES = 4096  # node lines the hook reads (hooks/hops_offer.lua: MAX_OFFER_NODES)
 TRES_PREFIXES = ("gres:gpu:", "gres/gpu:")
-#: node names the hook accepts (hooks/job_submit.lua: the same class, the same length)
+#: node names the hook accepts (hooks/hops_offer.lua: the same class, the same length)
 NODE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 #: seconds after its submission an offered job may stay pending before the engine holds it: Slurm starts an
 #: unheld job at its next scheduling pass (once a second, and backfill every bf_interval)

@@ -1,4 +1,4 @@
-"""The submit hook's offers (hooks/job_submit.lua ``take_offer``): a valid Hops job takes its largest acceptable
+"""The submit hook's offers (hooks/hops_offer.lua, loaded by hooks/job_submit.lua from beside it): a valid Hops job takes its largest acceptable
 GPU count on the first offered node that has that many free, is put in ``hops-offer`` and is not held; one
 job per offer; no offer, an expired or malformed one, or nothing that fits leaves it held as before. Run in Lua 5.1 with a
 stand-in for the plugin's ``slurm`` table (only what the hook calls); the live test
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from hops_slurm.engine.offer import Offer, closed, read
 
 HOOK = Path(__file__).resolve().parents[2] / "hooks" / "job_submit.lua"
+OFFERS = HOOK.with_name("hops_offer.lua")
 
 # arg: HOOK OFFER_FILE NOW then one JSON-ish line per job: script \t req_nodes ("" = none)
 CASE = r"""
@@ -133,16 +135,31 @@ print(tostring(a.req_nodes), tostring(b.req_nodes), tostring(c.req_nodes), tostr
     assert out.stdout.split() == ["n1", "nil", "nil", "n1"]
 
 
-def test_the_offer_file_is_looked_for_beside_the_hook(tmp_path: Path) -> None:
+def test_the_offers_come_from_beside_the_hook_and_without_them_every_job_is_held(tmp_path: Path) -> None:
     lua = shutil.which("lua5.1")
     assert lua
-    hook = tmp_path / "etc" / "job_submit.lua"
-    hook.parent.mkdir()
-    shutil.copyfile(HOOK, hook)
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    shutil.copyfile(HOOK, etc / "job_submit.lua")
     runner = tmp_path / "where.lua"
-    runner.write_text('slurm = { SUCCESS = 0, ERROR = -1 }\ndofile(arg[1])\nprint(HOPS.offer_file)\n')
-    out = subprocess.run([lua, str(runner), str(hook)], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str(tmp_path / "etc" / "hops-offer")
+    runner.write_text(r"""
+slurm = { SUCCESS = 0, ERROR = -1, log_user = function(...) end, log_info = function(...) end }
+dofile(arg[1])
+local job = { script = "#!/bin/sh\n#HOPS gpus=2 samples=1K batch-size=8 model=resnet18\ntrue\n" }
+slurm_job_submit(job, {}, 1000)
+print(tostring(HOPS.offer_file), tostring(job.priority), tostring(job.reservation))
+""")
+    (etc / "hops-offer").write_text(offer_text([("n1", 8)], as_of=time.time() - 5, expires=time.time() + 60))
+
+    def run() -> list[str]:
+        return subprocess.run([lua, str(runner), str(etc / "job_submit.lua")], capture_output=True, text=True,
+                              check=True).stdout.split()
+
+    assert run() == ["nil", "0", "nil"]  # job_submit.lua alone: no offers, the job is held
+    shutil.copyfile(OFFERS, etc / "hops_offer.lua")
+    assert run() == [str(etc / "hops-offer"), "nil", "hops-offer"]  # beside it: the file there is read
+    (etc / "hops_offer.lua").write_text("error('broken')\n")
+    assert run() == ["nil", "0", "nil"]  # a broken one: held, no error
 
 
 def test_python_reads_what_it_writes(tmp_path: Path) -> None:

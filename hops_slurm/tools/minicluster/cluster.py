@@ -197,6 +197,10 @@ class Minicluster:
             (s / "etc" / "cgroup.conf").write_text(cgroup)
         if lua:
             shutil.copyfile(self.job_submit_lua, s / "etc" / "job_submit.lua")
+            offers = self.job_submit_lua.with_name("hops_offer.lua")  # the hook's offers, loaded from beside it
+            (s / "etc" / offers.name).unlink(missing_ok=True)
+            if offers.exists():
+                shutil.copyfile(offers, s / "etc" / offers.name)
         if self.accounting:
             self.accounting.write_files(host)
         # World-readable so non-root users' client commands can read it.
