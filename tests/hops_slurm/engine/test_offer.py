@@ -38,6 +38,14 @@ def _view(job_id: str, speed: dict[str, float], measured: bool = True) -> JobVie
                    measured=measured, throughput=lambda c: sum(speed[n] * k for n, k in c.items()))
 
 
+def _on_offer(job_id: str, state: str = "PENDING", **more: object) -> SlurmJob:
+    """A job the hook put on an offer of 4 GPUs (on n1 unless ``more`` says otherwise)."""
+    fields: dict[str, object] = {"required_nodes": ("n1",), "tres_per_node": "gres:gpu:4", **more}
+    return SlurmJob(job_id=job_id, user="root", state=state, priority=100, partition="hops",
+                    admin_comment=COMMENT_PREFIX + DIRECTIVES, submit_time=1000.0, reservation=offer.RESERVATION,
+                    **fields)
+
+
 def test_nodes_are_offered_best_first_by_the_running_jobs_own_estimates() -> None:
     views = [_view("1", {"v1": 1.0, "a1": 3.0, "a2": 2.9}), _view("2", {"v1": 2.0, "a1": 5.0, "a2": 5.0})]
     assert offer.rank_nodes(["v1", "a2", "a1"], views) == ["a1", "a2", "v1"]
@@ -103,10 +111,8 @@ def test_a_job_started_on_an_offer_gets_its_env_file_and_is_accounted(tmp_path: 
     try:
         engine.refresh_and_fill()
         # what slurmctld does with a job the hook put on an offer: it runs at once, unheld, in hops-offer
-        api._jobs["11"] = SlurmJob(job_id="11", name="j11", user="root", state="RUNNING", priority=100, partition="hops",
-                                   admin_comment=COMMENT_PREFIX + DIRECTIVES, submit_time=1000.0, start_time=1000.0,
-                                   nodes=("n2",), required_nodes=("n2",), tres_per_node="gres:gpu:4",
-                                   gpu_alloc={"n2": (0, 1, 2, 3)}, reservation=offer.RESERVATION)
+        api._jobs["11"] = _on_offer("11", "RUNNING", start_time=1000.0, nodes=("n2",), required_nodes=("n2",),
+                                    gpu_alloc={"n2": (0, 1, 2, 3)})
         assert engine.monitor()  # a new Hops job, running: refresh (which adopts it) and a fragment plan
         env = read_job_env(engine.enactor.env_dir, "11")
         assert env["HOPS_GPUS"] == "4" and env["HOPS_CONFIG"] == "n2:4" and env["HOPS_GPU_TYPE"] == "a100"
@@ -124,9 +130,7 @@ def test_an_offered_job_that_did_not_start_is_detached_and_held(tmp_path: Path) 
     engine = _engine(tmp_path, api, tmp_path / "hops-offer")
     try:
         engine.refresh_and_fill()
-        api._jobs["12"] = SlurmJob(job_id="12", user="root", state="PENDING", priority=100, partition="hops",
-                                   admin_comment=COMMENT_PREFIX + DIRECTIVES, submit_time=1000.0,
-                                   required_nodes=("n1",), tres_per_node="gres:gpu:4", reservation=offer.RESERVATION)
+        api._jobs["12"] = _on_offer("12")
         engine.refresh()
         assert api.get("12").reservation == "" and api.get("12").held  # planned as any new job from here
     finally:
@@ -141,9 +145,7 @@ def test_a_job_about_to_start_on_its_offer_is_left_to_slurm_and_its_gpus_are_not
     try:
         engine.refresh_and_fill()
         # the hook put it on n1 with 4 GPUs; Slurm's next pass has not come yet
-        api._jobs["13"] = SlurmJob(job_id="13", user="root", state="PENDING", priority=100, partition="hops",
-                                   admin_comment=COMMENT_PREFIX + DIRECTIVES, submit_time=1000.0,
-                                   required_nodes=("n1",), tres_per_node="gres:gpu:4", reservation=offer.RESERVATION)
+        api._jobs["13"] = _on_offer("13")
         assert not engine.monitor()  # not an arrival: Slurm starts it
         engine.refresh_and_fill()
         assert api.get("13").reservation == offer.RESERVATION and not api.get("13").held and "13" not in engine.tracked
