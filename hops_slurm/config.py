@@ -106,8 +106,29 @@ else:
 
 
 class SlurmConfig(_Section):
-    partition: SlurmName = Field("hops", description="partition whose jobs Hops manages")
+    partition: SlurmName = Field("hops", description="partition whose jobs Hops manages (the first of `partitions` "
+                                 "when that is given)")
+    partitions: list[SlurmName] = Field(default_factory=list, max_length=64,
+                                        description="the Hops partitions, any names, one or several; the first is where "
+                                        "a #HOPS job that names no partition goes. Empty: [partition]")
     profiler_partition: SlurmName = Field("profiler", description="partition the probes run in")
+
+    @model_validator(mode="after")
+    def _partitions(self) -> SlurmConfig:
+        if self.partitions:
+            if len(set(self.partitions)) != len(self.partitions):
+                raise ValueError("slurm.partitions names a partition twice")
+            if "partition" in self.model_fields_set and self.partition != self.partitions[0]:
+                raise ValueError(f"slurm.partition ({self.partition}) must be the first of slurm.partitions, or left out")
+            self.partition = self.partitions[0]
+        else:
+            self.partitions = [self.partition]
+        return self
+
+    @property
+    def hops_partitions(self) -> tuple[str, ...]:
+        """Every Hops partition, the default (the one a #HOPS job that names none goes to) first."""
+        return tuple(self.partitions)
 
 
 #: the operating system's own directories: no path key may lead into one, nor state_dir or a root be one
@@ -200,6 +221,11 @@ class EngineConfig(_Section):
                                     "job_submit.lua (e.g. /etc/slurm/hops-offer): while no Hops job waits, a new job "
                                     "is not held but starts on idle GPUs at Slurm's next pass (docs/design.md, \"Offers\"); unset: "
                                     "every new job is held until a plan places it")
+
+    hook_dir: AbsPath | None = Field(None, description="the directory of the installed Hops submit-hook module "
+                                     "(hops_submit.lua), e.g. /etc/slurm: the daemon writes the Hops partitions there "
+                                     "(hops-partitions), which the hook reads; unset: the directory of offer_file, else none "
+                                     "is written")
 
     @field_validator("offer_file")
     @classmethod
@@ -296,8 +322,8 @@ class SiteConfig(_Section):
                 f"planner.time_limit ({limit:g} s) must be shorter than scheduler.round_length"
                 f" ({self.scheduler.round_length:g} s)"
             )
-        if self.slurm.partition == self.slurm.profiler_partition:
-            raise ValueError("slurm.profiler_partition must differ from slurm.partition")
+        if self.slurm.profiler_partition in self.slurm.hops_partitions:
+            raise ValueError("slurm.profiler_partition must differ from every Hops partition (slurm.partitions)")
         p = self.paths
         p.check_place("engine.env_dir", self.engine.env_dir)
         p.check_place("engine.probe_dir", self.engine.probe_dir)
