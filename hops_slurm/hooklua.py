@@ -17,7 +17,10 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 
 HOOKS = Path(__file__).resolve().parents[1] / "hooks"
-HOOK = HOOKS / "job_submit.lua"
+HOOK = HOOKS / "hops_submit.lua"  # the Hops module (job_submit.lua calls it)
+SITE_HOOK = HOOKS / "job_submit.lua"  # the complete hook for a site without one of its own
+#: what the Hops module reads from its own directory, beside the site's job_submit.lua
+MODULE_FILES = ("hops_submit.lua", "hops_directives.lua", "hops_offer.lua")
 RUNNER = HOOKS / "run_parser.lua"
 
 

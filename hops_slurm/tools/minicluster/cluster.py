@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.errors import MiniclusterError
+from hops_slurm.hooklua import HOOKS, MODULE_FILES
 from hops_slurm.tools.minicluster import conf, processes, roots
 from hops_slurm.tools.minicluster.slurmdbd import Accounting
 from hops_slurm.tools.minicluster.chroot import RootRuntime
@@ -196,11 +197,7 @@ class Minicluster:
         if cgroup:
             (s / "etc" / "cgroup.conf").write_text(cgroup)
         if lua:
-            shutil.copyfile(self.job_submit_lua, s / "etc" / "job_submit.lua")
-            offers = self.job_submit_lua.with_name("hops_offer.lua")  # the hook's offers, loaded from beside it
-            (s / "etc" / offers.name).unlink(missing_ok=True)
-            if offers.exists():
-                shutil.copyfile(offers, s / "etc" / offers.name)
+            self._install_hook(s / "etc")
         if self.accounting:
             self.accounting.write_files(host)
         # World-readable so non-root users' client commands can read it.
@@ -209,6 +206,23 @@ class Minicluster:
                 f.chmod(0o644)
         (s / "etc").chmod(0o755)
         self.state.chmod(0o755)
+
+    def _install_hook(self, etc: Path) -> None:
+        """The given job_submit.lua, the Hops module files it loads from beside itself (from beside the given
+        hook when they are there, else the shipped ones; a file missing there is missing here too) and the
+        hops-partitions file written from the spec's Hops partitions, as the daemon writes it."""
+        assert self.job_submit_lua is not None
+        shutil.copyfile(self.job_submit_lua, etc / "job_submit.lua")
+        source = self.job_submit_lua.parent if (self.job_submit_lua.parent / "hops_submit.lua").exists() else HOOKS
+        for name in MODULE_FILES:
+            (etc / name).unlink(missing_ok=True)
+            if (source / name).exists():
+                shutil.copyfile(source / name, etc / name)
+        parts = etc / "hops-partitions"
+        parts.unlink(missing_ok=True)
+        names = self.spec.hops_partition_names()
+        if names:
+            parts.write_text(conf.render_hops_partitions(names))
 
     def _munge_ids(self) -> tuple[int, int]:
         if self.rooted:
