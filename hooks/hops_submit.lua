@@ -197,7 +197,7 @@ local function gpu_entries(value)
 					t, n = string.match(rest, "^:([A-Za-z0-9._%-]+):(%d+)$")
 					if t == nil then
 						t = string.match(rest, "^:([A-Za-z0-9._%-]+)$")
-						n = "1"
+						n = t and "1" or nil
 					end
 				end
 			end
