@@ -129,7 +129,8 @@ class Refresh:
         return [j for j in self.snap.jobs if not offer.starting(j, self.snap.taken)]
 
     def _evict(self) -> None:
-        self.out["evicted"] = self.e.enactor.evict_foreign(self._settled_jobs())  # type: ignore[union-attr]
+        probes = {str(p["slurm_id"]) for js in self.e.tracked.values() for p in js.probes.values() if "slurm_id" in p}
+        self.out["evicted"] = self.e.enactor.evict_foreign(self._settled_jobs(), probes)  # type: ignore[union-attr]
 
     def _hold(self) -> None:
         self.out["held"] = self.e.enactor.hold_new(self._settled_jobs())  # type: ignore[union-attr]

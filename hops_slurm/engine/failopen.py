@@ -37,7 +37,7 @@ from hops_slurm.engine.lock import EngineLocked, InstanceLock
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError
 from hops_slurm.slurm.enact import GATE, hops_job_env, write_job_env
-from hops_slurm.slurm.snapshot import OFFER
+from hops_slurm.slurm.snapshot import OFFER, hops_reservations
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             clear_offer()
             if offer_resv:
                 fields["Reservation"] = OFFER
-            elif job.reservation.startswith("hops-"):
+            elif hops_reservations(job.reservation):
                 act("failopen-detach", job.job_id, {"reservation": job.reservation},
                     lambda j=job.job_id: api.update_job(j, {"Reservation": ""}))
             act("failopen-request", job.job_id, {"fields": fields},

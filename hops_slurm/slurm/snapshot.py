@@ -41,6 +41,22 @@ JOB_RESERVATION_PREFIX = "hops-j"
 PLACEMENT_STEPS = ("place", "reserve", "attach", "release", "hold", "requeuehold")
 
 
+#: every reservation the engine makes is named so (the gate, the offer, ``hops-j<id>``, ``hops-p<id>``)
+HOPS_RESERVATION_PREFIX = "hops-"
+
+
+def reservation_names(text: str) -> tuple[str, ...]:
+    """The reservations a job's ``Reservation`` field names: Slurm reads it as a comma list and skips empty
+    names (``_get_resv_list``: ``strtok_r(.., ",")``, the same in 22.05, 24.11 and 26.05), so
+    ``,hops-offer`` and ``maint,hops-offer`` both name ``hops-offer``."""
+    return tuple(name for name in text.split(",") if name)
+
+
+def hops_reservations(text: str) -> tuple[str, ...]:
+    """The Hops reservations (``hops-*``) among :func:`reservation_names`."""
+    return tuple(name for name in reservation_names(text) if name.startswith(HOPS_RESERVATION_PREFIX))
+
+
 def job_reservation(job_id: str) -> str:
     return f"{JOB_RESERVATION_PREFIX}{job_id}"
 
