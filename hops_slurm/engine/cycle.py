@@ -98,9 +98,9 @@ class Refresh:
         ("adopt", True), ("ingest", True), ("tidy", True), ("ages", True), ("declarations", True), ("save", True),
         ("records", True), ("metrics", True), ("heartbeat", True))
 
-    def __init__(self, engine: Engine, listing: list[SlurmJob] | None = None) -> None:
+    def __init__(self, engine: Engine, listing: list[SlurmJob] | None = None, listed_at: float | None = None) -> None:
         assert engine.backend is not None and engine.enactor is not None and engine.state is not None
-        self.e, self.given = engine, listing
+        self.e, self.given, self.listed_at = engine, listing, listed_at
         self.snap = Snapshot()
         self.out: dict[str, Any] = {"held": [], "ended": [], "profiled": [], "in_place": []}
         self.gated = False
@@ -118,7 +118,7 @@ class Refresh:
     def _read(self) -> None:
         e = self.e
         e._refreshes, e._record_budget = e._refreshes + 1, RefreshBudget()  # one record budget per refresh
-        self.snap = e.backend.read(self.given)  # type: ignore[union-attr]
+        self.snap = e.backend.read(self.given, self.listed_at)  # type: ignore[union-attr]
         e.enactor.round_id = "refresh"  # type: ignore[union-attr]
 
     def _gate(self) -> None:

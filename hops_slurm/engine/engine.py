@@ -327,11 +327,12 @@ class Engine(JobBookkeeping):
                         "`hops-slurm calibrate` measures it", t)
 
     # ----- steps ----------------------------------------------------------------------------------------
-    def refresh(self, listing: list[SlurmJob] | None = None) -> dict[str, Any]:
-        """Read Slurm (``listing``: a job listing just read, reused), hold new jobs, settle released ones,
-        account, profile: the named steps of :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
+    def refresh(self, listing: list[SlurmJob] | None = None, listed_at: float | None = None) -> dict[str, Any]:
+        """Read Slurm (``listing``: a job listing just read, reused, read from ``listed_at`` on), hold new
+        jobs, settle released ones, account, profile: the named steps of
+        :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
         with storage_errors(self.state_dir):
-            session = Refresh(self, listing)
+            session = Refresh(self, listing, listed_at)
             run_steps("refresh", session.steps(), self.metrics.step)
             return session.out
 
@@ -372,6 +373,7 @@ class Engine(JobBookkeeping):
         submitted to idle GPUs starts within a monitor interval, not at the next refresh): refresh and run
         a fragment plan. True if something ended or arrived."""
         assert self.backend is not None
+        listed_at = self.api.now()  # before the listing: the time it reflects (an offer's as_of)
         jobs = self.api.jobs()
         listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
@@ -387,7 +389,7 @@ class Engine(JobBookkeeping):
             log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
         if arrived:
             log.info("jobs submitted: %s; refresh and fragment plan", ", ".join(arrived))
-        self.refresh(jobs)  # this listing is the refresh's snapshot
+        self.refresh(jobs, listed_at)  # this listing is the refresh's snapshot
         self.round(fragment=True)
         return True
 

@@ -284,15 +284,17 @@ class Enactor:
             if not short or time.monotonic() > deadline:
                 break
             if time.monotonic() >= next_ask:
+                listed_at = time.time()  # before the listing: what it reflects (an offer's as_of)
                 jobs, whole = jobs_of(self.api, started)
                 listing = {j.job_id: j for j in jobs}
                 suspects = [j for j in started if set(self.planned_config(j) or {}) & short]
                 if all(allocated(listing.get(j)) for j in suspects):
-                    return snap.with_jobs(jobs, nodes, whole=whole)
+                    return snap.with_jobs(jobs, nodes, whole=whole, listed_at=listed_at)
                 next_ask = time.monotonic() + 1.0
             time.sleep(self.poll)
+        listed_at = time.time()
         jobs, whole = jobs_of(self.api, started)
-        return snap.with_jobs(jobs, nodes, whole=whole)
+        return snap.with_jobs(jobs, nodes, whole=whole, listed_at=listed_at)
 
     def _stop(self, jobs: list[SlurmJob], result: EnactResult, snap: Snapshot) -> dict[str, SlurmJob]:
         """Give the running ``jobs`` the plan stops their notice and wait (:class:`Notifier`), then
