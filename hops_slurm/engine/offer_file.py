@@ -45,6 +45,7 @@ HEADER = "hops-offer 2"
 MAX_BYTES = 65536  # the hook reads no more than this (hooks/hops_offer.lua: MAX_OFFER_BYTES)
 MAX_NODES = 4096  # node lines the hook reads (hooks/hops_offer.lua: MAX_OFFER_NODES)
 MAX_PARTITIONS = 64  # partitions on one node line (interface: at most 64 Hops partitions)
+MAX_PARTITION_FIELD = 4096  # bytes of that list
 TRES_PREFIXES = ("gres:gpu:", "gres/gpu:")
 #: node and partition names the hook accepts (the same class, the same length)
 NODE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -104,7 +105,7 @@ def _whole(word: bytes, digits: int) -> int | None:
 
 
 def _partitions(word: bytes) -> tuple[str, ...] | None:
-    if len(word) > MAX_PARTITIONS * 65:
+    if len(word) > MAX_PARTITION_FIELD:
         return None
     names = word.split(b",")
     if len(names) > MAX_PARTITIONS or not all(_NAME.fullmatch(n) for n in names):
