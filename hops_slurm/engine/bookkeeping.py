@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hops_slurm.core.interface import Planning
     from planner.views import Policy
     from hops_slurm.engine.live_backend import SlurmBackend
+    from hops_slurm.engine.offer_file import OfferWriter
     from hops_slurm.engine.profiling import ProfilerFlow
     from hops_slurm.slurm.enact import Enactor
 
@@ -70,6 +71,8 @@ class JobBookkeeping:
     views: ViewCache
     estimates: dict[tuple[object, ...], object]
     policy: Policy
+    offers: OfferWriter | None
+    last_planning: Planning | None
     _record_budget: RefreshBudget
     _types_memo: tuple[object, dict[str, str]] | None = None
     _refreshes: int

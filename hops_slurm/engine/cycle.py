@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hops_slurm.core.ledger import slurm_time
-from hops_slurm.engine import offer
-from hops_slurm.engine.aside import per_job, set_aside_unservable
+from hops_slurm.engine import offer, offer_grant
+from hops_slurm.engine.aside import per_job, per_job_failure, reason_text, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.inplace import probe_capacity
@@ -48,6 +48,7 @@ from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account
 from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.slurm.placement import drop_job_env
 from hops_slurm.slurm.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -97,9 +98,9 @@ class Refresh:
         ("adopt", True), ("ingest", True), ("tidy", True), ("ages", True), ("declarations", True), ("save", True),
         ("records", True), ("metrics", True), ("heartbeat", True))
 
-    def __init__(self, engine: Engine, listing: list[SlurmJob] | None = None) -> None:
+    def __init__(self, engine: Engine, listing: list[SlurmJob] | None = None, listed_at: float | None = None) -> None:
         assert engine.backend is not None and engine.enactor is not None and engine.state is not None
-        self.e, self.given = engine, listing
+        self.e, self.given, self.listed_at = engine, listing, listed_at
         self.snap = Snapshot()
         self.out: dict[str, Any] = {"held": [], "ended": [], "profiled": [], "in_place": []}
         self.gated = False
@@ -117,7 +118,7 @@ class Refresh:
     def _read(self) -> None:
         e = self.e
         e._refreshes, e._record_budget = e._refreshes + 1, RefreshBudget()  # one record budget per refresh
-        self.snap = e.backend.read(self.given)  # type: ignore[union-attr]
+        self.snap = e.backend.read(self.given, self.listed_at)  # type: ignore[union-attr]
         e.enactor.round_id = "refresh"  # type: ignore[union-attr]
 
     def _gate(self) -> None:
@@ -129,7 +130,8 @@ class Refresh:
         return [j for j in self.snap.jobs if not offer.starting(j, self.snap.taken)]
 
     def _evict(self) -> None:
-        self.out["evicted"] = self.e.enactor.evict_foreign(self._settled_jobs())  # type: ignore[union-attr]
+        probes = {str(p["slurm_id"]) for js in self.e.tracked.values() for p in js.probes.values() if "slurm_id" in p}
+        self.out["evicted"] = self.e.enactor.evict_foreign(self._settled_jobs(), probes)  # type: ignore[union-attr]
 
     def _hold(self) -> None:
         self.out["held"] = self.e.enactor.hold_new(self._settled_jobs())  # type: ignore[union-attr]
@@ -182,6 +184,7 @@ class Refresh:
                 e._ingest_metrics(js)  # its last records count too
                 e._record_declaration(js)
                 cancel_probes(js, e.api)
+                drop_job_env(e.enactor.env_dir, js.job_id)  # type: ignore[union-attr]
             if e.profiler is not None:
                 e.profiler.forget(js.job_id)
             e.seen_files.forget(js.job_id)
@@ -215,12 +218,24 @@ class Refresh:
 
     def _adopt(self) -> None:  # jobs Slurm started on an offer, before the engine saw them: their env files
         e, listing = self.e, self.snap.listing
-        todo = [j for j in e.tracked if j in listing and offer.adoptable(listing[j])]
-        if todo:
-            self.out["adopted"] = offer.adopt([listing[j] for j in todo], self.snap, e.enactor.env_dir,  # type: ignore[union-attr]
-                                              e._job_envs(todo))
-            if self.out["adopted"]:
-                log.info("started on an offer: %s", ", ".join(self.out["adopted"]))
+        todo = [listing[j] for j in e.tracked if j in listing and offer.adoptable(listing[j])]
+        if not todo:
+            return
+        # one that holds anything but what it was granted is put right, never adopted as it is
+        writer = e.offers
+        wrong = offer_grant.misfits(todo, e.config.slurm.hops_partitions, writer.history if writer else ())
+        self.out["put_right"] = offer_grant.put_right(e.enactor, wrong) if wrong else []  # type: ignore[arg-type]
+
+        def failed(job_id: str, exc: Exception) -> None:  # this job alone is set aside; the others go on
+            if not per_job_failure(exc):
+                raise exc
+            js = e.tracked[job_id]
+            e._set_aside(js, reason_text("adopting it on its offer", exc))
+            log.warning("job %s set aside: %s", job_id, js.aside)
+        self.out["adopted"] = offer.adopt([j for j in todo if j.job_id not in wrong], self.snap,
+                                          e.enactor.env_dir, e._job_envs([j.job_id for j in todo]), failed)  # type: ignore[union-attr]
+        if self.out["adopted"]:
+            log.info("started on an offer: %s", ", ".join(self.out["adopted"]))
 
     def _ingest(self) -> None:
         for js in self.e.tracked.values():
@@ -271,6 +286,7 @@ class Round:
         self.tag = f"round{engine._round_no}"
         self.now = engine.now()  # the instant: every planning of this round sees the jobs as of it
         self.first: Planning | None = None
+        self.last: Planning | None = None
         b = engine.backend
         b.round_id = self.tag + ("-fragment" if fragment else "")
         b.job_env = {}
@@ -285,6 +301,11 @@ class Round:
 
     def _before_enacting(self, plan: Any) -> None:  # the environment of the jobs this plan starts
         self.e.backend.job_env = self.e._job_envs(plan.placed())  # type: ignore[union-attr]
+        if not self.e.dry_run:
+            try:  # the plan may hand out what the offer offers: closed until the next offer step
+                offer.close_while_enacting(self.e.offers)
+            except OSError as exc:
+                log.warning("cannot close the offer file: %s", exc)
 
     def _recorded(self, planning: Planning) -> None:
         e, b = self.e, self.e.backend
@@ -305,18 +326,21 @@ class Round:
                                  index=1 if self.fragment else 0, limit=limit, dry_run=self.e.dry_run,
                                  before_apply=self._before_enacting, on_planning=self._recorded)
         self.first = plannings[0] if plannings else None
+        self.last = plannings[-1] if plannings else None
 
     def _offer(self) -> None:  # what a new job may take unheld, as the plannings left Slurm
         e, b = self.e, self.e.backend
-        path = e.config.engine.offer_file
-        if path is None or e.dry_run or b is None:
+        if e.offers is None or e.dry_run or b is None:
             return
         aside = {j for j, s in e.tracked.items() if s.aside}
-        part = e.config.slurm.partition
-        made = offer.make_offer(b.snapshot, partition=part, waiting=offer.waiting_jobs(b.jobs, part, aside, b.snapshot.taken),
-                                promised=b.placed, views=b.views, now=e.now(),
-                                ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))
+        parts = e.config.slurm.hops_partitions
+        planning = self.last or e.last_planning
+        last = planning.plan.diagnostics.get("limited") if planning is not None else None
+        limited = set(last) if isinstance(last, dict) else set()
+        waiting = offer.waiting_jobs(b.jobs, parts, aside, b.snapshot.taken, limited)
+        made = offer.make_offer(b.snapshot, partitions=parts, waiting=waiting, promised=b.placed, views=b.views,
+                                now=e.now(), ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))
         try:
-            offer.publish(path, made)
+            e.offers.publish(made, e.now())
         except OSError as exc:
-            log.warning("cannot write the offer file %s: %s", path, exc)
+            log.warning("cannot write the offer file %s: %s", e.offers.path, exc)

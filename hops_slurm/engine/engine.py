@@ -38,8 +38,8 @@ from hops_slurm.engine.bookkeeping import JobBookkeeping
 from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
-from hops_slurm.engine.offer import publish as publish_offer
 from hops_slurm.engine.offer import starting
+from hops_slurm.engine.offer_file import OfferWriter
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
@@ -100,6 +100,8 @@ class Engine(JobBookkeeping):
         self.tracked: dict[str, JobState] = {}
         self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.last_planning: Planning | None = None
+        #: the offer file's one writer (``[engine] offer_file``; None: no offers)
+        self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
@@ -196,12 +198,11 @@ class Engine(JobBookkeeping):
                  id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
-        path = self.config.engine.offer_file
-        if path is not None and not self.dry_run and self._opened:
+        if self.offers is not None and not self.dry_run and self._opened:
             try:  # no daemon, no offers: new jobs are held until it is back
-                publish_offer(path, None)
+                self.offers.publish(None)
             except OSError as exc:
-                log.warning("cannot close the offer file %s: %s", path, exc)
+                log.warning("cannot close the offer file %s: %s", self.offers.path, exc)
         for thing in (self.store, self.journal, self.state, self.records_file):
             if thing is not None and hasattr(thing, "close"):
                 try:
@@ -326,11 +327,12 @@ class Engine(JobBookkeeping):
                         "`hops-slurm calibrate` measures it", t)
 
     # ----- steps ----------------------------------------------------------------------------------------
-    def refresh(self, listing: list[SlurmJob] | None = None) -> dict[str, Any]:
-        """Read Slurm (``listing``: a job listing just read, reused), hold new jobs, settle released ones,
-        account, profile: the named steps of :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
+    def refresh(self, listing: list[SlurmJob] | None = None, listed_at: float | None = None) -> dict[str, Any]:
+        """Read Slurm (``listing``: a job listing just read, reused, read from ``listed_at`` on), hold new
+        jobs, settle released ones, account, profile: the named steps of
+        :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
         with storage_errors(self.state_dir):
-            session = Refresh(self, listing)
+            session = Refresh(self, listing, listed_at)
             run_steps("refresh", session.steps(), self.metrics.step)
             return session.out
 
@@ -371,6 +373,7 @@ class Engine(JobBookkeeping):
         submitted to idle GPUs starts within a monitor interval, not at the next refresh): refresh and run
         a fragment plan. True if something ended or arrived."""
         assert self.backend is not None
+        listed_at = self.api.now()  # before the listing: the time it reflects (an offer's as_of)
         jobs = self.api.jobs()
         listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
@@ -386,7 +389,7 @@ class Engine(JobBookkeeping):
             log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
         if arrived:
             log.info("jobs submitted: %s; refresh and fragment plan", ", ".join(arrived))
-        self.refresh(jobs)  # this listing is the refresh's snapshot
+        self.refresh(jobs, listed_at)  # this listing is the refresh's snapshot
         self.round(fragment=True)
         return True
 

@@ -13,7 +13,8 @@ a plan places it; if the daemon is gone, they would wait forever. The administra
   ``HOPS_LR``) written, a Comment that says so (``scontrol show job``), its admin hold released; the gate
   reservation is removed so Slurm may start it (and the offer reservation over the same nodes too; while
   jobs started on offers still run in it Slurm refuses, and the released jobs go into it instead). Jobs
-  set aside (their directives do not read back) stay held. Without any heartbeat yet, the first run starts the clock.
+  set aside (their directives do not read back) stay held. The offer file is closed first (no daemon, no
+  offers: the hook holds new jobs again). Without any heartbeat yet, the first run starts the clock.
 
 It takes the engine's lock while it acts (a daemon starting meanwhile waits for the next try) and
 journals each action, so a daemon that comes back reconciles as after any crash: jobs started by Slurm
@@ -34,10 +35,11 @@ from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX as ASIDE_PREFIX
 from hops_slurm.engine.lock import EngineLocked, InstanceLock
+from hops_slurm.engine.offer_file import publish as publish_offer
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError
 from hops_slurm.slurm.enact import GATE, hops_job_env, write_job_env
-from hops_slurm.slurm.snapshot import OFFER
+from hops_slurm.slurm.snapshot import OFFER, hops_reservations
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,7 @@ def fail_open(config: SiteConfig, api: SlurmApi, *, now: float | None = None, dr
         if age < fo.grace:
             return FailOpenReport("waiting", age)
         report = FailOpenReport("released", age)
+        close_offer(config, dry_run)
         journal = Journal(config.paths.resolve(config.paths.journal)) if not dry_run else None
         try:
             _release_all(config, api, journal, report, dry_run)
@@ -114,6 +117,18 @@ def fail_open(config: SiteConfig, api: SlurmApi, *, now: float | None = None, dr
         return report
     finally:
         lock.release()
+
+
+def close_offer(config: SiteConfig, dry_run: bool) -> None:
+    """No daemon, no offers: the offer file is closed (the header alone) before the offer reservation is
+    deleted, so the hook sends no new job into a reservation that is gone (it holds them as usual)."""
+    path = config.engine.offer_file
+    if path is None or dry_run:
+        return
+    try:
+        publish_offer(path, None)
+    except OSError as exc:
+        log.warning("failopen: cannot close the offer file %s: %s", path, exc)
 
 
 def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, report: FailOpenReport,
@@ -168,7 +183,7 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             clear_offer()
             if offer_resv:
                 fields["Reservation"] = OFFER
-            elif job.reservation.startswith("hops-"):
+            elif hops_reservations(job.reservation):
                 act("failopen-detach", job.job_id, {"reservation": job.reservation},
                     lambda j=job.job_id: api.update_job(j, {"Reservation": ""}))
             act("failopen-request", job.job_id, {"fields": fields},

@@ -58,10 +58,10 @@ class SlurmBackend:
     #: may have been replaced since: hops_slurm.engine.coexist)
     stored: Callable[[], Mapping[str, str]] | None = None
 
-    def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
-        """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
-        snap = Snapshot.read(self.api) if jobs is None else \
-            Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), self.api.now())
+    def read(self, jobs: list[SlurmJob] | None = None, listed_at: float | None = None) -> Snapshot:
+        """Read Slurm (``jobs``: a job listing just read, reused, read from ``listed_at`` on; without it the
+        snapshot's time is unknown, 0, and no offer is made of it): the round's snapshot."""
+        snap = Snapshot.read(self.api, jobs, listed_at if jobs is None or listed_at is not None else 0.0)
         self.keep(snap)
         return self.snapshot
 

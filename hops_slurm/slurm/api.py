@@ -67,6 +67,8 @@ class SlurmJob(BaseModel):
     reservation: str = ""
     restart_count: int = 0
     time_limit: float = 0.0  # seconds of its time limit (``--time``); 0 = none or unknown
+    eligible_time: float = 0.0  # when it may start at the earliest (``--begin``; a requeue pushes it ahead)
+    dependency: str = ""  # Slurm's dependency text (``afterok:12(unfulfilled)``), empty when none is left
 
     @property
     def held(self) -> bool:
