@@ -178,17 +178,18 @@ end
 -- A valid Hops job (its canonical directives, its Hops partitions) on an offer: returns the node, the
 -- GPU count and the partition it was given and fills in its request, or nil (the job is held).
 function O.take_offer(job_desc, canonical, partitions, part_list, now, path)
-	if O.ineligible(job_desc, part_list, partitions, now) then
-		return nil
+	local why = O.ineligible(job_desc, part_list, partitions, now)
+	if why then
+		return nil, why
 	end
 	local offer = O.read_offer(path)
 	if offer == nil or now >= offer.expires then
-		return nil
+		return nil, "no open offer"
 	end
 	-- one job per offer, also after a restart: only a read of Slurm begun after this hook last gave an
 	-- offer (or was loaded) has seen that job
 	if offer.as_of <= O.loaded_at or (O.last_given ~= nil and offer.as_of <= O.last_given) then
-		return nil
+		return nil, string.format("offer of %d already served (given %s, loaded %d)", offer.as_of, tostring(O.last_given), O.loaded_at)
 	end
 	local list = string.match(canonical, "^gpus=([%d,]+) ")
 	if list == nil then
@@ -214,7 +215,7 @@ function O.take_offer(job_desc, canonical, partitions, part_list, now, path)
 			end
 		end
 	end
-	return nil
+	return nil, "nothing fits"
 end
 
 -- The entry point for hops_submit.lua: true when the job took an offer (its request filled in, not to be
@@ -230,6 +231,10 @@ function O.offer(job_desc, canonical, partitions, part_list, uid)
 			slurm.log_info("hops: job from uid %s starts on the offer: %d GPUs on %s (partition %s)", tostring(uid), count, node, part)
 		end
 		return true
+	elseif ok then
+		if slurm and slurm.log_info then
+			slurm.log_info("hops: job from uid %s held, no offer: %s", tostring(uid), tostring(count))
+		end
 	elseif not ok then
 		for k, v in pairs(saved) do -- only the fields that were set (a string field is cleared with "")
 			if job_desc[k] ~= v then
