@@ -55,6 +55,9 @@ def test_only_jobs_that_hold_what_they_are_granted_take_an_offer_and_a_reload_se
     eng.until_idle()
     user = eng.ensure_user()
     api = CliSlurm(eng.cluster.env())
+    # the hook serves only offers read after it was loaded, in whole seconds: a slurmctld started within the
+    # last second (a fresh test cluster) gets the engine's first offer only from a read a second later
+    time.sleep(1.1)
     with Engine(load_config(eng.config), api=api, env=eng.env) as engine:
         engine.refresh_and_fill()
         assert offer.read(offering) is not None, offering.read_text()
@@ -74,9 +77,10 @@ def test_only_jobs_that_hold_what_they_are_granted_take_an_offer_and_a_reload_se
         # the hook is reloaded (slurmctld reloads a job_submit.lua whose time changed): its memory of the offer
         # it gave is gone, the offer file is the one the engine wrote before that job existed
         hook = eng.cluster.conf_path.parent / "job_submit.lua"
-        later = time.time() + 2
-        os.utime(hook, (later, later))
+        time.sleep(1.1)
+        os.utime(hook)  # now: later than the hook's load, so slurmctld loads it afresh at the next job
         again = _submit(eng, user)
         j = eng.detail(again)
         assert j.reservation != offer.RESERVATION and j.priority == 0, eng.describe()
         subprocess.run(["scancel", *eng.submitted], env=eng.env, check=False, timeout=30)
+    time.sleep(1.1)  # the next test's first offer is read a second after this reload
