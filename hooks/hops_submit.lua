@@ -170,7 +170,7 @@ local function is_hops_text(script, comment)
 	if type(comment) == "string" and string.find(comment, "^[ \t]*hops:") then
 		return true
 	end
-	return type(script) == "string" and string.find(string.sub(script, 1, 65536), "#HOPS", 1, true) ~= nil
+	return type(script) == "string" and string.find(script, "#HOPS", 1, true) ~= nil -- plain: memchr speed
 end
 
 -- A GPU request field (tres_per_node / tres_per_job): GPU entries read, others kept.
@@ -301,7 +301,7 @@ function M.verdict(req, parts, problem)
 	local job_parts
 	if named == nil then
 		if parts == nil then
-			return { kind = "ERR", message = "#HOPS partition: the submit hook knows no Hops partition (" .. problem .. "): tell your administrator" }
+			return { kind = "ERR", message = "#HOPS partition: the submit hook knows no Hops partition (" .. tostring(problem) .. "): tell your administrator" }
 		end
 		job_parts = { parts[1] }
 	else

@@ -146,3 +146,14 @@ local j = { script = "#!/bin/sh\n#HOPS gpus=2 samples=1K batch-size=8 model=resn
 print(slurm_job_submit(j, {}, 1000), j.partition, j.priority, slurm_job_modify({ reservation = "hops-gate" }, {}, {}, 1000))
 """)
     assert out.stdout.split() == ["0", "gpu-hops", "0", "-1"]
+
+
+def test_a_hops_line_past_the_first_64_kib_still_reads_the_partitions(tmp_path: Path) -> None:
+    """A script with no command in its first 32 KiB and #HOPS far beyond is refused by the grammar (syntax),
+    as directives check refuses it: the hook must have read the partitions for it too."""
+    where = install(tmp_path)
+    out = run(where, r"""
+local job = { script = "#!/bin/sh\n" .. string.rep("#\n", 40000) .. "#HOPS gpus=1\n" }
+print(H.job_submit(job, {}, 1000))
+""")
+    assert out.stdout.split() == ["-1"] and out.stderr.startswith("#HOPS syntax: no command in the first 32768 bytes")
