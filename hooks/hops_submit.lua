@@ -158,12 +158,21 @@ end
 
 -- True when a reservation string names a hops-* reservation anywhere in its comma list. Slurm splits on
 -- "," and skips empty names (_get_resv_list); blanks and case are treated as separators and folded here
--- too, so no spelling gets past: one linear search (a class, then a literal).
+-- too, so no spelling gets past: plain searches for "hops-", each hit's previous byte checked (linear).
 function M.engine_reservation(r)
 	if type(r) ~= "string" then
 		return false
 	end
-	return string.find("," .. string.lower(r), "[,%s]hops%-") ~= nil
+	local s, from = "," .. string.lower(r), 1
+	while true do
+		local at = string.find(s, "hops-", from, true) -- plain search; s starts with ",", so at >= 2
+		if at == nil then
+			return false
+		elseif string.find(string.sub(s, at - 1, at - 1), "^[,%s]$") then
+			return true
+		end
+		from = at + 1
+	end
 end
 
 local function is_hops_text(script, comment)
