@@ -19,8 +19,9 @@ reservation, :func:`hops_slurm.engine.known_jobs.refresh_ages` (``ages``) and
 A step that fails as a whole for a reason that is no one job's and not the engine's own (a fault in the
 step itself, data no job owns) is recorded (:attr:`Session.failed`, and ``failed`` in the refresh's
 result), logged on one line, and the cycle runs the steps after it, but for those that need it
-(:data:`Refresh.NEEDS`, :data:`Round.NEEDS`): every refresh step needs ``read`` (without the snapshot,
-``close`` would take every job for ended); ``account`` and ``profile`` need ``close`` (until it ran,
+(:data:`Refresh.NEEDS`, :data:`Round.NEEDS`): every refresh step needs ``read``, whose failure of any kind
+ends the refresh as a failure of the engine does (without a fresh read of Slurm ``close`` would take
+every job for ended, and no round may plan on it); ``account`` and ``profile`` need ``close`` (until it ran,
 the tracked jobs include ended ones); ``records`` needs ``save`` (the records are of the states
 saved); ``plannings`` needs ``views`` and ``offer`` needs ``plannings`` (an offer is what the
 plannings left idle). ``resync`` reads the snapshot again whole after any failed step before it.
@@ -86,6 +87,7 @@ class Step:
     name: str
     run: Callable[[], object]
     needs: tuple[str, ...] = ()
+    vital: bool = False  # its failure, whatever it is, ends the cycle (the refresh's read of Slurm)
 
 
 @contextmanager
@@ -102,7 +104,7 @@ def timed(cycle: str, step: str, observe: Observe) -> Iterator[None]:
 
 def run_steps(cycle: str, steps: Sequence[Step], observe: Observe, failed: dict[str, str] | None = None) -> dict[str, str]:
     """Run ``steps`` in order, each timed (:func:`timed`). A step that fails for a reason of the engine
-    itself (:func:`hops_slurm.engine.aside.per_job_failure` False) ends the cycle; any other failure goes
+    itself (:func:`hops_slurm.engine.aside.per_job_failure` False), or of a vital step, ends the cycle; any other failure goes
     into ``failed`` (step -> one-line reason), is logged on one line, and the steps after it run but for
     those that need it (:attr:`Step.needs`), which are skipped (``failed``: "skipped: ..."). Returns ``failed``."""
     failed = {} if failed is None else failed
@@ -116,7 +118,7 @@ def run_steps(cycle: str, steps: Sequence[Step], observe: Observe, failed: dict[
             with timed(cycle, step.name, observe):
                 step.run()
         except Exception as exc:
-            if not per_job_failure(exc):
+            if step.vital or not per_job_failure(exc):
                 raise
             failed[step.name] = reason_text(f"{type(exc).__name__}", exc)
             log.error("%s step %s failed (%s); skipped: %s; the other steps run", cycle, step.name,
@@ -152,7 +154,7 @@ class Session:
         needs = self.NEEDS.get(name, ())
         if self.FIRST and name != self.FIRST:
             needs = (self.FIRST, *needs)
-        return Step(name, getattr(self, "_" + name), needs)
+        return Step(name, getattr(self, "_" + name), needs, vital=name == self.FIRST)
 
     def each(self, step: str, jobs: Iterable[JobState], one: Callable[[JobState], T]) -> dict[str, T]:
         """``one(job)`` for each of ``jobs``, each on its own: a job whose processing fails is set aside with
@@ -244,10 +246,12 @@ class Refresh(Session):
             b.keep(snap.with_reservations(self.e.api.reservations()) if self.gated or self.verified else snap)
             self.snap = b.snapshot
 
-    def _calibrate(self) -> None:
+    def _gpu_types(self) -> list[str]:  # of the Hops partition's GPU nodes in the snapshot
         part = self.e.config.slurm.partition
-        self.gpu_types = sorted({n.gpu_type for n in self.snap.nodes if n.gpus_total and part in n.partitions})
-        self.e._ensure_calibrations(set(self.gpu_types))
+        return sorted({n.gpu_type for n in self.snap.nodes if n.gpus_total and part in n.partitions})
+
+    def _calibrate(self) -> None:
+        self.e._ensure_calibrations(set(self._gpu_types()))
 
     def _track(self) -> None:
         e = self.e
@@ -306,7 +310,7 @@ class Refresh(Session):
         # a job whose profiling is settled has nothing to advance: the capacity is read only for the others
         todo = [js for js in e.tracked.values() if not js.aside and not ProfilerFlow.settled(js)]
         if e.profiler is not None and todo:
-            part = e.config.slurm
+            part, self.gpu_types = e.config.slurm, self._gpu_types()
             self.capacity = probe_capacity(self.snap, part.partition, part.profiler_partition, e.backend.placed)  # type: ignore[union-attr]
             self.each("profile", todo, self._profile_one)
         out["aside"] = {js.job_id: js.aside for js in e.tracked.values() if js.aside}
