@@ -364,13 +364,14 @@ class Refresh(Session):
         assert state is not None
         try:
             state.save_rows(list(rows.values()))
+            saved: Mapping[str, object] = rows
         except Exception as exc:
             if not per_job_failure(exc):
                 raise
-            # a row the database refused (and rolled back): each on its own, so that one keeps no other out
-            rows = self.each("save", [js for js, _ in due if js.job_id in rows],
-                             lambda js: state.save_rows([rows[js.job_id]]))
-        self.due = [(js, key) for js, key in due if js.job_id in rows]
+            # a row the database would not take (all rolled back): each on its own, so one keeps no other out
+            saved = self.each("save", [js for js, _ in due if js.job_id in rows],
+                              lambda js: state.save_rows([rows[js.job_id]]))
+        self.due = [(js, key) for js, key in due if js.job_id in saved]
 
     def _save_one(self, js: JobState) -> dict[str, object]:
         return job_row(js)

@@ -48,6 +48,7 @@ def test_run_steps_stops_at_a_failure_of_the_engine_itself() -> None:
     assert all(s >= 0 for *_, s in seen)
 
 
+@pytest.mark.step_failures
 def test_run_steps_records_any_other_failure_and_runs_every_step_that_does_not_need_it(
         caplog: pytest.LogCaptureFixture) -> None:
     ran: list[str] = []

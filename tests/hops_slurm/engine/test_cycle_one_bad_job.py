@@ -28,6 +28,8 @@ from standin import StandInSlurm
 if TYPE_CHECKING:
     from hops_slurm.engine.cycle import Session
 
+pytestmark = pytest.mark.step_failures  # the steps fail on purpose here
+
 JOB = "gpus=1 samples=100000 batch-size=8 model=resnet18"
 FAULT = "injected fault"
 
@@ -244,5 +246,22 @@ def test_an_offered_job_on_a_gpu_count_its_lr_table_lacks_stops_no_refresh(tmp_p
             engine.refresh()
             engine.refresh()
         assert not [r for r in caplog.records if "job 21 set aside" in r.getMessage()]  # logged once, not every refresh
+    finally:
+        engine.close()
+
+
+def test_a_state_row_the_database_refuses_keeps_no_other_job_unsaved(tmp_path: Path) -> None:
+    """The state rows go in one transaction; one the database will not take (a number SQLite cannot hold)
+    sets that job aside and the others are saved each on its own."""
+    api, engine = _scene(tmp_path)
+    try:
+        engine.tracked["2"].first_seen = 2 ** 70  # an int too large for SQLite (a field no step recomputes)
+        out = engine.refresh()
+        assert "failed" not in out
+        assert engine.tracked["2"].aside.startswith("refresh step save: ")
+        assert engine.state is not None
+        saved = engine.state.jobs()
+        assert {"1", "5", "6", "21", "22"} <= set(saved) and saved["5"].last_state == "PENDING"
+        assert saved["2"].first_seen != 2 ** 70  # its last good row stays
     finally:
         engine.close()
