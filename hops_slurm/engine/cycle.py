@@ -24,7 +24,7 @@ ends the refresh as a failure of the engine does (without a fresh read of Slurm 
 every job for ended, and no round may plan on it); ``account`` and ``profile`` need ``close`` (until it ran,
 the tracked jobs include ended ones); ``records`` needs ``save`` (the records are of the states
 saved); ``plannings`` needs ``views`` and ``offer`` needs ``plannings`` (an offer is what the
-plannings left idle). ``resync`` reads the snapshot again whole after any failed step before it.
+plannings left idle: a round whose offer step failed or was skipped closes the offer). ``resync`` reads the snapshot again whole after any failed step before it.
 A failure of the engine itself (Slurm unreachable or a command refused, the engine's storage, memory:
 :func:`hops_slurm.engine.aside.per_job_failure` is False) still ends the session (its time is observed):
 every later step would meet it too, and Slurm's state must be repaired from the journal before another
@@ -103,10 +103,11 @@ def timed(cycle: str, step: str, observe: Observe) -> Iterator[None]:
 
 
 def run_steps(cycle: str, steps: Sequence[Step], observe: Observe, failed: dict[str, str] | None = None) -> dict[str, str]:
-    """Run ``steps`` in order, each timed (:func:`timed`). A step that fails for a reason of the engine
-    itself (:func:`hops_slurm.engine.aside.per_job_failure` False), or of a vital step, ends the cycle; any other failure goes
-    into ``failed`` (step -> one-line reason), is logged on one line, and the steps after it run but for
-    those that need it (:attr:`Step.needs`), which are skipped (``failed``: "skipped: ..."). Returns ``failed``."""
+    """Run ``steps`` in order, each timed (:func:`timed`). A failure of the engine itself
+    (:func:`hops_slurm.engine.aside.per_job_failure` False), or any failure of a vital step, ends the cycle;
+    any other failure goes into ``failed`` (step -> one-line reason), is logged on one line, and the steps
+    after it run but for those that need it (:attr:`Step.needs`), which are skipped (``failed``: "skipped:
+    ..."). Returns ``failed``."""
     failed = {} if failed is None else failed
     t0 = time.perf_counter()
     for i, step in enumerate(steps):
@@ -458,6 +459,16 @@ class Round(Session):
         made = offer.make_offer(b.snapshot, partition=part, waiting=offer.waiting_jobs(b.jobs, part, aside, b.snapshot.taken),
                                 promised=b.placed, views=b.views, now=e.now(),
                                 ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))
+        self._publish(made)
+
+    def close_offer(self) -> None:
+        """No offer on a round that failed before its offer step (what the plannings left is not known)."""
+        if self.e.config.engine.offer_file is not None and not self.e.dry_run:
+            self._publish(None)
+
+    def _publish(self, made: offer.Offer | None) -> None:
+        path = self.e.config.engine.offer_file
+        assert path is not None
         try:
             offer.publish(path, made)
         except OSError as exc:

@@ -344,6 +344,8 @@ class Engine(JobBookkeeping):
         """The instant's plannings as named steps (:class:`hops_slurm.engine.cycle.Round`)."""
         session = Round(self, fragment)
         run_steps("fragment" if fragment else "round", session.steps(), self.metrics.step, session.failed)
+        if "offer" in session.failed:
+            session.close_offer()
         if session.first is not None:
             self.last_planning = session.first
         return session.first

@@ -160,11 +160,14 @@ def test_a_round_step_that_fails_leaves_the_others_to_run(tmp_path: Path, monkey
         method = Round.per_job_steps().get(step)
         seen = _fail_one_job(monkeypatch, Round, method) if method else _fail_the_step(monkeypatch, Round, step)
         before = {n: _count(engine.metrics, "round", n) for n in ROUND}
+        path = tmp_path / "hops-offer"  # an offer still open from before
+        offer.publish(path, offer.Offer(as_of=0.0, expires=4e9, tres="gres:gpu:", nodes=(("n1", 1),)))
         engine.round()
         skipped = set() if method else _needing(Round(engine, fragment=False), step)
         assert _ran(engine, "round", ROUND, before) == [n for n in ROUND if n not in skipped]
         if method:
             assert seen[0].aside.startswith(f"round step {step}: ") and len(seen) > 1
+        assert offer.read(path) is None  # a round that failed before its offer closes the offer
         monkeypatch.undo()
         planning = engine.round()  # the next round is whole again
         assert planning is not None and {"5", "6"} <= set(planning.plan.placed())
