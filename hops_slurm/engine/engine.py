@@ -333,7 +333,8 @@ class Engine(JobBookkeeping):
         :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
         with storage_errors(self.state_dir):
             session = Refresh(self, listing, listed_at)
-            run_steps("refresh", session.steps(), self.metrics.step)
+            if run_steps("refresh", session.steps(), self.metrics.step, session.failed):
+                session.out["failed"] = dict(session.failed)
             return session.out
 
     def round(self, *, fragment: bool = False) -> Planning | None:
@@ -344,7 +345,9 @@ class Engine(JobBookkeeping):
     def _round(self, fragment: bool) -> Planning | None:
         """The instant's plannings as named steps (:class:`hops_slurm.engine.cycle.Round`)."""
         session = Round(self, fragment)
-        run_steps("fragment" if fragment else "round", session.steps(), self.metrics.step)
+        run_steps("fragment" if fragment else "round", session.steps(), self.metrics.step, session.failed)
+        if "offer" in session.failed:
+            session.close_offer()
         if session.first is not None:
             self.last_planning = session.first
         return session.first
