@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--launch", choices=("local", "env"), default="local",
                    help="local: spawn --procs processes here; env: join the group srun/torchrun describe")
     p.add_argument("--procs", type=bounded_int(2, 1024), default=None, help="processes for --launch local (default: GPUs here, or 2)")
-    p.add_argument("--backend", default="auto", help="auto (nccl on GPUs, else gloo), gloo or nccl")
+    p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"), help="auto (nccl on GPUs, else gloo), gloo or nccl")
     p.add_argument("--min-params", type=bounded_int(1, 1 << 28), default=1 << 16, help="smallest message, float32 values")
     p.add_argument("--max-params", type=bounded_int(1, 1 << 28), default=1 << 22, help="largest message, float32 values")
     p.add_argument("--steps", type=bounded_int(2, 64), default=5, help="number of message sizes")
