@@ -26,14 +26,15 @@ PACKAGE = "hops_slurm"
 BUNDLE = "_bundle"
 #: hooks/*.lua that only the tests and ``bench hook`` run (the parser outside slurmctld): not a site file
 DEV_HOOKS = frozenset({"run_parser.lua"})
-#: (folder under etc/ or "hooks", glob, folder in the administrator's DIR): what ``site files`` copies out
-SITE_FILES: tuple[tuple[tuple[str, ...], str, str], ...] = (
-    (("hooks",), "*.lua", "hooks"),
-    (("etc",), "hops.toml", "."),
-    (("etc", "slurm.conf.d"), "*.conf", "slurm.conf.d"),
-    (("etc", "systemd"), "*", "systemd"),
-    (("etc", "cron"), "*", "cron"),
-    (("etc", "grafana"), "*.json", "grafana"),
+#: (shipped folder, glob) of what ``site files`` copies out, to the same relative path in the administrator's
+#: DIR (DIR/hooks/job_submit.lua, DIR/etc/hops.toml ...), so the admin guide's paths hold inside DIR
+SITE_FILES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("hooks",), "*.lua"),
+    (("etc",), "hops.toml"),
+    (("etc", "slurm.conf.d"), "*.conf"),
+    (("etc", "systemd"), "*"),
+    (("etc", "cron"), "*"),
+    (("etc", "grafana"), "*.json"),
 )
 
 
@@ -83,10 +84,10 @@ class Exported:
 def site_files() -> list[tuple[Path, Path]]:
     """(shipped file, its path relative to the administrator's folder) for every site file."""
     out: list[tuple[Path, Path]] = []
-    for parts, pattern, folder in SITE_FILES:
+    for parts, pattern in SITE_FILES:
         for src in sorted(bundled(*parts).glob(pattern)):
             if src.is_file() and src.name not in DEV_HOOKS:
-                out.append((src, Path(folder) / src.name))
+                out.append((src, Path(*parts) / src.name))
     return out
 
 

@@ -14,10 +14,11 @@ from hops_slurm.text import printable
 
 def register_verb(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("files", help="copy the site files (hooks, hops.toml, slurm.conf snippet, units) into DIR",
-                         description="Copy the files a site installs besides the package into DIR: hooks/*.lua "
-                                     "(the submit hook module and a complete job_submit.lua), hops.toml (the "
-                                     "configuration template), slurm.conf.d/, systemd/, cron/, grafana/. One line "
-                                     "per file; an existing file is kept unless --force.")
+                         description="Copy the files a site installs besides the package into DIR, at the paths "
+                                     "the admin guide names: hooks/*.lua (the submit hook module and a complete "
+                                     "job_submit.lua), etc/hops.toml (the configuration template), "
+                                     "etc/slurm.conf.d/, etc/systemd/, etc/cron/, etc/grafana/. One line per file; "
+                                     "an existing file is kept unless --force.")
     p.add_argument("dir", type=Path, metavar="DIR", help="where to put them (created if missing)")
     p.add_argument("--force", action="store_true", help="replace files that exist")
     p.set_defaults(func=_run)

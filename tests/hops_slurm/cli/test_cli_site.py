@@ -19,23 +19,23 @@ def test_files_copies_every_site_file_and_never_overwrites(tmp_path: Path, capsy
     assert main(["site", "files", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     expected = {f"hooks/{p.name}" for p in (ROOT / "hooks").glob("*.lua") if p.name != "run_parser.lua"}
-    expected |= {"hops.toml", "slurm.conf.d/hops.conf", "grafana/hops-slurm.json"}
-    expected |= {f"{d}/{p.name}" for d in ("systemd", "cron") for p in (ROOT / "etc" / d).iterdir()}
+    expected |= {"etc/hops.toml", "etc/slurm.conf.d/hops.conf", "etc/grafana/hops-slurm.json"}
+    expected |= {f"etc/{d}/{p.name}" for d in ("systemd", "cron") for p in (ROOT / "etc" / d).iterdir()}
     written = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert written == expected
     assert sorted(lines) == sorted(f"wrote {out / rel}" for rel in expected)
     assert (out / "hooks" / "job_submit.lua").read_bytes() == bundled("hooks", "job_submit.lua").read_bytes()
-    assert main(["config", "check", str(out / "hops.toml")]) == 0  # the template is a valid configuration
+    assert main(["config", "check", str(out / "etc" / "hops.toml")]) == 0  # the template is a valid configuration
 
-    (out / "hops.toml").write_text("# the site's own\n")
+    (out / "etc" / "hops.toml").write_text("# the site's own\n")
     capsys.readouterr()
     assert main(["site", "files", str(out)]) == 0
     said = capsys.readouterr().out
-    assert f"kept {out / 'hops.toml'} (exists; --force replaces it)" in said and "wrote" not in said
-    assert (out / "hops.toml").read_text() == "# the site's own\n"
+    assert f"kept {out / 'etc' / 'hops.toml'} (exists; --force replaces it)" in said and "wrote" not in said
+    assert (out / "etc" / "hops.toml").read_text() == "# the site's own\n"
 
     assert main(["site", "files", str(out), "--force"]) == 0
-    assert (out / "hops.toml").read_bytes() == bundled("etc", "hops.toml").read_bytes()
+    assert (out / "etc" / "hops.toml").read_bytes() == bundled("etc", "hops.toml").read_bytes()
 
 
 def test_force_replaces_a_planted_link_and_leaves_its_target_alone(tmp_path: Path) -> None:
