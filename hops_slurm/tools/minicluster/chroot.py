@@ -41,7 +41,8 @@ CLIENTS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo", "sacct", "sacctmg
            "sshare", "sstat", "sreport", "sdiag")
 #: where the installed code is: the folder holding the hops_slurm package (the checkout for ``make install``,
 #: site-packages for a wheel) and the virtualenv; both are bound read-only into a root
-INSTALL = (Path(resources.files("hops_slurm").joinpath("__init__.py")).resolve().parents[1], Path(sys.prefix))
+INSTALL = tuple(sorted({Path(resources.files("hops_slurm").joinpath("__init__.py")).resolve().parents[1], Path(sys.prefix)},
+                       key=lambda p: len(p.parts)))  # a folder before one inside it, which then comes with it
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
