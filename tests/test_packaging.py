@@ -99,14 +99,23 @@ def test_every_command_works_from_a_virtualenv_with_only_the_wheel(built: tuple[
         return subprocess.run([str(venv / "bin" / "hops-slurm"), *argv], cwd=work, env=env, capture_output=True,
                               text=True, timeout=300)
 
-    where = subprocess.run([str(venv / "bin" / "python"), "-c",
-                            "import hops_slurm; from hops_slurm.bundled import bundled; "
-                            "print(hops_slurm.__file__); print(bundled('etc', 'demo', 'jobs', 'resnet18-a.sh'))"],
-                           cwd=work, env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert all(Path(p).resolve().is_relative_to(venv) for p in where), where  # the wheel's, not the checkout's
-    demo_job = where[1]
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", """if True:
+        import hops_slurm
+        from hops_slurm.bundled import bundled
+        from hops_slurm.hooklua import HOOK
+        from hops_slurm.sim.cluster_spec import CLUSTER_DIR
+        from hops_slurm.tools.demo.run import JOBS_DIR
+        from hops_slurm.tools.minicluster.spec import default_spec_path
+        print(bundled('etc', 'demo', 'jobs', 'resnet18-a.sh'), hops_slurm.__file__, HOOK, CLUSTER_DIR, JOBS_DIR,
+              default_spec_path())
+        """], cwd=work, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert len(where) == 6 and all(Path(p).exists() and Path(p).resolve().is_relative_to(venv) for p in where), where
+    demo_job = where[0]  # every shipped file from the wheel, none from the checkout
 
     assert hops("--help").returncode == 0
+    for command in ("demo", "whatif", "minicluster", "site", "report", "calibrate"):
+        shown = hops(command, "--help")
+        assert shown.returncode == 0 and "usage: hops-slurm" in shown.stdout, (command, shown)
     sample = hops("config", "check", "--sample")
     assert sample.returncode == 0 and f"{venv}" in sample.stdout and ": OK (sample)" in sample.stdout, sample
     if not SYSTEM_CONFIG.exists():  # the daemon's file: missing here, and said so
