@@ -6,8 +6,9 @@ and scope (``calibration-<type>-<link|net>.json``) into the ``[paths] calibratio
 asks :meth:`CalibrationFiles.new_records` for the records of the files that are new or changed since it last
 looked and ingests them (:func:`profiler.ingest.ingest_calibration`, the engine being the store's only writer):
 from then on eq. 2's B_link and B_net of that type are the measured ones, not ``[engine] default_b_link`` /
-``default_b_net``. A file that is not a regular file, too large, or not a valid calibration record is one warning
-(once per version of the file) and is skipped; the other files are still read.
+``default_b_net``. A file that is not a regular file, too large, owned by another user than root or the engine's
+(a measurement steers every job's estimates: only the administrator's count), or not a valid calibration record is
+one warning (once per version of the file) and is skipped; the other files are still read.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class CalibrationFiles:
         size = st.st_size
         if not stat.S_ISREG(st.st_mode):
             log.warning("calibration %s: not a regular file: skipped", path)
+            return []
+        if st.st_uid not in (0, os.geteuid()):
+            log.warning("calibration %s: owned by uid %d, not by root or the engine: skipped", path, st.st_uid)
             return []
         if size > MAX_FILE_BYTES:
             log.warning("calibration %s: %d bytes, more than a calibration record (%d): skipped", path, size, MAX_FILE_BYTES)
