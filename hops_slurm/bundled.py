@@ -1,6 +1,7 @@
 """The files hops-slurm ships besides its Python code, found the same way in a checkout and in a wheel.
 
-Where it sits: every command that reads a shipped file asks :func:`bundled` for it: the submit hook's Lua
+Where it sits: every command that reads a shipped file finds it here (:func:`bundled`, or under
+:func:`bundle_root` for a path named at import time): the submit hook's Lua
 files (``hooks/*.lua``), the sample configuration (``etc/hops.toml``), the slurm.conf snippet, the systemd
 units and cron files, the Grafana dashboard, the cluster specs of ``simulate``/``whatif``, the demo's jobs and
 workload, the minicluster specs. In the repository they stay at ``hooks/`` and ``etc/``; the package reaches
