@@ -29,4 +29,4 @@ def register(sub: argparse._SubParsersAction) -> None:
         register_verb = getattr(module, "register_verb", None)
         if register_verb is not None:
             register_verb(verbs)
-    verbs.help = f"the step, one of: {', '.join(verbs.choices)} (each explained below)"
+    verbs.help = "; ".join(f"{a.dest}: {a.help}" for a in verbs._choices_actions)  # each verb's own help line
