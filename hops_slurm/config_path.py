@@ -23,7 +23,7 @@ WHERE = f"--config FILE, else ${CONFIG_ENV}, else {SYSTEM_CONFIG}"
 
 @dataclass(frozen=True)
 class FoundConfig:
-    """A configuration file and how it was chosen (``source``: "--config", "$HOPS_CONFIG", "system path",
+    """A configuration file and how it was chosen (``source``: "command line", "$HOPS_CONFIG", "system path",
     "sample")."""
 
     path: Path
@@ -41,7 +41,7 @@ def find_config(given: Path | None = None, *, sample: bool = False) -> FoundConf
 
         return FoundConfig(sample_config(), "sample")
     if given is not None:
-        return FoundConfig(given, "--config")
+        return FoundConfig(given, "command line")
     env = os.environ.get(CONFIG_ENV, "")
     if env:
         return FoundConfig(Path(env), f"${CONFIG_ENV}")
