@@ -35,6 +35,7 @@ from typing import Any
 from hops_slurm.config import SiteConfig
 from hops_slurm.engine.live_backend import SlurmBackend
 from hops_slurm.engine.bookkeeping import JobBookkeeping
+from hops_slurm.engine.calibration_files import CalibrationFiles
 from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
@@ -114,6 +115,8 @@ class Engine(JobBookkeeping):
         self._factors: dict[str, float] | None = None
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
         self._calibrated: set[str] = set()  # GPU types the store is known to have a calibration for
+        #: what `hops-slurm calibrate` wrote into [paths] calibrations, read as it changes
+        self.calibration_files = CalibrationFiles(config.paths.resolve(config.paths.calibrations))
         self._refreshes, self._record_budget = 0, RefreshBudget()  # records stored per user: one budget per refresh
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
@@ -313,9 +316,35 @@ class Engine(JobBookkeeping):
         the configured defaults are stored (method says so), else every multi-GPU estimate would fail.
         The store is asked only while some type is not known to have one: the set of calibrated types
         only grows (a calibration is never deleted; records add types, never remove one), so a type seen
-        calibrated stays so and refreshes do not refit every type's calibration to learn nothing."""
-        if self.store is None or self.dry_run or gpu_types <= self._calibrated:
+        calibrated stays so and refreshes do not refit every type's calibration to learn nothing.
+        Then what ``hops-slurm calibrate`` wrote since the last look replaces them (:meth:`_take_measured`)."""
+        if self.store is None or self.dry_run:
             return
+        if not gpu_types <= self._calibrated:
+            self._store_defaults(gpu_types)
+        self._take_measured()
+
+    def _take_measured(self) -> None:
+        """Ingest the calibration records new in ``[paths] calibrations``, one GPU type at a time (a type that
+        cannot be ingested is one warning; the others still are)."""
+        from profiler.ingest import IngestError, ingest_calibration
+
+        by_type: dict[str, list[Any]] = {}
+        for record in self.calibration_files.new_records():
+            by_type.setdefault(record.gpu_type, []).append(record)
+        for gpu_type, records in sorted(by_type.items()):
+            try:
+                ingest_calibration(self.store, records)
+            except IngestError as exc:
+                log.warning("%s", exc)
+                continue
+            self._source = None  # its cached view read the calibrations before this one
+            self._calibrated.add(gpu_type)
+            cal = self.store.measured_calibrations()[gpu_type]
+            log.info("GPU type %s: calibration measured by hops-slurm calibrate: B_link %.4g, B_net %.4g params/s",
+                     gpu_type, cal.b_link, cal.b_net)
+
+    def _store_defaults(self, gpu_types: set[str]) -> None:
         self._calibrated |= set(self.store.calibrations())
         for t in sorted(gpu_types - self._calibrated):
             e = self.config.engine
