@@ -165,12 +165,13 @@ def _run(args: argparse.Namespace) -> int:
             text = warning(fid, inferred=result.inferred, assumed_limits=len(assumed), replayed=len(result.derived),
                            limit_seconds=longest)
             print(f"hops-slurm: warning: {text}", file=sys.stderr)
-    for line in disclosure.lines(stated) + (judged.lines() if judged is not None else []):
-        print(f"hops-slurm: whatif: {line}" if not line.startswith("  ") else line, file=sys.stderr)
+    notes = disclosure.lines(stated) + (judged.lines() if judged is not None else [])
+    for line in notes:
+        print(line if line.startswith("  ") else f"hops-slurm: whatif: {line}", file=sys.stderr)
     if args.out:
         title = (f"What-if: {printable(args.export.name, 80)} on {printable(c.name, 60)} ({c.total_gpus} GPUs), "
                  f"{len(result.derived)} jobs")
-        output.write_out(args.out, result.sides, result.rows, result.derived, c, problems, meta, title)
+        output.write_out(args.out, result.sides, result.rows, result.derived, c, problems, meta, title, notes)
         print(f"hops-slurm: whatif: wrote {printable(args.out, 200)}/results.md, summary.json, plots and per-side records",
               file=sys.stderr)
     return 1 if any(r.error for r in result.rows) else 0
