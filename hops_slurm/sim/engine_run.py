@@ -174,15 +174,18 @@ def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_na
         state_dir = tmp / "state"
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o755)
+    planner = (site or parse_config({}, "defaults")).planner_section
+    solve = min(planner.time_limit, options.round_seconds / 2)  # type: ignore[attr-defined]
     config = parse_config({
         "paths": {"state_dir": str(state_dir)},
         "scheduler": {"round_length": options.round_seconds, "queue_refresh": options.refresh_seconds},
         "engine": {"settle_timeout": 0.1},
+        "planner": {"time_limit": solve},  # a solve shorter than the round, as the configuration requires
     }, "engine simulation")
     if site is not None:
         engine_cfg = config.engine.model_copy(update={k: getattr(site.engine, k) for k in SITE_ENGINE_KEYS})
-        config = config.model_copy(update={"planner_section": site.planner_section, "honesty": site.honesty,
-                                           "engine": engine_cfg})
+        config = config.model_copy(update={"planner_section": site.planner_section.model_copy(update={"time_limit": solve}),
+                                           "honesty": site.honesty, "engine": engine_cfg})
     ctl = SimSlurmctld(cluster, jobs, config.paths.resolve(config.engine.env_dir),
                        SimCtlSettings(costs=options.costs))
     _calibrate(config.paths.resolve(config.paths.store), cluster)
