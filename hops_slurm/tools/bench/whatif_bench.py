@@ -1,7 +1,8 @@
 """Benchmark ``whatif``: ``hops-slurm whatif`` with every default on the recorded exports, and on generated jobs.
 
 Data flow: (1) tests/data/sacct/<release>/sacct.json of 22.05, 24.11 and 26.05 (recorded from the local
-cluster with slurmdbd by tests/data/sacct/capture.py; present in a source checkout), each replayed by the
+cluster with slurmdbd by tests/data/sacct/capture.py; present in a source checkout) and the busy queues of
+tests/data/sacct-busy/, each replayed by the
 console script exactly as a site first types it (``hops-slurm whatif EXPORT``, no option) -> its table,
 assumptions and verdict verbatim, with the commit; (2) a generated history of ``HOPS_BENCH_WHATIF_JOBS``
 jobs (default 10,000; 0 leaves it out; :mod:`hops_slurm.tools.bench.sacct_history`) as ``sacct --json``
@@ -30,8 +31,9 @@ from hops_slurm.whatif.pipeline import WhatIf, run_whatif
 NAME = "whatif"
 IN_ALL = False
 RECORDED = Path(__file__).resolve().parents[3] / "tests" / "data" / "sacct"
-#: the releases whose recorded exports are replayed with every default
-RELEASES = ("22.05", "24.11", "26.05")
+#: the recorded exports replayed with every default (paths from the checkout's root)
+EXPORTS = (*(f"tests/data/sacct/{r}/sacct.json" for r in ("22.05", "24.11", "26.05")),
+           *(f"tests/data/sacct-busy/{r}/sacct.json" for r in ("22.05", "24.11")))
 
 
 def _table(result: WhatIf) -> str:
@@ -56,20 +58,23 @@ def _commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
-def _default_run(release: str) -> list[str]:
-    """``hops-slurm whatif tests/data/sacct/RELEASE/sacct.json`` with every default, as a site types it
-    (the console script, from the checkout's root, without $HOPS_CONFIG): its stdout and stderr verbatim."""
+def _default_run(export: str, summary: list[str]) -> list[str]:
+    """``hops-slurm whatif EXPORT`` with every default, as a site types it (the console script, from the
+    checkout's root, without $HOPS_CONFIG): its stdout and stderr verbatim; a row per side to ``summary``."""
     root = RECORDED.parents[2]
-    export = f"tests/data/sacct/{release}/sacct.json"
     if not (root / export).is_file():
-        return [f"### Slurm {release}", "", f"Not run: {export} is not here (a source checkout has it)."]
+        return [f"### {export}", "", f"Not run: {export} is not here (a source checkout has it)."]
     script = Path(sys.executable).with_name("hops-slurm")
     env = {k: v for k, v in os.environ.items() if k != "HOPS_CONFIG"}
     start = time.perf_counter()
     done = subprocess.run([str(script), "whatif", export, "--no-progress"], cwd=root, env=env, capture_output=True,
                           text=True, timeout=3600)
     took = time.perf_counter() - start
-    return [f"### Slurm {release}", "", "    " + " ".join(["hops-slurm", "whatif", export]), "", "```",
+    for line in done.stdout.splitlines()[2:]:  # the table's rows, below its header and rule
+        cells = line.split()
+        if len(cells) == 9:
+            summary.append(f"| `{export}` | {cells[0]} | {cells[3]} | {cells[4]} | {cells[5]} | {cells[6]} | {cells[7]} |")
+    return [f"### {export}", "", "    " + " ".join(["hops-slurm", "whatif", export]), "", "```",
             done.stdout.rstrip("\n"), done.stderr.rstrip("\n"), "```", "",
             f"Exit status {done.returncode}; wall time {took:.1f} s."]
 
@@ -88,9 +93,12 @@ def _recorded(out_dir: Path) -> list[str]:
         f"Commit {_commit()}.",
         "",
     ]
-    for release in RELEASES:
-        lines += [*_default_run(release), ""]
-    return lines
+    summary = ["| Export | Scheduler | Avg JCT | Avg wait | Max LR | GPU util. | Makespan |", "|---|---|---|---|---|---|---|"]
+    runs: list[str] = []
+    for export in EXPORTS:
+        runs += [*_default_run(export, summary), ""]
+    return [*lines, *summary, "", "The busy queues (`tests/data/sacct-busy/`, 60 jobs on 4 x 4 GPUs; docs/whatif.md) are "
+            "replayed the same way. Each run in full:", "", *runs]
 
 
 def _generated(n: int) -> list[str]:
