@@ -1,11 +1,13 @@
 """``hops-slurm whatif EXPORT``: what Slurm did with a site's jobs, beside what Slurm backfill and Hops
 would have done in the simulator.
 
-Data flow: a ``sacct --json`` / ``--parsable2`` export -> :func:`hops_slurm.whatif.pipeline.run_whatif`
--> a sacct-style table on stdout (``--format``, ``--parsable2``, ``--noheader``, ``--json``), one
+Data flow: a ``sacct --json`` / ``--parsable2`` export (and the site's configuration, for the Hops side)
+-> :func:`hops_slurm.whatif.pipeline.run_whatif` -> a sacct-style table on stdout (``--format``, ``--parsable2``, ``--noheader``, ``--json``), one
 ``hops-slurm: error:`` / ``warning:`` line per bad or left-out row on stderr (the first
 :data:`MAX_LISTED_PROBLEMS`; all of them in ``--out``/problems.txt) and a count of them, and ``--out``
-files with plots (:mod:`hops_slurm.whatif.output`).
+files with plots (:mod:`hops_slurm.whatif.output`); then, on stderr, every assumption with its mark
+(:mod:`hops_slurm.whatif.disclosure`) and whether Hops is ahead on avg JCT, and why not
+(:mod:`hops_slurm.whatif.verdict`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ assumptions for jobs without #HOPS information (override with --assumptions FILE
 Slurm's policies (slurm-backfill, slurm-multifactor) are replayed as Slurm runs: no probes, scheduling at
 each submission and job end, with the time limits; a first start costs nothing beyond the recorded run
 time on every side (restarts pay --process-start-seconds).
+
+Hops is the production engine as the daemon runs it, with the site's configuration (--config, else
+$HOPS_CONFIG, else /etc/hops-slurm/hops.toml, else the documented defaults): probes in place, the round,
+refresh and monitor step of the configuration. Every assumption is printed on stderr, marked export,
+config, given, measured or guessed, then whether Hops is ahead on avg JCT and, when not, why.
 
 output fields (--format): {", ".join(f.name for f in output.FIELDS.values())}
 """
