@@ -118,8 +118,7 @@ class EngineSim:
         m = self.options.monitor_seconds
         if event is None or not m:
             return event
-        at = math.ceil(event / m - 1e-9) * m
-        return at if at > self.ctl.t + 1e-9 else self.ctl.t + m
+        return max(math.ceil(event / m - 1e-9) * m, self.ctl.t)
 
     def _advance(self, until: float) -> None:
         """Move the clock to ``until``; with a monitor step (``Options.monitor_seconds``), stop at each monitor
@@ -128,12 +127,16 @@ class EngineSim:
         ended or arrived); the instants in between find nothing, as the daemon's would."""
         ctl, engine = self.ctl, self.engine
         assert engine is not None
+        last = -math.inf
         while self.options.monitor_seconds and not ctl.done():
             at = self._seen_at(ctl.next_event())
+            if at is not None and at <= last + 1e-9:  # something still due at the last instant: the next one
+                at = last + self.options.monitor_seconds
             if at is None or at >= until - 1e-9:
                 break
             ctl.advance(at)
             engine.monitor()
+            last = at
         ctl.advance(until)
 
     def _stalled(self, idle_since: float | None) -> float | None:
