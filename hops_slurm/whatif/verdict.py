@@ -10,10 +10,11 @@ any export:
 
 * **rigid jobs**: most jobs have one GPU count Hops may give them (1-GPU jobs, a ``#HOPS gpus=`` of one
   count, ``halvings = 0``): Hops can only reorder them;
-* **an idle cluster**: in Slurm's record, jobs waited little against their run (avg wait under a tenth
-  of avg JCT): there is little queueing for any scheduler to remove;
-* **the monitor step**: Hops notices a job's end or arrival at its next monitor step, Slurm at once;
-  this weighs when the jobs' median run is under 20 monitor intervals;
+* **an idle cluster**: in Slurm's record or its replay, jobs waited little against their run (avg wait
+  under a tenth of avg JCT): there is little queueing for any scheduler to remove;
+* **the monitor step**: Hops notices a job's end or arrival at its next monitor step, Slurm at once:
+  named when Hops's jobs waited longer than Slurm's by at most one step, or the jobs' median run is
+  under 20 monitor intervals;
 * **fewer GPUs, longer runs**: Hops waited less but its jobs ran longer (it chose smaller counts of
   sublinear models, or placements that run slower): the guessed requirement sets decide this;
 * **moves**: Hops restarted jobs; each restart pays a process start and a checkpoint load (guessed);
@@ -93,18 +94,22 @@ def verdict(sides: Sequence[Side], rows: Sequence[Row], derived: Sequence[Derive
     if derived and rigid >= RIGID_SHARE * len(derived):
         v.reasons.append(f"the jobs are rigid: {rigid} of {len(derived)} have one GPU count Hops may give them "
                          "(1-GPU jobs, or one count in #HOPS gpus=); Hops can only reorder them")
-    recorded = by.get(RECORDED)
-    if recorded is not None and recorded.avg_wait is not None and recorded.avg_jct:
-        if recorded.avg_wait < IDLE_WAIT_SHARE * recorded.avg_jct:
-            v.reasons.append(f"the cluster was mostly idle: in Slurm's record jobs waited {format_elapsed(recorded.avg_wait)} "
-                             f"on average against an avg JCT of {format_elapsed(recorded.avg_jct)}: little queueing to remove")
+    idle = [(label, r) for label, r in (("Slurm's record", by.get(RECORDED)), (f"the replayed {slurm.scheduler}", slurm))
+            if r is not None and r.avg_wait is not None and r.avg_jct and r.avg_wait < IDLE_WAIT_SHARE * r.avg_jct]
+    if idle:
+        v.reasons.append("the cluster was mostly idle: " + "; ".join(
+            f"in {label} jobs waited {format_elapsed(r.avg_wait)} on average against an avg JCT of "
+            f"{format_elapsed(r.avg_jct)}" for label, r in idle) + ": little queueing to remove")
     h_jobs, s_jobs = side_of[hops.scheduler].jobs, side_of[slurm.scheduler].jobs
     runs = _runs(s_jobs)
-    if runs and monitor_seconds > 0 and statistics.median(runs) < MONITOR_RUNS * monitor_seconds:
-        v.reasons.append(f"the jobs are short (median run {format_elapsed(statistics.median(runs))}) against the "
-                         f"engine's monitor step ({format_elapsed(monitor_seconds)}): Hops starts a job up to one step "
-                         "after the GPUs free up or the job arrives, Slurm's scheduler at once")
     h_wait, s_wait, h_run, s_run = _mean(_waits(h_jobs)), _mean(_waits(s_jobs)), _mean(_runs(h_jobs)), _mean(runs)
+    short = bool(runs) and statistics.median(runs) < MONITOR_RUNS * monitor_seconds
+    if monitor_seconds > 0 and (short or s_wait < h_wait <= s_wait + monitor_seconds):
+        v.reasons.append(f"Hops's jobs waited {format_elapsed(h_wait)} on average, {slurm.scheduler}'s "
+                         f"{format_elapsed(s_wait)}: the engine notices an ended or new job at its monitor step "
+                         f"({format_elapsed(monitor_seconds)}), Slurm's scheduler at once"
+                         + (f"; that weighs on short jobs (median run {format_elapsed(statistics.median(runs))})"
+                            if short else ""))
     if h_wait <= s_wait and h_run > s_run:
         v.reasons.append(f"Hops's jobs waited less ({format_elapsed(h_wait)} vs {format_elapsed(s_wait)}) but ran longer "
                          f"({format_elapsed(h_run)} vs {format_elapsed(s_run)}): it gave them fewer GPUs or slower "
