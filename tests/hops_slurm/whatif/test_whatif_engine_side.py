@@ -180,3 +180,14 @@ def test_when_hops_is_not_ahead_the_output_says_why(tmp_path: Path, capsys: pyte
     assert "the jobs are rigid: 8 of 8" in err
     assert "the cluster was mostly idle" in err
     assert "monitor step" in err.split("is not ahead", 1)[1]
+
+
+def test_the_documented_defaults_are_etc_hops_toml() -> None:
+    """Without a site configuration the Hops side runs with the built-in defaults; they are the values
+    etc/hops.toml documents (the sample a site starts from), in every setting the replay uses."""
+    from hops_slurm.config import load_config, parse_config
+    from hops_slurm.sim.engine_run import SITE_ENGINE_KEYS
+    sample, defaults = load_config(DATA.parents[1] / "etc" / "hops.toml"), parse_config({}, "defaults")
+    assert sample.scheduler == defaults.scheduler
+    assert sample.planner == defaults.planner and sample.honesty == defaults.honesty
+    assert {k: getattr(sample.engine, k) for k in SITE_ENGINE_KEYS} == {k: getattr(defaults.engine, k) for k in SITE_ENGINE_KEYS}
