@@ -29,6 +29,7 @@ from hops_slurm.whatif.assumptions import Assumptions
 from hops_slurm.whatif.exports import read_export
 from hops_slurm.whatif.fidelity import fidelity, fidelity_line
 from hops_slurm.whatif.pipeline import WhatIf, run_whatif
+from hops_slurm.whatif.verdict import verdict
 
 NAME = "whatif"
 IN_ALL = False
@@ -58,6 +59,14 @@ def _commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
+
+
+def _verdict(result: WhatIf, monitor_seconds: float) -> list[str]:
+    """The verdict lines ``hops-slurm whatif`` prints (:mod:`hops_slurm.whatif.verdict`), as a block."""
+    v = verdict(result.sides, result.rows, result.derived, monitor_seconds, result.cluster.profiler.probe_seconds)
+    if v is None:
+        return []
+    return ["", "```", *(ln if ln.startswith("  ") else f"hops-slurm: whatif: {ln}" for ln in v.lines()), "```"]
 
 
 def _default_run(export: str, summary: list[str]) -> list[str]:
@@ -139,6 +148,7 @@ def _generated(n: int) -> list[str]:
         f"{result.summary()}; cluster {result.cluster.name} ({result.cluster.total_gpus} GPUs).",
         "",
         *_fidelity(result),
+        *_verdict(result, site.engine.monitor_interval),
         "",
         "| Step | Wall time (s) |",
         "|---|---|",
