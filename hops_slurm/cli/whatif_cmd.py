@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections import Counter
 import sys
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
-from hops_slurm.cli.daemon_cmd import SYSTEM_CONFIG
-from hops_slurm.config import SiteConfig, load_config, parse_config
+from hops_slurm.config_path import SYSTEM_CONFIG, find_config, load_found
+from hops_slurm.config import SiteConfig, parse_config
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import load_cluster
 from planner.policies import make_policy, split_policy_list
@@ -105,15 +104,12 @@ def _print_problems(problems: list[Problem], out: Path | None) -> None:
 
 def _site_config(given: Path | None) -> tuple[SiteConfig, str]:
     """The configuration the Hops side runs with, and where it came from ("" for the documented defaults):
-    ``--config``, else ``$HOPS_CONFIG``, else the daemon's system file when present (the daemon's lookup,
-    :func:`hops_slurm.cli.daemon_cmd.config_path`), else the defaults (etc/hops.toml's values)."""
-    if given is not None:
-        return load_config(given), f"--config {printable(given, 200)}"
-    if os.environ.get("HOPS_CONFIG"):
-        path = Path(os.environ["HOPS_CONFIG"])
-        return load_config(path), f"$HOPS_CONFIG ({printable(path, 200)})"
-    if SYSTEM_CONFIG.exists():
-        return load_config(SYSTEM_CONFIG), str(SYSTEM_CONFIG)
+    the daemon's (:func:`hops_slurm.config_path.find_config`: ``--config``, else ``$HOPS_CONFIG``, else the
+    system file) when there is one, else the defaults (etc/hops.toml's values)."""
+    found = find_config(given)
+    if given is not None or found.source != "system path" or found.path.exists():
+        return load_found(found), (f"--config {printable(given, 200)}" if given is not None
+                                   else f"{found.source} ({printable(found.path, 200)})")
     return parse_config({}, "defaults"), ""
 
 
