@@ -150,7 +150,7 @@ class JobBookkeeping:
     def _refresh_ages(self, jobs: list[JobState]) -> None:
         """Eq. 9 ages (:func:`hops_slurm.engine.known_jobs.refresh_ages`): one cluster view and estimator per snapshot."""
         if self.store is not None and self.backend is not None:
-            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
+            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.hops_partitions)
             refresh_ages(jobs, self._estimator, usable, self._set_aside)
 
     def _ingest_metrics(self, js: JobState) -> None:
@@ -253,7 +253,9 @@ class JobBookkeeping:
                                               gpu_type=ts.pop() if len(ts) == 1 else "mixed",
                                               preempted=bool(p.get("preempted")), **placement_notice(p)))
         state = js.end_state or js.last_state
-        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
+        seen = self.backend.listing.get(js.job_id) if self.backend is not None else None
+        partition = seen.partition if seen is not None and seen.partition else self.config.slurm.partition
+        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
                          total_samples=float(d.samples) if d else None, placements=placements,

@@ -59,6 +59,7 @@ from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
 from hops_slurm.slurm.enact import Enactor
 from hops_slurm.slurm.notice import NoticeSettings
 from hops_slurm.slurm.reconcile import reconcile
+from hops_slurm.slurm.scope import HopsScope, ScopedSlurm
 from hops_slurm.text import id_list
 from planner.policies import make_policy
 
@@ -75,7 +76,9 @@ class Engine(JobBookkeeping):
         if api is None:
             from hops_slurm.slurm.cli import CliSlurm
             api, self._governance = CliSlurm(self.env), SlurmBackend.read_governance(self.env)  # the site's limits
-        self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
+        self.scope = HopsScope(config.slurm.hops_partitions)  # jobs of other partitions are never Hops's
+        # a transient read failure costs a retry, not a step
+        self.api: SlurmApi = RetryingReads(ScopedSlurm(api, self.scope))
         self.now = self.api.now  # Slurm's clock: the wall clock live, the virtual one in simulation
         self.owners = owners  # a job owner's uid and gid (the host's users; the simulator maps its own)
         self.dry_run = dry_run
@@ -152,14 +155,14 @@ class Engine(JobBookkeeping):
         self.restarts = RestartCosts(self.store, self.config.engine.restart_cost_default, writes=not self.dry_run)
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
-        managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
+        managed = self.scope.managed(self.api.nodes()) or None  # the Hops partitions' nodes
         e = self.config.engine  # checkpoint marks: the notice before a planned requeue (engine/checkpoints.py)
         self.marks = None if self.dry_run else Marks(self.state, self.metrics_dir, lambda: self.tracked, self.owners,
                                                      self.now, self.seen_files)
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
                                listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
-        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition, governance=self._governance,
+        self.backend = SlurmBackend(self.api, self.enactor, partition=self.scope.partitions, governance=self._governance,
                                     stored=lambda: {j: s.directives for j, s in self.tracked.items() if s.directives})
         if self.store is not None and not self.dry_run:
             e = self.config.engine
@@ -254,7 +257,7 @@ class Engine(JobBookkeeping):
         nodes, memo = self.backend.snapshot.nodes, self._estimator_memo
         source = self._store_view() if self.store is not None else None
         if memo is None or memo[0] is not source or memo[1] is not nodes:
-            snap, part = self.backend.snapshot, self.config.slurm.partition
+            snap, part = self.backend.snapshot, self.scope.partitions
             key = snap.gpu_nodes(part)  # the nodes of the cluster view, without working out free GPUs
             same = memo is not None and memo[0] is source and memo[2] == key
             made = memo[3] if same else (self._estimator_for(snap.cluster_view(fragment=False, partition=part))  # type: ignore[index]

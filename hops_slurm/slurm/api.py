@@ -67,6 +67,8 @@ class SlurmJob(BaseModel):
     reservation: str = ""
     restart_count: int = 0
     time_limit: float = 0.0  # seconds of its time limit (``--time``); 0 = none or unknown
+    #: in none of the Hops partitions (set by :class:`hops_slurm.slurm.scope.ScopedSlurm`): never a Hops job
+    outside: bool = False
 
     @property
     def held(self) -> bool:
@@ -74,8 +76,9 @@ class SlurmJob(BaseModel):
 
     @property
     def is_hops(self) -> bool:
-        """True for jobs the submit hook accepted (canonical directives in admin_comment)."""
-        return self.admin_comment.startswith(COMMENT_PREFIX)
+        """True for jobs the submit hook accepted (canonical directives in admin_comment) in a Hops
+        partition (a job of another partition is never Hops's: :mod:`hops_slurm.slurm.scope`)."""
+        return not self.outside and self.admin_comment.startswith(COMMENT_PREFIX)
 
     @property
     def directives(self) -> str | None:
