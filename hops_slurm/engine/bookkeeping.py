@@ -31,6 +31,7 @@ from hops_slurm.engine.written import Written
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
+from hops_slurm.slurm.scope import HopsScope
 
 if TYPE_CHECKING:
     from hops_slurm.core.interface import Planning
@@ -48,6 +49,7 @@ class JobBookkeeping:
     the engine through this class."""
 
     config: SiteConfig
+    scope: HopsScope  # the Hops partitions: jobs of others are never tracked (hops_slurm.slurm.scope)
     api: SlurmApi
     now: Callable[[], float]
     owners: Callable[[str], Owner]

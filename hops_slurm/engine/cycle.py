@@ -48,6 +48,7 @@ from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account
 from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.slurm.scope import node_in
 from hops_slurm.slurm.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -152,15 +153,15 @@ class Refresh:
             self.snap = b.snapshot
 
     def _calibrate(self) -> None:
-        part = self.e.config.slurm.partition
-        self.gpu_types = sorted({n.gpu_type for n in self.snap.nodes if n.gpus_total and part in n.partitions})
+        parts = self.e.config.slurm.hops_partitions
+        self.gpu_types = sorted({n.gpu_type for n in self.snap.nodes if n.gpus_total and node_in(n, parts)})
         self.e._ensure_calibrations(set(self.gpu_types))
 
     def _track(self) -> None:
         e = self.e
         self.now = e.now()
         for job in self._settled_jobs():
-            if job.is_hops and job.partition == e.config.slurm.partition and job.job_id not in e.tracked \
+            if job.is_hops and e.scope.inside(job) and job.job_id not in e.tracked \
                     and (job.pending or job.active):
                 e.tracked[job.job_id] = e._new_state(job, self.now)
 
@@ -204,7 +205,7 @@ class Refresh:
         todo = [js for js in e.tracked.values() if not js.aside and not ProfilerFlow.settled(js)]
         if e.profiler is not None and todo:
             part = e.config.slurm
-            capacity = probe_capacity(self.snap, part.partition, part.profiler_partition, e.backend.placed)  # type: ignore[union-attr]
+            capacity = probe_capacity(self.snap, part.hops_partitions, part.profiler_partition, e.backend.placed)  # type: ignore[union-attr]
             listing = self.snap.listing
             for js in todo:
                 moved = per_job(js, "profiling", lambda js=js: e.profiler.advance(  # type: ignore[union-attr]
@@ -312,7 +313,7 @@ class Round:
         if path is None or e.dry_run or b is None:
             return
         aside = {j for j, s in e.tracked.items() if s.aside}
-        part = e.config.slurm.partition
+        part = e.config.slurm.hops_partitions
         made = offer.make_offer(b.snapshot, partition=part, waiting=offer.waiting_jobs(b.jobs, part, aside, b.snapshot.taken),
                                 promised=b.placed, views=b.views, now=e.now(),
                                 ttl=2.0 * e.config.scheduler.queue_refresh, tres=offer.tres_prefix(e.api))

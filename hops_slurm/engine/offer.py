@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmReservation
+from hops_slurm.slurm.scope import HopsScope, PartitionSet, node_in
 from hops_slurm.slurm.placement import hops_job_env, write_job_env
 from hops_slurm.slurm.snapshot import OFFER as RESERVATION
 from hops_slurm.slurm.snapshot import Snapshot
@@ -83,10 +84,11 @@ def closed() -> str:
     return HEADER + "\n"
 
 
-def waiting_jobs(jobs: Collection[SlurmJob], partition: str, aside: Collection[str], now: float) -> list[str]:
-    """The Hops jobs of ``partition`` that wait (pending, not set aside, not :func:`starting` on an offer):
-    while any does, nothing is offered."""
-    return [j.job_id for j in jobs if j.is_hops and j.pending and j.partition == partition and j.job_id not in aside
+def waiting_jobs(jobs: Collection[SlurmJob], partition: str | Sequence[str], aside: Collection[str], now: float) -> list[str]:
+    """The Hops jobs of ``partition`` (one Hops partition or several) that wait (pending, not set aside, not
+    :func:`starting` on an offer): while any does, nothing is offered."""
+    scope = HopsScope((partition,) if isinstance(partition, str) else tuple(partition))
+    return [j.job_id for j in jobs if j.is_hops and j.pending and scope.inside(j) and j.job_id not in aside
             and not starting(j, now)]
 
 
@@ -118,13 +120,13 @@ def rank_nodes(names: Sequence[str], views: Sequence[JobView]) -> list[str]:
     return sorted(names, key=lambda n: (-score[n], position[n]))
 
 
-def make_offer(snap: Snapshot, *, partition: str, waiting: Collection[str], promised: Mapping[str, Mapping[str, int]],
+def make_offer(snap: Snapshot, *, partition: PartitionSet, waiting: Collection[str], promised: Mapping[str, Mapping[str, int]],
                views: Sequence[JobView], now: float, ttl: float, tres: str) -> Offer | None:
     """The offer of one read of Slurm, or None (closed) while a Hops job waits or no GPU is idle."""
     if waiting or tres not in TRES_PREFIXES:
         return None
     free = snap.free_gpus(promised=promised)
-    nodes = [n.name for n in snap.nodes if n.usable and n.gpus_total and partition in n.partitions
+    nodes = [n.name for n in snap.nodes if n.usable and n.gpus_total and node_in(n, partition)
              and free.get(n.name, 0) > 0 and NODE_NAME.fullmatch(n.name)]
     if not nodes:
         return None
