@@ -13,7 +13,8 @@ dry run): ``read`` Slurm (one snapshot), ``gate``* (the gate reservation), ``evi
 Hops reservations), ``hold``* (admin-hold new jobs), ``settle``* (read back released jobs' allocations),
 ``resync``* (the snapshot brought up to date after those commands), ``calibrate`` (default calibrations
 for new GPU types), ``track`` (new jobs' states), ``close`` (ended jobs: last records, declaration outcome,
-probes cancelled), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
+probes cancelled; a job its owner moved out of the Hops partitions leaves the same way, the engine's admin
+hold released), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
 in-place measurement), ``adopt``* (the environment files of jobs Slurm started on an offer:
 :mod:`hops_slurm.engine.offer`), ``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
 ``declarations``* (declared vs processed samples), ``save``* (the states of the jobs that changed beyond
@@ -47,12 +48,14 @@ from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account
-from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.slurm.api import SlurmError, SlurmJob
 from hops_slurm.slurm.scope import node_in
 from hops_slurm.slurm.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
+#: the end state of a job its owner moved out of the Hops partitions (the engine no longer tracks it)
+LEFT_HOPS = "LEFT_HOPS"
 #: observe(cycle, step, seconds): where each step's duration goes (the engine's metrics)
 Observe = Callable[[str, str, float], None]
 
@@ -169,8 +172,11 @@ class Refresh:
         e, listing = self.e, self.snap.listing
         for js in list(e.tracked.values()):
             seen = listing.get(js.job_id)
-            if seen is not None and (seen.pending or seen.active):
+            left = seen is not None and seen.outside  # moved to a partition that is not Hops's (by its owner)
+            if seen is not None and (seen.pending or seen.active) and not left:
                 continue
+            if left:
+                self._hand_back(seen)  # type: ignore[arg-type]
             before = js.last_seen
             account(js, self.now, "ENDED", {}, started=seen.start_time if seen else None,
                     ended=seen.end_time if seen else None, ran=e.enactor.planned_config(js.job_id))  # type: ignore[union-attr]
@@ -178,7 +184,7 @@ class Refresh:
             # not when the engine noticed: a busy engine must not lengthen its jobs' JCT
             end_time = seen.end_time if seen is not None else None
             js.ended = slurm_time(end_time, before, self.now)
-            js.end_state = seen.state if seen is not None else "COMPLETED"
+            js.end_state = LEFT_HOPS if left else seen.state if seen is not None else "COMPLETED"
             if not e.dry_run:
                 e._ingest_metrics(js)  # its last records count too
                 e._record_declaration(js)
@@ -189,6 +195,20 @@ class Refresh:
             del e.tracked[js.job_id]
             self.out["ended"].append(js.job_id)
             self.changed.append(js)
+
+    def _hand_back(self, job: SlurmJob) -> None:
+        """A tracked job now in a partition that is not Hops's leaves Hops: the engine's admin hold on it is
+        released (journaled) so Slurm schedules it there; nothing else of it is touched again (the evict
+        step already took it out of any Hops reservation)."""
+        e = self.e
+        log.info("job %s moved to partition %s, not a Hops partition: it leaves Hops", job.job_id, job.partition[:100])
+        if e.dry_run or not (job.pending and job.reason == "JobHeldAdmin"):
+            return
+        try:
+            with e.journal.action("leave", job.job_id, {"partition": job.partition[:100]}, "refresh"):  # type: ignore[union-attr]
+                e.api.release(job.job_id)
+        except SlurmError as exc:  # it stays held; the owner sees the hold, the log says why
+            log.warning("job %s: cannot release the engine's hold after it left Hops: %s", job.job_id, exc)
 
     def _account(self) -> None:
         e, listing = self.e, self.snap.listing

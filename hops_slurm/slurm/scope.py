@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmNode
@@ -53,9 +54,15 @@ class HopsScope:
         """The Hops partitions among those ``job`` lists, in the job's order."""
         return tuple(p for p in listed_partitions(job) if p in self.partitions)
 
+    @cached_property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.partitions)
+
     def inside(self, job: SlurmJob) -> bool:
         """Whether ``job`` is in a Hops partition (a job listing no partition at all is taken as in the
         default one, as Slurm places it; Slurm always names one)."""
+        if job.partition in self.names:  # the common case, without splitting a list
+            return True
         return not listed_partitions(job) or bool(self.job_partitions(job))
 
     def mark(self, job: SlurmJob) -> SlurmJob:

@@ -89,3 +89,24 @@ def test_failopen_releases_the_hops_partitions_jobs_only(tmp_path: Path) -> None
     report = fail_open(_config(tmp_path, mode="release", grace=60), api)
     assert report.action == "released" and list(report.released) == ["1"]
     assert _touched(api, "3") == [] and api.get("3").held
+
+
+def test_a_job_moved_out_of_the_hops_partitions_is_handed_back_once_and_then_left_alone(tmp_path: Path) -> None:
+    api = _api()
+    _submit(api, "1", OLD, "gpus=16 " + SPEC)  # more than its partition has: it stays pending, held by the engine
+    engine = Engine(_config(tmp_path), api=api).open()
+    try:
+        assert engine.state is not None
+        engine.state.remember_model("root/resnet18|b8|tiny", "sig-resnet18", ["a100"])
+        engine.full_round()
+        assert "1" in engine.tracked and api.get("1").reason == "JobHeldAdmin"
+        api._change("1", partition="gpu")  # its owner: scontrol update JobId=1 Partition=gpu
+        api.calls.clear()
+        engine.full_round()
+        assert "1" not in engine.tracked and _touched(api, "1") == [("release", "1")]
+        api.calls.clear()
+        for _ in range(2):
+            engine.full_round()
+        assert _touched(api, "1") == []
+    finally:
+        engine.close()
