@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 
 from hops_slurm.config import parse_config
+from hops_slurm.engine import offer
 from hops_slurm.directives import COMMENT_PREFIX
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.failopen import HEARTBEAT, fail_open, touch_heartbeat
 from hops_slurm.slurm.api import SlurmJob, SlurmNode
-from hops_slurm.slurm.snapshot import GATE
+from hops_slurm.slurm.snapshot import GATE, Snapshot
 from standin import StandInSlurm
 
 NEW, OLD = "a100-hops", "older"  # the Hops partitions, neither called "hops"
@@ -110,3 +111,15 @@ def test_a_job_moved_out_of_the_hops_partitions_is_handed_back_once_and_then_lef
         assert _touched(api, "1") == []
     finally:
         engine.close()
+
+
+def test_offers_cover_the_hops_partitions_nodes_and_wait_for_their_jobs_only() -> None:
+    api = _api()
+    _submit(api, "3", "gpu", "gpus=1 " + SPEC)  # waits, but not in Hops: it keeps no offer closed
+    _submit(api, "4", f"gpu,{OLD}", "gpus=1 " + SPEC)  # lists a Hops partition: it does
+    snap = Snapshot(jobs=tuple(api.jobs()), nodes=tuple(api.nodes()), taken=500.0)
+    assert offer.waiting_jobs(snap.jobs[:1], (NEW, OLD), aside=(), now=501.0) == []
+    assert offer.waiting_jobs(snap.jobs, (NEW, OLD), aside=(), now=501.0) == ["4"]
+    made = offer.make_offer(snap, partition=(NEW, OLD), waiting=[], promised={}, views=[], now=501.0, ttl=60.0,
+                            tres="gres:gpu:")
+    assert made is not None and {n for n, _ in made.nodes} == NEW_NODES | OLD_NODES  # never the site's n4
