@@ -31,6 +31,7 @@ from hops_slurm.engine.written import Written
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
+from hops_slurm.slurm.scope import HopsScope
 
 if TYPE_CHECKING:
     from hops_slurm.core.interface import Planning
@@ -49,6 +50,7 @@ class JobBookkeeping:
     the engine through this class."""
 
     config: SiteConfig
+    scope: HopsScope  # the Hops partitions: jobs of others are never tracked (hops_slurm.slurm.scope)
     api: SlurmApi
     now: Callable[[], float]
     owners: Callable[[str], Owner]
@@ -156,7 +158,7 @@ class JobBookkeeping:
     def _refresh_ages(self, jobs: list[JobState]) -> None:
         """Eq. 9 ages (:func:`hops_slurm.engine.known_jobs.refresh_ages`): one cluster view and estimator per snapshot."""
         if self.store is not None and self.backend is not None:
-            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
+            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.hops_partitions)
             refresh_ages(jobs, self._estimator, usable, self._set_aside)
 
     def _ingest_metrics(self, js: JobState) -> None:
@@ -263,7 +265,9 @@ class JobBookkeeping:
                                               gpu_type=ts.pop() if len(ts) == 1 else "mixed",
                                               preempted=bool(p.get("preempted")), **placement_notice(p)))
         state = js.end_state or js.last_state
-        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
+        seen = self.backend.listing.get(js.job_id) if self.backend is not None else None
+        partition = seen.partition if seen is not None and seen.partition else self.config.slurm.partition
+        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
                          total_samples=float(d.samples) if d else None, placements=placements,

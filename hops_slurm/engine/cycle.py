@@ -35,7 +35,8 @@ dry run): ``read`` Slurm (one snapshot), ``gate``* (the gate reservation), ``evi
 Hops reservations), ``hold``* (admin-hold new jobs), ``settle``* (read back released jobs' allocations),
 ``resync``* (the snapshot brought up to date after those commands), ``calibrate`` (default calibrations
 for new GPU types), ``track`` (new jobs' states), ``close`` (ended jobs: last records, declaration outcome,
-probes cancelled), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
+probes cancelled; a job its owner moved out of the Hops partitions leaves the same way, the engine's admin
+hold released), ``account`` (wait, run time, GPU-seconds; set-aside reasons), ``profile`` (probes and
 in-place measurement), ``adopt``* (the environment files of jobs Slurm started on an offer:
 :mod:`hops_slurm.engine.offer`), ``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
 ``declarations``* (declared vs processed samples), ``save``* (the states of the jobs that changed beyond
@@ -69,13 +70,16 @@ from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account, job_row
-from hops_slurm.slurm.api import SlurmJob
+from hops_slurm.slurm.api import SlurmError, SlurmJob
 from hops_slurm.slurm.placement import drop_job_env
+from hops_slurm.slurm.scope import node_in
 from hops_slurm.slurm.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+#: the end state of a job its owner moved out of the Hops partitions (the engine no longer tracks it)
+LEFT_HOPS = "LEFT_HOPS"
 #: observe(cycle, step, seconds): where each step's duration goes (the engine's metrics)
 Observe = Callable[[str, str, float], None]
 
@@ -249,9 +253,9 @@ class Refresh(Session):
             b.keep(snap.with_reservations(self.e.api.reservations()) if self.gated or self.verified else snap)
             self.snap = b.snapshot
 
-    def _gpu_types(self) -> list[str]:  # of the Hops partition's GPU nodes in the snapshot
-        part = self.e.config.slurm.partition
-        return sorted({n.gpu_type for n in self.snap.nodes if n.gpus_total and part in n.partitions})
+    def _gpu_types(self) -> list[str]:  # of the Hops partitions' GPU nodes in the snapshot
+        parts = self.e.config.slurm.hops_partitions
+        return sorted({n.gpu_type for n in self.snap.nodes if n.gpus_total and node_in(n, parts)})
 
     def _calibrate(self) -> None:
         self.e._ensure_calibrations(set(self._gpu_types()))
@@ -259,7 +263,7 @@ class Refresh(Session):
     def _track(self) -> None:
         e = self.e
         self.now = e.now()
-        new = [job for job in self._settled_jobs() if job.is_hops and job.partition == e.config.slurm.partition
+        new = [job for job in self._settled_jobs() if job.is_hops and e.scope.inside(job)
                and job.job_id not in e.tracked and (job.pending or job.active)]
         for job in new:  # tracked at once: a job whose check fails is tracked set aside
             e.tracked[job.job_id] = e._new_state(job, self.now)
@@ -270,8 +274,9 @@ class Refresh(Session):
 
     def _close(self) -> None:
         e, listing = self.e, self.snap.listing
+        # ended, or moved by its owner to a partition that is not Hops's (it leaves Hops)
         ended = [js for js in e.tracked.values() if not ((seen := listing.get(js.job_id)) is not None
-                                                         and (seen.pending or seen.active))]
+                                                         and (seen.pending or seen.active) and not seen.outside)]
         self.each("close", ended, self._close_one)
         for js in ended:  # closed even when its last bookkeeping failed: it ended
             if js.ended is None:
@@ -285,6 +290,9 @@ class Refresh(Session):
 
     def _close_one(self, js: JobState) -> None:
         e, seen = self.e, self.snap.listing.get(js.job_id)
+        left = seen is not None and seen.outside  # moved to a partition that is not Hops's (by its owner)
+        if left:
+            self._hand_back(seen)  # type: ignore[arg-type]
         before = js.last_seen
         account(js, self.now, "ENDED", {}, started=seen.start_time if seen else None,
                 ended=seen.end_time if seen else None, ran=e.enactor.planned_config(js.job_id))  # type: ignore[union-attr]
@@ -292,12 +300,26 @@ class Refresh(Session):
         # not when the engine noticed: a busy engine must not lengthen its jobs' JCT
         end_time = seen.end_time if seen is not None else None
         js.ended = slurm_time(end_time, before, self.now)
-        js.end_state = seen.state if seen is not None else "COMPLETED"
+        js.end_state = LEFT_HOPS if left else seen.state if seen is not None else "COMPLETED"
         if not e.dry_run:
             e._ingest_metrics(js)  # its last records count too
             e._record_declaration(js)
             cancel_probes(js, e.api)
             drop_job_env(e.enactor.env_dir, js.job_id)  # type: ignore[union-attr]
+
+    def _hand_back(self, job: SlurmJob) -> None:
+        """A tracked job now in a partition that is not Hops's leaves Hops: the engine's admin hold on it is
+        released (journaled) so Slurm schedules it there; nothing else of it is touched again (the evict
+        step already took it out of any Hops reservation)."""
+        e = self.e
+        log.info("job %s moved to partition %s, not a Hops partition: it leaves Hops", job.job_id, job.partition[:100])
+        if e.dry_run or not (job.pending and job.reason == "JobHeldAdmin"):
+            return
+        try:
+            with e.journal.action("leave", job.job_id, {"partition": job.partition[:100]}, "refresh"):  # type: ignore[union-attr]
+                e.api.release(job.job_id)
+        except SlurmError as exc:  # it stays held; the owner sees the hold, the log says why
+            log.warning("job %s: cannot release the engine's hold after it left Hops: %s", job.job_id, exc)
 
     def _account(self) -> None:
         jobs = [js for js in self.e.tracked.values() if js.job_id in self.snap.listing]
@@ -315,7 +337,7 @@ class Refresh(Session):
         todo = [js for js in e.tracked.values() if not js.aside and not ProfilerFlow.settled(js)]
         if e.profiler is not None and todo:
             part, self.gpu_types = e.config.slurm, self._gpu_types()
-            self.capacity = probe_capacity(self.snap, part.partition, part.profiler_partition, e.backend.placed)  # type: ignore[union-attr]
+            self.capacity = probe_capacity(self.snap, part.hops_partitions, part.profiler_partition, e.backend.placed)  # type: ignore[union-attr]
             self.each("profile", todo, self._profile_one)
         out["aside"] = {js.job_id: js.aside for js in e.tracked.values() if js.aside}
 
