@@ -45,7 +45,8 @@ class Cap:
     """A limit over a group of jobs: their placed GPUs (``unit="gpus"``) or their number of running
     jobs (``unit="jobs"``) together at most ``limit``. ``held`` is what jobs of the group hold now
     (job id -> GPUs; non-Hops jobs included): the part held by jobs this planning does not place
-    counts against the cap as it is."""
+    counts against the cap as it is. ``nodes``: only GPUs on these nodes count (a per-GPU-type limit,
+    ``gres/gpu:a100=N``: the nodes of that type); None: every GPU."""
 
     reason: str  # Slurm's reason name, e.g. "AssocGrpGRES", "QOSMaxGRESPerUser", "AssocMaxJobsLimit"
     scope: str  # what it limits, for people: "account=physics gres/gpu=8"
@@ -53,22 +54,29 @@ class Cap:
     limit: int
     unit: str = "gpus"
     held: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    nodes: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
             raise ValueError(f"cap {self.scope}: unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
         if self.limit < 0:
             raise ValueError(f"cap {self.scope}: limit must be 0 or more, got {self.limit}")
+        if self.nodes is not None and self.unit != "gpus":
+            raise ValueError(f"cap {self.scope}: only a GPU cap counts the GPUs of some nodes")
 
     @property
     def label(self) -> str:
         return f"{self.reason}: {self.scope}"
 
     def amount(self, config: Config | None) -> int:
-        """What one job in ``config`` counts against the cap (0 when not placed)."""
+        """What one job in ``config`` counts against the cap (0 when not placed, or none on its nodes)."""
         if not config:
             return 0
-        return config_gpus(config) if self.unit == "gpus" else 1
+        if self.unit == "jobs":
+            return 1
+        if self.nodes is None:
+            return config_gpus(config)
+        return sum(g for n, g in config.items() if n in self.nodes and g > 0)
 
     def outside(self, planned: set[str]) -> int:
         """What the group holds that this planning does not place (jobs outside it)."""
@@ -76,21 +84,47 @@ class Cap:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """At most ``limit`` GPUs of one job on ``nodes``: together (a per-job per-GPU-type limit,
+    ``MaxTRES=gres/gpu:a100=2``), or on each of them with ``per_node`` (``MaxTRESPerNode`` of a type)."""
+
+    nodes: frozenset[str]
+    limit: int
+    label: str
+    per_node: bool = False
+
+    def broken(self, config: Config) -> bool:
+        if self.per_node:
+            return any(g > self.limit for n, g in config.items() if n in self.nodes)
+        return sum(g for n, g in config.items() if n in self.nodes and g > 0) > self.limit
+
+
+@dataclass(frozen=True)
 class Shape:
-    """The configs a job may start in: at most ``max_nodes`` nodes (a partition's ``MaxNodes``) and at most
-    ``max_per_node`` GPUs on any one of them (a QOS's ``MaxTRESPerNode``); each limit with its label."""
+    """The configs a job may start in: at most ``max_nodes`` nodes (a partition's ``MaxNodes``), at least
+    ``min_nodes`` (its ``MinNodes``), at most ``max_per_node`` GPUs on any one of them (a QOS's
+    ``MaxTRESPerNode``), and within each of ``bounds`` (per-GPU-type limits); each limit with its label."""
 
     max_nodes: int | None = None
     nodes_label: str = ""
     max_per_node: int | None = None
     per_node_label: str = ""
+    min_nodes: int | None = None
+    min_label: str = ""
+    bounds: tuple[Bound, ...] = ()
 
     def refusal(self, config: Config) -> str:
         """The label of the limit ``config`` breaks; "" when it fits."""
-        if self.max_nodes is not None and sum(1 for g in config.values() if g > 0) > self.max_nodes:
+        used = sum(1 for g in config.values() if g > 0)
+        if self.max_nodes is not None and used > self.max_nodes:
             return self.nodes_label
+        if self.min_nodes is not None and used < self.min_nodes:
+            return self.min_label
         if self.max_per_node is not None and any(g > self.max_per_node for g in config.values()):
             return self.per_node_label
+        for bound in self.bounds:
+            if bound.broken(config):
+                return bound.label
         return ""
 
     def most_gpus(self, cluster: ClusterView) -> int | None:
@@ -145,11 +179,24 @@ def _shaped(job: JobView, shape: Shape) -> JobView:
     return dataclasses.replace(job, throughput=throughput, explore=exploring if explore is not None else None)
 
 
+def caps_by_job(caps: Sequence[Cap]) -> dict[str, list[Cap]]:
+    """Job id -> the caps it is in (built once per step: each job meets only its own caps, so a step
+    costs the jobs plus the caps' members, never jobs times caps)."""
+    out: dict[str, list[Cap]] = {}
+    for cap in caps:
+        for job_id in cap.jobs:
+            out.setdefault(job_id, []).append(cap)
+    return out
+
+
 def trim(jobs: Sequence[JobView], limits: Limits,
          cluster: ClusterView | None = None) -> tuple[list[JobView], dict[str, str]]:
-    """Step 1: waiting jobs with the counts their limits allow; the jobs no count fits (id -> reason)."""
+    """Step 1: waiting jobs with the counts their limits allow; the jobs no count fits (id -> reason). A
+    per-GPU-type cap does not trim counts (the job may take other GPUs): it becomes a :class:`Bound` of
+    the job's shape for this planning (at most the room left on that type's nodes)."""
     planned = {j.job_id for j in jobs}
     room = {id(c): c.limit - c.outside(planned) for c in limits.caps}
+    mine = caps_by_job(limits.caps)
     out: list[JobView] = []
     blocked: dict[str, str] = {}
     for job in jobs:
@@ -167,6 +214,10 @@ def trim(jobs: Sequence[JobView], limits: Limits,
             allowed = [r for r in allowed if r <= top[0]]
             why = why or (top[1] if not allowed else "")
         shape = limits.shapes.get(job.job_id)
+        if shape is not None and shape.min_nodes is not None:
+            kept = [r for r in allowed if r >= shape.min_nodes]  # each node of a config holds one GPU or more
+            why = why or (shape.min_label if allowed and not kept else "")
+            allowed = kept
         most = shape.most_gpus(cluster) if shape is not None and cluster is not None else None
         if shape is not None and most is not None:
             kept = [r for r in allowed if r <= most]
@@ -174,13 +225,14 @@ def trim(jobs: Sequence[JobView], limits: Limits,
                 wide = dataclasses.replace(shape, max_per_node=None).most_gpus(cluster) if shape.max_per_node else None
                 why = why or (shape.per_node_label if wide is not None and allowed[0] <= wide else shape.nodes_label)
             allowed = kept
-        for cap in limits.caps:
-            if job.job_id not in cap.jobs:
-                continue
+        typed: list[Bound] = []
+        for cap in mine.get(job.job_id, ()):
             left = room[id(cap)]
             if cap.unit == "jobs":
                 if left < 1:
                     allowed, why = [], why or cap.label
+            elif cap.nodes is not None:
+                typed.append(Bound(cap.nodes, max(left, 0), cap.label))
             else:
                 kept = [r for r in allowed if r <= left]
                 if allowed and not kept:
@@ -191,15 +243,20 @@ def trim(jobs: Sequence[JobView], limits: Limits,
             continue
         if tuple(allowed) != job.requirements:
             job = dataclasses.replace(job, requirements=tuple(allowed))
+        if typed:
+            shape = dataclasses.replace(shape or Shape(), bounds=(shape.bounds if shape else ()) + tuple(typed))
         out.append(_shaped(job, shape) if shape is not None else job)
     return out, blocked
 
 
 def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, str]:
-    """Step 3: the placed jobs the caps cut from ``plan`` (id -> the cap's label); {} when it fits."""
+    """Step 3: the placed jobs the caps cut from ``plan`` (id -> the cap's label); {} when it fits. Each
+    cap walks its own placed members in the plan's order: linear in the jobs plus the caps' members."""
     planned = {j.job_id for j in jobs}
     placed = plan.placed()
     order = _order(plan, jobs)
+    rank = {job.job_id: i for i, job in enumerate(order)}
+    running = {job.job_id for job in order if job.current}
     cut: dict[str, str] = {}
     for job in order:  # a config of a shape Slurm refuses (never a running job's: Slurm runs it)
         shape = limits.shapes.get(job.job_id)
@@ -208,14 +265,15 @@ def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, 
             cut[job.job_id] = why
     for cap in limits.caps:
         left = cap.limit - cap.outside(planned)
-        for job in order:
-            if job.job_id not in cap.jobs or job.job_id not in placed or job.job_id in cut:
+        members = sorted((i for i in cap.jobs if i in placed and i in rank), key=rank.__getitem__)
+        for job_id in members:
+            if job_id in cut:
                 continue
-            need = cap.amount(placed[job.job_id])
-            if need <= left or job.current:  # a running job is Slurm's already: counted, never cut
+            need = cap.amount(placed[job_id])
+            if need <= left or job_id in running:  # a running job is Slurm's already: counted, never cut
                 left -= need
             else:
-                cut[job.job_id] = cap.label
+                cut[job_id] = cap.label
     return cut
 
 
@@ -252,4 +310,4 @@ def governed_plan(policy: Policy, cluster: ClusterView, jobs: tuple[JobView, ...
     return plan
 
 
-__all__ = ["Cap", "Shape", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps", "with_fair_share"]
+__all__ = ["Bound", "Cap", "Shape", "caps_by_job", "Limits", "NO_LIMITS", "MAX_PASSES", "governed_plan", "trim", "over_caps", "with_fair_share"]
