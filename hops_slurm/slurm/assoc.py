@@ -220,9 +220,11 @@ def parse_assoc(text: str) -> list[Association]:
         else:
             problem = row.problem
         r = row.left
+        # its identity read from the left; any partition (a row for one partition of the user holds back all
+        # of that user's jobs in the account: the stricter reading)
         out.append(Association(cluster=r.get("Cluster", "")[:MAX_NAME], account=r.get("Account", "")[:MAX_NAME].lower(),
-                               user=r.get("User", "")[:MAX_NAME], partition=r.get("Partition", "")[:MAX_NAME],
-                               parent=r.get("ParentName", "")[:MAX_NAME].lower(), unreadable=problem))
+                               user=r.get("User", "")[:MAX_NAME], parent=r.get("ParentName", "")[:MAX_NAME].lower(),
+                               unreadable=problem))
     return out
 
 

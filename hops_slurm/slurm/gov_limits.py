@@ -53,15 +53,22 @@ class Governance:
 
     @cached_property
     def _accounts(self) -> dict[str, Association]:
+        """Account -> its row (one that did not read wins: the account's limits are then unknown)."""
         rows: dict[str, Association] = {}
         for a in self.associations:
-            if not a.user and (a.account not in rows or not a.partition):
+            if not a.user and (a.account not in rows or not a.partition or a.unreadable) \
+                    and not rows.get(a.account, a).unreadable:
                 rows[a.account] = a
         return rows
 
     @cached_property
-    def _users(self) -> dict[tuple[str, str, str], Association]:
-        return {(a.account, a.user, a.partition): a for a in reversed(self.associations) if a.user}
+    def _users(self) -> dict[tuple[str, str, str | None], Association]:
+        """(account, user, partition) -> its row; (account, user, None) -> a row of theirs that did not read."""
+        out: dict[tuple[str, str, str | None], Association] = {}
+        for a in reversed(self.associations):
+            if a.user:
+                out[(a.account, a.user, None if a.unreadable else a.partition)] = a
+        return out
 
     @cached_property
     def _chains(self) -> dict[str, tuple[Association, ...]]:
@@ -91,7 +98,8 @@ class Governance:
         return list(self._chains.get(account, ()))
 
     def user_row(self, account: str, user: str, partition: str) -> Association | None:
-        return self._users.get((account, user, partition)) or self._users.get((account, user, ""))
+        users = self._users
+        return users.get((account, user, None)) or users.get((account, user, partition)) or users.get((account, user, ""))
 
 
 def _held(job: SlurmJob, promised: Mapping[str, Mapping[str, int]]) -> dict[str, int] | None:
