@@ -197,6 +197,10 @@ def trim(jobs: Sequence[JobView], limits: Limits,
     planned = {j.job_id for j in jobs}
     room = {id(c): c.limit - c.outside(planned) for c in limits.caps}
     mine = caps_by_job(limits.caps)
+    for job in jobs:  # a per-type cap's room: less what running jobs hold of that type (they mostly stay)
+        for cap in mine.get(job.job_id, ()) if job.current else ():
+            if cap.nodes is not None:
+                room[id(cap)] -= cap.amount(job.current)
     out: list[JobView] = []
     blocked: dict[str, str] = {}
     for job in jobs:

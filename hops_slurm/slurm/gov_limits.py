@@ -76,20 +76,29 @@ class Governance:
         did not read. Each account is walked once: a walk stops at an account already done, and a cycle
         (a parent that is its own descendant) ends the chain where it closes."""
         rows = self._accounts
+
+        def limited(account: str) -> bool:
+            row = rows[account]
+            return bool(row.unreadable or row.grp_gpus is not None or row.grp_jobs is not None or row.grp_gpus_typed)
+
         done: dict[str, tuple[Association, ...]] = {}
         for start in rows:
             path: list[str] = []
-            on_path: set[str] = set()
+            at: dict[str, int] = {}  # account -> its place on the path
             name = start
-            while name in rows and name not in done and name not in on_path:
+            while name in rows and name not in done and name not in at:
+                at[name] = len(path)
                 path.append(name)
-                on_path.add(name)
                 name = rows[name].parent
             tail = done.get(name, ())
+            if name in at:  # a cycle: every account on it is under every other, so all their limits apply
+                loop = path[at[name]:]
+                tail = tuple(rows[a] for a in loop if limited(a))
+                for account in loop:
+                    done[account] = tail
+                path = path[:at[name]]
             for account in reversed(path):
-                row = rows[account]
-                keep = row.unreadable or row.grp_gpus is not None or row.grp_jobs is not None or row.grp_gpus_typed
-                tail = ((row,) + tail) if keep else tail
+                tail = ((rows[account],) + tail) if limited(account) else tail
                 done[account] = tail
         return done
 
