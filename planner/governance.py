@@ -176,7 +176,17 @@ def _shaped(job: JobView, shape: Shape) -> JobView:
     def exploring(config: Config) -> float:
         return 0.0 if shape.refusal(config) or explore is None else explore(config)
 
-    return dataclasses.replace(job, throughput=throughput, explore=exploring if explore is not None else None)
+    return _with(job, throughput=throughput, explore=exploring if explore is not None else None)
+
+
+def _with(job: JobView, **changes: object) -> JobView:
+    """``job`` with ``changes``: a copy of its fields (``dataclasses.replace`` would re-run the checks of
+    fields that do not change, for every job of every planning; the requirements it is given are a subset
+    of ones already checked)."""
+    new = object.__new__(JobView)
+    new.__dict__.update(job.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def caps_by_job(caps: Sequence[Cap]) -> dict[str, list[Cap]]:
@@ -203,6 +213,16 @@ def trim(jobs: Sequence[JobView], limits: Limits,
                 room[id(cap)] -= cap.amount(job.current)
     out: list[JobView] = []
     blocked: dict[str, str] = {}
+    sizes: dict[tuple[int | None, int | None], int | None] = {}  # most GPUs of a shape: once per shape, not per job
+    typed_shapes: dict[tuple[Shape | None, tuple[Bound, ...]], Shape] = {}  # shapes are shared values
+
+    def most_gpus(max_nodes: int | None, max_per_node: int | None) -> int | None:
+        if cluster is None:
+            return None
+        if (max_nodes, max_per_node) not in sizes:
+            sizes[(max_nodes, max_per_node)] = Shape(max_nodes=max_nodes, max_per_node=max_per_node).most_gpus(cluster)
+        return sizes[(max_nodes, max_per_node)]
+
     for job in jobs:
         if job.current:  # running: Slurm runs it; the plan check (step 3) keeps the caps; a move stays in shape
             shape = limits.shapes.get(job.job_id)
@@ -222,11 +242,11 @@ def trim(jobs: Sequence[JobView], limits: Limits,
             kept = [r for r in allowed if r >= shape.min_nodes]  # each node of a config holds one GPU or more
             why = why or (shape.min_label if allowed and not kept else "")
             allowed = kept
-        most = shape.most_gpus(cluster) if shape is not None and cluster is not None else None
+        most = most_gpus(shape.max_nodes, shape.max_per_node) if shape is not None else None
         if shape is not None and most is not None:
             kept = [r for r in allowed if r <= most]
             if allowed and not kept:  # named by the limit that makes it too small: the per-node one, or the nodes'
-                wide = dataclasses.replace(shape, max_per_node=None).most_gpus(cluster) if shape.max_per_node else None
+                wide = most_gpus(shape.max_nodes, None) if shape.max_per_node else None
                 why = why or (shape.per_node_label if wide is not None and allowed[0] <= wide else shape.nodes_label)
             allowed = kept
         typed: list[Bound] = []
@@ -237,18 +257,21 @@ def trim(jobs: Sequence[JobView], limits: Limits,
                     allowed, why = [], why or cap.label
             elif cap.nodes is not None:
                 typed.append(Bound(cap.nodes, max(left, 0), cap.label))
-            else:
+            elif allowed and allowed[-1] > left:
                 kept = [r for r in allowed if r <= left]
-                if allowed and not kept:
+                if not kept:
                     why = why or cap.label
                 allowed = kept
         if not allowed:
             blocked[job.job_id] = why or "limit"
             continue
         if tuple(allowed) != job.requirements:
-            job = dataclasses.replace(job, requirements=tuple(allowed))
+            job = _with(job, requirements=tuple(allowed))
         if typed:
-            shape = dataclasses.replace(shape or Shape(), bounds=(shape.bounds if shape else ()) + tuple(typed))
+            key = (shape, tuple(typed))
+            if key not in typed_shapes:
+                typed_shapes[key] = dataclasses.replace(shape or Shape(), bounds=(shape.bounds if shape else ()) + tuple(typed))
+            shape = typed_shapes[key]
         out.append(_shaped(job, shape) if shape is not None else job)
     return out, blocked
 
@@ -269,7 +292,10 @@ def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, 
             cut[job.job_id] = why
     for cap in limits.caps:
         left = cap.limit - cap.outside(planned)
-        members = sorted((i for i in cap.jobs if i in placed and i in rank), key=rank.__getitem__)
+        members = [i for i in cap.jobs if i in placed and i in rank and i not in cut]
+        if sum(cap.amount(placed[i]) for i in members) <= left:
+            continue  # the cap holds (most caps): nothing to order
+        members.sort(key=rank.__getitem__)
         for job_id in members:
             if job_id in cut:
                 continue

@@ -111,6 +111,22 @@ class Governance:
         return users.get((account, user, None)) or users.get((account, user, partition)) or users.get((account, user, ""))
 
 
+NO_SHAPE = Shape()
+
+
+def _step(s: Shape, step: tuple[str, object]) -> Shape:
+    key, value = step
+    if key == "bound":
+        assert isinstance(value, Bound)
+        return dataclasses.replace(s, bounds=s.bounds + (value,))
+    assert isinstance(value, tuple)
+    limit, text = value
+    attr, label, tighter = {"nodes": ("max_nodes", "nodes_label", min), "per_node": ("max_per_node", "per_node_label", min),
+                            "min_nodes": ("min_nodes", "min_label", max)}[key]
+    old = getattr(s, attr)
+    return dataclasses.replace(s, **{attr: limit, label: text}) if old is None or tighter(old, limit) != old else s
+
+
 def _held(job: SlurmJob, promised: Mapping[str, Mapping[str, int]]) -> dict[str, int] | None:
     if job.active:
         return job.gpu_config()
@@ -150,19 +166,32 @@ class _Builder:
         self.per_job: dict[str, tuple[int, str]] = {}
         self.blocked: dict[str, str] = {}
         self.shapes: dict[str, Shape] = {}
+        self._steps: dict[tuple[Shape, tuple[str, object]], Shape] = {}
+        self.acct_jobs: dict[str, list[str]] = {}  # account -> its jobs in the listing
+        self.acct_groups: dict[tuple[str, str, str, int, str], set[str]] = {}  # account limits -> accounts under them
+        self.acct_bad: dict[str, str] = {}
+        self.pending: set[str] = set()
+        self._recipes: dict[tuple[str, str, str, str, float], tuple] = {}  # (see job)
+        self._touched: list[tuple[str, str, str, int, str]] = []
+        self._why: str | None = None  # account -> why its chain holds a row that did not read
 
     def nodes(self, kind: str) -> frozenset[str]:
         return self.of_type.get(kind, frozenset())
 
-    def add(self, reason: str, scope: str, unit: str, limit: int, job_id: str, kind: str = "") -> None:
-        self.groups.setdefault((reason, scope, unit, limit, kind), set()).add(job_id)
+    def add(self, reason: str, scope: str, unit: str, limit: int, member: str, kind: str = "",
+            to: dict[tuple[str, str, str, int, str], set[str]] | None = None) -> None:
+        key = (reason, scope, unit, limit, kind)
+        (self.groups if to is None else to).setdefault(key, set()).add(member)
+        if to is None:
+            self._touched.append(key)
 
-    def gpus(self, reason: str, scope: str, untyped: int | None, typed: GpuLimits, job_id: str) -> None:
+    def gpus(self, reason: str, scope: str, untyped: int | None, typed: GpuLimits, member: str,
+             to: dict[tuple[str, str, str, int, str], set[str]] | None = None) -> None:
         """A group GPU limit, untyped and per type (``scope`` is completed with ``gres/gpu[:type]=N``)."""
         if untyped is not None:
-            self.add(reason, f"{scope} gres/gpu={untyped}", "gpus", untyped, job_id)
+            self.add(reason, f"{scope} gres/gpu={untyped}", "gpus", untyped, member, to=to)
         for kind, n in typed:
-            self.add(reason, f"{scope} gres/gpu:{kind}={n}", "gpus", n, job_id, kind)
+            self.add(reason, f"{scope} gres/gpu:{kind}={n}", "gpus", n, member, kind, to=to)
 
     def job_max(self, job_id: str, limit: int | None, typed: GpuLimits, label: str) -> None:
         if limit is not None and (job_id not in self.per_job or limit < self.per_job[job_id][0]):
@@ -171,23 +200,25 @@ class _Builder:
             self.bound(job_id, Bound(self.nodes(kind), n, f"{label} gres/gpu:{kind}={n} per job"))
 
     def bound(self, job_id: str, bound: Bound) -> None:
-        s = self.shapes.get(job_id, Shape())
-        self.shapes[job_id] = dataclasses.replace(s, bounds=s.bounds + (bound,))
+        self._reshape(job_id, ("bound", bound))
 
     def shape(self, job_id: str, **kw: tuple[int, str]) -> None:
-        s = self.shapes.get(job_id, Shape())
-        for key, attr, label, tighter in (("nodes", "max_nodes", "nodes_label", min), ("per_node", "max_per_node", "per_node_label", min),
-                                          ("min_nodes", "min_nodes", "min_label", max)):
-            if key in kw:
-                value, text = kw[key]
-                old = getattr(s, attr)
-                if old is None or tighter(old, value) != old:
-                    s = dataclasses.replace(s, **{attr: value, label: text})
-        self.shapes[job_id] = s
+        for key, value in kw.items():
+            self._reshape(job_id, (key, value))
+
+    def _reshape(self, job_id: str, step: tuple[str, object]) -> None:
+        """The job's shape with one more limit; shapes are shared values, each step made once per listing
+        (most jobs of a partition and QOS have the same shape: a dict lookup, not a new Shape)."""
+        s = self.shapes.get(job_id, NO_SHAPE)
+        key = (s, step)
+        got = self._steps.get(key)
+        if got is None:
+            got = self._steps[key] = _step(s, step)
+        self.shapes[job_id] = got
 
     def block(self, job: SlurmJob, why: str) -> None:
-        if job.pending and job.job_id not in self.blocked:
-            self.blocked[job.job_id] = why
+        """Why the jobs like ``job`` may not start (the first reason found; kept for the pending ones)."""
+        self._why = self._why or why
 
     def qos(self, q: Qos, j: SlurmJob) -> None:
         i = j.job_id
@@ -215,13 +246,20 @@ class _Builder:
 
     def assoc(self, j: SlurmJob, account: str, partition: str) -> None:
         i = j.job_id
-        for a in self.gov.account_chain(account):
-            if a.unreadable:
-                self.block(j, f"{UNREAD}: {a.unreadable}")
-                continue
-            self.gpus("AssocGrpGRES", f"account={a.account}", a.grp_gpus, a.grp_gpus_typed, i)
-            if a.grp_jobs is not None:
-                self.add("AssocGrpJobsLimit", f"account={a.account} GrpJobs={a.grp_jobs}", "jobs", a.grp_jobs, i)
+        jobs = self.acct_jobs.get(account)
+        if jobs is None:  # the account's chain, once per account (its caps are over accounts, then jobs)
+            jobs = self.acct_jobs[account] = []
+            for a in self.gov.account_chain(account):
+                if a.unreadable:
+                    self.acct_bad.setdefault(account, f"{UNREAD}: {a.unreadable}")
+                    continue
+                self.gpus("AssocGrpGRES", f"account={a.account}", a.grp_gpus, a.grp_gpus_typed, account, to=self.acct_groups)
+                if a.grp_jobs is not None:
+                    self.add("AssocGrpJobsLimit", f"account={a.account} GrpJobs={a.grp_jobs}", "jobs", a.grp_jobs, account,
+                             to=self.acct_groups)
+        jobs.append(i)
+        if account in self.acct_bad:
+            self.block(j, self.acct_bad[account])
         u = self.gov.user_row(account, j.user, partition)
         if u is None:
             return
@@ -236,10 +274,8 @@ class _Builder:
     def partitions(self, j: SlurmJob) -> list[PartitionLimits]:
         """The partitions of ``j`` that may start it (a running job: the one it runs in); blocks a pending
         job that none may start."""
-        names = [p for p in j.partition.split(",") if p] if j.pending else [j.partition]
+        names = [p for p in j.partition.split(",") if p]
         known = [self.gov.partitions[p] for p in names if p in self.gov.partitions]
-        if not j.pending:
-            return known
         refusals = [(p, partition_refusal(p, j)) for p in known]
         fit = [p for p, why in refusals if not why]
         if refusals and not fit and len(known) == len(names):
@@ -248,6 +284,30 @@ class _Builder:
         return fit
 
     def job(self, j: SlurmJob) -> None:
+        """The limits of one job. Jobs of one user, account, QOS, partition list, state and time limit have the
+        same ones: the first such job's are worked out and the others' copied (a few set insertions each)."""
+        i = j.job_id
+        if j.pending:
+            self.pending.add(i)
+        sig = (j.account.lower(), j.user, j.qos.lower(), j.partition, j.time_limit)
+        recipe = self._recipes.get(sig)
+        if recipe is None:
+            self._touched, self._why = [], None
+            self._fresh(j)
+            recipe = self._recipes[sig] = (tuple(self._touched), self.per_job.get(i), self.shapes.get(i), self._why)
+            self.acct_jobs[sig[0]].pop()  # appended below, as for every job
+        keys, top, shape, why = recipe
+        for key in keys:
+            self.groups[key].add(i)
+        if top is not None:
+            self.per_job[i] = top
+        if shape is not None:
+            self.shapes[i] = shape
+        if why is not None and j.pending:  # a running job is Slurm's: never held back
+            self.blocked[i] = why
+        self.acct_jobs[sig[0]].append(i)
+
+    def _fresh(self, j: SlurmJob) -> None:
         if self.gov.unread:
             self.block(j, f"{UNREAD}: {self.gov.unread}")
         account, own_qos = j.account.lower(), j.qos.lower()
@@ -265,12 +325,29 @@ class _Builder:
                 self.shape(j.job_id, min_nodes=(p.min_nodes, f"PartitionNodeLimit: partition={p.name} MinNodes={p.min_nodes}"))
 
     def limits(self, held: Mapping[str, dict[str, int]]) -> Limits:
+        # an account limit over the same accounts as a tighter one of the same kind adds nothing (a deep
+        # tree's ancestors over one busy account): kept once, the tightest
+        tightest: dict[tuple[str, str, frozenset[str]], tuple[str, str, int]] = {}
+        for (reason, scope, unit, limit, kind), accounts in self.acct_groups.items():
+            key = (unit, kind, frozenset(accounts))
+            if key not in tightest or limit < tightest[key][2]:
+                tightest[key] = (reason, scope, limit)
+        for (unit, kind, accounts), (reason, scope, limit) in tightest.items():
+            self.groups[(reason, scope, unit, limit, kind)] = {i for a in accounts for i in self.acct_jobs[a]}
         caps = []
+        totals = {i: sum(c.values()) for i, c in held.items()}
+        by_type: dict[str, dict[str, int]] = {}  # type -> job -> its GPUs of that type (the typed caps')
         for (reason, scope, unit, limit, kind), ids in sorted(self.groups.items()):
             nodes = self.nodes(kind) if kind else None
-            cap = Cap(reason, scope, frozenset(ids), limit, unit, nodes=nodes)
-            counted = {i: (cap.amount(held[i]) if unit == "gpus" else 1) for i in ids if i in held}
-            caps.append(dataclasses.replace(cap, held=MappingProxyType(counted)))
+            if unit == "jobs":
+                counted = {i: 1 for i in ids if i in held}
+            elif nodes is None:
+                counted = {i: totals[i] for i in ids if i in held}
+            else:
+                if kind not in by_type:
+                    by_type[kind] = {i: sum(g for n, g in c.items() if n in nodes) for i, c in held.items()}
+                counted = {i: by_type[kind][i] for i in ids if i in held}
+            caps.append(Cap(reason, scope, frozenset(ids), limit, unit, MappingProxyType(counted), nodes))
         return Limits(caps=tuple(caps), per_job=MappingProxyType(self.per_job), blocked=MappingProxyType(self.blocked),
                       shapes=MappingProxyType(self.shapes))
 

@@ -155,16 +155,18 @@ def test_a_job_listing_several_partitions_is_held_to_those_that_may_start_it() -
 
 
 def test_a_1000_deep_account_tree_reads_each_chain_once_nearest_first() -> None:
-    """M4: every account's ancestors that set a limit are worked out once per reading."""
+    """M4: every account's ancestors that set a limit are worked out once per reading; an ancestor's limit over
+    the same accounts as a tighter one is kept once (the tightest)."""
     rows = ["Cluster|Account|User|Partition|ParentName|Share|GrpTRES|GrpJobs|MaxJobs|MaxTRES|QOS|Def QOS"]
-    rows += [f"c|a{k}|||{'a' + str(k - 1) if k else 'root'}|1|{'gres/gpu=' + str(k) if k % 100 == 0 else ''}||||normal|"
-             for k in range(1000)]
+    rows += [f"c|a{k}|||{'a' + str(k - 1) if k else 'root'}|1|{'gres/gpu=' + str(5000 - k) if k % 100 == 0 else ''}"
+             "||||normal|" for k in range(1000)]
     g = Governance(tuple(parse_assoc("\n".join(rows) + "\n")))
     assert [a.account for a in g.account_chain("a999")] == [f"a{k}" for k in range(900, -1, -100)]
     assert [a.account for a in g.account_chain("a150")] == ["a100", "a0"]
-    jobs = [SlurmJob(job_id=str(i), user="u", account=f"a{999 - i}", state="PENDING") for i in range(50)]
-    caps = {c.label: c for c in limits_for(g, jobs).caps}
-    assert len(caps) == 10 and caps["AssocGrpGRES: account=a900 gres/gpu=900"].jobs == {str(i) for i in range(50)}
+    jobs = [SlurmJob(job_id=str(i), user="u", account="a999" if i % 2 else "a150", state="PENDING") for i in range(50)]
+    caps = {c.label: c.jobs for c in limits_for(g, jobs).caps}
+    assert caps == {"AssocGrpGRES: account=a900 gres/gpu=4100": {str(i) for i in range(1, 50, 2)},
+                    "AssocGrpGRES: account=a100 gres/gpu=4900": {str(i) for i in range(50)}}
 
 
 def test_an_account_cycle_ends_and_puts_every_limit_on_it_over_each_account() -> None:
