@@ -11,7 +11,10 @@ GPUs", or "at most N of them run") and a largest GPU count per job. :func:`gover
    job's :class:`Shape` holds, e.g. more than ``MaxNodes`` nodes give), blocks a waiting job that no
    count fits, or one of a group that runs as many jobs as it may, or one Slurm refuses whatever its
    placement (a time limit over the partition's ``MaxTime``), with Slurm's reason name; a job with a
-   shape rates the configs outside it at throughput 0 (a policy that rates configs never picks one);
+   shape rates the configs outside it at throughput 0 (a policy that rates configs never picks one); a
+   per-GPU-type cap (:attr:`Cap.nodes`: only GPUs on that type's nodes count) does not trim counts but
+   bounds, as a :class:`Bound` of the job's shape, how many of its GPUs may be on those nodes, and a
+   ``MinNodes`` trims counts too small to span that many nodes;
 2. asks the policy for its plan over the jobs left;
 3. checks every shape and cap on the plan: a waiting job placed in a config outside its shape is cut
    (``PartitionNodeLimit``, ``QOSMaxGRESPerNode``); where the placed jobs of a group hold more than the cap allows, the
@@ -19,6 +22,9 @@ GPUs", or "at most N of them run") and a largest GPU count per job. :func:`gover
    already runs them) and the rest are blocked by that cap; the policy then plans again without
    them so the GPUs they would have taken go to someone else (at most :data:`MAX_PASSES` plannings; the
    last one is cut to fit), so the plan that leaves here fits every cap.
+
+Each step meets a job's own caps only (:func:`caps_by_job`; a cap walks its own members), so a planning
+costs the jobs plus the caps' members, never jobs times caps (docs/governance.md, "Scale").
 
 Blocked jobs are in the plan's diagnostics under ``limited`` (job id -> reason, e.g.
 ``AssocGrpGRES: account=physics gres/gpu=8``): ``hops-slurm queue`` shows it. Nothing here reads Slurm

@@ -56,8 +56,10 @@ class Governance:
         """Account -> its row (one that did not read wins: the account's limits are then unknown)."""
         rows: dict[str, Association] = {}
         for a in self.associations:
-            if not a.user and (a.account not in rows or not a.partition or a.unreadable) \
-                    and not rows.get(a.account, a).unreadable:
+            if a.user:
+                continue
+            now = rows.get(a.account)
+            if now is None or (not now.unreadable and (a.unreadable or not a.partition)):
                 rows[a.account] = a
         return rows
 

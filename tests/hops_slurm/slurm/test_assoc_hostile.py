@@ -58,6 +58,14 @@ def test_a_superscript_count_skips_the_row_and_names_the_field() -> None:
     assert limits.blocked["1"].endswith("GrpJobs: '\u00b2' is not a whole number")
 
 
+def test_an_unreadable_parent_account_holds_back_its_sub_accounts_jobs() -> None:
+    """The only row of a parent account does not read: the limits over its sub-accounts are unknown."""
+    gov = site(assoc="hopsgov|lab|||root|1|||||normal|extra|\nhopsgov|team|||lab|1|gres/gpu=4||||normal|\n")
+    limits = limits_for(gov, [pending(1, "team"), pending(2, "physics")])
+    assert limits.blocked["1"].startswith("HopsLimitsUnread: sacctmgr show assoc line 12: 13 fields")
+    assert "2" not in limits.blocked and physics_cap(gov)
+
+
 def test_a_5000_digit_number_is_no_smaller_than_the_largest_limit() -> None:
     gov = site(assoc="hopsgov|chem|||root|1|gres/gpu=" + "9" * 5000 + "|" + "7" * 5000 + "|||normal|\n")
     chem = [a for a in gov.associations if a.account == "chem" and not a.user and not a.unreadable][-1]
