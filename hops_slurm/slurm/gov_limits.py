@@ -108,6 +108,17 @@ class Governance:
         """The account's own row and its ancestors' that set a limit (nearest first), each once."""
         return list(self._chains.get(account, ()))
 
+    @cached_property
+    def doubtful(self) -> tuple[str, frozenset[str], str]:
+        """What a row that did not read may hide: (the first unreadable association row's problem, the accounts
+        with an unreadable user row, the first unreadable QOS row's problem); "" and empty when none. A row
+        with a ``|`` in a name is read from the left, so the account or user it names may not be the real one:
+        a job whose account, user or QOS the reading does not show may be that row's."""
+        bad_account = next((a.unreadable for a in self.associations if a.unreadable), "")
+        bad_users = frozenset(a.account for a in self.associations if a.unreadable and a.user)
+        bad_qos = next((q.unreadable for q in self.qos.values() if q.unreadable), "")
+        return bad_account, bad_users, bad_qos
+
     def user_row(self, account: str, user: str, partition: str) -> Association | None:
         users = self._users
         return users.get((account, user, None)) or users.get((account, user, partition)) or users.get((account, user, ""))
@@ -259,11 +270,16 @@ class _Builder:
                 if a.grp_jobs is not None:
                     self.add("AssocGrpJobsLimit", f"account={a.account} GrpJobs={a.grp_jobs}", "jobs", a.grp_jobs, account,
                              to=self.acct_groups)
+            bad_account = self.gov.doubtful[0]
+            if bad_account and account not in self.gov._accounts:  # its row may be the one that did not read
+                self.acct_bad[account] = f"{UNREAD}: account {account} not read; {bad_account}"
         jobs.append(i)
         if account in self.acct_bad:
             self.block(j, self.acct_bad[account])
         u = self.gov.user_row(account, j.user, partition)
         if u is None:
+            if account in self.gov.doubtful[1]:
+                self.block(j, f"{UNREAD}: user {j.user} of account {account} not read; a user row of it did not read")
             return
         if u.unreadable:
             self.block(j, f"{UNREAD}: {u.unreadable}")
@@ -320,6 +336,8 @@ class _Builder:
             q = self.gov.qos.get(name)
             if q is not None:
                 self.qos(q, j)
+            elif self.gov.doubtful[2]:
+                self.block(j, f"{UNREAD}: qos {name} not read; {self.gov.doubtful[2]}")
         for p in parts:
             if p.max_nodes is not None:
                 self.shape(j.job_id, nodes=(p.max_nodes, f"PartitionNodeLimit: partition={p.name} MaxNodes={p.max_nodes}"))

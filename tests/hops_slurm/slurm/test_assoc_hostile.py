@@ -20,7 +20,7 @@ QOS = (REC / "sacctmgr-show-qos.txt").read_text()
 PARTS = (REC / "scontrol-show-partition.txt").read_text()
 
 
-def pending(i: int, account: str, user: str = "root", qos: str = "normal", partition: str = "hops") -> SlurmJob:
+def pending(i: int, account: str, user: str = "root", qos: str = "normal", partition: str = "profiler") -> SlurmJob:
     return SlurmJob(job_id=str(i), user=user, account=account, qos=qos, partition=partition, state="PENDING")
 
 
@@ -35,9 +35,21 @@ def physics_cap(gov: Governance) -> bool:
 def test_a_pipe_in_a_user_name_skips_that_row_and_holds_back_its_jobs_only() -> None:
     gov = site(assoc="hopsgov|bio|ev|il|||1|||||normal|\n")
     assert physics_cap(gov)
-    limits = limits_for(gov, [pending(1, "bio", user="ev"), pending(2, "bio", user="root")])
+    limits = limits_for(gov, [pending(1, "bio", user="ev"), pending(2, "bio", user="root"),
+                              pending(3, "bio", user="ev|il"), pending(4, "physics", user="ev|il")])
     assert limits.blocked["1"].startswith("HopsLimitsUnread: sacctmgr show assoc line 12: 13 fields, the header has 12")
-    assert "2" not in limits.blocked
+    # the real user, whom no row shows in bio, may be that row's; bio's users the reading shows are not held
+    assert limits.blocked["3"] == "HopsLimitsUnread: user ev|il of account bio not read; a user row of it did not read"
+    assert "2" not in limits.blocked and "4" not in limits.blocked
+
+
+def test_a_pipe_in_an_account_name_holds_back_the_jobs_the_reading_does_not_show() -> None:
+    """Read from the left, the row names account ``ev`` (not ``ev|il``); a job of ``ev|il``, which no row
+    shows, may be that row's: held back too; jobs of accounts the reading shows are not."""
+    gov = site(assoc="hopsgov|ev|il|||root|1|||||normal|\n")
+    limits = limits_for(gov, [pending(1, "ev|il"), pending(2, "ev"), pending(3, "physics")])
+    assert limits.blocked["1"].startswith("HopsLimitsUnread: account ev|il not read; sacctmgr show assoc line 12")
+    assert "2" in limits.blocked and "3" not in limits.blocked
 
 
 def test_a_line_separator_in_a_user_name_is_one_row() -> None:
@@ -98,7 +110,9 @@ def test_a_partition_line_that_does_not_read_holds_back_its_jobs_only() -> None:
 
 def test_a_qos_row_that_does_not_read_holds_back_its_jobs_only() -> None:
     gov = site(qos="odd|0|gres/gpu:a 100=2||||||\n")
-    limits = limits_for(gov, [pending(1, "physics", qos="odd"), pending(2, "physics", qos="gpuuser")])
+    limits = limits_for(gov, [pending(1, "physics", qos="odd"), pending(2, "physics", qos="gpuuser"),
+                              pending(3, "physics", qos="unlisted")])
+    assert limits.blocked["3"].startswith("HopsLimitsUnread: qos unlisted not read; sacctmgr show qos line 5")
     assert limits.blocked["1"] == "HopsLimitsUnread: sacctmgr show qos line 5: GrpTRES: GPU type 'a 100' is not a GPU type"
     assert "2" not in limits.blocked
 
