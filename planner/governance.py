@@ -221,6 +221,15 @@ def trim(jobs: Sequence[JobView], limits: Limits,
     blocked: dict[str, str] = {}
     sizes: dict[tuple[int | None, int | None], int | None] = {}  # most GPUs of a shape: once per shape, not per job
     typed_shapes: dict[tuple[Shape | None, tuple[Bound, ...]], Shape] = {}  # shapes are shared values
+    outside_type: dict[frozenset[str], int] = {}
+
+    def elsewhere(nodes: frozenset[str]) -> int:
+        """GPUs on the cluster's nodes outside ``nodes`` (no cluster: no bound)."""
+        if cluster is None:
+            return 1 << 30
+        if nodes not in outside_type:
+            outside_type[nodes] = sum(n.total_gpus for n in cluster.nodes if n.name not in nodes)
+        return outside_type[nodes]
 
     def most_gpus(max_nodes: int | None, max_per_node: int | None) -> int | None:
         if cluster is None:
@@ -255,14 +264,26 @@ def trim(jobs: Sequence[JobView], limits: Limits,
                 wide = most_gpus(shape.max_nodes, None) if shape.max_per_node else None
                 why = why or (shape.per_node_label if wide is not None and allowed[0] <= wide else shape.nodes_label)
             allowed = kept
+        for bound in shape.bounds if shape is not None else ():  # a per-job per-type limit: the rest elsewhere
+            most = bound.limit + elsewhere(bound.nodes) if not bound.per_node else None
+            if most is not None and allowed and allowed[-1] > most:
+                kept = [r for r in allowed if r <= most]
+                why = why or (bound.label if not kept else "")
+                allowed = kept
         typed: list[Bound] = []
         for cap in mine.get(job.job_id, ()):
             left = room[id(cap)]
             if cap.unit == "jobs":
                 if left < 1:
                     allowed, why = [], why or cap.label
-            elif cap.nodes is not None:
+            elif cap.nodes is not None:  # at most ``left`` on the type's nodes, any number elsewhere
                 typed.append(Bound(cap.nodes, max(left, 0), cap.label))
+                most = max(left, 0) + elsewhere(cap.nodes)
+                if allowed and allowed[-1] > most:
+                    kept = [r for r in allowed if r <= most]
+                    if not kept:
+                        why = why or cap.label
+                    allowed = kept
             elif allowed and allowed[-1] > left:
                 kept = [r for r in allowed if r <= left]
                 if not kept:

@@ -89,6 +89,24 @@ def test_an_account_that_used_its_a100s_gets_no_more_a100s() -> None:
     assert a100s(placed["2"]) == 0 and sum(placed["2"].values()) == 4
 
 
+def test_on_a_cluster_of_one_type_a_used_up_type_limit_is_named() -> None:
+    """Every node an a100 (the live minicluster): no count fits the account's room; the job waits with the
+    typed limit named, never as a job no config serves."""
+    a100s_only = {"a1": "a100", "a2": "a100"}
+    listing = [sjob(1, gpus={"a1": (0, 1, 2, 3)}), sjob(2)]
+    limits = limits_for(gov(), listing, node_types=a100s_only)
+    one_type = ClusterView(tuple(NodeView(n, "a100", "a100", 4, 4) for n in a100s_only))
+    jobs = (view(1, (4,), current={"a1": 4}), view(2, (2,)))
+    out = governed_plan(HopsPolicy(PlannerParams(time_limit=5.0)), one_type, jobs, 0.0, fragment=False, limits=limits)
+    assert "2" not in out.placed() and out.diagnostics["limited"] == {"2": "AssocGrpGRES: account=vision gres/gpu:a100=4"}
+    # ann may hold 2 a100s per job: a 4-GPU job on an a100-only cluster waits, named so; a 2-GPU one runs
+    limits = limits_for(gov(), [sjob(3, "ann"), sjob(4, "ann")], node_types=a100s_only)
+    jobs = (view(3, (4,)), view(4, (1, 2)))
+    out = governed_plan(HopsPolicy(PlannerParams(time_limit=5.0)), one_type, jobs, 0.0, fragment=False, limits=limits)
+    assert out.diagnostics["limited"] == {"3": "AssocMaxGRESPerJob: account=vision user=ann gres/gpu:a100=2 per job"}
+    assert sum(out.placed()["4"].values()) <= 2
+
+
 def test_a_per_job_a100_limit_bounds_each_job_not_its_gpu_count() -> None:
     """ann's MaxTRES=gres/gpu:A100=2 (types compare in lower case): a 4-GPU job takes at most 2 a100s."""
     limits = limits_for(gov(), [sjob(3, "ann")], node_types=TYPES)
