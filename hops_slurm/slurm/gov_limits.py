@@ -182,11 +182,12 @@ class _Builder:
         self._steps: dict[tuple[Shape, tuple[str, object]], Shape] = {}
         self.acct_jobs: dict[str, list[str]] = {}  # account -> its jobs in the listing
         self.acct_groups: dict[tuple[str, str, str, int, str], set[str]] = {}  # account limits -> accounts under them
-        self.acct_bad: dict[str, str] = {}
+        self.acct_bad: dict[str, str] = {}  # account -> why its limits are not known (a row that did not read)
         self.pending: set[str] = set()
-        self._recipes: dict[tuple[str, str, str, str, float], tuple] = {}  # (see job)
-        self._touched: list[tuple[str, str, str, int, str]] = []
-        self._why: str | None = None  # account -> why its chain holds a row that did not read
+        #: (account, user, QOS, partitions, time limit) -> (its groups, per-job maximum, shape, why held back)
+        self._recipes: dict[tuple[str, str, str, str, float], tuple] = {}
+        self._touched: list[tuple[str, str, str, int, str]] = []  # the groups the job being worked out joined
+        self._why: str | None = None  # why the job being worked out is held back
 
     def nodes(self, kind: str) -> frozenset[str]:
         return self.of_type.get(kind, frozenset())
@@ -302,8 +303,9 @@ class _Builder:
         return fit
 
     def job(self, j: SlurmJob) -> None:
-        """The limits of one job. Jobs of one user, account, QOS, partition list, state and time limit have the
-        same ones: the first such job's are worked out and the others' copied (a few set insertions each)."""
+        """The limits of one job. Jobs of one user, account, QOS, partition list and time limit have the same
+        ones: the first such job's are worked out and the others' copied (a few set insertions each); what
+        holds a job back applies to the pending ones only."""
         i = j.job_id
         if j.pending:
             self.pending.add(i)
