@@ -317,12 +317,15 @@ def over_caps(plan: Plan, jobs: Sequence[JobView], limits: Limits) -> dict[str, 
         why = shape.refusal(placed[job.job_id]) if shape is not None and job.job_id in placed and not job.current else ""
         if why:
             cut[job.job_id] = why
+    ours = placed.keys() & rank.keys()  # placed jobs of this planning
     for cap in limits.caps:
         left = cap.limit - cap.outside(planned)
-        members = [i for i in cap.jobs if i in placed and i in rank and i not in cut]
-        if sum(cap.amount(placed[i]) for i in members) <= left:
+        inside = cap.jobs & ours
+        if cut:
+            inside -= cut.keys()
+        if (len(inside) if cap.unit == "jobs" else sum(cap.amount(placed[i]) for i in inside)) <= left:
             continue  # the cap holds (most caps): nothing to order
-        members.sort(key=rank.__getitem__)
+        members = sorted(inside, key=rank.__getitem__)
         for job_id in members:
             if job_id in cut:
                 continue
