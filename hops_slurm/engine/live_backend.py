@@ -29,7 +29,7 @@ from hops_slurm.core.interface import Enactment
 from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.engine.offer import starting_requests
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
-from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
+from hops_slurm.slurm.gov_source import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
 from hops_slurm.slurm.scope import HopsScope
 from hops_slurm.slurm.snapshot import Snapshot
@@ -90,8 +90,9 @@ class SlurmBackend:
         return GovernanceSource(subprocess_runner(env, timeout=15.0))
 
     def limits(self) -> Limits | None:
-        """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
-        return jobs_limits(self.governance, self.jobs, self.placed)  # placed-and-pending jobs hold GPUs too
+        """The site's limits over the snapshot's jobs (hops_slurm.slurm.gov_limits); None without a source."""
+        types = {n.name: n.gpu_type for n in self.snapshot.nodes if n.gpu_type}  # per-GPU-type limits
+        return jobs_limits(self.governance, self.jobs, self.placed, types)  # placed-and-pending jobs hold GPUs too
 
     def fair_share(self) -> dict[str, float]:
         """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""
