@@ -14,9 +14,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from hops_slurm.bundled import bundle_root
 from hops_slurm.errors import HopsError
 
-HOOKS = Path(__file__).resolve().parents[1] / "hooks"
+HOOKS = bundle_root() / "hooks"  # the shipped hooks/ (hops_slurm.bundled)
 HOOK = HOOKS / "hops_submit.lua"  # the Hops module (job_submit.lua calls it)
 SITE_HOOK = HOOKS / "job_submit.lua"  # the complete hook for a site without one of its own
 #: what the Hops module reads from its own directory, beside the site's job_submit.lua

@@ -15,9 +15,8 @@ import stat
 import sys
 from pathlib import Path
 
-from hops_slurm.cli.daemon_cmd import config_path
 from hops_slurm.directives import parse_script
-from hops_slurm.config import load_config
+from hops_slurm.config_path import find_config, load_found
 from hops_slurm.sbatch_header import read_header, request_fields
 from hops_slurm.submit_policy import Request, Verdict, verdict
 from hops_slurm.errors import HopsError
@@ -43,12 +42,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _partitions(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--partitions``, else the site configuration's (the daemon's); none found and none named: the sample's,
+    said on standard error (a user's login node may not have the site's file)."""
     if args.partitions is not None:
         names = tuple(p for p in args.partitions.split(",") if p)
         if not names:
             raise HopsError("--partitions: give at least one partition name")
         return names
-    return tuple(load_config(config_path(args.config)).slurm.hops_partitions)
+    found = find_config(args.config)
+    if args.config is None and not found.path.exists():
+        sample = load_found(find_config(sample=True)).slurm.hops_partitions
+        print(f"note: no site configuration at {printable(found.describe())}: Hops partitions taken as "
+              f"{','.join(sample)} (give --partitions or --config)", file=sys.stderr)
+        return tuple(sample)
+    return tuple(load_found(found).slurm.hops_partitions)
 
 
 def _run(args: argparse.Namespace) -> int:

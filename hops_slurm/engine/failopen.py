@@ -8,7 +8,8 @@ a plan places it; if the daemon is gone, they would wait forever. The administra
 * ``mode = "hold"`` (default): jobs stay held until the daemon is back; this command does nothing.
 * ``mode = "release"``: when the heartbeat is older than ``grace`` seconds and no engine holds the lock
   (the daemon's process is gone; the kernel frees the lock of a dead process), every held ``#HOPS``
-  job of the Hops partition is handed to Slurm's own scheduling: a rigid request of ``gpus`` (the
+  job of the Hops partitions (a job of any other partition, #HOPS or not, is never touched) is handed
+  to Slurm's own scheduling: a rigid request of ``gpus`` (the
   smallest or largest count of its ``gpus=`` list) on any nodes, its environment file (``HOPS_GPUS``,
   ``HOPS_LR``) written, a Comment that says so (``scontrol show job``), its admin hold released; the gate
   reservation is removed so Slurm may start it (and the offer reservation over the same nodes too; while
@@ -40,6 +41,7 @@ from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError
 from hops_slurm.slurm.enact import GATE, hops_job_env, write_job_env
 from hops_slurm.slurm.snapshot import OFFER, hops_reservations
+from hops_slurm.slurm.scope import HopsScope, node_in
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +136,8 @@ def close_offer(config: SiteConfig, dry_run: bool) -> None:
 def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, report: FailOpenReport,
                  dry_run: bool) -> None:
     fo = config.failopen
-    nodes = [n for n in api.nodes() if config.slurm.partition in n.partitions and n.gpus_total]
-    per_node = max((n.gpus_total for n in nodes), default=1)
+    scope = HopsScope(config.slurm.hops_partitions)  # jobs of other partitions are not Hops's: never touched
+    nodes = [n for n in api.nodes() if node_in(n, scope.partitions) and n.gpus_total]
     env_dir = config.paths.resolve(config.engine.env_dir)
 
     def act(kind: str, job_id: str, args: dict[str, object], fn: object) -> None:
@@ -165,7 +167,8 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             offer_resv.append(OFFER)
 
     for job in api.jobs():
-        if not (job.is_hops and job.pending and job.held and job.partition == config.slurm.partition):
+        job = scope.mark(job)
+        if not (job.is_hops and job.pending and job.held):
             continue
         if job.comment.startswith(ASIDE_PREFIX):
             report.skipped[job.job_id] = "set aside by the engine (" + job.comment[len(ASIDE_PREFIX):][:100] + ")"
@@ -176,6 +179,8 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             report.skipped[job.job_id] = f"its directives cannot be read back ({str(exc)[:100]})"
             continue
         gpus = d.gpus[0] if fo.gpus == "min" else d.gpus[-1]
+        own = scope.nodes_of(job, nodes)  # the largest node of its own Hops partitions
+        per_node = max((n.gpus_total for n in nodes if n.name in own), default=1)
         fields = {"TresPerJob": "", "TresPerNode": "", "NodeList": "",
                   "NumNodes": str(max(1, math.ceil(gpus / per_node)))}
         comment = f"{COMMENT} (silent {report.age or 0:.0f} s): {gpus} GPUs from Slurm's own scheduling"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from hops_slurm.engine.offer_file import (FILE_NAME, HEADER, MAX_BYTES, MAX_NODES, NODE_NAME, TRES_PREFIXES,  # noqa: F401
                                           Offer, OfferWriter, closed, parse, publish, read)
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmReservation
+from hops_slurm.slurm.scope import HopsScope
 from hops_slurm.slurm.placement import hops_job_env, write_job_env
 from hops_slurm.slurm.snapshot import OFFER as RESERVATION
 from hops_slurm.slurm.snapshot import Snapshot
@@ -68,9 +69,9 @@ def parked(job: SlurmJob, now: float, limited: Collection[str] = ()) -> str | No
 def waiting_jobs(jobs: Collection[SlurmJob], partitions: str | Collection[str], aside: Collection[str], now: float,
                  limited: Collection[str] = ()) -> list[str]:
     """The Hops jobs of ``partitions`` that wait for GPUs (pending, not set aside, not :func:`starting` on
-    an offer, not :func:`parked`): while one does, its partition gets no offer."""
-    parts = {partitions} if isinstance(partitions, str) else set(partitions)
-    return [j.job_id for j in jobs if j.is_hops and j.pending and j.partition in parts and j.job_id not in aside
+    an offer, not :func:`parked`): while one does, its partitions get no offer."""
+    scope = HopsScope((partitions,) if isinstance(partitions, str) else tuple(partitions))
+    return [j.job_id for j in jobs if j.is_hops and j.pending and scope.inside(j) and j.job_id not in aside
             and not starting(j, now) and parked(j, now, limited) is None]
 
 
@@ -112,7 +113,7 @@ def make_offer(snap: Snapshot, *, partitions: str | Sequence[str], waiting: Coll
     time before its reads (no read time known: closed)."""
     parts = (partitions,) if isinstance(partitions, str) else tuple(partitions)
     listing = snap.listing
-    busy = {listing[j].partition if j in listing else "" for j in waiting}
+    busy = {p for j in waiting for p in (listing[j].partition.split(",") if j in listing else [""])}
     open_parts = [p for p in parts if p not in busy] if "" not in busy else []  # a job not listed: all closed
     if not open_parts or tres not in TRES_PREFIXES or snap.taken <= 0.0:
         return None

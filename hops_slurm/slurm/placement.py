@@ -118,13 +118,13 @@ def drop_job_env(env_dir: Path, job_id: str) -> None:
 
 
 def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
-    path = env_dir / f"{job_id}.env"
+    """The values :func:`write_job_env` wrote, read as the shell reads them: the whole file as one quoted
+    text (a value may hold a newline, a carriage return or U+2028, which a line-by-line reading would cut)."""
     out = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.removeprefix("export ").partition("=")
-        if key:
-            parts = shlex.split(value)
-            out[key] = parts[0] if parts else ""
+    for word in shlex.split((env_dir / f"{job_id}.env").read_bytes().decode()):
+        key, eq, value = word.partition("=")
+        if eq and key:
+            out[key] = value
     return out
 
 

@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.scope import PartitionSet, node_in
 from planner.views import ClusterView, Config, NodeView, freeze_config
 
 if TYPE_CHECKING:
@@ -213,37 +214,37 @@ class Snapshot:
     def hops_running(self) -> list[str]:
         return [j.job_id for j in self.jobs if j.is_hops and j.active]
 
-    def cluster_view(self, *, fragment: bool, partition: str | None = "hops",
+    def cluster_view(self, *, fragment: bool, partition: PartitionSet = "hops",
                      promised: Mapping[str, Mapping[str, int]] | None = None) -> ClusterView:
-        """GPU nodes in ``partition`` (None: all) that can run jobs, in Slurm's node order. A round plan
+        """GPU nodes in ``partition`` (one name or several: the Hops partitions; None: all) that can run jobs, in Slurm's node order. A round plan
         (``fragment=False``) counts the running Hops jobs' GPUs free, as they are re-planned; a fragment
         plan sees only idle GPUs, less those ``promised`` to placed-and-pending jobs."""
         free = self.free_gpus(freed=() if fragment else self.hops_running(), promised=promised if fragment else None)
         views = []
         for n in self.nodes:
-            if n.gpus_total == 0 or not n.usable or (partition is not None and partition not in n.partitions):
+            if n.gpus_total == 0 or not n.usable or not node_in(n, partition):
                 continue
             views.append(NodeView(name=n.name, gpu_type=n.gpu_type, server_class=server_class(n),
                                   total_gpus=n.gpus_total, free_gpus=free[n.name]))
         return ClusterView(nodes=tuple(views))
 
-    def gpu_nodes(self, partition: str | None = "hops") -> tuple[tuple[str, str, str, int], ...]:
+    def gpu_nodes(self, partition: PartitionSet = "hops") -> tuple[tuple[str, str, str, int], ...]:
         """(name, GPU type, entity class, GPUs) of the nodes :meth:`cluster_view` lists, in its order: what
         an estimator is made for (no free GPUs counted: cheap to compare at every refresh)."""
         return tuple((n.name, n.gpu_type, server_class(n), n.gpus_total) for n in self.nodes
-                     if n.gpus_total and n.usable and (partition is None or partition in n.partitions))
+                     if n.gpus_total and n.usable and node_in(n, partition))
 
     def gpu_type_of(self, config: Mapping[str, int]) -> str:
         """The GPU type of a config's nodes, ``mixed`` when they differ."""
         types = {n.gpu_type for n in self.nodes if n.name in config}
         return types.pop() if len(types) == 1 else "mixed"
 
-    def usable_gpu_nodes(self, partition: str) -> bool:
-        return any(n.usable and n.gpus_total > 0 and partition in n.partitions for n in self.nodes)
+    def usable_gpu_nodes(self, partition: PartitionSet) -> bool:
+        return any(n.usable and n.gpus_total > 0 and node_in(n, partition) for n in self.nodes)
 
 
 def cluster_view(nodes: Collection[SlurmNode], jobs: Collection[SlurmJob], *, fragment: bool,
-                 partition: str | None = "hops") -> ClusterView:
+                 partition: PartitionSet = "hops") -> ClusterView:
     """:meth:`Snapshot.cluster_view` of a listing of nodes and jobs."""
     return Snapshot(tuple(jobs), tuple(nodes)).cluster_view(fragment=fragment, partition=partition)
 
