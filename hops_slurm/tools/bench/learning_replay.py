@@ -21,7 +21,9 @@ job's (so the same configuration often runs on other servers: the type layer ans
 
 What is recorded, per (model, configuration): the error of the estimate the first time the model's
 knowledge reaches each :data:`STAGES` entry (see there), and per model the mean error over its
-configurations after each of its runs (the learning curve). Nothing reads a clock.
+configurations after each of its runs (the learning curve). A configuration is estimated on the nodes
+after those of the model's first run on it (other servers, as the next job there mostly gets). Nothing reads
+a clock.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from estimator.estimate import config_throughput, per_gpu_estimate
 from hops_slurm.sim.groundtruth import GroundTruth, family
 from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import calibration, runtime_record
@@ -69,6 +72,7 @@ class Run:
     job_id: str
     model: str
     cell: Cell
+    start: int  # the index of its first node among its type's
     nodes: tuple[tuple[str, int], ...]
 
 
@@ -107,7 +111,7 @@ def plan_runs(truth: GroundTruth, seed: int, jobs: int) -> list[Run]:
         counts = [c for c in spec.requirements if c in COUNTS] or [max(COUNTS)]
         gpus = rng.choice(counts)
         cell = Cell(rng.choice(truth.gpu_types), gpus, gpus > 1 and rng.random() < 0.5)
-        runs.append(Run(spec.job_id, spec.model, cell, place(cell, nxt[cell.gpu_type])))
+        runs.append(Run(spec.job_id, spec.model, cell, nxt[cell.gpu_type], place(cell, nxt[cell.gpu_type])))
         nxt[cell.gpu_type] += 1 if not cell.spread else cell.gpus
     return runs
 
@@ -125,10 +129,12 @@ class _Subset:
 class Outcome:
     """What one replay recorded (module docstring)."""
 
-    #: (model, cell, stage) -> (estimate, measured) samples/s, the first time the stage was reached
-    first_at: dict[tuple[str, Cell, str], tuple[float, float]] = field(default_factory=dict)
-    #: model -> [mean relative error over its cells after k of its runs, k = 0, 1, ...]
-    curve: dict[str, list[float]] = field(default_factory=dict)
+    #: (model, cell, stage) -> (estimate, estimate without estimator.refine, measured) samples/s, the
+    #: first time the stage was reached
+    first_at: dict[tuple[str, Cell, str], tuple[float, float, float]] = field(default_factory=dict)
+    #: model -> [(mean relative error over its cells, the same without estimator.refine) after k of its
+    #: runs, k = 0, 1, ...]
+    curve: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     #: (model, cell) -> layer that answered at each stage reached (reports)
     layers: dict[tuple[str, Cell, str], str] = field(default_factory=dict)
     jobs: int = 0
@@ -175,8 +181,13 @@ class Replay:
         """The planner's estimate (samples/s) of ``model`` on ``nodes``."""
         return float(self.knowledge.throughput_fn(self.signature(model))(dict(nodes)))
 
+    def unrefined(self, model: str, nodes: tuple[tuple[str, int], ...]) -> float:
+        """The same estimate from the same store without :mod:`estimator.refine` (the comparison)."""
+        est, source = self.knowledge.estimator, self.knowledge.source
+        return config_throughput(dict(nodes), source.snapshot(self.signature(model)), source.calibrations(),
+                                 est.nodes, source.entity_factors(), refine=False)
+
     def layer(self, model: str, cell: Cell, nodes: tuple[tuple[str, int], ...]) -> str:
-        from estimator.estimate import per_gpu_estimate
         source = self.knowledge.source
         est = per_gpu_estimate(source.snapshot(self.signature(model)), source.calibrations(),
                                gpu_type=cell.gpu_type, gpus=cell.gpus, nodes=len(nodes), server=nodes[0][0],
@@ -203,7 +214,8 @@ def replay(truth: GroundTruth, runs: list[Run], *, held_out: Iterable[str] | Non
     targets: dict[str, dict[Cell, tuple[tuple[str, int], ...]]] = defaultdict(dict)
     for r in runs:
         if r.cell.gpus > 1 and r.model in wanted:
-            targets[r.model].setdefault(r.cell, r.nodes)  # the nodes of its first run there
+            # the nodes after those of its first run there: the store must carry what it learned to other servers
+            targets[r.model].setdefault(r.cell, place(r.cell, r.start + 1))
     out = Outcome(jobs=len(runs))
     ran: dict[str, set[Cell]] = defaultdict(set)
     rep = Replay(truth, held_out=held_out)
@@ -225,16 +237,17 @@ def replay(truth: GroundTruth, runs: list[Run], *, held_out: Iterable[str] | Non
 
 def _observe(rep: Replay, out: Outcome, model: str, cells: dict[Cell, tuple[tuple[str, int], ...]],
              ran: set[Cell]) -> None:
-    errors = []
+    errors, before = [], []
     for cell, nodes in cells.items():
-        estimate, measured = rep.estimate(model, nodes), rep.measured(model, cell)
+        estimate, plain, measured = rep.estimate(model, nodes), rep.unrefined(model, nodes), rep.measured(model, cell)
         errors.append(abs(estimate - measured) / measured)
+        before.append(abs(plain - measured) / measured)
         key = (model, cell, stage_of(cell, ran))
         if key not in out.first_at:
-            out.first_at[key] = (estimate, measured)
+            out.first_at[key] = (estimate, plain, measured)
             out.layers[key] = rep.layer(model, cell, nodes)
     if errors:
-        out.curve.setdefault(model, []).append(sum(errors) / len(errors))
+        out.curve.setdefault(model, []).append((sum(errors) / len(errors), sum(before) / len(before)))
 
 
 __all__ = ["COUNTS", "STAGES", "Cell", "Outcome", "Replay", "Run", "cluster", "multi_gpu_models", "place",
