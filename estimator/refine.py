@@ -23,10 +23,12 @@ answers). No constant is fitted. Pure: plain values in and out.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from estimator.calibration import implied_bandwidth
 from estimator.extrapolate import measured_points
-from estimator.model import expected_iter_time, throughput
+from estimator.mixture import Mixture
+from estimator.model import TimeComponents, expected_iter_time, throughput
 from estimator.snapshot import JobSnapshot
 
 #: the layer of an estimate refined by the job's own runs on another count
@@ -52,15 +54,22 @@ def own_comm_time(snap: JobSnapshot, gpu_type: str, *, gpus: int, nodes: int) ->
     if not points:
         return None
     _, count0, per_gpu0 = min(points, key=lambda p: (abs(math.log(p[1] / count)), -p[1]))
-    tc = theory.components
-    gpus0 = count0 if aggregated else max(count0, 2)  # across servers only "more than one" matters to eq. (1)
-    bandwidth = implied_bandwidth(tc, per_gpu0, gpus=gpus0, nodes=1 if aggregated else count0, data=theory.data)
+    t_c0 = _measured_comm_time(theory.components, theory.data, per_gpu0, count0, aggregated)
+    return None if t_c0 is None else t_c0 * ring_share(count) / ring_share(count0)
+
+
+@lru_cache(maxsize=65536)
+def _measured_comm_time(tc: TimeComponents, data: Mixture, per_gpu: float, count: int, aggregated: bool) -> float | None:
+    """T_c under which eq. (1) of ``tc`` gives ``per_gpu`` at ``count`` GPUs in one server (``aggregated``) or
+    ``count`` nodes; 0.0 for a measurement as fast as free communication. Kept per measurement: the planner
+    asks many counts of one job between two of its records, and each answer starts from the same T_c0."""
+    gpus = count if aggregated else max(count, 2)  # across servers only "more than one" matters to eq. (1)
+    bandwidth = implied_bandwidth(tc, per_gpu, gpus=gpus, nodes=1 if aggregated else count, data=data)
     if bandwidth is None:
         return None
     if bandwidth == math.inf:
         return 0.0
-    t_c0 = tc.params * (ring_share(count0) if aggregated else 1.0) / bandwidth
-    return t_c0 * ring_share(count) / ring_share(count0)
+    return tc.params * (ring_share(count) if aggregated else 1.0) / bandwidth
 
 
 def refined_per_gpu(snap: JobSnapshot, gpu_type: str, *, gpus: int, nodes: int) -> float | None:
