@@ -172,6 +172,22 @@ def _overall(stages: dict[str, list[Point]], stage: str) -> str:
     return _pct(_mean(stages[stage]))
 
 
+def regular(truth: GroundTruth, model: str, cell: Cell) -> bool:
+    """Whether the model's measurements on the cell's type and layout fit what eq. 1-2 can say: per-GPU
+    throughput never rises when GPUs are added (1, 2, 4, 8 GPUs; so nothing super-linear either)."""
+    per_gpu = [truth.samples_per_second(model, cell.gpu_type, n, cell.spread and n > 1) / n for n in COUNTS]
+    return all(a >= b for a, b in zip(per_gpu, per_gpu[1:]))
+
+
+def regular_line(truth: GroundTruth, stages: dict[str, list[Point]]) -> str:
+    pts = [p for p in stages["type"] if regular(truth, p[0], p[1])]
+    other = [p for p in stages["type"] if not regular(truth, p[0], p[1])]
+    return (f"After one run on the type, on the points whose model's per-GPU throughput never rises with the GPU "
+            f"count on that type and layout (what eq. 1-2 can follow): {_pct(_mean(pts))} ({len(pts)} points); on "
+            f"the others (a dip or a super-linear point in their own measurements): {_pct(_mean(other))} "
+            f"({len(other)} points).")
+
+
 def run(out_dir: Path) -> Path:
     truth = GroundTruth()
     inside, curves = collect(truth)
@@ -218,6 +234,8 @@ def run(out_dir: Path) -> Path:
         f"All cells: first job {_overall(inside, 'first')}, one run on the type {_overall(inside, 'type')}, one run "
         f"on the configuration {_overall(inside, 'config')} (held out: {_overall(held, 'first')}, "
         f"{_overall(held, 'type')}, {_overall(held, 'config')}).",
+        "",
+        regular_line(truth, inside),
         "",
         "## What the refinement does (same store, read with and without `estimator.refine`)",
         "",
