@@ -189,18 +189,20 @@ class Minicluster:
                     os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
                     dev.chmod(0o666)
         host = hostname()
-        lua = self.job_submit_lua is not None
+        lua = self.job_submit_lua is not None or self.spec.site_hook is not None
         (s / "etc" / "slurm.conf").write_text(conf.render_slurm_conf(self.spec, host, job_submit_lua=lua))
         (s / "etc" / "gres.conf").write_text(conf.render_gres_conf(self.spec))
         cgroup = conf.render_cgroup_conf(self.spec)
         if cgroup:
             (s / "etc" / "cgroup.conf").write_text(cgroup)
-        if lua:
+        if self.job_submit_lua is not None:
             shutil.copyfile(self.job_submit_lua, s / "etc" / "job_submit.lua")
             offers = self.job_submit_lua.with_name("hops_offer.lua")  # the hook's offers, loaded from beside it
             (s / "etc" / offers.name).unlink(missing_ok=True)
             if offers.exists():
                 shutil.copyfile(offers, s / "etc" / offers.name)
+        if self.spec.site_hook is not None:
+            self._install_site_hook(s / "etc")
         if self.accounting:
             self.accounting.write_files(host)
         # World-readable so non-root users' client commands can read it.
@@ -209,6 +211,16 @@ class Minicluster:
                 f.chmod(0o644)
         (s / "etc").chmod(0o755)
         self.state.chmod(0o755)
+
+    def _install_site_hook(self, etc: Path) -> None:
+        """The spec's ``site_hook`` as job_submit.lua, with the Hops module files beside it (taken from beside
+        the Hops hook this cluster was given, else the checkout's hooks/): a site that keeps its own hook."""
+        assert self.spec.site_hook is not None
+        hooks = self.job_submit_lua.parent if self.job_submit_lua else Path(__file__).resolve().parents[3] / "hooks"
+        for name in ("hops_submit.lua", "hops_offer.lua"):
+            if (hooks / name).exists():
+                shutil.copyfile(hooks / name, etc / name)
+        shutil.copyfile(self.spec.site_hook, etc / "job_submit.lua")
 
     def _munge_ids(self) -> tuple[int, int]:
         if self.rooted:
