@@ -118,8 +118,21 @@ def parse_partition_file(text: str) -> tuple[list[str], str]:
 
 
 def code_lines(lua: str) -> list[tuple[int, str]]:
-    """(line number, text) of the Lua lines that are not whole-line comments."""
-    return [(n, line) for n, line in enumerate(lua.splitlines(), start=1) if not line.strip().startswith("--")]
+    """(line number, text) of the Lua lines outside comments: whole-line ``--`` comments and ``--[[ ... ]]``
+    blocks (a line that opens or closes a block counts as comment)."""
+    out: list[tuple[int, str]] = []
+    in_block = False
+    for n, line in enumerate(lua.splitlines()[:MAX_LINES], start=1):
+        stripped = line[:MAX_LINE].strip()
+        if in_block:
+            in_block = "]]" not in stripped
+            continue
+        if stripped.startswith("--[[") or stripped.startswith("--[=["):
+            in_block = "]]" not in stripped[4:] and "]=]" not in stripped[4:]
+            continue
+        if not stripped.startswith("--"):
+            out.append((n, line[:MAX_LINE]))
+    return out
 
 
 def module_path_in(lua: str) -> Path | None:

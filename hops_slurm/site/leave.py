@@ -80,12 +80,12 @@ class LeaveReport:
         path = hook.conf_dir / "job_submit.lua"
         if hook.hook_text is None:
             return [f"leave: {path}: no hook to edit"]
-        lines = hops_lines(hook.hook_text)
-        if not lines:
-            return [f"leave: {path} does not call the Hops module: nothing to take out"]
         if is_shipped_hook(hook.hook_text):
             return [f"leave: {path} is not the site's own: take JobSubmitPlugins=lua out of slurm.conf and restart "
                     "slurmctld, or put the site's own hook there"]
+        lines = hops_lines(hook.hook_text)
+        if not lines:
+            return [f"leave: {path} does not call the Hops module: nothing to take out"]
         out = [f"leave: take these lines out of {path}, then `scontrol reconfigure`:"]
         out += [f"leave:   line {n}: {text}" for n, text in lines[:16]]
         return out
@@ -143,6 +143,7 @@ def _leave(config: SiteConfig, api: SlurmApi, hook: HookFacts | None, dry_run: b
         if not dry_run:
             (hook_dir / PARTITION_FILE).unlink()
         report.partition_file_removed = hook_dir / PARTITION_FILE
+    before = [r.name for r in api.reservations() if ENGINE_RESERVATION.fullmatch(r.name)]
     journal = Journal(config.paths.resolve(config.paths.journal)) if not dry_run else None
     try:
         _detach_and_cancel(api, journal, report)
@@ -158,6 +159,11 @@ def _leave(config: SiteConfig, api: SlurmApi, hook: HookFacts | None, dry_run: b
     finally:
         if journal is not None:
             journal.db.close()
+    if dry_run:
+        report.deleted = before
+    else:  # fail-open's release deletes the gate and the offer itself
+        left = {r.name for r in api.reservations()}
+        report.deleted = [name for name in before if name not in left]
     return report
 
 
@@ -197,6 +203,5 @@ def _delete_reservations(api: SlurmApi, journal: Journal | None, report: LeaveRe
             continue
         try:
             _act(journal, "leave-ungate", "", {"reservation": resv.name}, lambda n=resv.name: api.delete_reservation(n))
-            report.deleted.append(resv.name)
         except SlurmError as exc:
             report.failed[f"delete reservation {resv.name}"] = str(exc)[:300]

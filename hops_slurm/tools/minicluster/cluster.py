@@ -189,13 +189,13 @@ class Minicluster:
                     os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
                     dev.chmod(0o666)
         host = hostname()
-        lua = self.job_submit_lua is not None or self.spec.site_hook is not None
+        lua = self.job_submit_lua is not None
         (s / "etc" / "slurm.conf").write_text(conf.render_slurm_conf(self.spec, host, job_submit_lua=lua))
         (s / "etc" / "gres.conf").write_text(conf.render_gres_conf(self.spec))
         cgroup = conf.render_cgroup_conf(self.spec)
         if cgroup:
             (s / "etc" / "cgroup.conf").write_text(cgroup)
-        if self.job_submit_lua is not None:
+        if lua:
             shutil.copyfile(self.job_submit_lua, s / "etc" / "job_submit.lua")
             offers = self.job_submit_lua.with_name("hops_offer.lua")  # the hook's offers, loaded from beside it
             (s / "etc" / offers.name).unlink(missing_ok=True)
@@ -213,13 +213,13 @@ class Minicluster:
         self.state.chmod(0o755)
 
     def _install_site_hook(self, etc: Path) -> None:
-        """The spec's ``site_hook`` as job_submit.lua, with the Hops module files beside it (taken from beside
-        the Hops hook this cluster was given, else the checkout's hooks/): a site that keeps its own hook."""
+        """The spec's ``site_hook`` as job_submit.lua in place of the Hops hook this cluster was given, whose
+        module files (``hops_*.lua`` beside it) stay: a site that keeps its own hook and calls the module."""
+        if self.job_submit_lua is None:
+            raise MiniclusterError("a spec with site_hook needs the Hops hook too (--job-submit-lua): its module files")
         assert self.spec.site_hook is not None
-        hooks = self.job_submit_lua.parent if self.job_submit_lua else Path(__file__).resolve().parents[3] / "hooks"
-        for name in ("hops_submit.lua", "hops_offer.lua"):
-            if (hooks / name).exists():
-                shutil.copyfile(hooks / name, etc / name)
+        for module in sorted(self.job_submit_lua.parent.glob("hops_*.lua")):
+            shutil.copyfile(module, etc / module.name)
         shutil.copyfile(self.spec.site_hook, etc / "job_submit.lua")
 
     def _munge_ids(self) -> tuple[int, int]:
