@@ -1,7 +1,7 @@
 --[[
 A site's own submit hook, as a site that already runs Slurm has one (the site-shaped live test,
 tests/hops_slurm/site/test_site_live.py): three rules of its own, which hold for every job, and the lines
-that call the Hops module (docs/admin-guide.md, "The submit hook"). Lua 5.1.
+that call the Hops module (docs/admin-guide.md). Lua 5.1.
 
 Rules: (1) a job that names no account is charged to `research`; (2) a job without a time limit is
 refused; (3) the retired QOS `debug` is rewritten to `low`.
