@@ -172,6 +172,11 @@ def site() -> Iterator[Site]:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _unset(fields: dict[str, str], key: str) -> bool:
+    """``scontrol show job`` leaves an empty field out (AdminComment, Comment) or prints ``(null)``."""
+    return fields.get(key, "(null)") in ("(null)", "")
+
+
 def _epoch(slurm_time: str) -> float:
     return datetime.strptime(slurm_time, "%Y-%m-%dT%H:%M:%S").timestamp()
 
@@ -192,7 +197,7 @@ def test_the_sites_three_rules_hold_on_every_job_hops_or_not(site: Site) -> None
                 f = site.fields(job)
                 assert f["Partition"] == HOPS_PARTITION and f["AdminComment"].startswith("hops:"), f
         else:
-            assert site.fields(charged)["Partition"] == "cpu" and site.fields(charged)["AdminComment"] == "(null)"
+            assert site.fields(charged)["Partition"] == "cpu" and _unset(site.fields(charged), "AdminComment")
     site.cancel_all()
 
 
@@ -228,7 +233,7 @@ def _gpu_set_starts(site: Site) -> dict[str, object]:
     first = min(_epoch(f["SubmitTime"]) for f in fields)
     for f in fields:
         assert f["Partition"] == "gpu" and f["NodeList"] in GPU_NODES, f
-        assert f["AdminComment"] == "(null)" and f["Comment"] == "(null)" and f["Reservation"] == "(null)", f
+        assert _unset(f, "AdminComment") and _unset(f, "Comment") and _unset(f, "Reservation"), f
     return {"starts": [_epoch(f["StartTime"]) - first for f in fields], "nodes": [f["NodeList"] for f in fields]}
 
 
@@ -239,12 +244,13 @@ def test_the_sites_gpu_jobs_run_as_without_hops(site: Site) -> None:
     with_daemon = _gpu_set_starts(site)
     site.stop_daemon()
     without = _gpu_set_starts(site)
+    again = _gpu_set_starts(site)  # Slurm's own run-to-run variation, beside the difference with the daemon
     site.start_daemon()
     site.cancel_all()
     out = os.environ.get("HOPS_SITE_RESULTS")
     if out:
         Path(out).write_text(json.dumps({"gpu_set": GPU_SET, "daemon_running": with_daemon, "daemon_stopped": without,
-                                         "slurm": site.cluster.spec.slurm}, indent=1))
+                                         "daemon_stopped_again": again, "slurm": site.cluster.spec.slurm}, indent=1))
 
 
 def test_after_leaving_the_sites_hook_alone_accepts_and_runs_jobs(site: Site) -> None:
@@ -275,6 +281,6 @@ def test_after_leaving_the_sites_hook_alone_accepts_and_runs_jobs(site: Site) ->
     wait_until(lambda: all(site.fields(j)["JobState"] == "COMPLETED" for j in jobs), "jobs run by the site's hook alone", 60)
     for job in jobs:
         f = site.fields(job)
-        assert f["Account"] == "research" and f["Partition"] == "cpu" and f["AdminComment"] == "(null)", f
+        assert f["Account"] == "research" and f["Partition"] == "cpu" and _unset(f, "AdminComment"), f
     assert site.fields(jobs[0])["QOS"] == "low"
     site.cancel_all()
