@@ -26,3 +26,4 @@ def register(sub: argparse._SubParsersAction) -> None:
             add_to = getattr(module, "add_to", None)
             if add_to is not None:
                 add_to(verbs)
+    verbs.help = "; ".join(f"{a.dest}: {a.help}" for a in verbs._choices_actions)
