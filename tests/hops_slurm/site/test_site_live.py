@@ -95,7 +95,10 @@ class Site:
         log = (self.workdir / "daemon.log").open("a")
         self.daemon = subprocess.Popen([*HOPS_SLURM, "daemon", "--foreground", "--config", str(self.config)],
                                        env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True, cwd=self.workdir)
-        wait_until(lambda: (self.etc / "hops-partitions").exists(), "the daemon writing hops-partitions", 60)
+        try:
+            wait_until(lambda: (self.etc / "hops-partitions").exists(), "the daemon writing hops-partitions", 60)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the daemon said:\n{(self.workdir / 'daemon.log').read_text()[-3000:]}") from None
 
     def stop_daemon(self) -> None:
         if self.daemon is not None:
