@@ -166,13 +166,15 @@ def site() -> Iterator[Site]:
     config = state / "hops.toml"
     _write_config(config, state / "state", spec.state_dir / "etc")
     s = Site(cluster, config, state / "state", workdir)
-    s.start_daemon()
-    yield s
-    s.stop_daemon()
-    s.cancel_all()
-    cluster.down()
-    shutil.rmtree(state, ignore_errors=True)
-    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        s.start_daemon()
+        yield s
+    finally:
+        s.stop_daemon()
+        s.cancel_all()
+        cluster.down()
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _unset(fields: dict[str, str], key: str) -> bool:
