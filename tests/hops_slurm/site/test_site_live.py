@@ -226,6 +226,17 @@ def test_site_check_finds_nothing_missing_or_in_conflict(site: Site) -> None:
     status = {row[0]: row[1] for row in rows}
     assert not [c for c, s in status.items() if s in ("MISSING", "CONFLICT")], proc.stdout
     assert status["hook"] == status["hook-module"] == status["partition-file"] == status[f"partition:{HOPS_PARTITION}"] == "OK"
+    as_json = json.loads(site.hops("site", "check", "--config", str(site.config), "--json").stdout)
+    assert as_json["blockers"] == 0 and {c["check"]: c["status"] for c in as_json["checks"]} == status
+    module = site.etc / "hops_submit.lua"  # a blocker: one line naming it, exit status 1
+    module.rename(module.with_name("hops_submit.lua.aside"))
+    try:
+        broken = site.hops("site", "check", "--config", str(site.config), "--noheader")
+    finally:
+        module.with_name("hops_submit.lua.aside").rename(module)
+    assert broken.returncode == 1
+    assert broken.stderr.splitlines() == [f"hops-slurm: site check: MISSING hook-module: missing: {module} (needs "
+                                          "hops_submit.lua where the hook loads it)"], broken.stderr
 
 
 def _gpu_set_starts(site: Site) -> dict[str, object]:
