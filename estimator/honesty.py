@@ -104,7 +104,7 @@ def ratio(declared: float, processed: float) -> float:
 def history_of(outcomes: Iterable[JobOutcome], params: HonestyParams) -> UserHistory:
     """Rule 2 over a user's jobs, oldest first (only the last ``params.history_jobs`` count)."""
     items = list(outcomes)
-    recent = items[len(items) - params.history_jobs:] if params.history_jobs else []
+    recent = items[max(0, len(items) - params.history_jobs):] if params.history_jobs else []
     if not recent:
         return UserHistory()
     worst = max(ratio(o.declared, o.processed) for o in recent)

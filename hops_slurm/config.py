@@ -162,6 +162,8 @@ class PathsConfig(_Section):
     journal: SubPath = Path("journal.sqlite")
     engine_db: SubPath = Path("engine.sqlite")  # the engine's job accounting (wait, age, profiles)
     records: SubPath = Path("records.sqlite")  # JobRecord/RoundRecord for `hops-slurm report --records`
+    #: where `hops-slurm calibrate` writes its measurements and the engine reads them (B_link, B_net per GPU type)
+    calibrations: SubPath = Path("calibrations")
     #: absolute directories besides state_dir where a path key may point (an absolute path elsewhere is refused)
     allowed_roots: Annotated[list[AbsPath], Field(max_length=16)] = Field(default_factory=list)
 
@@ -188,7 +190,7 @@ class PathsConfig(_Section):
             if system is not None:
                 where = "the file system root" if system == Path("/") else f"in the system directory {system}"
                 raise ValueError(f"{key} ({root}) is {where}: refused")
-        for key in ("store", "journal", "engine_db", "records"):
+        for key in ("store", "journal", "engine_db", "records", "calibrations"):
             self.check_place(f"paths.{key}", getattr(self, key))
         return self
 
@@ -341,10 +343,6 @@ def _world_writable(path: Path) -> bool:
     except OSError:
         return False  # not there yet: the engine creates it
     return stat.S_ISDIR(st.st_mode) and bool(st.st_mode & stat.S_IWOTH)
-
-
-def default_config_path() -> Path:
-    return Path(__file__).resolve().parents[1] / "etc" / "hops.toml"
 
 
 def parse_config(data: dict[str, object], source: str = "config") -> SiteConfig:

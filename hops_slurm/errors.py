@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from planner.errors import HopsError
 
-__all__ = ["ConfigError", "DirectiveError", "HopsError", "MiniclusterError"]
+__all__ = ["ConfigError", "DirectiveError", "GovernanceError", "HopsError", "MiniclusterError"]
 
 
 class ConfigError(HopsError):
@@ -27,3 +27,8 @@ class DirectiveError(HopsError):
 
 class MiniclusterError(HopsError):
     """The local fake-GPU Slurm cluster could not be brought up, queried or torn down."""
+
+
+class GovernanceError(HopsError):
+    """Output of ``sacctmgr``, ``sshare`` or ``scontrol`` that is not what the site's Slurm prints, or a read
+    that failed: one line naming the command, the line and the field (:mod:`hops_slurm.slurm.assoc`)."""

@@ -14,9 +14,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from hops_slurm.bundled import bundle_root
 from hops_slurm.errors import HopsError
 
-HOOKS = Path(__file__).resolve().parents[1] / "hooks"
+HOOKS = bundle_root() / "hooks"  # the shipped hooks/ (hops_slurm.bundled)
 HOOK = HOOKS / "job_submit.lua"
 RUNNER = HOOKS / "run_parser.lua"
 

@@ -14,6 +14,8 @@ Per GPU type, with S_t the free GPUs of node t and R = (R_1 < ... < R_n) the job
   config already. Two pointers keep this O(N_type) per requirement; once the nodes from a start can
   no longer hold R_k, later starts are not tried (the paper's stopping rule).
 
+A job that may use only some nodes (``JobView.nodes``) gets configs on those only (:mod:`planner.eligible`).
+
 A running job's current config is a candidate too whenever it still fits the free GPUs and its size
 is one of the requirements, so the ILP can always keep a job where it is.
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+from planner.eligible import confine
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
 
 
@@ -164,6 +167,11 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
         seen.setdefault(tuple(cfg.items()), cfg)
 
     high = is_high_sensitivity(job, sigma)
+    if job.nodes is not None:  # only the nodes it may use (planner.eligible), their own span index
+        confined = confine(cluster, job)
+        if confined is not cluster:
+            cluster = confined
+            index = cluster._derived("span_index", lambda: SpanIndex(confined)) if index is not None else None
     if spans == "bucketed" and index is None:
         index = SpanIndex(cluster)
     for gpu_type in cluster.gpu_types:
@@ -199,6 +207,7 @@ def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[C
     lazily and cheapest first: every single-node config of every type, then the spans; for a caller that
     needs one config with a positive estimate (:func:`planner.hops.why_unservable`)."""
     high = is_high_sensitivity(job, sigma)
+    cluster = confine(cluster, job)
     types = [(t, cluster.nodes_of_type(t)) for t in cluster.gpu_types]
     for _, of_type in types:
         for r in job.requirements:

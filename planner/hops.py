@@ -18,6 +18,10 @@ than one GPU, or a job whose runtime records show no progress on every config it
 change. A running job whose current config makes no progress is judged the same way and leaves the plan.
 ``window="active"`` is the earlier reading (the window cut from every active job), for ablations.
 
+A job that may use only some nodes (``JobView.nodes``: the live engine's jobs of one of several Hops
+partitions) is planned on those only: its configs and verdicts see its nodes alone, and node classes are
+split so that no interchangeable node lies outside them (:mod:`planner.eligible`).
+
 Node classes are refined by estimated speed first (:mod:`planner.entities`): nodes of one declared
 server class whose throughput estimates differ beyond ``entity_tolerance`` are never interchangeable.
 
@@ -61,6 +65,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.backfill import fillers, reservation
 from planner.configs import SpanIndex, generate_configs, is_high_sensitivity, iter_configs
+from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
 from planner.greedy import fill_leftovers, greedy_plan
@@ -188,6 +193,7 @@ def why_unservable(job: JobView, whole: ClusterView, sigma: float) -> str:
 
 def _verdict(job: JobView, whole: ClusterView, sigma: float) -> tuple[str, Config | None]:
     """:func:`why_unservable`'s reason and, when servable, the config that showed it (the witness)."""
+    whole = confine(whole, job)  # the nodes it may use only
     if job.requirements[0] > whole.total_gpus:
         return (f"needs at least {job.requirements[0]} GPUs; the cluster has {whole.total_gpus}"), None
     for cfg in iter_configs(job, whole, sigma):  # cheapest first: stops at the first positive estimate
@@ -227,7 +233,7 @@ class HopsPolicy(Policy):
         #: the same verdict per (throughput function, requirements, high sensitivity) on one cluster shape:
         #: jobs of one model signature with one requirement set share their estimates (the engine's and the
         #: simulator's job views carry one throughput function per signature), so each is judged once
-        self._verdicts: dict[tuple[int, tuple[int, ...], bool], tuple[object, str, Config | None]] = {}
+        self._verdicts: dict[tuple[int, tuple[int, ...], bool, frozenset[str] | None], tuple[object, str, Config | None]] = {}
         self._verdict_shape: tuple[tuple[str, str, str, int], ...] = ()
 
     @property
@@ -263,6 +269,7 @@ class HopsPolicy(Policy):
             planned = queue_order(running, prios) + list(window.jobs)
         planned = queue_order(planned, prios)  # highest priority first: entity probes, greedy fallbacks
         cluster = entity_classes(cluster, planned, p.entity_tolerance)
+        cluster = eligibility_classes(cluster, live)  # jobs allowed different nodes never share a class
         cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
                                restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment,
                                preempt_penalty=p.preempt_penalty, spans=p.spans)
@@ -365,7 +372,7 @@ class HopsPolicy(Policy):
         rest = [j for j in queue if j.job_id not in in_window]
         if head is None or not rest:
             return []
-        res = reservation(head, cluster, keeping, now)
+        res = reservation(head, confine(cluster, head), keeping, now)
         extra = fillers(rest, res, cluster, now,
                         lambda j: candidates_for([j], cluster, p.sigma, compact=p.formulation == "compact",
                                                  spans=p.spans))
@@ -388,7 +395,7 @@ class HopsPolicy(Policy):
         out: dict[str, str] = {}
         seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
         shared = self._verdicts if self._verdict_shape == shape else {}
-        kept: dict[tuple[int, tuple[int, ...], bool], tuple[object, str, Config | None]] = {}
+        kept: dict[tuple[int, tuple[int, ...], bool, frozenset[str] | None], tuple[object, str, Config | None]] = {}
         for job in jobs:
             known = self._servable.get(job.job_id)
             witness: Config | None = None
@@ -401,7 +408,7 @@ class HopsPolicy(Policy):
                 # estimates): no need to look at every config again
                 reason, witness = known[1], known[2]
             else:
-                key = (id(job.throughput), job.requirements, is_high_sensitivity(job, sigma))
+                key = (id(job.throughput), job.requirements, is_high_sensitivity(job, sigma), job.nodes)
                 hit = shared.get(key)
                 if hit is None or hit[0] is not job.throughput:  # the same function object: the same answers
                     hit = shared[key] = (job.throughput, *_verdict(job, whole, sigma))

@@ -120,6 +120,9 @@ class JobView:
     #: seconds of its time limit (Slurm's ``--time``), when known: what Slurm's backfill plans with
     #: (planner.baselines.slurm_backfill); None: unknown (the backfill baseline uses its ``age``)
     time_limit: float | None = None
+    #: the nodes it may be placed on (the live engine: the nodes of its own Hops partitions); None: every
+    #: node of the view. Every policy step sees only these (planner.eligible)
+    nodes: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         reqs = self.requirements

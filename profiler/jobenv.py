@@ -11,12 +11,14 @@ engine writes its file within a monitor interval. This helper is for that case::
     load_job_env()   # HOPS_* into os.environ: at once if the script sourced the file, else when it appears
 
 It waits only when ``HOPS_GPUS`` is not set and ``HOPS_JOB_ENV_DIR`` and ``SLURM_JOB_ID`` are: at most
-``HOPS_ENV_WAIT`` seconds (default 60), then the job runs on what Slurm gave it (its allocation's
+``HOPS_ENV_WAIT`` seconds (default 60; a value that is not a finite number from 0 to 3600 is refused
+and the default used), then the job runs on what Slurm gave it (its allocation's
 GPUs, its script's defaults). Only ``HOPS_*`` keys are taken, from a file of at most 64 KiB.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -27,6 +29,7 @@ from pathlib import Path
 KEY = re.compile(r"HOPS_[A-Z0-9_]{1,64}")
 MAX_BYTES = 65536
 DEFAULT_WAIT = 60.0
+MAX_WAIT = 3600.0
 
 
 def parse_env_file(text: str) -> dict[str, str]:
@@ -44,6 +47,18 @@ def parse_env_file(text: str) -> dict[str, str]:
     return out
 
 
+def wait_seconds(text: str | None) -> float:
+    """``HOPS_ENV_WAIT`` as seconds: a finite number from 0 to :data:`MAX_WAIT`; anything else (not a
+    number, ``nan``, ``inf``, negative, larger, over 32 characters) is refused and the default used."""
+    if text is None or len(text) > 32:
+        return DEFAULT_WAIT
+    try:
+        value = float(text)
+    except ValueError:
+        return DEFAULT_WAIT
+    return value if math.isfinite(value) and 0.0 <= value <= MAX_WAIT else DEFAULT_WAIT
+
+
 def env_file(environ: MutableMapping[str, str]) -> Path | None:
     d, job = environ.get("HOPS_JOB_ENV_DIR", ""), environ.get("SLURM_JOB_ID", "")
     return Path(d) / f"{job}.env" if d and job.isdigit() else None
@@ -57,11 +72,7 @@ def load_job_env(environ: MutableMapping[str, str] | None = None, *, wait: float
     path = env_file(env)
     if path is None:
         return {}
-    if wait is None:
-        try:
-            wait = max(0.0, min(3600.0, float(env.get("HOPS_ENV_WAIT", DEFAULT_WAIT))))
-        except ValueError:
-            wait = DEFAULT_WAIT
+    wait = wait_seconds(env.get("HOPS_ENV_WAIT")) if wait is None else wait_seconds(str(wait))
     deadline = clock() + (0.0 if env.get("HOPS_GPUS") else wait)
     while True:
         try:
@@ -77,4 +88,4 @@ def load_job_env(environ: MutableMapping[str, str] | None = None, *, wait: float
         return values
 
 
-__all__ = ["load_job_env", "parse_env_file"]
+__all__ = ["load_job_env", "parse_env_file", "wait_seconds"]

@@ -1,7 +1,7 @@
 """``hops-slurm daemon [--config FILE] [--foreground]``: run the Hops engine (see hops_slurm.engine.daemon).
 
-The config file defaults to ``$HOPS_CONFIG``, else /etc/hops-slurm/hops.toml when it exists, else the
-packaged etc/hops.toml. Without ``--foreground`` the daemon detaches (double fork, log to
+The config file is ``--config``, else ``$HOPS_CONFIG``, else /etc/hops-slurm/hops.toml
+(:func:`hops_slurm.config_path.find_config`; the bundled sample is never taken silently). Without ``--foreground`` the daemon detaches (double fork, log to
 ``<state_dir>/engine.log``); systemd runs it with ``--foreground``.
 """
 
@@ -13,27 +13,18 @@ import os
 import sys
 from pathlib import Path
 
-from hops_slurm.config import SiteConfig, default_config_path, load_config
+from hops_slurm import config_path
+from hops_slurm.config import SiteConfig
 from hops_slurm.text import EscapingFormatter
-
-SYSTEM_CONFIG = Path("/etc/hops-slurm/hops.toml")
-
-
-def config_path(given: Path | None) -> Path:
-    if given is not None:
-        return given
-    if os.environ.get("HOPS_CONFIG"):
-        return Path(os.environ["HOPS_CONFIG"])
-    return SYSTEM_CONFIG if SYSTEM_CONFIG.exists() else default_config_path()
 
 
 def add_config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=None,
-                   help=f"site configuration (default $HOPS_CONFIG, else {SYSTEM_CONFIG} if present, else etc/hops.toml)")
+                   help=f"site configuration (default ${config_path.CONFIG_ENV}, else {config_path.SYSTEM_CONFIG})")
 
 
 def site_config(args: argparse.Namespace) -> SiteConfig:
-    return load_config(config_path(args.config))
+    return config_path.site_config(args.config)
 
 
 def info_logging(log_file: Path | None = None) -> None:

@@ -2,7 +2,8 @@
 Wait, Age, Window, Plan); see :mod:`hops_slurm.engine.queue`. Read-only: the engine database is opened through a
 read-only URI (:meth:`hops_slurm.engine.state.EngineState.read_only`); a foreign or newer one is one error line.
 
-The engine's state (``engine.sqlite`` in the ``--config``'s ``paths.state_dir``) names the jobs; Slurm says
+The engine's state (``engine.sqlite`` in the ``paths.state_dir`` of the configuration the daemon uses,
+:func:`hops_slurm.config_path.find_config`, or of ``--config``) names the jobs; Slurm says
 which of them are still pending or running. When the engine tracks no unfinished job (a finished demo,
 an idle site) Slurm is not asked: the queue is empty whatever it says, so the command works with the
 cluster down, and a note on stderr says where the ended jobs are (``hops-slurm report``)."""

@@ -1,6 +1,8 @@
 """``hops-slurm report``: sacct-style accounting of Hops jobs, summaries and plots.
 
-Reads records (engine SQLite or simulator JSONL, see :mod:`hops_slurm.report.source`), filters them
+Reads records (engine SQLite or simulator JSONL, see :mod:`hops_slurm.report.source`): ``--records``, else
+the ``[paths] records`` of ``--config``, else ``$HOPS_SLURM_RECORDS``, else those of the configuration the
+daemon uses (:func:`hops_slurm.config_path.find_config`). It filters them
 like ``sacct`` (-S/-E/-u/-j/--state), and prints one row per job (``--history``: per placement),
 or ``--summary`` over a window; ``--plot DIR`` writes PNGs; ``--sacct`` takes Start/End from Slurm
 accounting and flags where it disagrees with the engine.
@@ -17,7 +19,8 @@ from datetime import UTC
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_int
-from hops_slurm.errors import HopsError
+from hops_slurm.config_path import CONFIG_ENV, SYSTEM_CONFIG, find_config, load_found
+from hops_slurm.errors import ConfigError, HopsError
 from hops_slurm.report.accounting import JobFilter, build_rows, normalise_states, select_jobs
 from hops_slurm.report.sacct import apply_sacct, cross_check, run_sacct
 from hops_slurm.report.source import RecordSet, open_source
@@ -52,9 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--records",
         type=Path,
-        default=os.environ.get(RECORDS_ENV),
-        help=f"engine SQLite database, or simulator JSONL file/folder (default: ${RECORDS_ENV})",
+        default=None,
+        help=f"engine SQLite database, or simulator JSONL file/folder (default: the [paths] records of --config, "
+             f"else ${RECORDS_ENV}, else of the daemon's configuration: ${CONFIG_ENV} or {SYSTEM_CONFIG})",
     )
+    p.add_argument("--config", type=Path, default=None, help="site configuration whose records to read")
     p.add_argument("-o", "--format", default=DEFAULT_FORMAT, help="columns: Name[%%[-]WIDTH],... (sacct style)")
     p.add_argument("-e", "--helpformat", action="store_true", help="list the fields --format accepts")
     p.add_argument("-P", "--parsable2", action="store_true", help="'|'-separated fields, no trailing '|'")
@@ -91,9 +96,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def records_path(given: Path | None, config: Path | None) -> Path:
+    """The records to read: ``given``, else those of ``config``, else ``$HOPS_SLURM_RECORDS``, else those of
+    the daemon's configuration; an error naming what was tried when none is found."""
+    if given is not None:
+        return given
+    if config is None and os.environ.get(RECORDS_ENV):
+        return Path(os.environ[RECORDS_ENV])
+    found = find_config(config)
+    try:
+        cfg = load_found(found)
+    except ConfigError as exc:
+        raise HopsError(f"no records: pass --records PATH (engine .sqlite or simulator .jsonl), set ${RECORDS_ENV}, "
+                        f"or give a configuration: {exc}") from None
+    return cfg.paths.resolve(cfg.paths.records)
+
+
 def _load(args: argparse.Namespace) -> RecordSet:
-    if args.records is None:
-        raise HopsError(f"no records given: pass --records PATH (engine .sqlite or simulator .jsonl) or set ${RECORDS_ENV}")
+    args.records = records_path(args.records, args.config)
     return open_source(args.records).load()
 
 

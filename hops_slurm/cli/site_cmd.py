@@ -1,9 +1,8 @@
-"""``hops-slurm site VERB``: the administrator's commands for the site Hops runs in.
+"""``hops-slurm site VERB``: what an administrator does to take Hops into a Slurm site, one verb per module.
 
-The group only; each verb is a module ``site_<verb>_cmd.py`` beside this one that defines
-``add_to(verbs)`` (``check``: :mod:`hops_slurm.cli.site_check_cmd`; ``leave``:
-:mod:`hops_slurm.cli.site_leave_cmd`), found here as the top-level commands are found by
-:func:`hops_slurm.cli.build_parser`.
+The group only gathers its verbs: every module ``hops_slurm/cli/site_<verb>.py`` that defines
+``register_verb(verbs)`` adds one (``site_files``: ``hops-slurm site files DIR``), the way
+:func:`hops_slurm.cli.build_parser` gathers the top-level commands. A verb sets ``func(args) -> int``.
 """
 
 from __future__ import annotations
@@ -11,19 +10,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+from pathlib import Path
 
-import hops_slurm.cli as cli_package
+VERB_PREFIX = "site_"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("site", help="the site Hops runs in: what it needs from Slurm, leaving it",
-                       description="The administrator's commands for the site Hops runs in.")
+    p = sub.add_parser("site", help="take Hops into a Slurm site: its files, checks, leaving",
+                       description="Take Hops into a Slurm site, one verb per step; "
+                                   "`hops-slurm site VERB --help` says what each does.")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
-    for info in sorted(pkgutil.iter_modules(cli_package.__path__), key=lambda m: m.name):
-        if info.name.startswith("site_") and info.name.endswith("_cmd"):
-            module = importlib.import_module(f"{cli_package.__name__}.{info.name}")
-            add_to = getattr(module, "add_to", None)
-            if add_to is not None:
-                add_to(verbs)
-    verbs.help = "; ".join(f"{a.dest}: {a.help}" for a in verbs._choices_actions)
+    package, _, own = __name__.rpartition(".")
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if not info.name.startswith(VERB_PREFIX) or info.name == own:
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        register_verb = getattr(module, "register_verb", None)
+        if register_verb is not None:
+            register_verb(verbs)
+    verbs.help = "; ".join(f"{a.dest}: {a.help}" for a in verbs._choices_actions)  # each verb's own help line

@@ -62,14 +62,16 @@ def check_directives(job: JobState) -> HopsDirectives:
 
 def per_job(job: JobState, what: str, step: Callable[[], T], set_aside: Callable[[JobState, str], None]) -> T | None:
     """Run ``step`` for ``job``; on a failure of that job, set it aside (``set_aside(job, reason)``) and
-    return None. Failures of the whole engine propagate."""
+    return None. Failures of the whole engine propagate. The reason is logged once: a job that fails again
+    the same way (at every refresh, while what made it fail lasts) is not logged again."""
     try:
         return step()
     except Exception as exc:
         if not per_job_failure(exc):
             raise
         reason = reason_text(what, exc)
-        log.warning("job %s set aside: %s", job.job_id, reason)
+        if job.aside != reason:
+            log.warning("job %s set aside: %s", job.job_id, reason)
         set_aside(job, reason)
         return None
 

@@ -1,11 +1,11 @@
 """The engine's bookkeeping of each Hops job: what a refresh learns about one job and writes down.
 
 Where it sits: :class:`hops_slurm.engine.engine.Engine` inherits these methods; the refresh's named steps
-(:class:`hops_slurm.engine.cycle.Refresh`) call them job by job: a new job's state (:meth:`_new_state`), its
+(:class:`hops_slurm.engine.cycle.Refresh`) call them job by job: a new job's state (:meth:`_new_state`, :meth:`_check_new`), its
 accounting from Slurm's listing (:meth:`_account`), setting a job aside and keeping its Comment in step
 (:meth:`_set_aside`, :meth:`_review_aside`; one bad job never stops the round: :mod:`hops_slurm.engine.aside`),
 its eq. 9 age (:meth:`_refresh_ages`), its runtime records (:meth:`_ingest_metrics`), declared vs processed
-samples (:meth:`_review_declarations`: :mod:`hops_slurm.engine.honesty_review`) and its JobRecord (:meth:`_job_record`).
+samples (:meth:`_declaration_verdicts`, :meth:`_act_on_declaration`: :mod:`hops_slurm.engine.honesty_review`) and its JobRecord (:meth:`_job_record`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ from hops_slurm.engine.written import Written
 from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
+from hops_slurm.slurm.scope import HopsScope
 
 if TYPE_CHECKING:
     from hops_slurm.core.interface import Planning
     from planner.views import Policy
     from hops_slurm.engine.live_backend import SlurmBackend
+    from hops_slurm.engine.offer_file import OfferWriter
     from hops_slurm.engine.profiling import ProfilerFlow
     from hops_slurm.slurm.enact import Enactor
 
@@ -48,6 +50,7 @@ class JobBookkeeping:
     the engine through this class."""
 
     config: SiteConfig
+    scope: HopsScope  # the Hops partitions: jobs of others are never tracked (hops_slurm.slurm.scope)
     api: SlurmApi
     now: Callable[[], float]
     owners: Callable[[str], Owner]
@@ -70,6 +73,8 @@ class JobBookkeeping:
     views: ViewCache
     estimates: dict[tuple[object, ...], object]
     policy: Policy
+    offers: OfferWriter | None
+    last_planning: Planning | None
     _record_budget: RefreshBudget
     _types_memo: tuple[object, dict[str, str]] | None = None
     _refreshes: int
@@ -95,11 +100,14 @@ class JobBookkeeping:
         raise NotImplementedError
 
     def _new_state(self, job: SlurmJob, now: float) -> JobState:
-        js = JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
-                      submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
-                      last_state="PENDING")
+        """A new job's state, before anything is checked (:meth:`_check_new`)."""
+        return JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
+                        submit_time=job.submit_time or now, first_seen=now, last_seen=job.submit_time or now,
+                        last_state="PENDING")
+
+    def _check_new(self, js: JobState) -> None:
+        """A new job's stored directives read back, else it is set aside (not scheduled)."""
         per_job(js, "not scheduled", lambda: check_directives(js), self._set_aside)
-        return js
 
     def _account(self, js: JobState, seen: SlurmJob, now: float) -> None:
         assert self.enactor is not None
@@ -150,7 +158,7 @@ class JobBookkeeping:
     def _refresh_ages(self, jobs: list[JobState]) -> None:
         """Eq. 9 ages (:func:`hops_slurm.engine.known_jobs.refresh_ages`): one cluster view and estimator per snapshot."""
         if self.store is not None and self.backend is not None:
-            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.partition)
+            usable = self.backend.snapshot.usable_gpu_nodes(self.config.slurm.hops_partitions)
             refresh_ages(jobs, self._estimator, usable, self._set_aside)
 
     def _ingest_metrics(self, js: JobState) -> None:
@@ -195,35 +203,39 @@ class JobBookkeeping:
 
         return rate
 
-    def _review_declarations(self, listing: Mapping[str, SlurmJob]) -> None:
-        """Processed vs declared samples of every job in play -> its age factor, and the site's action on
-        jobs past their declaration by the margin (``[honesty]`` in hops.toml)."""
-        from hops_slurm.engine.honesty_review import act, review
+    def _declaration_verdicts(self) -> dict[str, Any]:
+        """Processed vs declared samples of every job in play -> its age factor (one review for all: an
+        owner's history spans their jobs); job id -> its verdict, for :meth:`_act_on_declaration`."""
+        from hops_slurm.engine.honesty_review import review
 
-        assert self.state is not None and self.journal is not None
+        assert self.state is not None
+        return review(self.tracked.values(), self.state, self.config.honesty.params(), self._rates(),  # type: ignore[arg-type]
+                      now=self.now(), restart_of=self.restarts.of)
+
+    def _act_on_declaration(self, js: JobState, verdict: Any, seen: SlurmJob | None) -> None:
+        """The site's action (``[honesty]`` in hops.toml) on one job past its declaration by the margin."""
+        from hops_slurm.engine.honesty_review import act
+
+        assert self.journal is not None
+        if seen is None or not (seen.pending or seen.active):
+            return
         h = self.config.honesty
-        verdicts = review(self.tracked.values(), self.state, h.params(), self._rates(), now=self.now(),  # type: ignore[arg-type]
-                          restart_of=self.restarts.of)
-        for job_id, v in verdicts.items():
-            js, seen = self.tracked[job_id], listing.get(job_id)
-            if seen is None or not (seen.pending or seen.active):
-                continue
 
-            def write_comment(text: str, js: JobState = js, kind: str = "declaration") -> None:
-                with self.journal.action(kind, js.job_id, {"comment": text}, "refresh"):  # type: ignore[union-attr]
-                    self.api.update_job(js.job_id, {"Comment": text})
+        def write_comment(text: str, kind: str = "declaration") -> None:
+            with self.journal.action(kind, js.job_id, {"comment": text}, "refresh"):  # type: ignore[union-attr]
+                self.api.update_job(js.job_id, {"Comment": text})
 
-            def requeue_hold(js: JobState = js) -> None:
-                with self.journal.action("requeuehold", js.job_id, {"reason": "declaration"}, "refresh"):  # type: ignore[union-attr]
-                    self.api.requeue_hold(js.job_id)
+        def requeue_hold() -> None:
+            with self.journal.action("requeuehold", js.job_id, {"reason": "declaration"}, "refresh"):  # type: ignore[union-attr]
+                self.api.requeue_hold(js.job_id)
 
-            try:
-                act(js, v, h.action, comment=seen.comment, write_comment=write_comment, requeue_hold=requeue_hold,
-                    set_aside=self._set_aside)
-            except SlurmError as exc:  # tried again at the next refresh
-                log.warning("job %s: cannot apply [honesty] action %s: %s", job_id, h.action, exc)
-            if js.aside:  # its Comment says why at once, not one refresh later
-                self._review_aside(js, seen)
+        try:
+            act(js, verdict, h.action, comment=seen.comment, write_comment=write_comment, requeue_hold=requeue_hold,
+                set_aside=self._set_aside)
+        except SlurmError as exc:  # tried again at the next refresh
+            log.warning("job %s: cannot apply [honesty] action %s: %s", js.job_id, h.action, exc)
+        if js.aside:  # its Comment says why at once, not one refresh later
+            self._review_aside(js, seen)
 
     def _record_declaration(self, js: JobState) -> None:
         if self.state is not None:
@@ -253,7 +265,9 @@ class JobBookkeeping:
                                               gpu_type=ts.pop() if len(ts) == 1 else "mixed",
                                               preempted=bool(p.get("preempted")), **placement_notice(p)))
         state = js.end_state or js.last_state
-        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
+        seen = self.backend.listing.get(js.job_id) if self.backend is not None else None
+        partition = seen.partition if seen is not None and seen.partition else self.config.slurm.partition
+        return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
                          total_samples=float(d.samples) if d else None, placements=placements,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -35,11 +36,13 @@ from typing import Any
 from hops_slurm.config import SiteConfig
 from hops_slurm.engine.live_backend import SlurmBackend
 from hops_slurm.engine.bookkeeping import JobBookkeeping
+from hops_slurm.engine.calibration_files import CalibrationFiles
 from hops_slurm.engine.checkpoints import Marks, note_stops
 from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
 from hops_slurm.engine.cycle import Refresh, Round, run_steps
-from hops_slurm.engine.offer import publish as publish_offer
 from hops_slurm.engine.offer import starting
+from hops_slurm.engine.offer_file import OfferWriter
+from hops_slurm.engine import partition_file
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
@@ -55,10 +58,12 @@ from hops_slurm.engine.written import Written
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.records import RoundRecord
-from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode
+from hops_slurm.slurm.partitions import PARTITION_ARGV, parse_partitions
 from hops_slurm.slurm.enact import Enactor
 from hops_slurm.slurm.notice import NoticeSettings
 from hops_slurm.slurm.reconcile import reconcile
+from hops_slurm.slurm.scope import HopsScope, ScopedSlurm
 from hops_slurm.text import id_list
 from planner.policies import make_policy
 
@@ -75,7 +80,9 @@ class Engine(JobBookkeeping):
         if api is None:
             from hops_slurm.slurm.cli import CliSlurm
             api, self._governance = CliSlurm(self.env), SlurmBackend.read_governance(self.env)  # the site's limits
-        self.api: SlurmApi = RetryingReads(api)  # a transient read failure costs a retry, not a step
+        self.scope = HopsScope(config.slurm.hops_partitions)  # jobs of other partitions are never Hops's
+        # a transient read failure costs a retry, not a step
+        self.api: SlurmApi = RetryingReads(ScopedSlurm(api, self.scope))
         self.now = self.api.now  # Slurm's clock: the wall clock live, the virtual one in simulation
         self.owners = owners  # a job owner's uid and gid (the host's users; the simulator maps its own)
         self.dry_run = dry_run
@@ -100,6 +107,8 @@ class Engine(JobBookkeeping):
         self.tracked: dict[str, JobState] = {}
         self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.last_planning: Planning | None = None
+        #: the offer file's one writer (``[engine] offer_file``; None: no offers)
+        self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
@@ -112,10 +121,13 @@ class Engine(JobBookkeeping):
         self._factors: dict[str, float] | None = None
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
         self._calibrated: set[str] = set()  # GPU types the store is known to have a calibration for
+        #: what `hops-slurm calibrate` wrote into [paths] calibrations, read as it changes
+        self.calibration_files = CalibrationFiles(config.paths.resolve(config.paths.calibrations))
         self._refreshes, self._record_budget = 0, RefreshBudget()  # records stored per user: one budget per refresh
         self._opened = False
         self.recover_later = False  # the daemon: a failed repair at start is retried before its first step
         self.needs_recovery = False
+        self._partition_problem = ""  # the last problem writing the partition file (logged once)
 
     # ----- lifecycle --------------------------------------------------------------------------------
     def open(self) -> Engine:
@@ -152,14 +164,17 @@ class Engine(JobBookkeeping):
         self.restarts = RestartCosts(self.store, self.config.engine.restart_cost_default, writes=not self.dry_run)
         self.tracked = self.state.jobs()
         self._round_no = int(self.state.meta("rounds", "0"))
-        managed = [n.name for n in self.api.nodes() if self.config.slurm.partition in n.partitions] or None
+        nodes = self.api.nodes()
+        managed = self.scope.managed(nodes) or None  # the Hops partitions' nodes
+        self._check_partitions(nodes)
+        self._publish_partitions()
         e = self.config.engine  # checkpoint marks: the notice before a planned requeue (engine/checkpoints.py)
         self.marks = None if self.dry_run else Marks(self.state, self.metrics_dir, lambda: self.tracked, self.owners,
                                                      self.now, self.seen_files)
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
                                listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
-        self.backend = SlurmBackend(self.api, self.enactor, partition=self.config.slurm.partition, governance=self._governance,
+        self.backend = SlurmBackend(self.api, self.enactor, partition=self.scope.partitions, governance=self._governance,
                                     stored=lambda: {j: s.directives for j, s in self.tracked.items() if s.directives})
         if self.store is not None and not self.dry_run:
             e = self.config.engine
@@ -185,6 +200,39 @@ class Engine(JobBookkeeping):
                                 id_list(report.rolled_back), report.deleted_reservations)
         self._opened = True
 
+    def _check_partitions(self, nodes: Iterable[SlurmNode]) -> None:
+        """One line in the log for each configured Hops partition Slurm does not have (``scontrol show
+        partition``; without the CLI backend, the partitions its nodes list)."""
+        try:
+            if self._governance is not None:
+                known = set(parse_partitions(self._governance.run(PARTITION_ARGV)))
+            else:
+                known = {p for n in nodes for p in n.partitions}
+        except (HopsError, ValueError, OSError, subprocess.SubprocessError) as exc:
+            log.warning("cannot read Slurm's partitions to check [slurm] partitions: %s", str(exc).splitlines()[0][:300])
+            return
+        for p in partition_file.missing(self.scope.partitions, known):
+            log.error("[slurm] partitions: Slurm has no partition %s (scontrol show partition): no job runs there "
+                      "until it exists", p)
+
+    def _publish_partitions(self) -> None:
+        """The partition file for the submit hook (:mod:`hops_slurm.engine.partition_file`): at open and at
+        every refresh, written when it no longer says what ``[slurm] partitions`` does; a problem is one
+        line in the log (once while it lasts)."""
+        e = self.config.engine
+        where = partition_file.directory(e.hook_dir, e.offer_file)
+        if where is None or self.dry_run:
+            return
+        try:
+            if partition_file.publish(where, self.scope.partitions):
+                log.info("wrote %s: Hops partitions %s", where / partition_file.FILE, ", ".join(self.scope.partitions))
+            self._partition_problem = ""
+        except (HopsError, OSError) as exc:
+            problem = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            if problem != self._partition_problem:
+                log.error("cannot write the partition file for the submit hook: %s", problem)
+            self._partition_problem = problem
+
     def recover(self) -> None:
         """After a step failed half-way (Slurm unreachable, a command refused, the disk full): repair
         Slurm's state from the journal as after a restart (:func:`hops_slurm.slurm.reconcile.reconcile`)."""
@@ -196,12 +244,11 @@ class Engine(JobBookkeeping):
                  id_list(report.held), id_list(report.rolled_back), report.deleted_reservations)
 
     def close(self) -> None:
-        path = self.config.engine.offer_file
-        if path is not None and not self.dry_run and self._opened:
+        if self.offers is not None and not self.dry_run and self._opened:
             try:  # no daemon, no offers: new jobs are held until it is back
-                publish_offer(path, None)
+                self.offers.publish(None)
             except OSError as exc:
-                log.warning("cannot close the offer file %s: %s", path, exc)
+                log.warning("cannot close the offer file %s: %s", self.offers.path, exc)
         for thing in (self.store, self.journal, self.state, self.records_file):
             if thing is not None and hasattr(thing, "close"):
                 try:
@@ -254,7 +301,7 @@ class Engine(JobBookkeeping):
         nodes, memo = self.backend.snapshot.nodes, self._estimator_memo
         source = self._store_view() if self.store is not None else None
         if memo is None or memo[0] is not source or memo[1] is not nodes:
-            snap, part = self.backend.snapshot, self.config.slurm.partition
+            snap, part = self.backend.snapshot, self.scope.partitions
             key = snap.gpu_nodes(part)  # the nodes of the cluster view, without working out free GPUs
             same = memo is not None and memo[0] is source and memo[2] == key
             made = memo[3] if same else (self._estimator_for(snap.cluster_view(fragment=False, partition=part))  # type: ignore[index]
@@ -312,9 +359,35 @@ class Engine(JobBookkeeping):
         the configured defaults are stored (method says so), else every multi-GPU estimate would fail.
         The store is asked only while some type is not known to have one: the set of calibrated types
         only grows (a calibration is never deleted; records add types, never remove one), so a type seen
-        calibrated stays so and refreshes do not refit every type's calibration to learn nothing."""
-        if self.store is None or self.dry_run or gpu_types <= self._calibrated:
+        calibrated stays so and refreshes do not refit every type's calibration to learn nothing.
+        Then what ``hops-slurm calibrate`` wrote since the last look replaces them (:meth:`_take_measured`)."""
+        if self.store is None or self.dry_run:
             return
+        if not gpu_types <= self._calibrated:
+            self._store_defaults(gpu_types)
+        self._take_measured()
+
+    def _take_measured(self) -> None:
+        """Ingest the calibration records new in ``[paths] calibrations``, one GPU type at a time (a type that
+        cannot be ingested is one warning; the others still are)."""
+        from profiler.ingest import IngestError, ingest_calibration
+
+        by_type: dict[str, list[Any]] = {}
+        for record in self.calibration_files.new_records():
+            by_type.setdefault(record.gpu_type, []).append(record)
+        for gpu_type, records in sorted(by_type.items()):
+            try:
+                ingest_calibration(self.store, records)
+            except IngestError as exc:
+                log.warning("%s", exc)
+                continue
+            self._source = None  # its cached view read the calibrations before this one
+            self._calibrated.add(gpu_type)
+            cal = self.store.measured_calibrations()[gpu_type]
+            log.info("GPU type %s: calibration measured by hops-slurm calibrate: B_link %.4g, B_net %.4g params/s",
+                     gpu_type, cal.b_link, cal.b_net)
+
+    def _store_defaults(self, gpu_types: set[str]) -> None:
         self._calibrated |= set(self.store.calibrations())
         for t in sorted(gpu_types - self._calibrated):
             e = self.config.engine
@@ -326,12 +399,15 @@ class Engine(JobBookkeeping):
                         "`hops-slurm calibrate` measures it", t)
 
     # ----- steps ----------------------------------------------------------------------------------------
-    def refresh(self, listing: list[SlurmJob] | None = None) -> dict[str, Any]:
-        """Read Slurm (``listing``: a job listing just read, reused), hold new jobs, settle released ones,
-        account, profile: the named steps of :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
+    def refresh(self, listing: list[SlurmJob] | None = None, listed_at: float | None = None) -> dict[str, Any]:
+        """Read Slurm (``listing``: a job listing just read, reused, read from ``listed_at`` on), hold new
+        jobs, settle released ones, account, profile: the named steps of
+        :class:`hops_slurm.engine.cycle.Refresh`. Returns what changed."""
         with storage_errors(self.state_dir):
-            session = Refresh(self, listing)
-            run_steps("refresh", session.steps(), self.metrics.step)
+            session = Refresh(self, listing, listed_at)
+            if run_steps("refresh", session.steps(), self.metrics.step, session.failed):
+                session.out["failed"] = dict(session.failed)
+            self._publish_partitions()  # again if someone removed or changed it
             return session.out
 
     def round(self, *, fragment: bool = False) -> Planning | None:
@@ -342,7 +418,9 @@ class Engine(JobBookkeeping):
     def _round(self, fragment: bool) -> Planning | None:
         """The instant's plannings as named steps (:class:`hops_slurm.engine.cycle.Round`)."""
         session = Round(self, fragment)
-        run_steps("fragment" if fragment else "round", session.steps(), self.metrics.step)
+        run_steps("fragment" if fragment else "round", session.steps(), self.metrics.step, session.failed)
+        if "offer" in session.failed:
+            session.close_offer()
         if session.first is not None:
             self.last_planning = session.first
         return session.first
@@ -371,6 +449,7 @@ class Engine(JobBookkeeping):
         submitted to idle GPUs starts within a monitor interval, not at the next refresh): refresh and run
         a fragment plan. True if something ended or arrived."""
         assert self.backend is not None
+        listed_at = self.api.now()  # before the listing: the time it reflects (an offer's as_of)
         jobs = self.api.jobs()
         listing = {j.job_id: j for j in jobs}
         ended = [j for j in self.tracked if listing.get(j) is None or not (listing[j].pending or listing[j].active)]
@@ -386,7 +465,7 @@ class Engine(JobBookkeeping):
             log.info("jobs ended: %s; fragment plan for the freed GPUs", ", ".join(ended))
         if arrived:
             log.info("jobs submitted: %s; refresh and fragment plan", ", ".join(arrived))
-        self.refresh(jobs)  # this listing is the refresh's snapshot
+        self.refresh(jobs, listed_at)  # this listing is the refresh's snapshot
         self.round(fragment=True)
         return True
 

@@ -8,12 +8,14 @@ a plan places it; if the daemon is gone, they would wait forever. The administra
 * ``mode = "hold"`` (default): jobs stay held until the daemon is back; this command does nothing.
 * ``mode = "release"``: when the heartbeat is older than ``grace`` seconds and no engine holds the lock
   (the daemon's process is gone; the kernel frees the lock of a dead process), every held ``#HOPS``
-  job of the Hops partition is handed to Slurm's own scheduling: a rigid request of ``gpus`` (the
+  job of the Hops partitions (a job of any other partition, #HOPS or not, is never touched) is handed
+  to Slurm's own scheduling: a rigid request of ``gpus`` (the
   smallest or largest count of its ``gpus=`` list) on any nodes, its environment file (``HOPS_GPUS``,
   ``HOPS_LR``) written, a Comment that says so (``scontrol show job``), its admin hold released; the gate
   reservation is removed so Slurm may start it (and the offer reservation over the same nodes too; while
   jobs started on offers still run in it Slurm refuses, and the released jobs go into it instead). Jobs
-  set aside (their directives do not read back) stay held. Without any heartbeat yet, the first run starts the clock.
+  set aside (their directives do not read back) stay held. The offer file is closed first (no daemon, no
+  offers: the hook holds new jobs again). Without any heartbeat yet, the first run starts the clock.
 
 :func:`release_held` does the same release at once, for ``hops-slurm site leave`` (:mod:`hops_slurm.site.leave`).
 
@@ -36,10 +38,12 @@ from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.aside import COMMENT_PREFIX as ASIDE_PREFIX
 from hops_slurm.engine.lock import EngineLocked, InstanceLock
+from hops_slurm.engine.offer_file import publish as publish_offer
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError
 from hops_slurm.slurm.enact import GATE, hops_job_env, write_job_env
-from hops_slurm.slurm.snapshot import OFFER
+from hops_slurm.slurm.snapshot import OFFER, hops_reservations
+from hops_slurm.slurm.scope import HopsScope, node_in
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,7 @@ def fail_open(config: SiteConfig, api: SlurmApi, *, now: float | None = None, dr
         if age < fo.grace:
             return FailOpenReport("waiting", age)
         report = FailOpenReport("released", age)
+        close_offer(config, dry_run)
         journal = Journal(config.paths.resolve(config.paths.journal)) if not dry_run else None
         try:
             _release_all(config, api, journal, report, dry_run)
@@ -134,12 +139,23 @@ def release_held(config: SiteConfig, api: SlurmApi, *, aside: bool = False, dry_
     return report
 
 
+def close_offer(config: SiteConfig, dry_run: bool) -> None:
+    """No daemon, no offers: the offer file is closed (the header alone) before the offer reservation is
+    deleted, so the hook sends no new job into a reservation that is gone (it holds them as usual)."""
+    path = config.engine.offer_file
+    if path is None or dry_run:
+        return
+    try:
+        publish_offer(path, None)
+    except OSError as exc:
+        log.warning("failopen: cannot close the offer file %s: %s", path, exc)
+
+
 def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, report: FailOpenReport,
                  dry_run: bool, *, aside: bool = False) -> None:
     fo = config.failopen
-    partitions = set(config.slurm.hops_partitions)
-    nodes = [n for n in api.nodes() if partitions & set(n.partitions) and n.gpus_total]
-    per_node = max((n.gpus_total for n in nodes), default=1)
+    scope = HopsScope(config.slurm.hops_partitions)  # jobs of other partitions are not Hops's: never touched
+    nodes = [n for n in api.nodes() if node_in(n, scope.partitions) and n.gpus_total]
     env_dir = config.paths.resolve(config.engine.env_dir)
 
     def act(kind: str, job_id: str, args: dict[str, object], fn: object) -> None:
@@ -169,7 +185,8 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             offer_resv.append(OFFER)
 
     for job in api.jobs():
-        if not (job.is_hops and job.pending and job.held and job.partition in partitions):
+        job = scope.mark(job)
+        if not (job.is_hops and job.pending and job.held):
             continue
         if job.comment.startswith(ASIDE_PREFIX) and not aside:
             report.skipped[job.job_id] = "set aside by the engine (" + job.comment[len(ASIDE_PREFIX):][:100] + ")"
@@ -180,6 +197,8 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             report.skipped[job.job_id] = f"its directives cannot be read back ({str(exc)[:100]})"
             continue
         gpus = d.gpus[0] if fo.gpus == "min" else d.gpus[-1]
+        own = scope.nodes_of(job, nodes)  # the largest node of its own Hops partitions
+        per_node = max((n.gpus_total for n in nodes if n.name in own), default=1)
         fields = {"TresPerJob": "", "TresPerNode": "", "NodeList": "",
                   "NumNodes": str(max(1, math.ceil(gpus / per_node)))}
         comment = (f"{LEFT_COMMENT}: {gpus} GPUs from Slurm's own scheduling" if report.action == "left" else
@@ -188,7 +207,7 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
             clear_offer()
             if offer_resv:
                 fields["Reservation"] = OFFER
-            elif job.reservation.startswith("hops-"):
+            elif hops_reservations(job.reservation):
                 act("failopen-detach", job.job_id, {"reservation": job.reservation},
                     lambda j=job.job_id: api.update_job(j, {"Reservation": ""}))
             act("failopen-request", job.job_id, {"fields": fields},

@@ -32,6 +32,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hops_slurm.slurm.scope import PartitionSet, node_in
+
 if TYPE_CHECKING:
     from hops_slurm.slurm.snapshot import Snapshot
 
@@ -55,15 +57,15 @@ class ProbeDecision:
         return {t for t in self.probe if t in capacity.dedicated}
 
 
-def probe_capacity(snap: Snapshot, partition: str, profiler_partition: str,
+def probe_capacity(snap: Snapshot, partition: PartitionSet, profiler_partition: str,
                    promised: Mapping[str, Mapping[str, int]] | None = None) -> Capacity:
     """The :class:`Capacity` of one refresh's snapshot: idle GPUs of ``partition`` (less those ``promised``
     to placed jobs not yet started) and the GPU types of usable nodes of ``profiler_partition`` that are
-    not in ``partition``."""
+    not in ``partition`` (one Hops partition or several)."""
     free = snap.free_gpus(promised=promised)  # the fragment plan's view of the same snapshot
-    idle = sum(free[n.name] for n in snap.nodes if n.usable and n.gpus_total and partition in n.partitions)
+    idle = sum(free[n.name] for n in snap.nodes if n.usable and n.gpus_total and node_in(n, partition))
     dedicated = frozenset(n.gpu_type for n in snap.nodes if n.usable and n.gpus_total and n.gpu_type
-                          and profiler_partition in n.partitions and partition not in n.partitions)
+                          and profiler_partition in n.partitions and not node_in(n, partition))
     return Capacity(idle, dedicated)
 
 

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hops_slurm.core.interface import Enactment
 from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.engine.offer import starting_requests
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
-from hops_slurm.slurm.assoc import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
+from hops_slurm.slurm.gov_source import GovernanceSource, jobs_fair_share, jobs_limits, subprocess_runner
 from hops_slurm.slurm.enact import EnactResult, Enactor
+from hops_slurm.slurm.scope import HopsScope
 from hops_slurm.slurm.snapshot import Snapshot
 from planner.governance import Limits
 from planner.views import ClusterView, JobView, Plan
@@ -46,7 +47,8 @@ class SlurmBackend:
 
     api: SlurmApi
     enactor: Enactor
-    partition: str = "hops"
+    #: the Hops partitions (one name or several, the default first): the nodes planned on, and each job's own
+    partition: str | tuple[str, ...] = "hops"
     round_id: str = ""
     snapshot: Snapshot = field(default_factory=Snapshot)
     placed: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -58,10 +60,10 @@ class SlurmBackend:
     #: may have been replaced since: hops_slurm.engine.coexist)
     stored: Callable[[], Mapping[str, str]] | None = None
 
-    def read(self, jobs: list[SlurmJob] | None = None) -> Snapshot:
-        """Read Slurm (``jobs``: a job listing just read, reused): the round's snapshot."""
-        snap = Snapshot.read(self.api) if jobs is None else \
-            Snapshot(tuple(jobs), tuple(self.api.nodes()), tuple(self.api.reservations()), self.api.now())
+    def read(self, jobs: list[SlurmJob] | None = None, listed_at: float | None = None) -> Snapshot:
+        """Read Slurm (``jobs``: a job listing just read, reused, read from ``listed_at`` on; without it the
+        snapshot's time is unknown, 0, and no offer is made of it): the round's snapshot."""
+        snap = Snapshot.read(self.api, jobs, listed_at if jobs is None or listed_at is not None else 0.0)
         self.keep(snap)
         return self.snapshot
 
@@ -88,8 +90,9 @@ class SlurmBackend:
         return GovernanceSource(subprocess_runner(env, timeout=15.0))
 
     def limits(self) -> Limits | None:
-        """The associations' and QOS's limits over the snapshot's jobs (hops_slurm.slurm.assoc); None without."""
-        return jobs_limits(self.governance, self.jobs, self.placed)  # placed-and-pending jobs hold GPUs too
+        """The site's limits over the snapshot's jobs (hops_slurm.slurm.gov_limits); None without a source."""
+        types = {n.name: n.gpu_type for n in self.snapshot.nodes if n.gpu_type}  # per-GPU-type limits
+        return jobs_limits(self.governance, self.jobs, self.placed, types)  # placed-and-pending jobs hold GPUs too
 
     def fair_share(self) -> dict[str, float]:
         """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""
@@ -103,13 +106,38 @@ class SlurmBackend:
         return self.snapshot.cluster_view(fragment=fragment, partition=self.partition, promised=self.placed)
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        """The engine's views; a fragment plan leaves out placed-and-pending jobs (running ones are its
-        context: the policy places waiting jobs only)."""
+        """The engine's views, each restricted to the nodes of its own Hops partitions (:meth:`confined`); a
+        fragment plan leaves out placed-and-pending jobs (running ones are its context: the policy places
+        waiting jobs only)."""
+        views = self.confined(self.views)
         if not fragment:
-            return self.views
+            return views
         listing = self.listing
-        return tuple(v for v in self.views if v.job_id not in self.placed
+        return tuple(v for v in views if v.job_id not in self.placed
                      and (v.current is not None or not (v.job_id in listing and listing[v.job_id].active)))
+
+    def confined(self, views: tuple[JobView, ...]) -> tuple[JobView, ...]:
+        """``views`` with :attr:`JobView.nodes` set for each job that may not use every Hops node: the nodes
+        of the Hops partitions it lists (:meth:`hops_slurm.slurm.scope.HopsScope.nodes_of`). With one Hops
+        partition, or several over the same nodes, nothing changes."""
+        scope = HopsScope((self.partition,) if isinstance(self.partition, str) else tuple(self.partition))
+        nodes = [n for n in self.snapshot.nodes if n.gpus_total]
+        every = frozenset(scope.managed(nodes))
+        if all(scope.nodes_of_partition(p, nodes) == every for p in scope.partitions):
+            return views
+        listing = self.listing
+        memo: dict[str, frozenset[str]] = {}
+        out = []
+        for v in views:
+            job = listing.get(v.job_id)
+            if job is None:
+                out.append(v)
+                continue
+            if job.partition not in memo:
+                memo[job.partition] = scope.nodes_of(job, nodes)
+            allowed = memo[job.partition]
+            out.append(v if allowed == every or v.nodes == allowed else replace(v, nodes=allowed))
+        return tuple(out)
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         if fragment:

@@ -3,58 +3,46 @@ Slurm's next pass").
 
 Where it sits: after every round and fragment plan (the ``offer`` step of
 :class:`hops_slurm.engine.cycle.Round`) the engine writes what it offers to the file the submit hook
-reads (``[engine] offer_file``, ``hops-offer`` beside ``job_submit.lua``); the hook's offers
-(``hooks/hops_offer.lua``, which ``job_submit.lua`` loads from beside itself: ``take_offer``) give a
-new job its largest acceptable GPU count on the first offered node that has that many free, in the
-``hops-offer`` reservation, and do not hold it, so slurmctld starts it at its next scheduling pass, as it starts any job on idle nodes. The refresh's
-``adopt`` step then writes the job's environment file (:func:`adopt`) and the rounds plan it as any
-running job.
+reads (``[engine] offer_file``, ``hops-offer`` beside the hook: :mod:`hops_slurm.engine.offer_file`,
+which says the format); while a planning enacts the offer is closed (:func:`close_while_enacting`).
+The hook's offers (``hooks/hops_offer.lua``) give a new job its largest acceptable GPU count on the first
+offered node of its partition that has that many free, in the ``hops-offer`` reservation, and do not hold
+it, so slurmctld starts it at its next scheduling pass. The refresh's ``adopt`` step then checks the job
+against what it was granted (:mod:`hops_slurm.engine.offer_grant`), writes its environment file
+(:func:`adopt`) and the rounds plan it as any running job.
 
 Why: a held job starts only after the engine has seen it (a monitor interval: 5 s at a site), refreshed
 and released it, and then at slurmctld's next scheduling pass (once a second: docs/results/moves.md);
-an unheld job on idle GPUs starts at that pass directly, as under Slurm's own scheduling. An offer is
-open only while no Hops job waits (a waiting job is the planner's to place first) and GPUs are idle; it
-names nodes in the engine's order (fastest first, by the running jobs' own estimates), expires unless
-the engine renews it, and serves one job: the hook gives no second job an offer the engine wrote before
-it saw the first (a burst of submissions is the planner's to share out). A job on an offer that Slurm
-has not started yet is left alone for :data:`START_GRACE` s, its GPUs promised to it.
-
-The file (ASCII, one item per line; the hook reads at most :data:`MAX_BYTES`)::
-
-    hops-offer 1
-    as_of <the read of Slurm it reflects, whole seconds>
-    expires <whole seconds; the hook holds jobs as usual after it>
-    tres <gres:gpu: on 22.05, gres/gpu: from 23.02: how slurmctld writes a GPU request>
-    node <name> <free GPUs>          (zero or more, best first)
-
-A closed offer is the first line alone. Pure but for :func:`publish` (one atomic write).
+an unheld job on idle GPUs starts at that pass directly. An offer to a partition is open only while no
+Hops job that could start waits there (:func:`waiting_jobs`; a waiting job is the planner's to place
+first; one parked by its own ``--begin``, dependency or limits waits for that, not for GPUs) and GPUs
+are idle; it names nodes in the engine's order (fastest first, by the running jobs' own estimates),
+expires unless the engine renews it, and serves one job: its ``as_of`` is the time *before* the read of
+Slurm it reflects, and the hook gives no second job an offer older than its last handout. GPUs already
+handed out are never offered again: those of running jobs, of placed jobs not yet started, and of every
+job the hook put in ``hops-offer`` that has not started (:func:`offered_requests`).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from hops_slurm.engine.offer_file import (FILE_NAME, HEADER, MAX_BYTES, MAX_NODES, NODE_NAME, TRES_PREFIXES,  # noqa: F401
+                                          Offer, OfferWriter, closed, parse, publish, read)
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmReservation
+from hops_slurm.slurm.scope import HopsScope
 from hops_slurm.slurm.placement import hops_job_env, write_job_env
 from hops_slurm.slurm.snapshot import OFFER as RESERVATION
 from hops_slurm.slurm.snapshot import Snapshot
 from planner.views import JobView, freeze_config
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hops_slurm.slurm.enact import Enactor
-FILE_NAME = "hops-offer"  # beside job_submit.lua: the hook looks for it in its own directory
-HEADER = "hops-offer 1"
-MAX_BYTES = 65536  # the hook reads no more than this (hooks/hops_offer.lua: MAX_OFFER_BYTES)
-MAX_NODES = 4096  # node lines the hook reads (hooks/hops_offer.lua: MAX_OFFER_NODES)
-TRES_PREFIXES = ("gres:gpu:", "gres/gpu:")
-#: node names the hook accepts (hooks/hops_offer.lua: the same class, the same length)
-NODE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
 #: seconds after its submission an offered job may stay pending before the engine holds it: Slurm starts an
 #: unheld job at its next scheduling pass (once a second, and backfill every bf_interval)
 START_GRACE = 5.0
@@ -64,30 +52,27 @@ EXCLUDED_USER = "daemon"  # on every Linux; Slurm 26.05 refuses "nobody" in a re
 RANK_BUDGET = 4096
 
 
-@dataclass(frozen=True)
-class Offer:
-    """Idle GPUs per node, best first, as of one read of Slurm."""
-
-    as_of: float
-    expires: float
-    tres: str
-    nodes: tuple[tuple[str, int], ...]
-
-    def render(self) -> str:
-        lines = [HEADER, f"as_of {math.floor(self.as_of)}", f"expires {math.floor(self.expires)}", f"tres {self.tres}"]
-        lines += [f"node {name} {free}" for name, free in self.nodes[:MAX_NODES]]
-        return "\n".join(lines) + "\n"
-
-
-def closed() -> str:
-    return HEADER + "\n"
+def parked(job: SlurmJob, now: float, limited: Collection[str] = ()) -> str | None:
+    """Why a pending job cannot start whatever GPUs are idle (None: it could): a ``--begin`` still ahead
+    (a requeue's own delay is not the owner's: jobs that ran once are not parked by it), a dependency
+    not yet met, or its own association's or QOS's limits (``limited``: the last planning's jobs held
+    back by governance)."""
+    if job.eligible_time > now and job.restart_count == 0:
+        return "begins later"
+    if job.dependency and any("(fulfilled)" not in d for d in job.dependency.split(",") if d):
+        return "dependency"
+    if job.job_id in limited:
+        return "at its limits"
+    return None
 
 
-def waiting_jobs(jobs: Collection[SlurmJob], partition: str, aside: Collection[str], now: float) -> list[str]:
-    """The Hops jobs of ``partition`` that wait (pending, not set aside, not :func:`starting` on an offer):
-    while any does, nothing is offered."""
-    return [j.job_id for j in jobs if j.is_hops and j.pending and j.partition == partition and j.job_id not in aside
-            and not starting(j, now)]
+def waiting_jobs(jobs: Collection[SlurmJob], partitions: str | Collection[str], aside: Collection[str], now: float,
+                 limited: Collection[str] = ()) -> list[str]:
+    """The Hops jobs of ``partitions`` that wait for GPUs (pending, not set aside, not :func:`starting` on
+    an offer, not :func:`parked`): while one does, its partitions get no offer."""
+    scope = HopsScope((partitions,) if isinstance(partitions, str) else tuple(partitions))
+    return [j.job_id for j in jobs if j.is_hops and j.pending and scope.inside(j) and j.job_id not in aside
+            and not starting(j, now) and parked(j, now, limited) is None]
 
 
 def rank_nodes(names: Sequence[str], views: Sequence[JobView]) -> list[str]:
@@ -118,52 +103,38 @@ def rank_nodes(names: Sequence[str], views: Sequence[JobView]) -> list[str]:
     return sorted(names, key=lambda n: (-score[n], position[n]))
 
 
-def make_offer(snap: Snapshot, *, partition: str, waiting: Collection[str], promised: Mapping[str, Mapping[str, int]],
-               views: Sequence[JobView], now: float, ttl: float, tres: str) -> Offer | None:
-    """The offer of one read of Slurm, or None (closed) while a Hops job waits or no GPU is idle."""
-    if waiting or tres not in TRES_PREFIXES:
+def make_offer(snap: Snapshot, *, partitions: str | Sequence[str], waiting: Collection[str],
+               promised: Mapping[str, Mapping[str, int]], views: Sequence[JobView], now: float, ttl: float,
+               tres: str) -> Offer | None:
+    """The offer of one read of Slurm, or None (closed): the idle GPUs of the usable nodes of the Hops
+    ``partitions`` none of whose jobs waits (``waiting``: job ids, their partitions read from the
+    snapshot), less those ``promised`` and those of every job the hook put on an offer that has not
+    started; each node with the offered partitions it is in. ``as_of`` is the snapshot's ``taken``, the
+    time before its reads (no read time known: closed)."""
+    parts = (partitions,) if isinstance(partitions, str) else tuple(partitions)
+    listing = snap.listing
+    busy = {p for j in waiting for p in (listing[j].partition.split(",") if j in listing else [""])}
+    open_parts = [p for p in parts if p not in busy] if "" not in busy else []  # a job not listed: all closed
+    if not open_parts or tres not in TRES_PREFIXES or snap.taken <= 0.0:
         return None
-    free = snap.free_gpus(promised=promised)
-    nodes = [n.name for n in snap.nodes if n.usable and n.gpus_total and partition in n.partitions
-             and free.get(n.name, 0) > 0 and NODE_NAME.fullmatch(n.name)]
-    if not nodes:
+    free = snap.free_gpus(promised={**offered_requests(snap.jobs), **promised})
+    offered: dict[str, tuple[str, ...]] = {}
+    for n in snap.nodes:
+        on = tuple(p for p in open_parts if p in n.partitions)
+        if on and n.usable and n.gpus_total and free.get(n.name, 0) > 0 and NODE_NAME.fullmatch(n.name):
+            offered[n.name] = on
+    if not offered:
         return None
-    ranked = rank_nodes(nodes, views)
-    # as of the read (the hook counts off what it handed out since): never later than what Slurm showed
-    return Offer(as_of=min(snap.taken or now, now), expires=now + ttl, tres=tres, nodes=tuple((n, free[n]) for n in ranked))
+    ranked = rank_nodes(list(offered), views)
+    return Offer(as_of=min(snap.taken, now), expires=now + ttl, tres=tres,
+                 nodes=tuple((n, free[n], offered[n]) for n in ranked))
 
 
-def publish(path: Path, offer: Offer | None) -> None:
-    """Write the offer (or a closed one) atomically, readable by slurmctld's user."""
-    text = offer.render() if offer is not None else closed()
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-def read(path: Path) -> Offer | None:
-    """The offer a file holds (None: closed, missing or not an offer); the hook's reading, in Python."""
-    try:
-        text = path.read_bytes()[:MAX_BYTES].decode("ascii")
-    except (OSError, UnicodeDecodeError):
-        return None
-    lines = text.splitlines()
-    if not lines or lines[0] != HEADER:
-        return None
-    fields: dict[str, str] = {}
-    nodes: list[tuple[str, int]] = []
-    for line in lines[1:]:
-        words = line.split()
-        if len(words) == 3 and words[0] == "node" and NODE_NAME.fullmatch(words[1]) and words[2].isdigit():
-            nodes.append((words[1], int(words[2])))
-        elif len(words) == 2:
-            fields[words[0]] = words[1]
-    try:
-        return Offer(as_of=float(fields["as_of"]), expires=float(fields["expires"]), tres=fields["tres"],
-                     nodes=tuple(nodes[:MAX_NODES]))
-    except (KeyError, ValueError):
-        return None
+def close_while_enacting(writer: OfferWriter | None) -> None:
+    """Before a planning enacts: close the offer (the plan may hand out the GPUs it offers; the next
+    ``offer`` step opens it again on the read after enactment)."""
+    if writer is not None:
+        writer.close()
 
 
 def offered_config(job: SlurmJob) -> dict[str, int]:
@@ -172,9 +143,15 @@ def offered_config(job: SlurmJob) -> dict[str, int]:
     config = job.gpu_config()
     if config:
         return config
+    return requested_config(job)
+
+
+def requested_config(job: SlurmJob) -> dict[str, int]:
+    """What an offered job asks for: its one required (or allocated) node and the per-node GPU count the
+    hook wrote into its request; {} when the request is not of that shape."""
     tail = job.tres_per_node.rsplit(":", 1)[-1] if job.tres_per_node else ""
     nodes = job.nodes or job.required_nodes  # running: where it runs; pending: the node the hook named
-    if len(nodes) == 1 and tail.isdigit() and int(tail) > 0:
+    if len(nodes) == 1 and tail.isdigit() and 0 < int(tail) <= 1024 and not job.tres_per_job:
         return {nodes[0]: int(tail)}
     return {}
 
@@ -193,6 +170,13 @@ def starting_requests(jobs: Collection[SlurmJob], now: float) -> dict[str, dict[
     return {j.job_id: offered_config(j) for j in jobs if starting(j, now) and offered_config(j)}
 
 
+def offered_requests(jobs: Collection[SlurmJob]) -> dict[str, dict[str, int]]:
+    """Job -> the GPUs it asked for, for every pending, unheld job in the offer reservation, whatever its
+    age: Slurm may start any of them at its next pass, so no offer gives their GPUs again."""
+    return {j.job_id: cfg for j in jobs if j.pending and not j.held and RESERVATION in j.reservation.split(",")
+            and (cfg := requested_config(j))}
+
+
 def adoptable(job: SlurmJob) -> bool:
     """A Hops job Slurm started on an offer (running in the offer reservation)."""
     return job.is_hops and job.active and job.reservation == RESERVATION
@@ -207,7 +191,7 @@ def tres_prefix(api: SlurmApi) -> str:
 def ensure_reservation(enactor: Enactor, reservations: Collection[SlurmReservation]) -> bool:
     """Create the offer reservation over the gate's nodes if it is missing (True if it was created):
     every user but :data:`EXCLUDED_USER` may run in it, and only the submit hook puts jobs there (it
-    refuses ``--reservation=hops-*`` from users)."""
+    refuses ``--reservation`` naming ``hops-*`` from users)."""
     if any(r.name == RESERVATION for r in reservations):
         return False
     nodes = enactor.gate_nodes()
@@ -216,25 +200,38 @@ def ensure_reservation(enactor: Enactor, reservations: Collection[SlurmReservati
     return True
 
 
-def adopt(jobs: Collection[SlurmJob], snap: Snapshot, env_dir: Path, extra: Mapping[str, Mapping[str, str]]) -> list[str]:
+def adopt(jobs: Collection[SlurmJob], snap: Snapshot, env_dir: Path, extra: Mapping[str, Mapping[str, str]],
+          failed: Callable[[str, Exception], None] | None = None) -> list[str]:
     """Write the environment file of each offered job that has none yet (what a release writes: HOPS_GPUS,
     HOPS_LR, HOPS_CONFIG, HOPS_GPU_TYPE and ``extra[job]``, the recorder and notice settings); the job waits
-    for it (``profiler.jobenv``). The jobs written."""
-    done = []
+    for it (``profiler.jobenv``). Each job alone: one whose file cannot be made (its ``lr=`` table has no
+    rate for the GPUs it runs on, its directives do not read back) goes to ``failed(job, error)`` and the
+    others go on; without ``failed`` the error is raised after the others were written. The jobs written."""
+    done: list[str] = []
+    errors: list[tuple[str, Exception]] = []
     for job in jobs:
         if not adoptable(job) or job.job_id not in extra or (env_dir / f"{job.job_id}.env").exists():
             continue
         config = offered_config(job)
         if not config:
             continue
-        values = hops_job_env(job.directives, config, {
-            "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in config.items()),
-            "HOPS_GPU_TYPE": snap.gpu_type_of(config), **extra[job.job_id]})
-        write_job_env(env_dir, job.job_id, values)
+        try:
+            values = hops_job_env(job.directives, config, {
+                "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in config.items()),
+                "HOPS_GPU_TYPE": snap.gpu_type_of(config), **extra[job.job_id]})
+            write_job_env(env_dir, job.job_id, values)
+        except Exception as exc:  # noqa: BLE001 - this job's own failure; the caller decides what is per job
+            errors.append((job.job_id, exc))
+            continue
         done.append(job.job_id)
+    for job_id, exc in errors:
+        if failed is None:
+            raise exc
+        failed(job_id, exc)
     return done
 
 
-__all__ = ["EXCLUDED_USER", "FILE_NAME", "HEADER", "Offer", "RESERVATION", "START_GRACE", "adopt", "adoptable",
-           "closed", "ensure_reservation", "make_offer", "offered_config", "publish", "rank_nodes", "read", "starting",
+__all__ = ["EXCLUDED_USER", "FILE_NAME", "HEADER", "Offer", "OfferWriter", "RESERVATION", "START_GRACE", "adopt",
+           "adoptable", "close_while_enacting", "closed", "ensure_reservation", "make_offer", "offered_config",
+           "offered_requests", "parked", "parse", "publish", "rank_nodes", "read", "requested_config", "starting",
            "starting_requests", "tres_prefix", "waiting_jobs"]

@@ -18,7 +18,7 @@ import dataclasses
 import errno
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,12 +256,10 @@ class EngineState:
 
     def save_all(self, jobs: Iterable[JobState]) -> None:
         """Insert or update ``jobs`` in one transaction (all or none)."""
-        rows = []
-        for job in jobs:
-            row = dict(job.__dict__)
-            for k in _JSON_FIELDS:
-                row[k] = json.dumps(row[k], sort_keys=True)
-            rows.append(row)
+        self.save_rows([job_row(job) for job in jobs])
+
+    def save_rows(self, rows: Sequence[Mapping[str, object]]) -> None:
+        """Insert or update the rows of :func:`job_row` in one transaction (all or none)."""
         if not rows:
             return
         cols = ", ".join(rows[0])
@@ -329,6 +327,14 @@ def _job(row: sqlite3.Row) -> JobState:
     for k in _JSON_FIELDS:
         data[k] = json.loads(data[k])
     return JobState(**data)
+
+
+def job_row(job: JobState) -> dict[str, object]:
+    """One job's row of the ``jobs`` table (its lists and maps as JSON)."""
+    row = dict(job.__dict__)
+    for k in _JSON_FIELDS:
+        row[k] = json.dumps(row[k], sort_keys=True)
+    return row
 
 
 @contextmanager

@@ -38,15 +38,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hops_slurm import tomlfile
+from hops_slurm.bundled import bundle_root
 from hops_slurm.text import read_utf8
 from hops_slurm.errors import ConfigError
 from hops_slurm.sim.groundtruth import GroundTruth, NodeSpeed
 from planner.views import ClusterView, NodeView
 
-#: where the cluster files live in a source checkout (etc/clusters at the repository root); an
-#: installed wheel looks in hops_slurm/etc/clusters (package data) instead
-CLUSTER_DIR = Path(__file__).resolve().parents[2] / "etc" / "clusters"
-PACKAGED_DIR = Path(__file__).resolve().parents[1] / "etc" / "clusters"
+#: the cluster files shipped with the package (etc/clusters: :func:`hops_slurm.bundled.bundled`)
+CLUSTER_DIR = bundle_root() / "etc" / "clusters"
 
 
 #: the most nodes a simulated cluster may have (each is a node of the simulated Slurm: memory and time grow with it)
@@ -54,7 +53,7 @@ MAX_NODES = 100_000
 
 
 def _cluster_dirs() -> list[Path]:
-    return [d for d in (CLUSTER_DIR, PACKAGED_DIR) if d.is_dir()]
+    return [CLUSTER_DIR] if CLUSTER_DIR.is_dir() else []
 
 
 class ServerKind(BaseModel):

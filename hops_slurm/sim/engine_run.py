@@ -45,6 +45,11 @@ from planner.policies import make_policy
 
 log = logging.getLogger(__name__)
 STALL_SECONDS = SimSettings().stall_seconds
+#: the ``[engine]`` settings of a site's configuration an engine simulation takes (``engine_simulation(site=)``);
+#: the others name the site's files and directories, which a simulation keeps apart
+SITE_ENGINE_KEYS = ("monitor_interval", "probe_size", "probe_iterations", "probe_time_limit", "probe_retries",
+                    "probe_in_place", "default_b_link", "default_b_net", "restart_cost_default", "preempt_signal",
+                    "preempt_grace")
 
 
 @dataclass
@@ -85,7 +90,9 @@ class EngineSim:
                 break
             engine.refresh()
             if not engine.schedulable():
-                nxt = [t for t in (ctl.next_event(), ctl.t + o.refresh_seconds if engine.tracked else None) if t is not None]
+                event = ctl.next_event()
+                nxt = [t for t in (self._seen_at(event), ctl.t + o.refresh_seconds if engine.tracked else None)
+                       if t is not None]
                 if not nxt:
                     break
                 ctl.advance(max(min(nxt), ctl.t))
@@ -94,16 +101,43 @@ class EngineSim:
             engine.round()
             tick = start + o.refresh_seconds
             while tick < start + o.round_seconds - 1e-9 and not ctl.done():
-                ctl.advance(tick)
+                self._advance(tick)
                 engine.refresh()
                 if engine.policy.supports_fragment_plans:
                     engine.round(fragment=True)
                 tick += o.refresh_seconds
             if not ctl.done():  # else the last refresh comes at once, before Slurm forgets the ended jobs
-                ctl.advance(start + o.round_seconds)
+                self._advance(start + o.round_seconds)
             if on_round:
                 on_round(ctl.t, ctl.ended)
         engine.refresh()  # the jobs that ended since the last refresh get their end recorded
+
+    def _seen_at(self, event: float | None) -> float | None:
+        """When the engine notices something that happens at ``event``: at once without a monitor step, else
+        at the first monitor instant at or after it (the daemon's monitor timer runs on a fixed grid)."""
+        m = self.options.monitor_seconds
+        if event is None or not m:
+            return event
+        return max(math.ceil(event / m - 1e-9) * m, self.ctl.t)
+
+    def _advance(self, until: float) -> None:
+        """Move the clock to ``until``; with a monitor step (``Options.monitor_seconds``), stop at each monitor
+        instant that follows an event (a job's end, an arrival, a probe's end) and run the daemon's monitor
+        step there (:meth:`hops_slurm.engine.engine.Engine.monitor`: refresh and fragment plan when a job
+        ended or arrived); the instants in between find nothing, as the daemon's would."""
+        ctl, engine = self.ctl, self.engine
+        assert engine is not None
+        last = -math.inf
+        while self.options.monitor_seconds and not ctl.done():
+            at = self._seen_at(ctl.next_event())
+            if at is not None and at <= last + 1e-9:  # something still due at the last instant: the next one
+                at = last + self.options.monitor_seconds
+            if at is None or at >= until - 1e-9:
+                break
+            ctl.advance(at)
+            engine.monitor()
+            last = at
+        ctl.advance(until)
 
     def _stalled(self, idle_since: float | None) -> float | None:
         """The fast path's stall rule (``SimSettings.stall_seconds``): when the whole cluster has been idle
@@ -132,19 +166,29 @@ class EngineSim:
 @contextmanager
 def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name: str = "hops",
                       options: Options = Options(), state_dir: Path | None = None,
-                      start: bool = True) -> Iterator[EngineSim]:
-    """An opened :class:`EngineSim` (closed, and its temporary state directory removed, on exit)."""
+                      start: bool = True, site: SiteConfig | None = None) -> Iterator[EngineSim]:
+    """An opened :class:`EngineSim` (closed, and its temporary state directory removed, on exit). ``site``:
+    a site's configuration whose planner, honesty and engine settings (:data:`SITE_ENGINE_KEYS`) the engine
+    runs with (its paths, partitions, offers and metrics are the simulation's own); the round and refresh
+    are ``options``'s."""
     tmp = None
     if state_dir is None:
         tmp = Path(tempfile.mkdtemp(prefix="hops-engine-sim-"))
         state_dir = tmp / "state"
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o755)
+    planner = (site or parse_config({}, "defaults")).planner_section
+    solve = min(planner.time_limit, options.round_seconds / 2)  # type: ignore[attr-defined]
     config = parse_config({
         "paths": {"state_dir": str(state_dir)},
         "scheduler": {"round_length": options.round_seconds, "queue_refresh": options.refresh_seconds},
         "engine": {"settle_timeout": 0.1},
+        "planner": {"time_limit": solve},  # a solve shorter than the round, as the configuration requires
     }, "engine simulation")
+    if site is not None:
+        engine_cfg = config.engine.model_copy(update={k: getattr(site.engine, k) for k in SITE_ENGINE_KEYS})
+        config = config.model_copy(update={"planner_section": site.planner_section.model_copy(update={"time_limit": solve}),
+                                           "honesty": site.honesty, "engine": engine_cfg})
     ctl = SimSlurmctld(cluster, jobs, config.paths.resolve(config.engine.env_dir),
                        SimCtlSettings(costs=options.costs))
     _calibrate(config.paths.resolve(config.paths.store), cluster)
@@ -193,10 +237,12 @@ def _calibrate(store_path: Path, cluster: ClusterSpec) -> None:
 
 
 def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name: str = "hops", seed: int = 0,
-                    options: Options = Options(), on_round: Callable[[float, int], None] | None = None) -> RunResult:
-    """Like :func:`hops_slurm.sim.runner.simulate`, through the production engine (see the module docstring)."""
+                    options: Options = Options(), on_round: Callable[[float, int], None] | None = None,
+                    site: SiteConfig | None = None) -> RunResult:
+    """Like :func:`hops_slurm.sim.runner.simulate`, through the production engine (see the module docstring;
+    ``site``: :func:`engine_simulation`)."""
     start = time.perf_counter()
-    with engine_simulation(cluster, jobs, policy_name, options) as sim:
+    with engine_simulation(cluster, jobs, policy_name, options, site=site) as sim:
         sim.run(on_round=on_round)
         job_records, rounds = sim.records()
         specs = dict(sim.ctl.specs)

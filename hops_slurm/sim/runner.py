@@ -80,6 +80,10 @@ class Options:
     #: run the site's own Slurm policies as Slurm runs them (:mod:`hops_slurm.sim.site`: no probes, scheduling
     #: at each submission and end); False: as the engine runs every policy (probes, refresh ticks)
     site_as_slurm: bool = True
+    #: the engine path only (:mod:`hops_slurm.sim.engine_run`): the daemon's monitor step every this many
+    #: seconds (``[engine] monitor_interval``: an ended or newly submitted job -> refresh and fragment plan);
+    #: None: no monitor step, plans at rounds and refresh ticks only
+    monitor_seconds: float | None = None
 
 
 def simulate(

@@ -67,6 +67,10 @@ class SlurmJob(BaseModel):
     reservation: str = ""
     restart_count: int = 0
     time_limit: float = 0.0  # seconds of its time limit (``--time``); 0 = none or unknown
+    eligible_time: float = 0.0  # when it may start at the earliest (``--begin``; a requeue pushes it ahead)
+    dependency: str = ""  # Slurm's dependency text (``afterok:12(unfulfilled)``), empty when none is left
+    #: in none of the Hops partitions (set by :class:`hops_slurm.slurm.scope.ScopedSlurm`): never a Hops job
+    outside: bool = False
 
     @property
     def held(self) -> bool:
@@ -74,8 +78,9 @@ class SlurmJob(BaseModel):
 
     @property
     def is_hops(self) -> bool:
-        """True for jobs the submit hook accepted (canonical directives in admin_comment)."""
-        return self.admin_comment.startswith(COMMENT_PREFIX)
+        """True for jobs the submit hook accepted (canonical directives in admin_comment) in a Hops
+        partition (a job of another partition is never Hops's: :mod:`hops_slurm.slurm.scope`)."""
+        return not self.outside and self.admin_comment.startswith(COMMENT_PREFIX)
 
     @property
     def directives(self) -> str | None:

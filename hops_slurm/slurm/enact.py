@@ -51,6 +51,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmReservation
 from hops_slurm.slurm.batch import jobs_of, run_batch, run_each
+from hops_slurm.slurm.foreign import evict_foreign
 from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
                                         placement_fields, read_job_env, realisable, write_job_env)
 from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
@@ -198,34 +199,9 @@ class Enactor:
     def _hold_jobs(self, args: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
         return self.batched("hold", args, "hold")
 
-    def evict_foreign(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
-        """Detach pending jobs that use a Hops reservation they were not given: a job without ``#HOPS``
-        (or another Hops job) asking for ``hops-j<id>`` (possible for that job's owner, whom the
-        reservation names) or a non-root job in the gate. Only the job ``<id>`` belongs in ``hops-j<id>``
-        and only its probes (``hops-probe-<id>-...``) in ``hops-p<id>``. A foreign job that already
-        started is reported (it ran on a Hops reservation before a refresh could see it)."""
-        evicted = []
-        for job in jobs if jobs is not None else self.api.jobs():
-            resv = job.reservation
-            if not resv.startswith("hops-") or not (job.pending or job.active):
-                continue
-            if resv == GATE:
-                allowed = job.user == "root"
-            elif resv.startswith(JOB_RESERVATION_PREFIX):
-                allowed = job.is_hops and resv == job_reservation(job.job_id)
-            elif resv.startswith("hops-p"):
-                allowed = job.name.startswith(f"hops-probe-{resv[len('hops-p'):]}-")
-            else:  # a Hops job the submit hook started on an offer runs there; one still pending is planned
-                allowed = resv == OFFER and job.is_hops and job.active
-            if allowed:
-                continue
-            if job.active:
-                log.error("job %s (%s) runs in Hops reservation %s it was not given", job.job_id, job.user, resv)
-                continue
-            with self.journal.action("detach", job.job_id, {"reservation": resv, "foreign": True}, self.round_id):
-                self.api.update_job(job.job_id, {"Reservation": ""})
-            evicted.append(job.job_id)
-        return evicted
+    def evict_foreign(self, jobs: Collection[SlurmJob] | None = None, probes: Collection[str] | None = None) -> list[str]:
+        """Jobs in a Hops reservation they were not given: :func:`hops_slurm.slurm.foreign.evict_foreign`."""
+        return evict_foreign(self.api, self.journal, self.round_id, jobs if jobs is not None else self.api.jobs(), probes)
 
     def _placed_pending(self, job: SlurmJob) -> bool:
         """Placed and pending (:func:`hops_slurm.slurm.snapshot.placed_config`). The owner may edit a
@@ -308,15 +284,17 @@ class Enactor:
             if not short or time.monotonic() > deadline:
                 break
             if time.monotonic() >= next_ask:
+                listed_at = time.time()  # before the listing: what it reflects (an offer's as_of)
                 jobs, whole = jobs_of(self.api, started)
                 listing = {j.job_id: j for j in jobs}
                 suspects = [j for j in started if set(self.planned_config(j) or {}) & short]
                 if all(allocated(listing.get(j)) for j in suspects):
-                    return snap.with_jobs(jobs, nodes, whole=whole)
+                    return snap.with_jobs(jobs, nodes, whole=whole, listed_at=listed_at)
                 next_ask = time.monotonic() + 1.0
             time.sleep(self.poll)
+        listed_at = time.time()
         jobs, whole = jobs_of(self.api, started)
-        return snap.with_jobs(jobs, nodes, whole=whole)
+        return snap.with_jobs(jobs, nodes, whole=whole, listed_at=listed_at)
 
     def _stop(self, jobs: list[SlurmJob], result: EnactResult, snap: Snapshot) -> dict[str, SlurmJob]:
         """Give the running ``jobs`` the plan stops their notice and wait (:class:`Notifier`), then

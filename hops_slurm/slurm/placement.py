@@ -9,14 +9,17 @@ command here; the files are the only I/O.
 
 from __future__ import annotations
 
-import os
+import logging
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
+from hops_slurm.rootfile import ensure_own_dir, remove_file, write_file
 from hops_slurm.slurm.api import SlurmJob, SlurmNode
+
+log = logging.getLogger(__name__)
 
 
 class PlacementError(HopsError):
@@ -88,25 +91,40 @@ def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], 
 # ----- job environment ----------------------------------------------------------------------------
 def write_job_env(env_dir: Path, job_id: str, values: Mapping[str, str]) -> Path:
     """Write ``<env_dir>/<job_id>.env`` atomically (0644) for the job to source: ``export`` lines, so a
-    plain ``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"`` passes them on to the job's child processes."""
-    env_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(env_dir, 0o711)  # a job reads its own file by name; no one lists the others (docs/security.md)
-    path = env_dir / f"{job_id}.env"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items()))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    plain ``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"`` passes them on to the job's child processes.
+    ``env_dir`` is root's own, 0711 (taken over if another user owned it; a job reads its own file by
+    name, no one lists the others); the file is created exclusively, never through a link
+    (:func:`hops_slurm.rootfile.write_file`; docs/security.md)."""
+    if not job_id.isdigit() or len(job_id) > 20:
+        raise ValueError(f"job id {job_id[:30]!r} is not a number")
+    ensure_own_dir(env_dir, 0o711)
+    write_file(env_dir, f"{job_id}.env", "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items()).encode())
+    return env_dir / f"{job_id}.env"
+
+
+def remove_job_env(env_dir: Path, job_id: str) -> bool:
+    """Remove the job's environment file once it ended (True if there was one); never follows a link."""
+    if not job_id.isdigit() or len(job_id) > 20:
+        return False
+    return remove_file(env_dir, f"{job_id}.env")
+
+
+def drop_job_env(env_dir: Path, job_id: str) -> None:
+    """:func:`remove_job_env`, logged instead of raised (an ended job's file is tidied, never a failure)."""
+    try:
+        remove_job_env(env_dir, job_id)
+    except OSError as exc:
+        log.warning("job %s: its environment file stays: %s", job_id, exc)
 
 
 def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
-    path = env_dir / f"{job_id}.env"
+    """The values :func:`write_job_env` wrote, read as the shell reads them: the whole file as one quoted
+    text (a value may hold a newline, a carriage return or U+2028, which a line-by-line reading would cut)."""
     out = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.removeprefix("export ").partition("=")
-        if key:
-            parts = shlex.split(value)
-            out[key] = parts[0] if parts else ""
+    for word in shlex.split((env_dir / f"{job_id}.env").read_bytes().decode()):
+        key, eq, value = word.partition("=")
+        if eq and key:
+            out[key] = value
     return out
 
 

@@ -44,7 +44,13 @@ def job_record(j: Mapping[str, Any], *, state: str, number: Callable[[object], i
         reservation=null_text(j.get("resv_name")),
         restart_count=number(j.get("restart_cnt")),
         time_limit=_time_limit(number(j.get("time_limit"))),
+        eligible_time=float(number(j.get("eligible_time"))),
+        dependency=null_text(j.get("dependency"))[:MAX_DEPENDENCY],
     )
+
+
+#: characters of a job's dependency text kept (whether one is unmet is all the engine asks)
+MAX_DEPENDENCY = 1024
 
 
 #: a time limit in minutes at or over this is Slurm's "none" (NO_VAL, INFINITE) or not a limit at all

@@ -21,13 +21,13 @@ The released config has one source of truth: the journal's last completed ``rele
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hops_slurm.slurm.api import SlurmApi, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.scope import PartitionSet, node_in
 from planner.views import ClusterView, Config, NodeView, freeze_config
 
 if TYPE_CHECKING:
@@ -39,6 +39,22 @@ OFFER = "hops-offer"
 JOB_RESERVATION_PREFIX = "hops-j"
 #: journal kinds that change a job's placement; the last of them must be a completed release
 PLACEMENT_STEPS = ("place", "reserve", "attach", "release", "hold", "requeuehold")
+
+
+#: every reservation the engine makes is named so (the gate, the offer, ``hops-j<id>``, ``hops-p<id>``)
+HOPS_RESERVATION_PREFIX = "hops-"
+
+
+def reservation_names(text: str) -> tuple[str, ...]:
+    """The reservations a job's ``Reservation`` field names: Slurm reads it as a comma list and skips empty
+    names (``_get_resv_list``: ``strtok_r(.., ",")``, the same in 22.05, 24.11 and 26.05), so
+    ``,hops-offer`` and ``maint,hops-offer`` both name ``hops-offer``."""
+    return tuple(name for name in text.split(",") if name)
+
+
+def hops_reservations(text: str) -> tuple[str, ...]:
+    """The Hops reservations (``hops-*``) among :func:`reservation_names`."""
+    return tuple(name for name in reservation_names(text) if name.startswith(HOPS_RESERVATION_PREFIX))
 
 
 def job_reservation(job_id: str) -> str:
@@ -107,9 +123,13 @@ class Snapshot:
     taken: float = field(default=0.0, compare=False)
 
     @classmethod
-    def read(cls, api: SlurmApi) -> Snapshot:
-        """Jobs, nodes and reservations: one listing each."""
-        return cls(tuple(api.jobs()), tuple(api.nodes()), tuple(api.reservations()), api.now())
+    def read(cls, api: SlurmApi, jobs: Collection[SlurmJob] | None = None, listed_at: float | None = None) -> Snapshot:
+        """Jobs (``jobs``: a listing read at ``listed_at``), nodes and reservations: one listing each.
+        ``taken`` is the time *before* the reads, so that nothing Slurm did before ``taken`` is missing
+        from them (an offer's ``as_of``: hops_slurm.engine.offer)."""
+        taken = api.now() if jobs is None else (listed_at or 0.0)  # a listing of unknown time: 0, unknown
+        listing = tuple(api.jobs()) if jobs is None else tuple(jobs)
+        return cls(listing, tuple(api.nodes()), tuple(api.reservations()), taken)
 
     @cached_property
     def listing(self) -> dict[str, SlurmJob]:
@@ -147,14 +167,17 @@ class Snapshot:
         return replace(self, reservations=tuple(reservations))
 
     def with_jobs(self, jobs: Collection[SlurmJob], nodes: Collection[SlurmNode] | None = None, *,
-                  whole: bool = True) -> Snapshot:
+                  whole: bool = True, listed_at: float | None = None) -> Snapshot:
         """This snapshot with the job listing ``jobs`` (``whole``) or with just the jobs in ``jobs`` read
-        again (the others as this snapshot has them; a job not in it is added), and ``nodes`` if given."""
+        again (the others as this snapshot has them; a job not in it is added), and ``nodes`` if given.
+        ``taken`` moves to ``listed_at`` (the time before that listing was read) only for a whole listing:
+        a partial one misses every job submitted since this snapshot's own read."""
         if not whole:
             fresh = {j.job_id: j for j in jobs}
             kept = [fresh.pop(j.job_id, j) for j in self.jobs]
             jobs = [*kept, *fresh.values()]
-        return replace(self, jobs=tuple(jobs), nodes=tuple(nodes) if nodes is not None else self.nodes, taken=time.time())
+        taken = listed_at if whole and listed_at is not None else self.taken
+        return replace(self, jobs=tuple(jobs), nodes=tuple(nodes) if nodes is not None else self.nodes, taken=taken)
 
     # ----- facts ---------------------------------------------------------------------------------------
     def placed_pending(self, journal: Journal) -> dict[str, dict[str, int]]:
@@ -191,37 +214,37 @@ class Snapshot:
     def hops_running(self) -> list[str]:
         return [j.job_id for j in self.jobs if j.is_hops and j.active]
 
-    def cluster_view(self, *, fragment: bool, partition: str | None = "hops",
+    def cluster_view(self, *, fragment: bool, partition: PartitionSet = "hops",
                      promised: Mapping[str, Mapping[str, int]] | None = None) -> ClusterView:
-        """GPU nodes in ``partition`` (None: all) that can run jobs, in Slurm's node order. A round plan
+        """GPU nodes in ``partition`` (one name or several: the Hops partitions; None: all) that can run jobs, in Slurm's node order. A round plan
         (``fragment=False``) counts the running Hops jobs' GPUs free, as they are re-planned; a fragment
         plan sees only idle GPUs, less those ``promised`` to placed-and-pending jobs."""
         free = self.free_gpus(freed=() if fragment else self.hops_running(), promised=promised if fragment else None)
         views = []
         for n in self.nodes:
-            if n.gpus_total == 0 or not n.usable or (partition is not None and partition not in n.partitions):
+            if n.gpus_total == 0 or not n.usable or not node_in(n, partition):
                 continue
             views.append(NodeView(name=n.name, gpu_type=n.gpu_type, server_class=server_class(n),
                                   total_gpus=n.gpus_total, free_gpus=free[n.name]))
         return ClusterView(nodes=tuple(views))
 
-    def gpu_nodes(self, partition: str | None = "hops") -> tuple[tuple[str, str, str, int], ...]:
+    def gpu_nodes(self, partition: PartitionSet = "hops") -> tuple[tuple[str, str, str, int], ...]:
         """(name, GPU type, entity class, GPUs) of the nodes :meth:`cluster_view` lists, in its order: what
         an estimator is made for (no free GPUs counted: cheap to compare at every refresh)."""
         return tuple((n.name, n.gpu_type, server_class(n), n.gpus_total) for n in self.nodes
-                     if n.gpus_total and n.usable and (partition is None or partition in n.partitions))
+                     if n.gpus_total and n.usable and node_in(n, partition))
 
     def gpu_type_of(self, config: Mapping[str, int]) -> str:
         """The GPU type of a config's nodes, ``mixed`` when they differ."""
         types = {n.gpu_type for n in self.nodes if n.name in config}
         return types.pop() if len(types) == 1 else "mixed"
 
-    def usable_gpu_nodes(self, partition: str) -> bool:
-        return any(n.usable and n.gpus_total > 0 and partition in n.partitions for n in self.nodes)
+    def usable_gpu_nodes(self, partition: PartitionSet) -> bool:
+        return any(n.usable and n.gpus_total > 0 and node_in(n, partition) for n in self.nodes)
 
 
 def cluster_view(nodes: Collection[SlurmNode], jobs: Collection[SlurmJob], *, fragment: bool,
-                 partition: str | None = "hops") -> ClusterView:
+                 partition: PartitionSet = "hops") -> ClusterView:
     """:meth:`Snapshot.cluster_view` of a listing of nodes and jobs."""
     return Snapshot(tuple(jobs), tuple(nodes)).cluster_view(fragment=fragment, partition=partition)
 

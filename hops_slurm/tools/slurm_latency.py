@@ -17,13 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from hops_slurm.bundled import bundle_root
 from hops_slurm.journal import Journal
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.spec import load_spec
 from hops_slurm.slurm.cli import CliSlurm
 from hops_slurm.slurm.enact import Enactor
 
-HOOK = Path(__file__).resolve().parents[2] / "hooks" / "job_submit.lua"
+HOOK = bundle_root() / "hooks" / "job_submit.lua"
 SCRIPT = "#!/bin/bash\n#HOPS gpus=1,2,4 samples=1M batch-size=32 model=resnet50 lr=0.1@4\nsleep 600\n"
 
 

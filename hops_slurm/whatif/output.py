@@ -167,23 +167,27 @@ def document(rows: Sequence[Row], meta: dict[str, object], problems: Sequence[Pr
     }
 
 
-def markdown(rows: Sequence[Row], title: str) -> str:
-    head = "| Scheduler | Jobs | Done | Avg JCT (h) | Avg wait (h) | Max LR | GPU util. | Makespan (h) | Preemptions |"
+def markdown(rows: Sequence[Row], title: str, notes: Sequence[str] = ()) -> str:
+    """The table as Markdown (durations ``[D-]HH:MM:SS``, as the terminal table and ``hops-slurm report``),
+    then ``notes`` (the assumptions and the verdict, one line each) as a block."""
+    head = "| Scheduler | Jobs | Done | Avg JCT | Avg wait | Max LR | GPU util. | Makespan | Preemptions |"
     lines = [f"# {title}", "", head, "|" + "---|" * 9]
     for r in rows:
-        h = (lambda x: "" if x is None else f"{x / 3600:.2f}")
         util = "" if r.utilisation is None else f"{100 * r.utilisation:.1f}%"
         name = r.scheduler + (f" (FAILED: {printable(r.error, 80)})" if r.error else "")
-        lines.append(f"| {name} | {r.jobs} | {r.finished} | {h(r.avg_jct)} | {h(r.avg_wait)} | {_num(r.max_lr)} "
-                     f"| {util} | {h(r.makespan)} | {r.preemptions} |")
+        lines.append(f"| {name} | {r.jobs} | {r.finished} | {_dur(r.avg_jct)} | {_dur(r.avg_wait)} | {_num(r.max_lr)} "
+                     f"| {util} | {_dur(r.makespan)} | {r.preemptions} |")
+    if notes:
+        lines += ["", "## Assumptions and verdict", "", "```", *(printable(n, 400) for n in notes), "```"]
     return "\n".join(lines) + "\n"
 
 
 def write_out(out: Path, sides: Sequence[Side], rows: Sequence[Row], derived: Sequence[Derived],
-              cluster: ClusterSpec, problems: Sequence[Problem], meta: dict[str, object], title: str) -> list[Path]:
+              cluster: ClusterSpec, problems: Sequence[Problem], meta: dict[str, object], title: str,
+              notes: Sequence[str] = ()) -> list[Path]:
     """Every file of ``--out`` (see the module notes); returns the plots written."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.md").write_text(markdown(rows, printable(title)))
+    (out / "results.md").write_text(markdown(rows, printable(title), notes))
     (out / "summary.json").write_text(ascii_json(json.dumps(document(rows, meta, problems), indent=2)) + "\n")
     (out / "problems.txt").write_text("".join(printable(p.line(), 600) + "\n" for p in problems))
     (out / "cluster.toml").write_text(_cluster_toml(cluster))

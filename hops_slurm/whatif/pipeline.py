@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hops_slurm.config import SiteConfig
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.runner import Options
@@ -57,7 +58,9 @@ class WhatIf:
 
 def run_whatif(export: Path, cluster: ClusterSpec | None, assumptions: Assumptions,
                policies: Sequence[str] = DEFAULT_POLICIES, options: Options = Options(),
-               progress: bool = False) -> WhatIf:
+               progress: bool = False, site: SiteConfig | None = None) -> WhatIf:
+    """The what-if of ``export``; ``site``: the configuration the Hops side's engine runs with
+    (:func:`hops_slurm.whatif.replay.run_policies`; None: the documented defaults)."""
     clock = time.perf_counter()
     seconds: dict[str, float] = {}
 
@@ -81,7 +84,7 @@ def run_whatif(export: Path, cluster: ClusterSpec | None, assumptions: Assumptio
     recorded = Side(RECORDED, recorded_records(selection.jobs, derived))
     lap("assumptions")
     sides = [recorded]
-    for side in run_policies(cluster, derived, policies, options, progress):
+    for side in run_policies(cluster, derived, policies, options, progress, site):
         sides.append(side)
         seconds[side.label] = side.result.wall_seconds if side.result else 0.0
     lap("simulation")

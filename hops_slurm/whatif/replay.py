@@ -25,10 +25,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from hops_slurm.config import SiteConfig
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
 from hops_slurm.sim.cluster_spec import ClusterSpec
+from hops_slurm.sim.engine_run import simulate_engine
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.runner import Options, RunResult, simulate
 from hops_slurm.sim.site import first_start_free
@@ -154,12 +156,26 @@ def replay_options(options: Options) -> Options:
     return first_start_free(options)
 
 
+def _workload_id(record: JobRecord) -> JobRecord:
+    """An engine record under its export's job id (the simulated slurmctld numbers jobs its own way and
+    names each ``<export id>:<model>``), so every side's records name the same jobs."""
+    export_id = record.name.rpartition(":")[0]
+    return record.model_copy(update={"job_id": export_id}) if export_id else record
+
+
+def is_hops(policy_name: str) -> bool:
+    """A Hops policy (``hops``, ``hops:sigma=1.2``, ``hops-...``): the one the production engine runs."""
+    return policy_name == "hops" or policy_name.startswith(("hops:", "hops-"))
+
+
 def run_policies(cluster: ClusterSpec, derived: Sequence[Derived], policies: Sequence[str], options: Options,
-                 progress: bool) -> list[Side]:
+                 progress: bool, site: SiteConfig | None = None) -> list[Side]:
     """Simulate every policy on the derived jobs; a policy that fails is a side with its error. The site's
-    own policies (:data:`hops_slurm.sim.site.SITE_POLICIES`) run as Slurm runs (:mod:`hops_slurm.sim.site`), the others (Hops) as
-    the engine runs: probes on the cluster's profiler, plans at rounds and refresh ticks (both decided by
-    :func:`hops_slurm.sim.runner.simulate`)."""
+    own policies (:data:`hops_slurm.sim.site.SITE_POLICIES`) run as Slurm runs (:mod:`hops_slurm.sim.site`,
+    through :func:`hops_slurm.sim.runner.simulate`). Hops runs as the site's daemon would run it: the
+    production engine (:func:`hops_slurm.sim.engine_run.simulate_engine`) with the site's configuration
+    ``site`` (its planner, probes in place, restart prices, monitor step; the round and refresh of
+    ``options``). Other policies run on the simulator's fast path."""
     specs = tuple(d.spec for d in derived)
     options = replay_options(options)
     sides: list[Side] = []
@@ -171,7 +187,11 @@ def run_policies(cluster: ClusterSpec, derived: Sequence[Derived], policies: Seq
                 bar.current = f"{name}: {done}/{len(specs)} jobs, t={now / 3600:.1f} h;"
 
             try:
-                result = simulate(cluster, specs, name, 0, options, on_round=tick)
+                if is_hops(name):
+                    result = simulate_engine(cluster, specs, name, 0, options, on_round=tick, site=site)
+                    result.jobs = [_workload_id(r) for r in result.jobs]
+                else:
+                    result = simulate(cluster, specs, name, 0, options, on_round=tick)
             except Exception as exc:  # noqa: BLE001 - one failed policy must not lose the others
                 text = reason(exc)
                 sides.append(Side(name, [], error=printable(text, 300)))

@@ -76,3 +76,13 @@ def test_zero_declaration_and_bad_numbers() -> None:
         HonestyParams(tolerance=-1.0)
     with pytest.raises(ValueError):
         HonestyParams(history_cap=0.5)
+
+
+def test_history_keeps_every_job_while_the_user_has_fewer_than_history_jobs() -> None:
+    # 3 jobs against a window of 4 (N/2 < len < N): all three count, the oldest included
+    p = HonestyParams(history_jobs=4)
+    h = history_of([JobOutcome(1, 30), JobOutcome(10, 10), JobOutcome(10, 10)], p)
+    assert h.jobs == 3 and h.factor == 30.0
+    # more than the window: only the last 4 count
+    h = history_of([JobOutcome(1, 30), *[JobOutcome(10, 10)] * 4], p)
+    assert h.jobs == 4 and h.factor == 1.0

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from hops_slurm.bundled import sample_config
 from hops_slurm.cli import main
-from hops_slurm.config import SiteConfig, default_config_path, load_config, parse_config
+from hops_slurm.config import SiteConfig, load_config, parse_config
 from hops_slurm.errors import ConfigError
 from planner.params import PlannerParams
 
@@ -42,7 +43,7 @@ def test_keys_of_earlier_releases_say_where_they_went() -> None:
 
 
 def test_sample_file_is_valid_and_equals_defaults() -> None:
-    assert load_config(default_config_path()) == SiteConfig()
+    assert load_config(sample_config()) == SiteConfig()
 
 
 def test_every_error_is_reported_with_its_key_path() -> None:
@@ -75,7 +76,7 @@ def test_broken_toml_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_config_check_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["config", "check", str(default_config_path())]) == 0
+    assert main(["config", "check", str(sample_config())]) == 0
     bad = tmp_path / "bad.toml"
     bad.write_text("[planner]\ngap = 2\n")
     assert main(["config", "check", str(bad)]) == 1

@@ -289,7 +289,7 @@ def _options(tmp: Path) -> list[Case]:
               Case("option-bench", ["bench", "nope\x1b"], True, "unknown benchmark"),
               Case("option-config-action", ["config", "destroy"], True, "invalid choice"),
               Case("option-directives-none", ["directives", "check"], True, "required"),
-              Case("option-report-none", ["report"], True, "no records given"),
+              Case("option-report-none", ["report"], True, "no records"),
               Case("option-sim-nan", ["simulate", "--round-seconds", "nan"], True, "--round-seconds"),
               Case("option-sim-inf", ["simulate", "--refresh-seconds", "inf"], True, "--refresh-seconds"),
               Case("option-sim-neg", ["simulate", "--grace-seconds", "-1"], True, "--grace-seconds"),
@@ -336,6 +336,7 @@ def _run(case: Case, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str,
 def test_hostile_inputs_give_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOPS_SLURM_RECORDS", raising=False)
+    monkeypatch.delenv("HOPS_CONFIG", raising=False)
     cases = _all_cases(tmp_path)
     assert len(cases) >= 300
     tracebacks, silent, unclear, unprintable, writes, raw_files = [], [], [], [], [], []

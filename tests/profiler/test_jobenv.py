@@ -56,3 +56,12 @@ def test_a_script_that_sourced_its_file_never_waits(tmp_path: Path) -> None:
     assert load_job_env({"SLURM_JOB_ID": "9"}, sleep=clock.sleep, clock=clock.now) == {}  # not a Hops job
     assert load_job_env({"HOPS_JOB_ENV_DIR": str(tmp_path), "SLURM_JOB_ID": "../x"}, sleep=clock.sleep,
                         clock=clock.now) == {}  # a job id is digits
+
+
+def test_an_odd_hops_env_wait_is_refused_and_the_default_used(tmp_path: Path) -> None:
+    """nan, inf, negative, huge or overlong HOPS_ENV_WAIT: the default 60 s wait, never an hour or forever."""
+    for odd in ("nan", "NaN", "inf", "-inf", "-5", "1e9", "3601", "1" * 40, "ten"):
+        env = {"HOPS_JOB_ENV_DIR": str(tmp_path), "SLURM_JOB_ID": "9", "HOPS_ENV_WAIT": odd}
+        clock = Clock()
+        assert load_job_env(env, sleep=clock.sleep, clock=clock.now) == {}
+        assert 60.0 <= clock.slept < 60.2, (odd, clock.slept)

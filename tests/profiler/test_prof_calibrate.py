@@ -46,9 +46,12 @@ def test_env_launch_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_cli_measures_gloo_link_bandwidth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "cal.json"
+    """Without --out the record goes where the engine reads it: the configuration's [paths] calibrations."""
+    config = tmp_path / "hops.toml"
+    config.write_text(f'[paths]\nstate_dir = "{tmp_path / "state"}"\n')
+    out = tmp_path / "state" / "calibrations" / "calibration-cpu-link.json"
     code = hops_main(["calibrate", "--backend", "gloo", "--procs", "2", "--min-params", str(1 << 14),
-                      "--max-params", str(1 << 20), "--steps", "3", "--reps", "3", "--out", str(out)])
+                      "--max-params", str(1 << 20), "--steps", "3", "--reps", "3", "--config", str(config)])
     captured = capsys.readouterr()
     if code != 0:
         # On a loaded machine the all-reduce times can fail to grow with the message size; the command
@@ -57,7 +60,7 @@ def test_cli_measures_gloo_link_bandwidth(tmp_path: Path, capsys: pytest.Capture
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and "all-reduce time does not grow with message size" in lines[0], captured.err
         return
-    assert "cpu: B_link =" in captured.out
+    assert "cpu: B_link =" in captured.out and str(out) in captured.out
     (record,) = read_records(out)
     assert isinstance(record, CalibrationRecord)
     assert (record.gpu_type, record.scope, record.backend, record.world_size, record.nodes) == ("cpu", "link", "gloo", 2, 1)
@@ -65,3 +68,10 @@ def test_cli_measures_gloo_link_bandwidth(tmp_path: Path, capsys: pytest.Capture
     assert record.bandwidth == pytest.approx(0.5 / record.slope)
     # Behaviour, not speed (timings belong in benchmarks): every point was measured and the fit is positive.
     assert all(p.seconds > 0 for p in record.points) and record.slope > 0 and record.bandwidth > 0
+
+
+def test_cli_without_a_configuration_fails_before_measuring(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "none.toml"
+    assert hops_main(["calibrate", "--backend", "gloo", "--config", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert str(missing) in err and "no such file" in err and "Traceback" not in err

@@ -111,6 +111,7 @@ def round_line(row: dict[str, float | int | str]) -> str:
 
 
 def run(out_dir: Path) -> Path:
+    from hops_slurm.bundled import bundle_root
     from hops_slurm.config import parse_config
     from hops_slurm.engine.engine import Engine
     from hops_slurm.tools.minicluster.cluster import Minicluster
@@ -122,7 +123,7 @@ def run(out_dir: Path) -> Path:
     load0 = load()
     work = Path(tempfile.mkdtemp(prefix="hops-bench-engine-"))
     (work / "spec.toml").write_text(SPEC)
-    hook = Path(__file__).resolve().parents[3] / "hooks" / "job_submit.lua"
+    hook = bundle_root() / "hooks" / "job_submit.lua"
     cluster = Minicluster(load_spec(work / "spec.toml"), job_submit_lua=hook if hook.exists() else None)
     cluster.down()
     cluster.up()

@@ -50,10 +50,6 @@ sleep 3600
 _RPC = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) .*usec=(\d+)")
 
 
-def _root() -> Path:
-    return Path(__file__).resolve().parents[3]
-
-
 def peak_rss_mib(pid: int | str = "self") -> float:
     """A process's peak resident set (``VmHWM``) in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -153,6 +149,7 @@ def _daemon_config(work: Path, state: Path) -> Path:
 def run(out_dir: Path) -> Path:
     from hops_slurm.tools.bench.engine_bench import ROUND_HEADER, round_line, timed_round, wait_profiled
     from hops_slurm.tools.bench.machine import load, machine_line
+    from hops_slurm.bundled import bundle_root
     from hops_slurm.config import load_config
     from hops_slurm.engine.engine import Engine
     from hops_slurm.tools.minicluster.cluster import Minicluster
@@ -164,8 +161,8 @@ def run(out_dir: Path) -> Path:
     work = Path(tempfile.mkdtemp(prefix="hops-bench-load-"))
     os.chmod(work, 0o755)
     state = work / "state"
-    spec = load_spec(_root() / "etc" / "minicluster" / "load.toml")
-    cluster = Minicluster(spec, job_submit_lua=_root() / "hooks" / "job_submit.lua")
+    spec = load_spec(bundle_root() / "etc" / "minicluster" / "load.toml")
+    cluster = Minicluster(spec, job_submit_lua=bundle_root() / "hooks" / "job_submit.lua")
     cluster.down()
     cluster.up()
     rows: list[dict[str, float | int | str]] = []

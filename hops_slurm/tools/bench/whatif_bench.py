@@ -1,39 +1,42 @@
-"""Benchmark ``whatif``: ``hops-slurm whatif`` on a recorded sacct export and on 10,000 generated jobs.
+"""Benchmark ``whatif``: ``hops-slurm whatif`` with every default on the recorded exports, and on generated jobs.
 
-Data flow: (1) tests/data/sacct/22.05/sacct.json (recorded from the local cluster with slurmdbd by
-tests/data/sacct/capture.py; present in a source checkout) replayed on its simulated twin
-(tests/data/sacct/replay-cluster.toml) -> the side-by-side table and the report's plots under
-docs/results/whatif/; (2) a generated history of ``HOPS_BENCH_WHATIF_JOBS`` jobs (default 10,000;
-:mod:`hops_slurm.tools.bench.sacct_history`) as ``sacct --json`` and ``--parsable2`` -> the wall time of each
-step (read, assumptions, each simulated policy) -> docs/results/whatif.md. Long (minutes): not in
+Data flow: (1) tests/data/sacct/<release>/sacct.json of 22.05, 24.11 and 26.05 (recorded from the local
+cluster with slurmdbd by tests/data/sacct/capture.py; present in a source checkout) and the busy queues of
+tests/data/sacct-busy/, each replayed by the
+console script exactly as a site first types it (``hops-slurm whatif EXPORT``, no option) -> its table,
+assumptions and verdict verbatim, with the commit; (2) a generated history of ``HOPS_BENCH_WHATIF_JOBS``
+jobs (default 10,000; 0 leaves it out; :mod:`hops_slurm.tools.bench.sacct_history`) as ``sacct --json``
+and ``--parsable2`` -> the wall time of each step (read, assumptions, each simulated policy) ->
+docs/results/whatif.md. Long (the Hops side is the production engine: hours at 10,000 jobs): not in
 ``bench all``; run it by name. Measures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+from hops_slurm.config import parse_config
+from hops_slurm.sim.runner import Options
 from hops_slurm.tools.bench import sacct_history
 from hops_slurm.tools.bench.machine import load, machine_line
-from hops_slurm.sim.cluster_spec import load_cluster
-from hops_slurm.sim.costs import CostModel, parse_checkpoint_seconds
-from hops_slurm.sim.runner import Options
 from hops_slurm.whatif import output
 from hops_slurm.whatif.assumptions import Assumptions
 from hops_slurm.whatif.exports import read_export
 from hops_slurm.whatif.fidelity import fidelity, fidelity_line
 from hops_slurm.whatif.pipeline import WhatIf, run_whatif
+from hops_slurm.whatif.verdict import verdict
 
 NAME = "whatif"
 IN_ALL = False
 RECORDED = Path(__file__).resolve().parents[3] / "tests" / "data" / "sacct"
-#: the recorded jobs are short local ones: the demo's measured start (a few seconds) and a 1 s checkpoint
-RECORDED_OPTIONS = ("--round-seconds", "30", "--refresh-seconds", "5", "--process-start-seconds", "5",
-                    "--checkpoint-seconds", "1")
-RECORDED_COSTS = CostModel(process_start=5.0).with_checkpoint_seconds(parse_checkpoint_seconds("1"))
+#: the recorded exports replayed with every default (paths from the checkout's root)
+EXPORTS = (*(f"tests/data/sacct/{r}/sacct.json" for r in ("22.05", "24.11", "26.05")),
+           *(f"tests/data/sacct-busy/{r}/sacct.json" for r in ("22.05", "24.11")))
 
 
 def _table(result: WhatIf) -> str:
@@ -45,48 +48,75 @@ def _fidelity(result: WhatIf) -> list[str]:
     return [f"hops-slurm: whatif: {fidelity_line(f)}"] if f is not None else []
 
 
-def _recorded(out_dir: Path) -> list[str]:
-    export = RECORDED / "22.05" / "sacct.json"
-    if not export.is_file():
-        return ["## On a recorded sacct export", "", f"Not run: {export} is not here (a source checkout has it)."]
-    cluster = load_cluster(RECORDED / "replay-cluster.toml")
-    options = Options(round_seconds=30.0, refresh_seconds=5.0, costs=RECORDED_COSTS)
+def _commit() -> str:
+    """The checkout's commit (with ``+changes`` when the tree differs from it), or "unknown"."""
+    root = RECORDED.parents[2]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                               text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
+
+
+def _verdict(result: WhatIf, monitor_seconds: float) -> list[str]:
+    """The verdict lines ``hops-slurm whatif`` prints (:mod:`hops_slurm.whatif.verdict`), as a block."""
+    v = verdict(result.sides, result.rows, result.derived, monitor_seconds, result.cluster.profiler.probe_seconds)
+    if v is None:
+        return []
+    return ["", "```", *(ln if ln.startswith("  ") else f"hops-slurm: whatif: {ln}" for ln in v.lines()), "```"]
+
+
+def _default_run(export: str, summary: list[str]) -> list[str]:
+    """``hops-slurm whatif EXPORT`` with every default, as a site types it (the console script, from the
+    checkout's root, without $HOPS_CONFIG): its stdout and stderr verbatim; a row per side to ``summary``."""
+    root = RECORDED.parents[2]
+    if not (root / export).is_file():
+        return [f"### {export}", "", f"Not run: {export} is not here (a source checkout has it)."]
+    script = Path(sys.executable).with_name("hops-slurm")
+    env = {k: v for k, v in os.environ.items() if k != "HOPS_CONFIG"}
     start = time.perf_counter()
-    result = run_whatif(export, cluster, Assumptions(), options=options)
+    done = subprocess.run([str(script), "whatif", export, "--no-progress"], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=3600)
     took = time.perf_counter() - start
-    folder = out_dir / "whatif"
-    meta = {"export": "tests/data/sacct/22.05/sacct.json", "cluster": cluster.name}
-    plots = output.write_out(folder, result.sides, result.rows, result.derived, cluster, result.problems, meta,
-                             "What-if on tests/data/sacct/22.05/sacct.json")
-    cols = output.parse_format(output.DEFAULT_FORMAT)
-    return [
-        "## On a recorded sacct export (Slurm 22.05, slurmdbd)",
+    for line in done.stdout.splitlines()[2:]:  # the table's rows, below its header and rule
+        cells = line.split()
+        if len(cells) == 9:
+            summary.append(f"| `{export}` | {cells[0]} | {cells[3]} | {cells[4]} | {cells[5]} | {cells[6]} | {cells[7]} |")
+    return [f"### {export}", "", "    " + " ".join(["hops-slurm", "whatif", export]), "", "```",
+            done.stdout.rstrip("\n"), done.stderr.rstrip("\n"), "```", "",
+            f"Exit status {done.returncode}; wall time {took:.1f} s."]
+
+
+def _recorded(out_dir: Path) -> list[str]:
+    lines = [
+        "## The recorded exports, with every default",
         "",
-        "The export `tests/data/sacct/22.05/sacct.json` was recorded by `tests/data/sacct/capture.py 22.05`: 14 jobs on",
+        "`tests/data/sacct/<release>/sacct.json` were recorded by `tests/data/sacct/capture.py RELEASE`: 14 jobs on",
         "the local cluster (2 nodes x 4 fake v100 GPUs), sleeping 5-50 s each, queued behind each other by Slurm's",
-        "own backfill; one fails, one is cancelled while running, one while pending, one has no GPUs. Command:",
+        "own backfill; one fails, one is cancelled while running, one while pending, one has no GPUs. Each is",
+        "replayed with no option at all, as a site would first run it: the cluster read from the export, the",
+        "Hops side the production engine with the documented defaults (no --config, $HOPS_CONFIG or",
+        "/etc/hops-slurm/hops.toml on the machine: round 6 min, refresh 30 s, monitor step 5 s, probes in",
+        "place), every assumption printed and marked (docs/whatif.md, \"What whatif assumes\").",
+        f"Commit {_commit()}.",
         "",
-        "    hops-slurm whatif tests/data/sacct/22.05/sacct.json --cluster tests/data/sacct/replay-cluster.toml \\",
-        f"        {' '.join(RECORDED_OPTIONS)} --out docs/results/whatif",
-        "",
-        "```",
-        *(p.line() for p in result.problems),
-        output.render(result.rows, cols, False, True).rstrip("\n"),
-        f"hops-slurm: whatif: {result.summary()}",
-        *_fidelity(result),
-        "```",
-        "",
-        _table(result),
-        "",
-        f"Wall time {took:.1f} s. The jobs are seconds long, so the simulated rounds are short (30 s rounds,",
-        "5 s refresh, 5 s process start on a restart, 5 s probes on 2 probe GPUs: replay-cluster.toml); Hops pays",
-        "its probes, the replays of Slurm's policies pay none (docs/whatif.md).",
-        "",
-        *(f"![{p.stem}](whatif/{p.name})" for p in plots),
     ]
+    summary = ["| Export | Scheduler | Avg JCT | Avg wait | Max LR | GPU util. | Makespan |", "|---|---|---|---|---|---|---|"]
+    runs: list[str] = []
+    for export in EXPORTS:
+        runs += [*_default_run(export, summary), ""]
+    return [*lines, *summary, "", "The busy queues (`tests/data/sacct-busy/`, 60 jobs on 4 x 4 GPUs; docs/whatif.md) are "
+            "replayed the same way. Each run in full:", "", *runs]
 
 
 def _generated(n: int) -> list[str]:
+    if n <= 0:
+        return ["## Generated jobs", "",
+                "Not run (`HOPS_BENCH_WHATIF_JOBS=0`). The Hops side is the production engine (issue 33); "
+                "`HOPS_BENCH_WHATIF_JOBS=N hops-slurm bench whatif` measures it on N generated jobs."]
     jobs = sacct_history.generate(n)
     lines = [f"## {n} generated jobs", ""]
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +127,10 @@ def _generated(n: int) -> list[str]:
         read_export(txt)
         parsable2 = time.perf_counter() - start
         start = time.perf_counter()
-        result = run_whatif(js, None, Assumptions())
+        site = parse_config({}, "defaults")  # what `hops-slurm whatif` runs with when the site has no configuration
+        options = Options(site.scheduler.round_length, site.scheduler.queue_refresh,
+                          monitor_seconds=site.engine.monitor_interval)
+        result = run_whatif(js, None, Assumptions(), options=options, site=site)
         total = time.perf_counter() - start
         size_js, size_txt = js.stat().st_size, txt.stat().st_size
     s = result.seconds
@@ -115,6 +148,7 @@ def _generated(n: int) -> list[str]:
         f"{result.summary()}; cluster {result.cluster.name} ({result.cluster.total_gpus} GPUs).",
         "",
         *_fidelity(result),
+        *_verdict(result, site.engine.monitor_interval),
         "",
         "| Step | Wall time (s) |",
         "|---|---|",
@@ -131,7 +165,7 @@ def run(out_dir: Path) -> Path:
     n = int(os.environ.get("HOPS_BENCH_WHATIF_JOBS", "10000"))
     before = load()
     text = [
-        "# hops-slurm whatif: a recorded export, and 10,000 jobs",
+        "# hops-slurm whatif: the recorded exports with every default, and generated jobs",
         "",
         "Written by `hops-slurm bench whatif` (docs/whatif.md describes the command and its assumptions).",
         "",

@@ -17,11 +17,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hops_slurm import tomlfile
+from hops_slurm.bundled import bundle_root
 from hops_slurm.text import read_utf8
 from hops_slurm.errors import ConfigError
 from hops_slurm.validation import format_validation_error
 
-DEFAULT_PATH = Path(__file__).resolve().parents[3] / "etc" / "demo" / "emulation.toml"
+DEFAULT_PATH = bundle_root() / "etc" / "demo" / "emulation.toml"
 _NODE_INDEX = re.compile(r"-[0-9]+$")
 
 

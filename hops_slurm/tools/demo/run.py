@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TextIO
 
 from hops_slurm import tomlfile
+from hops_slurm.bundled import bundle_root, checkout_root
 from hops_slurm.text import read_utf8
 from hops_slurm.config import load_config
 from hops_slurm.tools.demo.submission import Progress, Submission, sbatch_script
@@ -43,8 +44,11 @@ from hops_slurm.engine.offer import FILE_NAME as OFFER_FILE
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.spec import MiniclusterSpec, load_spec
 
-ROOT = Path(__file__).resolve().parents[3]
-DEMO_DIR = ROOT / "etc" / "demo"
+#: where the demo's outputs go: the checkout when run from one (make demo), else the current directory
+ROOT = checkout_root() or Path.cwd()
+#: the shipped files (hops_slurm.bundled): $HOPS_DEMO_ROOT of the job scripts, which run etc/demo/train.py
+BUNDLE = bundle_root()
+DEMO_DIR = BUNDLE / "etc" / "demo"
 JOBS_DIR = DEMO_DIR / "jobs"
 WORKLOAD = DEMO_DIR / "workload.toml"
 SITE_CONFIG = DEMO_DIR / "hops.toml"
@@ -54,7 +58,7 @@ REPORT_DIR = ROOT / "var" / "demo"
 README_DIR = ROOT / "docs" / "demo"
 #: sacct exports recorded on the minicluster (tests/data/sacct/<release>/): the whatif step's example
 RECORDED_EXPORTS = ROOT / "tests" / "data" / "sacct"
-HOOK = ROOT / "hooks" / "job_submit.lua"
+HOOK = BUNDLE / "hooks" / "job_submit.lua"
 PROBE_PYTHON = DEMO_DIR / "probe-python"
 #: ``hops-slurm`` run by this interpreter (``python -m`` cannot run the ``hops_slurm.cli`` package).
 HOPS_SLURM = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
@@ -303,7 +307,7 @@ def run_demo(
                 "engine": {"probe_python": str(PROBE_PYTHON), "offer_file": str(offer_file)},
             })
             env = dict(cluster.env(), HOPS_JOB_ENV_DIR=str(dirs.env_dir), HOPS_DEMO_PYTHON=sys.executable,
-                       HOPS_DEMO_ROOT=str(ROOT), HOPS_DEMO_STATE=str(dirs.root), PYTHONUNBUFFERED="1")
+                       HOPS_DEMO_ROOT=str(BUNDLE), HOPS_DEMO_STATE=str(dirs.root), PYTHONUNBUFFERED="1")
             daemon = Daemon(config, env, dirs.logs / "daemon.log")
             pid = daemon.start(dirs.pid_file)
             print(f"== started the Hops daemon (pid {pid}, config {config}, log {daemon.log_path})", file=out)

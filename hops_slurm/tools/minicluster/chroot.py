@@ -29,6 +29,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 from hops_slurm.errors import MiniclusterError
@@ -38,7 +39,10 @@ log = logging.getLogger(__name__)
 CHROOT = "/usr/sbin/chroot"
 CLIENTS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo", "sacct", "sacctmgr", "srun", "salloc", "sprio",
            "sshare", "sstat", "sreport", "sdiag")
-CHECKOUT = Path(__file__).resolve().parents[3]  # the project checkout (holds .venv when installed with make)
+#: where the installed code is: the folder holding the hops_slurm package (the checkout for ``make install``,
+#: site-packages for a wheel) and the virtualenv; both are bound read-only into a root
+INSTALL = tuple(sorted({Path(resources.files("hops_slurm").joinpath("__init__.py")).resolve().parents[1], Path(sys.prefix)},
+                       key=lambda p: len(p.parts)))  # a folder before one inside it, which then comes with it
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -93,7 +97,7 @@ class RootRuntime:
     # ----- enter / leave ---------------------------------------------------------------------------
     def binds(self) -> list[tuple[Path, bool]]:
         """(host path, read-only) to bind-mount at the same path inside the root, in order."""
-        candidates = [(Path("/tmp"), False), (self.state, False), (CHECKOUT, True), *self._interpreter()]
+        candidates = [(Path("/tmp"), False), (self.state, False), *((p, True) for p in INSTALL), *self._interpreter()]
         wanted: list[tuple[Path, bool]] = [(Path("/proc"), False)]
         for path, ro in candidates:  # a path inside one already bound comes with it
             if path.exists() and not any(path == p or p in path.parents for p, _ in wanted[1:]):
@@ -191,7 +195,7 @@ class RootRuntime:
             if not link.is_symlink():
                 return
             target = os.readlink(link)
-            if not (link == CHECKOUT or CHECKOUT in link.parents):
+            if not any(link == p or p in link.parents for p in INSTALL):
                 dst = self.inside(link)
                 if not dst.is_symlink() and not dst.exists():
                     dst.parent.mkdir(parents=True, exist_ok=True)

@@ -75,6 +75,9 @@ def render_slurm_conf(spec: MiniclusterSpec, hostname: str, job_submit_lua: bool
             "JobAcctGatherType=jobacct_gather/linux",
         ]
         if spec.enforce_limits:
+            # a site that caps GPU types counts them per type too (gres/gpu:a100=N limits: docs/governance.md)
+            types = sorted({g.gpu_type for g in spec.nodes if g.gpus and g.gpu_type})
+            lines[-2] = "AccountingStorageTRES=" + ",".join(["gres/gpu"] + [f"gres/gpu:{t}" for t in types])
             lines.append("AccountingStorageEnforce=associations,limits,qos")
         if spec.multifactor:
             # fair share decays with a short half-life so a test sees it move; weights as a site would set them

@@ -166,8 +166,10 @@ class MiniclusterSpec(BaseModel):
 
 
 def default_spec_path() -> Path:
-    """The spec shipped with the project (``etc/minicluster/default.toml`` in the checkout)."""
-    return Path(__file__).resolve().parents[3] / "etc" / "minicluster" / "default.toml"
+    """The spec shipped with the project (``etc/minicluster/default.toml``, :func:`hops_slurm.bundled.bundled`)."""
+    from hops_slurm.bundled import bundle_root
+
+    return bundle_root() / "etc" / "minicluster" / "default.toml"
 
 
 def load_spec(path: Path | None = None, slurm: str | None = None) -> MiniclusterSpec:

@@ -1,51 +1,51 @@
-"""``hops-slurm site check`` and ``site leave`` at the command line: the verbs are there, the table is
-Slurm's (``--parsable2``, ``--noheader``, ``--format``), and a Slurm that cannot be read is one line, never
-a traceback. The judgement itself: tests/hops_slurm/site/; on a running Slurm: test_site_live.py."""
+"""``hops-slurm site files DIR``: every site file copied out, one line each; an existing file kept unless
+``--force``; a link planted where a file goes is replaced, never followed."""
 
 from __future__ import annotations
 
-import argparse
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from hops_slurm.cli import build_parser
-from hops_slurm.cli.site_check_cmd import DEFAULT_FORMAT, FIELDS, render
-from hops_slurm.report.columns import parse_format
+import pytest
 
-CLI = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
-ROWS = [{"check": "release", "status": "OK", "needs": "Slurm 22.05", "found": "22.05.8", "outside": "none: read only"},
-        {"check": "hook", "status": "MISSING", "needs": "x|y", "found": "missing: /etc/slurm/job_submit.lua",
-         "outside": "the site's rules apply to every job"}]
+from hops_slurm.bundled import bundled
+from hops_slurm.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_site_has_check_and_leave() -> None:
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    verbs = next(a for a in sub.choices["site"]._actions if isinstance(a, argparse._SubParsersAction))
-    assert {"check", "leave"} <= set(verbs.choices)
+def test_files_copies_every_site_file_and_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "site"
+    assert main(["site", "files", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expected = {f"hooks/{p.name}" for p in (ROOT / "hooks").glob("*.lua") if p.name != "run_parser.lua"}
+    expected |= {"etc/hops.toml", "etc/slurm.conf.d/hops.conf", "etc/grafana/hops-slurm.json"}
+    expected |= {f"etc/{d}/{p.name}" for d in ("systemd", "cron") for p in (ROOT / "etc" / d).iterdir()}
+    written = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert written == expected
+    assert sorted(lines) == sorted(f"wrote {out / rel}" for rel in expected)
+    assert (out / "hooks" / "job_submit.lua").read_bytes() == bundled("hooks", "job_submit.lua").read_bytes()
+    assert main(["config", "check", str(out / "etc" / "hops.toml")]) == 0  # the template is a valid configuration
+
+    (out / "etc" / "hops.toml").write_text("# the site's own\n")
+    capsys.readouterr()
+    assert main(["site", "files", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"kept {out / 'etc' / 'hops.toml'} (exists; --force replaces it)" in said and "wrote" not in said
+    assert (out / "etc" / "hops.toml").read_text() == "# the site's own\n"
+
+    assert main(["site", "files", str(out), "--force"]) == 0
+    assert (out / "etc" / "hops.toml").read_bytes() == bundled("etc", "hops.toml").read_bytes()
 
 
-def test_the_table_is_slurms() -> None:
-    columns = parse_format(DEFAULT_FORMAT, FIELDS)
-    table = render(ROWS, columns, parsable=False, header=True).splitlines()
-    assert table[0].split() == ["Check", "Status", "Needs", "Found", "Outside"] and set(table[1]) == {"-", " "}
-    assert table[3].startswith("hook                   MISSING  x|y") and "missing: /etc/slurm/job_submit.lua" in table[3]
-    parsable = render(ROWS, parse_format("Check,Status,Needs", FIELDS), parsable=True, header=False).splitlines()
-    assert parsable == ["release|OK|Slurm 22.05", "hook|MISSING|x/y"]  # a '|' in a value cannot shift the fields
-
-
-def test_a_slurm_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
-    conf = tmp_path / "slurm.conf"  # a controller nobody runs: scontrol fails at once
-    conf.write_text("ClusterName=nowhere\nSlurmctldHost=localhost\nSlurmctldPort=6999\nMessageTimeout=2\n")
-    config = tmp_path / "hops.toml"
-    config.write_text(f'[paths]\nstate_dir = "{tmp_path / "state"}"\n')
-    for verb in ("check", "leave"):
-        proc = subprocess.run([*CLI, "site", verb, "--config", str(config)], env={**os.environ, "SLURM_CONF": str(conf)},
-                              capture_output=True, text=True, timeout=60, check=False)
-        assert proc.returncode == 1 and proc.stdout == "", (verb, proc)
-        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("hops-slurm: error: `scontrol show config` failed"), proc.stderr
-        assert "Traceback" not in proc.stderr
-    bad = subprocess.run([*CLI, "site", "check", "--config", str(config), "-o", "Check,Bogus"], capture_output=True,
-                         text=True, timeout=60, check=False)
-    assert bad.returncode == 1 and bad.stderr.startswith("hops-slurm: error: unknown field 'Bogus' in --format")
+def test_force_replaces_a_planted_link_and_leaves_its_target_alone(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("not to be overwritten\n")
+    out = tmp_path / "site"
+    (out / "hooks").mkdir(parents=True)
+    os.symlink(victim, out / "hooks" / "job_submit.lua")
+    assert main(["site", "files", str(out)]) == 0
+    assert (out / "hooks" / "job_submit.lua").is_symlink()  # kept: it exists
+    assert main(["site", "files", str(out), "--force"]) == 0
+    assert not (out / "hooks" / "job_submit.lua").is_symlink()
+    assert victim.read_text() == "not to be overwritten\n"

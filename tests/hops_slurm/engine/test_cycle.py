@@ -3,6 +3,7 @@ the refresh and the round run their steps in order, and a round's views are rema
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hops_slurm.config import parse_config
 from hops_slurm.engine.cycle import Refresh, Round, Step, run_steps
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.exporter import EngineMetrics
+from hops_slurm.slurm.api import SlurmError
 from standin import StandInSlurm
 
 JOB = "gpus=1,2 samples=1000 batch-size=8 model=resnet18"
@@ -30,20 +32,39 @@ def _count(metrics: EngineMetrics, cycle: str, step: str) -> float:
     return value or 0.0
 
 
-def test_run_steps_runs_in_order_times_each_and_stops_at_a_failing_step() -> None:
+def test_run_steps_stops_at_a_failure_of_the_engine_itself() -> None:
     seen: list[tuple[str, str, float]] = []
     ran: list[str] = []
 
     def boom() -> None:
         ran.append("b")
-        raise RuntimeError("step b failed")
+        raise SlurmError("slurmctld unreachable")
 
     steps = [Step("a", lambda: ran.append("a")), Step("b", boom), Step("c", lambda: ran.append("c"))]
-    with pytest.raises(RuntimeError, match="step b failed"):
+    with pytest.raises(SlurmError, match="unreachable"):
         run_steps("refresh", steps, lambda cycle, step, s: seen.append((cycle, step, s)))
-    assert ran == ["a", "b"]  # c never ran
+    assert ran == ["a", "b"]  # c never ran: Slurm's state is repaired from the journal first
     assert [(c, s) for c, s, _ in seen] == [("refresh", "a"), ("refresh", "b")]  # the failed step is still timed
     assert all(s >= 0 for *_, s in seen)
+
+
+@pytest.mark.step_failures
+def test_run_steps_records_any_other_failure_and_runs_every_step_that_does_not_need_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    ran: list[str] = []
+
+    def boom() -> None:
+        ran.append("b")
+        raise KeyError("no such thing")
+
+    steps = [Step("a", lambda: ran.append("a")), Step("b", boom, ("a",)), Step("c", lambda: ran.append("c"), ("b",)),
+             Step("d", lambda: ran.append("d"), ("a",)), Step("e", lambda: ran.append("e"), ("c",))]
+    with caplog.at_level(logging.ERROR, logger="hops_slurm.engine.cycle"):
+        failed = run_steps("refresh", steps, lambda *_: None)
+    assert ran == ["a", "b", "d"]  # c needs b, e needs c: skipped; d runs
+    assert failed == {"b": "KeyError: 'no such thing'", "c": "skipped: it needs b", "e": "skipped: it needs c"}
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["refresh step b failed (KeyError: 'no such thing'); skipped: c, e; the other steps run"]
 
 
 def test_refresh_and_round_export_each_named_step_once(tmp_path: Path) -> None:

@@ -241,3 +241,42 @@ def test_a_job_no_configuration_serves_is_set_aside_with_the_reason_and_not_plac
         assert rows["1"].plan.startswith("set aside: ") and NO_USABLE_CONFIG in rows["1"].plan
     finally:
         engine.close()
+
+
+def test_a_hops_reservation_is_found_in_any_comma_list_slurm_reads(tmp_path: Path) -> None:
+    """Slurm reads --reservation as a comma list and skips empty names: ``,hops-offer``, ``maint,hops-offer``,
+    ``hops-j2,`` all put a job in a Hops reservation. Each is foreign and detached (pending) or requeue-held
+    (running); only the exact one-name fields the engine and the hook write are left alone."""
+    from hops_slurm.directives import COMMENT_PREFIX
+    from hops_slurm.journal import Journal
+    from hops_slurm.slurm.api import SlurmJob
+    from hops_slurm.slurm.enact import Enactor
+    from hops_slurm.slurm.foreign import PROBE_RESERVATION_PREFIX
+    from hops_slurm.engine.profiling import PROBE_RESERVATION_PREFIX as PROFILING_PREFIX
+
+    assert PROBE_RESERVATION_PREFIX == PROFILING_PREFIX
+    api = StandInSlurm()
+    hops = COMMENT_PREFIX + GOOD
+    foreign = {"10": ",hops-offer", "11": "maint,hops-offer", "12": "hops-offer,", "13": ",,hops-gate",
+               "14": "hops-j14,", "15": "x,hops-p2"}
+    for job_id, resv in foreign.items():
+        api._jobs[job_id] = SlurmJob(job_id=job_id, user="root" if job_id == "13" else "alice", state="PENDING",
+                                     name="hops-probe-2-a100" if job_id == "15" else "", admin_comment=hops,
+                                     reservation=resv)
+    api._jobs["20"] = SlurmJob(job_id="20", user="alice", state="PENDING", reservation="maint,other")  # not Hops's
+    api._jobs["21"] = SlurmJob(job_id="21", user="alice", state="PENDING", admin_comment=hops, reservation="hops-j21")
+    api._jobs["22"] = SlurmJob(job_id="22", user="alice", state="RUNNING", admin_comment=hops, reservation="hops-offer",
+                               nodes=("n1",), gpu_alloc={"n1": (0,)})
+    api._jobs["23"] = SlurmJob(job_id="23", user="alice", state="RUNNING", admin_comment=hops,
+                               reservation=",hops-offer", nodes=("n1",), gpu_alloc={"n1": (1,)})
+    api._jobs["24"] = SlurmJob(job_id="24", user="alice", state="PENDING", name="hops-probe-2-a100", reservation="hops-p2")
+    enactor = Enactor(api, Journal(":memory:"), env_dir=tmp_path / "jobs", settle_timeout=0.2)
+    assert sorted(enactor.evict_foreign(probes={"24"})) == sorted(foreign)
+    assert all(api.get(j).reservation == "" for j in foreign)
+    assert api.get("20").reservation == "maint,other" and api.get("21").reservation == "hops-j21"
+    assert api.get("22").active  # the hook's own writing: an offered job runs on
+    assert ("requeuehold", "23") in [c[:2] for c in api.calls] and ("requeuehold", "22") not in [c[:2] for c in api.calls]
+    # the requeued one is detached once pending; a job named like a probe but not one of the engine's probes
+    # is foreign in hops-p<id>
+    api._jobs["25"] = SlurmJob(job_id="25", user="alice", state="PENDING", name="hops-probe-2-x", reservation="hops-p2")
+    assert enactor.evict_foreign(probes={"24"}) == ["23", "25"]

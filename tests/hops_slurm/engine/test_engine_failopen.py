@@ -105,3 +105,26 @@ def test_the_offer_reservation_goes_too_or_the_released_jobs_go_into_it(tmp_path
     busy.create_reservation(OFFER, ["n1", "n2"], ["-daemon"], ["OVERLAP", "IGNORE_JOBS"])
     report = fail_open(_config(tmp_path), busy)
     assert report.released == {"1": 2} and busy.get("1").reservation == OFFER and report.gate_removed
+
+
+def test_failopen_closes_the_offer_file_with_the_offer_reservation(tmp_path: Path) -> None:
+    """M3: the daemon gone past the grace, the offer file is closed too (the hook holds new jobs again
+    instead of sending them into a reservation failopen deleted)."""
+    from hops_slurm.engine import offer
+
+    etc = tmp_path / "etc"
+    etc.mkdir(mode=0o755)
+    path = etc / offer.FILE_NAME
+    open_offer = offer.Offer(as_of=time.time(), expires=time.time() + 900, tres="gres:gpu:", nodes=(("n1", 4, ("hops",)),))
+    offer.publish(path, open_offer)
+    assert offer.read(path) is not None
+    config = parse_config({"failopen": {"mode": "release", "grace": 60}, "paths": {"state_dir": str(tmp_path)},
+                           "engine": {"offer_file": str(path)}})
+    api = _api()
+    api.create_reservation(OFFER, ["n1", "n2"], ["-daemon"], ["OVERLAP", "IGNORE_JOBS"])
+    _silent_for(tmp_path, 30)
+    fail_open(config, api)
+    assert offer.read(path) is not None  # within the grace: the daemon may come back
+    _silent_for(tmp_path, 3600)
+    assert fail_open(config, api).action == "released"
+    assert path.read_text() == offer.closed() and OFFER not in {r.name for r in api.reservations()}

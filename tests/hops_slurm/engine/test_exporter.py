@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.config import default_config_path, parse_config
+from hops_slurm.bundled import bundled
+from hops_slurm.config import parse_config
 from hops_slurm.engine.exporter import EngineMetrics, exported_names, serve
 from hops_slurm.errors import ConfigError
 from hops_slurm.journal import Journal
 
-DASHBOARD = default_config_path().parent / "grafana" / "hops-slurm.json"
+DASHBOARD = bundled("etc", "grafana", "hops-slurm.json")
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
                 "offset", "inf", "nan"}
 

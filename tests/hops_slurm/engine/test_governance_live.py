@@ -142,6 +142,29 @@ def test_a_qos_per_user_limit_holds_likewise(eng) -> None:  # noqa: ANN001
     assert plans[waiting[0]].startswith("limit: QOSMaxGRESPerUser: qos=gpu4 user=root gres/gpu=4"), plans
 
 
+def test_a_per_gpu_type_limit_is_read_as_slurm_prints_it_and_held(eng) -> None:  # noqa: ANN001
+    """``GrpTRES=gres/gpu:a100=4`` (issue 33, item 10; the cluster counts ``gres/gpu:a100``): sacctmgr prints
+    it as the reader expects; three 2-GPU jobs of the account on 16 idle a100s: two run, the third waits
+    with the typed limit named, and no planning gives the account more than 4 a100s."""
+    from hops_slurm.slurm.assoc import ASSOC_ARGV, parse_assoc
+
+    eng.until_idle()
+    sacctmgr(eng.cluster, "add", "account", "vision")
+    sacctmgr(eng.cluster, "modify", "account", "vision", "set", "GrpTRES=gres/gpu:a100=4")
+    sacctmgr(eng.cluster, "add", "user", "root", "Account=vision")
+    rows = parse_assoc(eng.cluster.run(ASSOC_ARGV).stdout)
+    (vision,) = [a for a in rows if a.account == "vision" and not a.user]
+    assert vision.grp_gpus_typed == (("a100", 4),) and vision.grp_gpus is None and not vision.unreadable
+    jobs = {submit(eng, "vision", gpus="2") for _ in range(3)}
+    run_until(eng, jobs, 4, lambda: gpus_running(eng, jobs) == 4)
+    run_until(eng, jobs, 4, lambda: True)
+    waiting = [j for j in jobs if not eng.detail(j).active]
+    assert len(waiting) == 1, eng.describe()
+    plans = queue_plans(eng)
+    assert plans[waiting[0]].startswith("limit: AssocGrpGRES: account=vision gres/gpu:a100=4"), plans
+    eng.cluster.run(["scancel", *jobs], check=False)
+
+
 def test_partition_limits_hold_jobs_back_with_the_limit_named(eng) -> None:  # noqa: ANN001
     """``MaxNodes=1`` and ``MaxTime=01:00:00`` on the engine's partition (two 8-GPU nodes): a 12-GPU job
     (no node holds 12) and a job asking 2 h wait with Slurm's reason in ``hops-slurm queue`` and are never

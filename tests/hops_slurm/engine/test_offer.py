@@ -33,6 +33,10 @@ def _node(name: str, total: int, used: tuple[int, ...] = (), gpu_type: str = "a1
                      partitions=("hops",), cpus=16)
 
 
+def free(made: offer.Offer) -> dict[str, int]:
+    return {name: gpus for name, gpus, _ in made.nodes}
+
+
 def _view(job_id: str, speed: dict[str, float], measured: bool = True) -> JobView:
     return JobView(job_id=job_id, requirements=(1,), submit_time=0.0, wait=0.0, age=100.0, sensitivity=1.0,
                    measured=measured, throughput=lambda c: sum(speed[n] * k for n, k in c.items()))
@@ -56,14 +60,14 @@ def test_nodes_are_offered_best_first_by_the_running_jobs_own_estimates() -> Non
 
 def test_an_offer_is_open_only_while_nothing_waits_and_gpus_are_idle() -> None:
     snap = Snapshot(jobs=(), nodes=(_node("n1", 4, (0, 1)), _node("n2", 4), _node("n3;x", 4)), taken=500.0)
-    made = offer.make_offer(snap, partition="hops", waiting=[], promised={"7": {"n2": 3}}, views=[], now=501.0,
+    made = offer.make_offer(snap, partitions=("hops",), waiting=[], promised={"7": {"n2": 3}}, views=[], now=501.0,
                             ttl=60.0, tres="gres/gpu:")
     assert made is not None and made.as_of == 500.0 and made.expires == 561.0
-    assert made.nodes == (("n1", 2), ("n2", 1))  # promised GPUs are not offered; an odd node name never is
-    assert offer.make_offer(snap, partition="hops", waiting=["9"], promised={}, views=[], now=501.0, ttl=60.0,
+    assert made.nodes == (("n1", 2, ("hops",)), ("n2", 1, ("hops",)))  # promised GPUs are not offered; an odd node name never is
+    assert offer.make_offer(snap, partitions=("hops",), waiting=["9"], promised={}, views=[], now=501.0, ttl=60.0,
                             tres="gres/gpu:") is None
     full = Snapshot(jobs=(), nodes=(_node("n1", 2, (0, 1)),), taken=500.0)
-    assert offer.make_offer(full, partition="hops", waiting=[], promised={}, views=[], now=501.0, ttl=60.0,
+    assert offer.make_offer(full, partitions=("hops",), waiting=[], promised={}, views=[], now=501.0, ttl=60.0,
                             tres="gres/gpu:") is None
 
 
@@ -86,7 +90,7 @@ def test_the_engine_offers_after_a_planning_and_closes_while_a_job_waits(tmp_pat
         engine.refresh_and_fill()
         assert offer.RESERVATION in {r.name for r in api.reservations()}  # made with the gate
         made = offer.read(path)
-        assert made is not None and dict(made.nodes) == {"n1": 4, "n2": 4} and made.tres == "gres:gpu:"
+        assert made is not None and free(made) == {"n1": 4, "n2": 4} and made.tres == "gres:gpu:"
         api.submit("10", "gpus=64 samples=1000 batch-size=8 model=resnet18")  # fits nowhere: it waits
         engine.refresh_and_fill()
         assert offer.read(path) is None and path.read_text() == offer.closed()
@@ -120,7 +124,7 @@ def test_a_job_started_on_an_offer_gets_its_env_file_and_is_accounted(tmp_path: 
         assert engine.tracked["11"].placements[-1]["config"] == {"n2": 4}
         assert not any(c[0] in ("hold", "update") and c[1:2] == ("11",) for c in api.calls), api.calls
         made = offer.read(tmp_path / "hops-offer")
-        assert made is not None and dict(made.nodes) == {"n1": 4}  # its node is no longer offered
+        assert made is not None and free(made) == {"n1": 4}  # its node is no longer offered
     finally:
         engine.close()
 
@@ -150,7 +154,7 @@ def test_a_job_about_to_start_on_its_offer_is_left_to_slurm_and_its_gpus_are_not
         engine.refresh_and_fill()
         assert api.get("13").reservation == offer.RESERVATION and not api.get("13").held and "13" not in engine.tracked
         made = offer.read(path)
-        assert made is not None and dict(made.nodes) == {"n2": 4}  # its GPUs are promised to it
+        assert made is not None and free(made) == {"n2": 4}  # its GPUs are promised to it
         api.clock = 1000.0 + offer.START_GRACE + 1  # it did not start within the grace: planned as any new job
         assert engine.monitor()  # detached, held, then placed by the fragment plan, as a new job is
         assert "13" in engine.tracked and api.get("13").reservation == "hops-j13"

@@ -99,7 +99,7 @@ def test_a_job_starts_at_slurm_s_next_pass_on_an_offer(eng, offering: Path) -> N
         assert after is not None
         node = next(iter(seen.gpu_config()))
         total = next(n.gpus_total for n in api.nodes() if n.name == node)
-        assert dict(after.nodes).get(node, 0) == total - 2
+        assert {n: k for n, k, _ in after.nodes}.get(node, 0) == total - 2
         engine.round()  # a round keeps it where it runs (min_run_time)
         assert eng.detail(job).active and eng.detail(job).job_id == job
 
@@ -124,3 +124,31 @@ def test_no_offer_while_a_hops_job_waits_or_the_engine_is_gone(eng, offering: Pa
     late = _submit(eng, "1")
     time.sleep(1.0)
     assert eng.detail(late).pending and eng.detail(late).priority == 0
+
+
+def test_twenty_jobs_at_once_while_offers_are_open_never_share_gpus(eng, offering: Path) -> None:  # noqa: ANN001
+    """M1: 20 jobs submitted at once while an offer is open: the hook gives at most one of them an offer (one
+    job per offer, as of a time before the engine's read), the engine's next offers never give GPUs already
+    given, and no GPU is promised to two jobs on an offer: per node, the offered jobs' GPUs fit."""
+    eng.until_idle()
+    api = CliSlurm(eng.cluster.env())
+    with Engine(load_config(eng.config), api=api, env=eng.env) as engine:
+        engine.refresh_and_fill()
+        assert offer.read(offering) is not None
+        jobs = [_submit(eng, "1,2") for _ in range(20)]
+        for _ in range(3):
+            engine.monitor()
+            engine.refresh_and_fill()
+        seen = {j: eng.detail(j) for j in jobs}
+        on_offer = {j: s for j, s in seen.items() if offer.RESERVATION in s.reservation.split(",")}
+        assert len(on_offer) <= 1, {j: (s.state, s.required_nodes, s.tres_per_node) for j, s in on_offer.items()}
+        totals = {n.name: n.gpus_total for n in api.nodes()}
+        given: dict[str, int] = {}
+        for s in on_offer.values():
+            for node, k in (s.gpu_config() or offer.requested_config(s)).items():
+                given[node] = given.get(node, 0) + k
+        assert all(k <= totals[n] for n, k in given.items()), given
+        # every GPU index is held by one job at most
+        held = [(n, i) for s in seen.values() if s.active for n, idx in s.gpu_alloc.items() for i in idx]
+        assert len(held) == len(set(held))
+        subprocess.run(["scancel", *jobs], env=eng.env, check=True, timeout=30)

@@ -172,6 +172,7 @@ def test_errors_are_one_line_messages(capsys, data_dir: Path, args: list[str], m
 
 def test_no_records_is_an_actionable_error(capsys, monkeypatch) -> None:
     monkeypatch.delenv("HOPS_SLURM_RECORDS", raising=False)
+    monkeypatch.delenv("HOPS_CONFIG", raising=False)
     rc = main(["report"])
     err = capsys.readouterr().err
     assert rc == 1 and "--records" in err

@@ -121,3 +121,17 @@ def test_the_engine_learns_degraded_servers_hidden_in_a_class() -> None:
     fast = [f for n, f in factors.items() if n.startswith("v100-dgx") and n not in ("v100-dgx-01", "v100-dgx-04")]
     assert slow and fast, factors
     assert max(slow) < 0.75 < min(fast), factors
+
+
+@pytest.mark.parametrize(("monitor", "second_starts"), [(5.0, 10.0), (None, 30.0)])
+def test_the_monitor_step_starts_a_new_job_at_its_next_instant_not_the_next_refresh(
+        monitor: float | None, second_starts: float) -> None:
+    """The daemon's monitor step (``Options.monitor_seconds``, from ``[engine] monitor_interval``): a job
+    submitted at 7 s to idle GPUs starts at the monitor instant 10 s (the daemon's 5 s timer), where
+    without the step it waits for the 30 s refresh. Both jobs are of models new to Hops: measured in place,
+    no probe before either start."""
+    jobs = (JobSpec("a", 0.0, "ResNet-50 (batch size 64)", (1, 2), 2e6, "u1"),
+            JobSpec("b", 7.0, "Transformer (batch size 64)", (1, 2), 2e6, "u2"))
+    result = simulate_engine(CLUSTER, jobs, "hops", 0, Options(monitor_seconds=monitor))
+    starts = {r.name.partition(":")[0]: r.start for r in result.jobs}
+    assert starts == {"a": 0.0, "b": second_starts}

@@ -10,8 +10,10 @@ from __future__ import annotations
 import pytest
 
 from hops_slurm.slurm.api import SlurmJob
-from hops_slurm.slurm.assoc import (ASSOC_ARGV, QOS_ARGV, SSHARE_ARGV, Governance, GovernanceError, GovernanceSource,
-                                    gpus_of_tres, jobs_fair_share, limits_for, parse_assoc, parse_qos, parse_sshare)
+from hops_slurm.errors import GovernanceError
+from hops_slurm.slurm.assoc import ASSOC_ARGV, QOS_ARGV, SSHARE_ARGV, gpus_of_tres, parse_assoc, parse_qos, parse_sshare
+from hops_slurm.slurm.gov_limits import Governance, limits_for
+from hops_slurm.slurm.gov_source import CONFIG_ARGV, GovernanceSource, jobs_fair_share
 from tests.tests_paths import DATA
 
 REC = DATA / "slurm-output" / "22.05"
@@ -33,7 +35,7 @@ def test_recorded_associations_and_qos_are_read() -> None:
     assert (physics.grp_gpus, physics.max_jobs, physics.parent) == (8, 5, "root")
     bio_root = gov.user_row("bio", "root", "")
     assert bio_root is not None and bio_root.max_gpus_per_job == 8
-    assert [a.account for a in gov.account_chain("bio")] == ["bio", "root"]
+    assert [a.account for a in gov.account_chain("bio")] == ["bio"]  # root sets no limit: not in the chain
     q = gov.qos["gpuuser"]
     assert (q.max_gpus_per_user, q.max_jobs_per_user) == (4, 3)
     assert gov.qos["normal"].max_gpus_per_user is None
@@ -69,38 +71,37 @@ def test_gpu_counts_of_tres_lists() -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("Cluster|Account\nc|a|extra\n", "line 2: 3 fields, the header has 2"),
-    ("Cluster|Account|GrpJobs\nc|a|x1\n", "GrpJobs: 'x1' is not a whole number"),
-    ("Account|User\na|b\n", "no Cluster column"),
+    ("Cluster|Account|GrpJobs\nc|a|x1\n", "line 2: GrpJobs: 'x1' is not a whole number"),
 ])
-def test_malformed_output_is_one_line_naming_the_problem(text: str, message: str) -> None:
-    with pytest.raises(GovernanceError, match=message):
-        parse_assoc(text)
+def test_a_malformed_row_is_one_line_naming_the_problem(text: str, message: str) -> None:
+    (row,) = parse_assoc(text)
+    assert row.account == "a" and message in row.unreadable
 
 
-def test_source_reads_once_per_ttl_and_backs_off_without_slurmdbd() -> None:
+def test_a_listing_without_its_columns_is_an_error() -> None:
+    with pytest.raises(GovernanceError, match="no Cluster column"):
+        parse_assoc("Account|User\na|b\n")
+
+
+def test_source_reads_once_per_ttl() -> None:
     now = [0.0]
     calls: list[list[str]] = []
+    files = {ASSOC_ARGV[2]: "sacctmgr-show-assoc.txt", QOS_ARGV[2]: "sacctmgr-show-qos.txt",
+             "partition": "scontrol-show-partition.txt", "config": None}
 
     def run(argv: list[str]) -> str:
         calls.append(argv)
-        return (REC / ("sacctmgr-show-assoc.txt" if argv == ASSOC_ARGV else "sacctmgr-show-qos.txt")).read_text()
+        name = files.get(argv[2], "sshare-parsable2-all-long.txt")
+        return "AccountingStorageType   = accounting_storage/slurmdbd\n" if name is None else (REC / name).read_text()
 
     src = GovernanceSource(run, ttl=60.0, clock=lambda: now[0])
-    assert src.current() is not None and len(calls) == 4  # partitions (unreadable here), assoc, qos, sshare
+    assert src.current().unread == "" and len(calls) == 5  # config, partitions, assoc, qos, sshare
     now[0] = 30.0
     src.current()
-    assert len(calls) == 4
+    assert len(calls) == 5
     now[0] = 61.0
     src.current()
-    assert calls[-2:] == [QOS_ARGV, SSHARE_ARGV] and len(calls) == 8
-
-    def down(argv: list[str]) -> str:
-        raise GovernanceError("sacctmgr show assoc: Connection refused")
-
-    off = GovernanceSource(down, retry=600.0, clock=lambda: now[0])
-    assert off.current() is None and "Connection refused" in off.error
-    now[0] = 200.0
-    assert off.current() is None
+    assert calls[-2:] == [QOS_ARGV, SSHARE_ARGV] and len(calls) == 10 and calls[5] == CONFIG_ARGV
 
 
 def test_recorded_sshare_gives_each_user_associations_fair_share() -> None:
@@ -112,14 +113,16 @@ def test_recorded_sshare_gives_each_user_associations_fair_share() -> None:
     assert shares[("root", "root")] == 1.0
     assert ("chem", "") not in shares
     assert shares[("chem", "root")] < shares[("chem", "nobody")] < shares[("physics", "nobody")]
-    with pytest.raises(GovernanceError, match="FairShare 'x' of user 'u' is not a number"):
-        parse_sshare("Account|User|FairShare\n a|u|x\n")
+    problems: list[str] = []
+    assert parse_sshare("Account|User|FairShare\n a|u|x\n b|v|0.5\n", problems) == {("b", "v"): 0.5}
+    assert problems == ["sshare line 2: FairShare 'x' of user 'u' is not a number in [0, 1]"]
 
 
 def test_fair_share_of_jobs_comes_from_their_association() -> None:
     text = {ASSOC_ARGV[2]: (REC / "sacctmgr-show-assoc.txt").read_text(), QOS_ARGV[2]: (REC / "sacctmgr-show-qos.txt").read_text(),
             SSHARE_ARGV[0]: (REC / "sshare-parsable2-all-long.txt").read_text()}
-    src = GovernanceSource(lambda argv: text[argv[2] if argv[0] == "sacctmgr" else argv[0]])
+    text["config"], text["partition"] = "AccountingStorageType = accounting_storage/slurmdbd\n", ""
+    src = GovernanceSource(lambda argv: text[argv[2] if argv[0] in ("sacctmgr", "scontrol") else argv[0]])
     jobs = [sjob(1, "chem"), sjob(2, "physics", user="nobody"), sjob(3, "nowhere")]
     assert jobs_fair_share(src, jobs) == {"1": pytest.approx(0.166667), "2": pytest.approx(0.666667)}
 

@@ -15,9 +15,11 @@ import json
 import pytest
 
 from hops_slurm.slurm.api import SlurmJob
-from hops_slurm.slurm.assoc import (PARTITION_ARGV, QOS_ARGV, Governance, GovernanceError, GovernanceSource,
-                                    limits_for, parse_qos)
-from hops_slurm.slurm.partitions import PartitionOutputError, parse_partitions, slurm_duration
+from hops_slurm.errors import GovernanceError
+from hops_slurm.slurm.assoc import QOS_ARGV, parse_qos
+from hops_slurm.slurm.gov_limits import Governance, limits_for
+from hops_slurm.slurm.gov_source import GovernanceSource
+from hops_slurm.slurm.partitions import PARTITION_ARGV, parse_partitions, slurm_duration
 from hops_slurm.slurm.read_v0038 import jobs as read_v0038_jobs
 from planner.governance import governed_plan
 from planner.hops import HopsPolicy
@@ -128,18 +130,24 @@ def test_slurm_durations(text: str, seconds: float | None) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("PartitionName=a MaxNodes=many\n", "partition a: MaxNodes 'many' is not a whole number"),
     ("PartitionName=a MaxTime=soon\n", "partition a: MaxTime 'soon' is not a Slurm time limit"),
-    ("PartitionName=a;rm QoS=x\n", "PartitionName 'a;rm' is not a partition name"),
-    ("PartitionName=a QoS=$(x)\n", "partition a: QoS '\\$\\(x\\)' is not a QOS name"),
-    ("MaxNodes=1\n", "line 1: PartitionName '' is not a partition name"),
+    ("PartitionName=a QoS=x,y\n", "partition a: QoS 'x,y' is not a QOS name"),
+    ("PartitionName=a MinNodes=\u00b2\n", "partition a: MinNodes '\u00b2' is not a whole number"),
 ])
-def test_malformed_partitions_are_one_line_naming_the_problem(text: str, message: str) -> None:
-    with pytest.raises(PartitionOutputError, match=message):
-        parse_partitions(text)
+def test_a_malformed_partition_is_one_line_naming_the_problem(text: str, message: str) -> None:
+    problems: list[str] = []
+    parts = parse_partitions("PartitionName=ok MaxNodes=2\n" + text, problems)
+    assert problems == [message] and parts["a"].unreadable == message and parts["ok"].max_nodes == 2
 
 
-def test_partitions_are_kept_without_slurmdbd() -> None:
-    """``sacctmgr`` fails (no accounting): the partitions' limits still hold; sacctmgr is asked again only
-    after ``retry`` while partitions are read every ``ttl``."""
+def test_a_line_with_no_partition_name_is_named_and_skipped() -> None:
+    problems: list[str] = []
+    assert parse_partitions("MaxNodes=1\n", problems) == {}
+    assert problems == ["scontrol show partition line 1: PartitionName '' is not a partition name"]
+
+
+def test_partitions_are_kept_without_accounting() -> None:
+    """slurm.conf has no accounting storage: the partitions' limits hold, sacctmgr is never asked (Slurm
+    enforces no association limits there), and nothing is held back as unread."""
     now = [0.0]
     calls: list[str] = []
     part = (DATA / "slurm-output" / "22.05" / "scontrol-show-partition.txt").read_text()
@@ -148,16 +156,15 @@ def test_partitions_are_kept_without_slurmdbd() -> None:
         calls.append(argv[0])
         if argv == PARTITION_ARGV:
             return part
+        if argv[:3] == ["scontrol", "show", "config"]:
+            return "AccountingStorageType   = accounting_storage/none\n"
         raise GovernanceError(f"{argv[0]}: Connection refused")
 
-    src = GovernanceSource(run, ttl=60.0, retry=600.0, clock=lambda: now[0])
+    src = GovernanceSource(run, ttl=60.0, clock=lambda: now[0])
     gov = src.current()
-    assert gov is not None and gov.partitions["hops"].max_nodes == 1 and not gov.associations
-    assert calls == ["scontrol", "sacctmgr"]
+    assert gov.partitions["hops"].max_nodes == 1 and not gov.associations and gov.unread == ""
+    assert calls == ["scontrol", "scontrol"]
     now[0] = 61.0
     src.current()
-    assert calls == ["scontrol", "sacctmgr", "scontrol"]
-    now[0] = 601.0
-    src.current()
-    assert calls[-2:] == ["scontrol", "sacctmgr"]
+    assert calls == ["scontrol"] * 4
     assert QOS_ARGV[-1].endswith("MaxTRESPerNode")

@@ -90,3 +90,12 @@ def test_hops_job_env_scales_the_learning_rate() -> None:
     sqrt = "gpus=1,2,4,8 samples=1000000 batch-size=32 model=resnet50 lr=0.1@8 lr-scale=sqrt"
     assert hops_job_env(sqrt, {"v100-1": 2}, {"HOPS_RECORDER": "x"}) == {"HOPS_GPUS": "2", "HOPS_LR": "0.05", "HOPS_RECORDER": "x"}
     assert hops_job_env("gpus=1,2 samples=10 batch-size=1 model=m", {"v100-1": 1}) == {"HOPS_GPUS": "1"}
+
+
+def test_an_env_value_with_line_breaks_of_any_kind_reads_back_whole(tmp_path: Path) -> None:
+    """A value the job's owner chose (its name, say) may hold \\n, \\r or U+2028: the file is read as the
+    shell reads it, one quoted text, so each value comes back whole (a line-by-line reading cut it and
+    stopped the simulated engine's planning)."""
+    values = {"HOPS_GPUS": "2", "HOPS_NAME": "a\nb\rc\u2028d'e\"f", "HOPS_EMPTY": ""}
+    write_job_env(tmp_path / "jobs", "7", values)
+    assert read_job_env(tmp_path / "jobs", "7") == values

@@ -31,7 +31,7 @@ FIELDS = {f.name.lower(): f for f in (
 DEFAULT_FORMAT = "Check%-22,Status%-8,Needs%-40,Found%-44,Outside%-60"
 
 
-def add_to(verbs: argparse._SubParsersAction) -> None:
+def register_verb(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("check", help="what Hops needs from the running Slurm, what is there, and what each "
                                        "setting does to jobs outside Hops (exit 1 on a blocker)",
                          description="Read the running Slurm (scontrol show config, partitions, nodes, reservations, "

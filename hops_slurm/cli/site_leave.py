@@ -12,7 +12,7 @@ import argparse
 from hops_slurm.cli.daemon_cmd import add_config_arg, site_config
 
 
-def add_to(verbs: argparse._SubParsersAction) -> None:
+def register_verb(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("leave", help="leave Hops: release its held jobs to Slurm, delete its reservations, close "
                                        "the offer, remove hops-partitions (stop the daemon first)",
                          description="Leave Hops: every held #HOPS job is handed to Slurm's own scheduling, the "
