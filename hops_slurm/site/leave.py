@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hops_slurm.bundled import bundled
 from hops_slurm.config import SiteConfig
 from hops_slurm.engine.failopen import release_held
 from hops_slurm.engine.lock import EngineLocked, InstanceLock
@@ -91,22 +92,12 @@ class LeaveReport:
         return out
 
 
-def shipped_hooks() -> list[Path]:
-    """Where the complete job_submit.lua that Hops ships may lie: the checkout's ``hooks/``, or the package's
-    own copy in a wheel."""
-    here = Path(__file__).resolve()
-    return [here.parents[2] / "hooks" / "job_submit.lua", here.parents[1] / "hooks" / "job_submit.lua"]
-
-
 def is_shipped_hook(text: str) -> bool:
-    """True when ``text`` is the job_submit.lua Hops ships for sites without a hook of their own."""
-    for path in shipped_hooks():
-        try:
-            if path.read_text(encoding="utf-8", errors="replace") == text:
-                return True
-        except OSError:
-            continue
-    return False
+    """True when ``text`` is the complete job_submit.lua Hops ships for sites without a hook of their own."""
+    try:
+        return bundled("hooks", "job_submit.lua").read_text(encoding="utf-8", errors="replace") == text
+    except (HopsError, OSError):
+        return False
 
 
 def _hook_dir(config: SiteConfig, hook: HookFacts | None) -> Path | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hops_slurm.bundled import bundled
 from hops_slurm.config import SiteConfig, parse_config
 from hops_slurm.directives import COMMENT_PREFIX
 from hops_slurm.engine.aside import COMMENT_PREFIX as ASIDE_PREFIX
@@ -122,7 +123,7 @@ def test_leaving_refuses_while_an_engine_runs_and_a_dry_run_changes_nothing(tmp_
 
 def test_a_site_without_a_hook_of_its_own_is_told_to_take_the_plugin_out(tmp_path: Path) -> None:
     config, etc = _site(tmp_path)
-    shipped = Path(__file__).resolve().parents[3] / "hooks" / "job_submit.lua"
+    shipped = bundled("hooks", "job_submit.lua")
     (etc / "job_submit.lua").write_text(shipped.read_text())
     report = leave(config, StandInSlurm(), read_hook(etc, None))
     assert report.lines()[-1].endswith("is not the site's own: take JobSubmitPlugins=lua out of slurm.conf and restart "
