@@ -1,7 +1,8 @@
 """Estimates the planner and the simulator call (Hops §3.5, eq. 9, eq. 10), with plain values.
 
 Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
-(entity layer → type layer → theoretical layer with eq. 1-5 → what the job measured elsewhere,
+(entity layer → type layer → the job's own communication time measured at another count on the type,
+:mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
 :mod:`estimator.extrapolate`, for a job measured where it ran but never probed there):
 
 Entity speed across jobs: where this job has no record on a server, the type or theoretical layer's
@@ -32,6 +33,7 @@ from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
 from estimator.progress import no_progress
+from estimator.refine import REFINED, refined_per_gpu
 from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
 from planner.views import ClusterView, Config, ThroughputFn
 
@@ -58,6 +60,7 @@ def per_gpu_estimate(
     nodes: int,
     server: str | None = None,
     entity_factors: Mapping[str, float] | None = None,
+    refine: bool = True,
 ) -> Estimate:
     """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
     config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
@@ -89,6 +92,9 @@ def per_gpu_estimate(
             f"job {snap.signature}: nothing known on GPU type {gpu_type!r} (no profile, no measurement); "
             "profile the job on that type"
         )
+    refined = refined_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and gpus > 1 else None
+    if refined is not None:
+        return Estimate(refined * factor, REFINED)
     b_link = b_net = 0.0
     if gpus > 1:
         cal = calibrations.get(gpu_type)
@@ -113,10 +119,11 @@ def per_gpu_throughput(
     nodes: int = 1,
     server: str | None = None,
     entity_factors: Mapping[str, float] | None = None,
+    refine: bool = True,
 ) -> float:
     """:func:`per_gpu_estimate`'s value (samples/s per GPU)."""
     return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
-                            entity_factors=entity_factors).per_gpu
+                            entity_factors=entity_factors, refine=refine).per_gpu
 
 
 def config_throughput(
@@ -125,11 +132,13 @@ def config_throughput(
     calibrations: Mapping[str, Calibration],
     nodes: Mapping[str, tuple[str, str]],
     entity_factors: Mapping[str, float] | None = None,
+    refine: bool = True,
 ) -> float:
     """Samples/s of the job in ``config`` (node -> GPUs): min over its nodes of the per-GPU throughput,
     times the config's GPU count (§3.5: the slowest GPU paces synchronous data parallelism).
 
     ``nodes`` maps node name -> (gpu_type, server); server keys the entity layer. Empty config: 0.0.
+    ``refine``: as :func:`per_gpu_estimate`'s.
     """
     used = {n: int(g) for n, g in config.items() if g > 0}
     if not used:
@@ -141,7 +150,7 @@ def config_throughput(
             raise EstimateUnavailable(f"config names node {node!r}, which the estimator's node map does not know")
         gpu_type, server = nodes[node]
         value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server,
-                                   entity_factors=entity_factors)
+                                   entity_factors=entity_factors, refine=refine)
         slowest = min(slowest, value)
     return slowest * total
 

@@ -1,6 +1,6 @@
 """``#HOPS`` directives: the user-facing contract, parsed from a batch script or ``--comment=hops:...``.
 
-Where it sits: the submit hook (``hooks/job_submit.lua``) validates a job at ``sbatch`` time and stores
+Where it sits: the submit hook (``hooks/hops_directives.lua``, called by ``hooks/hops_submit.lua``) validates a job at ``sbatch`` time and stores
 :meth:`HopsDirectives.canonical` in the job's admin_comment; the engine reads it back with
 :meth:`HopsDirectives.from_canonical`; ``hops-slurm directives check`` runs this parser on a script.
 Both implement the one grammar of ``docs/directives-grammar.md``, defined on bytes (lines end at
@@ -37,7 +37,7 @@ MAX_HEADER = 32768  # #HOPS lines come before the first command, within this man
 MAX_LINE = 1024  # bytes in one #HOPS line
 MAX_LINES = 16  # #HOPS lines in one script
 MAX_COMMENT = 1024  # bytes of a hops: comment
-MAX_GPUS = MAX_JOB_GPUS  # hooks/job_submit.lua: MAX_GPUS
+MAX_GPUS = MAX_JOB_GPUS  # hooks/hops_directives.lua: MAX_GPUS
 MAX_CHOICES = 8
 SAMPLES_EXP = 15
 MAX_SAMPLES = 10**SAMPLES_EXP

@@ -18,7 +18,10 @@ from hops_slurm.bundled import bundle_root
 from hops_slurm.errors import HopsError
 
 HOOKS = bundle_root() / "hooks"  # the shipped hooks/ (hops_slurm.bundled)
-HOOK = HOOKS / "job_submit.lua"
+HOOK = HOOKS / "hops_submit.lua"  # the Hops module (job_submit.lua calls it)
+SITE_HOOK = HOOKS / "job_submit.lua"  # the complete hook for a site without one of its own
+#: what the Hops module reads from its own directory, beside the site's job_submit.lua
+MODULE_FILES = ("hops_submit.lua", "hops_directives.lua", "hops_offer.lua")
 RUNNER = HOOKS / "run_parser.lua"
 
 
@@ -79,3 +82,39 @@ def run_python(script: bytes, comment: bytes | None) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - a bug in the parser: reported as such, compared as such
         return Outcome("INTERNAL", "", f"{type(exc).__name__}: {exc}")
     return Outcome("NONE") if parsed is None else Outcome("OK", "", parsed.canonical())
+
+
+def run_verdicts(requests: list[dict[str, object]], partitions_file: Path, hook: Path = HOOK) -> list[str]:
+    """Each request (``job_desc`` fields as sbatch fills them in; ``script`` and ``comment`` as bytes) through
+    the hook module's ``verdict``, with the Hops partitions read from ``partitions_file`` by the module's own
+    reader; one line per request: ``NONE``, ``ERR\\t<message>`` or
+    ``OK\\t<canonical>\\t<partitions>\\t<changed fields>\\t<note>`` (``hooks/run_parser.lua --verdict``)."""
+    with tempfile.NamedTemporaryFile(prefix="hops-hook-", suffix=".bin") as f:
+        for req in requests:
+            items = [(k, v) for k, v in req.items() if v is not None]
+            f.write(f"{len(items)}\n".encode())
+            for key, value in items:
+                raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+                f.write(f"{key} {len(raw)}\n".encode() + raw)
+        f.flush()
+        cmd = [lua(), str(RUNNER), str(hook), "--verdict", f.name, str(partitions_file)]
+        out = subprocess.run(cmd, capture_output=True, check=False)
+    if out.returncode != 0:
+        raise HopsError(f"lua5.1 {RUNNER.name} failed: {out.stderr.decode(errors='replace').strip()[:500]}")
+    lines = out.stdout.decode("ascii", errors="backslashreplace").split("\n")[: len(requests)]
+    if len(lines) != len(requests):
+        raise HopsError(f"lua5.1 {RUNNER.name} answered {len(lines)} of {len(requests)} requests")
+    return lines
+
+
+def verdict_line(v: object) -> str:
+    """A :class:`hops_slurm.submit_policy.Verdict` in :func:`run_verdicts`'s line format."""
+    from hops_slurm.submit_policy import Verdict
+
+    assert isinstance(v, Verdict)
+    if v.kind == "NONE":
+        return "NONE"
+    if v.kind == "ERR":
+        return "ERR\t" + v.message.replace("\t", " ").replace("\n", " ")
+    changes = " ".join(f"{k}={v.changes[k]}" for k in ("tres_per_job", "tres_per_node") if k in v.changes)
+    return "\t".join(["OK", v.canonical, ",".join(v.partitions), changes, v.note])

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slurm", choices=roots.RELEASES, default=None,
                    help="Slurm release (default: the spec's `slurm`, else 22.05 = the host's packages; "
                         "24.11 / 26.05 run in a Debian root built under /var/lib/hops-slurm/roots)")
-    p.add_argument("--job-submit-lua", type=Path, default=None, help="install this job_submit.lua (JobSubmitPlugins=lua)")
+    p.add_argument("--job-submit-lua", type=Path, default=None, help="install this job_submit.lua (JobSubmitPlugins=lua), with the Hops module files from beside it, else the shipped ones, and hops-partitions from the spec")
     p.add_argument("--json", action="store_true", help="status as JSON")
     p.set_defaults(func=_run)
 

@@ -52,16 +52,19 @@ def test_lookup_order_entity_then_type_then_theory():
     s = snap(type_aggregated={("v100", 2): 700.0}, entity_aggregated={("a", 2): 650.0})
     e = per_gpu_estimate(s, CALS, gpu_type="v100", gpus=2, nodes=1, server="a")
     assert (e.layer, e.per_gpu) == ("entity", 650.0)
-    # another server of the same type falls back to the type layer; another GPU count to theory
+    # another server of the same type falls back to the type layer; another GPU count to the profile's
+    # eq. 1-5 with the job's own communication time from its 2-GPU record (estimator.refine)
     assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=2, nodes=1, server="b").per_gpu == 700.0
-    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=4, nodes=1, server="a").layer == "theory"
+    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=4, nodes=1, server="a").layer == "refined"
+    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=4, nodes=1, server="a", refine=False).layer == "theory"
 
 
 def test_distributed_tables_are_keyed_by_node_count():
     s = snap(type_distributed={("v100", 2): 200.0}, entity_distributed={("b", 3): 150.0})
     assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=8, nodes=2, server="a").per_gpu == 200.0
     assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=6, nodes=3, server="b").layer == "entity"
-    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=6, nodes=3, server="a").layer == "theory"
+    # 3 nodes: the 2-node record's communication time carried (estimator.refine), not the record itself
+    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=6, nodes=3, server="a").layer == "refined"
     # an aggregated record for 2 GPUs does not answer a 2-node config
     s = snap(type_aggregated={("v100", 2): 700.0})
     assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=2, nodes=2).layer == "theory"
@@ -226,7 +229,7 @@ def test_a_probed_job_keeps_cannot_run_on_a_type_without_a_profile():
     s = JobSnapshot("job", theory={"v100": V100}, type_aggregated={("v100", 2): 700.0})
     with pytest.raises(EstimateUnavailable, match="no profile"):
         per_gpu_throughput(s, CALS, gpu_type="k80", gpus=1)
-    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=4, nodes=1).layer == "theory"
+    assert per_gpu_estimate(s, CALS, gpu_type="v100", gpus=4, nodes=1).layer == "refined"  # eq. 1-5, own T_c
     # runtime records on a type it has no profile on (its probe failed there, yet it ran): that type
     # is answered from them at every count
     s = JobSnapshot("job", theory={"v100": V100}, type_aggregated={("k80", 2): 60.0})

@@ -73,18 +73,32 @@ def test_comment_form_and_plain_jobs(minicluster: Minicluster, tmp_path: Path) -
         minicluster.run(["scancel", *ids], check=False)
 
 
-def test_hops_job_in_another_partition_is_refused(minicluster: Minicluster) -> None:
-    result = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", "-p", "profiler")
-    assert result.returncode != 0 and "#HOPS jobs run in partition hops" in result.stderr
+def test_hops_job_in_another_partition_is_left_alone(minicluster: Minicluster) -> None:
+    result = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", "-p", "profiler", "-H")
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip().split(";")[0]
+    try:
+        job = _jobs(minicluster)[job_id]
+        assert job.partition == "profiler" and not job.admin_comment  # not a Hops job: not validated, not held
+    finally:
+        minicluster.run(["scancel", job_id], check=False)
 
 
-def test_hops_job_with_its_own_gpu_request_is_refused(minicluster: Minicluster) -> None:
-    for extra in ("--gres=gpu:a100:2", "--gpus=2"):
+def test_hops_job_gpu_request_dropped_or_refused(minicluster: Minicluster) -> None:
+    for extra, why in (("--gres=gpu:a100:2", "it names GPU type a100"), ("--gpus=3", "asks for 3 GPUs")):
         result = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", extra)
-        assert result.returncode != 0 and "remove --gres/--gpus" in result.stderr, (extra, result.stderr)
+        assert result.returncode != 0 and why in result.stderr and "remove --gres/--gpus" in result.stderr, (extra, result.stderr)
+    dropped = _sbatch(minicluster, VECTORS / "valid" / "basic_list.sh", "--gpus=2")  # 2 is one of gpus=1,2,4,8
     plain = _sbatch(minicluster, VECTORS.parent / "plain-gpu.sh", "--gres=gpu:a100:1", "-H")
+    assert dropped.returncode == 0, dropped.stderr
     assert plain.returncode == 0, plain.stderr  # a job without #HOPS lines may ask for GPUs as usual
-    minicluster.run(["scancel", plain.stdout.strip()], check=False)
+    ids = [dropped.stdout.strip().split(";")[0], plain.stdout.strip().split(";")[0]]
+    try:
+        jobs = _jobs(minicluster)
+        assert "gpu" not in jobs[ids[0]].tres_per_job and jobs[ids[0]].admin_comment.startswith("hops:gpus=1,2,4,8 ")
+        assert "gpu" in jobs[ids[1]].tres_per_node
+    finally:
+        minicluster.run(["scancel", *ids], check=False)
 
 
 def test_generated_corpus_through_sbatch_matches_python(minicluster: Minicluster, tmp_path: Path) -> None:

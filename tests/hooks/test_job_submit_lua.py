@@ -1,4 +1,4 @@
-"""hooks/job_submit.lua's parser, in Lua 5.1 (what Debian's Slurm links), against the shared vectors.
+"""The submit hook's parser (hooks/hops_directives.lua), in Lua 5.1 (what Debian's Slurm links), against the shared vectors.
 
 The hook must agree with the Python model exactly: the same canonical form for every valid script and
 the same key and message for every invalid one. Generated inputs: test_differential.py. The live check

@@ -1,34 +1,70 @@
-"""The submit hook refuses users asking for the engine's reservations (hops-gate, hops-j<job>, hops-p<job>),
-at submission and by ``scontrol update``, and lets root (the engine) use them. Run in Lua 5.1 with a stand-in
-for the plugin's ``slurm`` table (only what the hook calls); slurmctld itself runs the hook in the live tests."""
+"""The submit hook refuses users asking for the engine's reservations (hops-gate, hops-offer, hops-j<job>,
+hops-p<job>) wherever they stand in Slurm's comma list (Slurm splits on "," and skips empty names:
+``,hops-offer`` and ``maint,hops-offer`` reach hops-offer), at submission and by ``scontrol update``, Hops
+job or not, and lets root (the engine) use them (issue 34, H1). An owner may not edit the engine's fields of
+a pending Hops job. Lua 5.1 with a stand-in for the plugin's ``slurm`` table (tests/hooks/luahook.py)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-HOOK = Path(__file__).resolve().parents[2] / "hooks" / "job_submit.lua"
+from luahook import hops_script, install, run
 
 CASE = """
-slurm = { SUCCESS = 0, ERROR = -1, log_user = function(...) end, log_info = function(...) end }
-dofile(arg[1])
-local job = { reservation = arg[2] ~= "" and arg[2] or nil, script = "#!/bin/sh\\ntrue\\n" }
+local r = arg[2] ~= "" and arg[2] or nil
 local uid = tonumber(arg[3])
-print(slurm_job_submit(job, {}, uid), slurm_job_modify(job, {}, {}, uid))
-"""
+local plain = { reservation = r, script = "#!/bin/sh\\ntrue\\n" }
+local hops = { reservation = r, script = %s }
+print(H.job_submit(plain, {}, uid), H.job_submit(hops, {}, uid), H.job_modify({ reservation = r }, { job_state = 1 }, {}, uid))
+""" % hops_script()
+
+
+@pytest.mark.parametrize("reservation", [
+    "hops-j12", "hops-gate", "hops-p7", "hops-offer", ",hops-offer", "maint,hops-offer", "maint, hops-offer",
+    "maint,,hops-j3", "HOPS-offer", "maint,\thops-gate", " hops-offer", "hops-offer,", "a,b,c,hops-p1,d",
+])
+def test_users_cannot_name_an_engine_reservation_anywhere_in_the_list(tmp_path: Path, reservation: str) -> None:
+    out = run(install(tmp_path), CASE, reservation, "1000")
+    assert out.stdout.split() == ["-1", "-1", "-1"]
+    assert "belongs to the Hops engine" in out.stderr
 
 
 @pytest.mark.parametrize(("reservation", "uid", "expected"), [
-    ("hops-j12", 1000, "-1\t-1"), ("hops-gate", 1000, "-1\t-1"), ("hops-p7", 1000, "-1\t-1"),
-    ("hops-j12", 0, "0\t0"), ("maintenance", 1000, "0\t0"), ("", 1000, "0\t0"),
+    ("hops-j12", "0", ["0", "0", "0"]),  # the engine (root)
+    (",hops-offer", "0", ["0", "0", "0"]),
+    ("maintenance", "1000", ["0", "0", "0"]),
+    ("myhops-x,site-hops", "1000", ["0", "0", "0"]),  # the site's own names that merely contain "hops"
+    ("", "1000", ["0", "0", "0"]),
 ])
-def test_users_cannot_ask_for_hops_reservations(tmp_path: Path, reservation: str, uid: int, expected: str) -> None:
-    lua = shutil.which("lua5.1")
-    assert lua, "lua5.1 is needed (apt-get install lua5.1)"
-    runner = tmp_path / "case.lua"
-    runner.write_text(CASE)
-    out = subprocess.run([lua, str(runner), str(HOOK), reservation, str(uid)], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == expected
+def test_others_pass(tmp_path: Path, reservation: str, uid: str, expected: list[str]) -> None:
+    assert run(install(tmp_path), CASE, reservation, uid).stdout.split() == expected
+
+
+EDIT = """
+local field, value, state, ac, uid = arg[2], arg[3], tonumber(arg[4]), arg[5], tonumber(arg[6])
+local desc = {}
+desc[field] = tonumber(value) or value
+print(H.job_modify(desc, { admin_comment = ac ~= "" and ac or nil, job_state = state, job_id = 7 }, {}, uid))
+"""
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("tres_per_node", "gres/gpu:8"), ("tres_per_job", "gres:gpu:4"), ("req_nodes", "a100-1"), ("req_nodes", ""),
+    ("min_nodes", "2"), ("features", "a100"), ("partition", "gpu"), ("reservation", "maint"), ("shared", "0"),
+])
+def test_owner_edits_of_a_pending_hops_job_s_engine_fields_are_refused(tmp_path: Path, field: str, value: str) -> None:
+    out = run(install(tmp_path), EDIT, field, value, "0", "hops:gpus=1 samples=1 batch-size=1 model=x", "1000")
+    assert out.stdout.split() == ["-1"] and "is the Hops engine's to set" in out.stderr
+
+
+@pytest.mark.parametrize(("field", "value", "state", "comment", "uid"), [
+    ("tres_per_node", "gres/gpu:8", "1", "hops:gpus=1", "1000"),  # running: Slurm's own rules apply
+    ("tres_per_node", "gres/gpu:8", "0", "", "1000"),  # not a Hops job
+    ("tres_per_node", "gres/gpu:8", "0", "hops:gpus=1", "0"),  # the engine
+    ("min_nodes", "4294967294", "0", "hops:gpus=1", "1000"),  # NO_VAL: not part of the edit
+    ("time_limit", "60", "0", "hops:gpus=1", "1000"),  # the owner's to change
+])
+def test_other_edits_pass(tmp_path: Path, field: str, value: str, state: str, comment: str, uid: str) -> None:
+    assert run(install(tmp_path), EDIT, field, value, state, comment, uid).stdout.split() == ["0"]

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hops_slurm.hooklua import HOOK, run_batch
+from hops_slurm.hooklua import HOOK, SITE_HOOK, run_batch
 
 NAME = "hook"
 MIB = 1024 * 1024
@@ -115,7 +115,7 @@ def slurmctld_times(inputs: dict[str, tuple[bytes, bytes | None]], repeat: int =
 
     work = Path(tempfile.mkdtemp(prefix="hops-bench-hook-"))
     (work / "spec.toml").write_text(SPEC)
-    cluster = Minicluster(load_spec(work / "spec.toml"), job_submit_lua=HOOK)
+    cluster = Minicluster(load_spec(work / "spec.toml"), job_submit_lua=SITE_HOOK)
     cluster.down()
     cluster.up()
     results: dict[str, tuple[str, float, float]] = {}

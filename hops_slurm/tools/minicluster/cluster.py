@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.errors import MiniclusterError
+from hops_slurm.hooklua import HOOKS, MODULE_FILES
 from hops_slurm.tools.minicluster import conf, processes, roots
 from hops_slurm.tools.minicluster.slurmdbd import Accounting
 from hops_slurm.tools.minicluster.chroot import RootRuntime
@@ -196,11 +197,7 @@ class Minicluster:
         if cgroup:
             (s / "etc" / "cgroup.conf").write_text(cgroup)
         if lua:
-            shutil.copyfile(self.job_submit_lua, s / "etc" / "job_submit.lua")
-            offers = self.job_submit_lua.with_name("hops_offer.lua")  # the hook's offers, loaded from beside it
-            (s / "etc" / offers.name).unlink(missing_ok=True)
-            if offers.exists():
-                shutil.copyfile(offers, s / "etc" / offers.name)
+            self._install_hook(s / "etc")
         if self.spec.site_hook is not None:
             self._install_site_hook(s / "etc")
         if self.accounting:
@@ -214,13 +211,28 @@ class Minicluster:
 
     def _install_site_hook(self, etc: Path) -> None:
         """The spec's ``site_hook`` as job_submit.lua in place of the Hops hook this cluster was given, whose
-        module files (``hops_*.lua`` beside it) stay: a site that keeps its own hook and calls the module."""
+        module files (:meth:`_install_hook`) stay beside it: a site that keeps its own hook and calls the module."""
         if self.job_submit_lua is None:
             raise MiniclusterError("a spec with site_hook needs the Hops hook too (--job-submit-lua): its module files")
         assert self.spec.site_hook is not None
-        for module in sorted(self.job_submit_lua.parent.glob("hops_*.lua")):
-            shutil.copyfile(module, etc / module.name)
         shutil.copyfile(self.spec.site_hook, etc / "job_submit.lua")
+
+    def _install_hook(self, etc: Path) -> None:
+        """The given job_submit.lua, the Hops module files it loads from beside itself (from beside the given
+        hook when they are there, else the shipped ones; a file missing there is missing here too) and the
+        hops-partitions file written from the spec's Hops partitions, as the daemon writes it."""
+        assert self.job_submit_lua is not None
+        shutil.copyfile(self.job_submit_lua, etc / "job_submit.lua")
+        source = self.job_submit_lua.parent if (self.job_submit_lua.parent / "hops_submit.lua").exists() else HOOKS
+        for name in MODULE_FILES:
+            (etc / name).unlink(missing_ok=True)
+            if (source / name).exists():
+                shutil.copyfile(source / name, etc / name)
+        parts = etc / "hops-partitions"
+        parts.unlink(missing_ok=True)
+        names = self.spec.hops_partition_names()
+        if names:
+            parts.write_text(conf.render_hops_partitions(names))
 
     def _munge_ids(self) -> tuple[int, int]:
         if self.rooted:

@@ -20,6 +20,11 @@ def device_paths(spec: MiniclusterSpec, node: str) -> list[Path]:
     return [spec.state_dir / "dev" / node / f"gpu{i}" for i in range(group.gpus)]
 
 
+def render_hops_partitions(names: list[str]) -> str:
+    """The hook's ``hops-partitions`` file (docs/admin-guide.md, "Hops partitions"): the first is the default."""
+    return "hops-partitions 1\n" + "".join(f"partition {n}\n" for n in names)
+
+
 def render_slurm_conf(spec: MiniclusterSpec, hostname: str, job_submit_lua: bool = False) -> str:
     s = spec.state_dir
     lines = [

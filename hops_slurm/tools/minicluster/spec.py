@@ -93,6 +93,9 @@ class MiniclusterSpec(BaseModel):
     # the site's own job_submit.lua (relative: to the spec's directory), installed as job_submit.lua with the
     # Hops module files beside it (hops_submit.lua, hops_offer.lua): a site that keeps its hook (issue 33)
     site_hook: Path | None = None
+    # The Hops partitions (the first the default), written to the hook's hops-partitions file when the
+    # cluster runs the submit hook; unset: the partition named "hops" if there is one, else none.
+    hops_partitions: list[str] | None = None
 
     @field_validator("cluster_name")
     @classmethod
@@ -119,6 +122,10 @@ class MiniclusterSpec(BaseModel):
                     raise ValueError(f"partitions.{i}.nodes: {ref!r} is neither a node nor a node-group prefix")
         if sum(p.default for p in self.partitions) > 1:
             raise ValueError("partitions: more than one partition has default = true")
+        known = {p.name for p in self.partitions}
+        for name in self.hops_partitions or []:
+            if name not in known:
+                raise ValueError(f"hops_partitions: {name!r} is not one of the partitions")
         if (self.enforce_limits or self.multifactor) and not self.accounting:
             raise ValueError("enforce_limits and multifactor need accounting = true (slurmdbd keeps associations)")
         last_port = self.ports.slurmd_base + len(names)
@@ -137,6 +144,12 @@ class MiniclusterSpec(BaseModel):
             if node in g.node_names():
                 return g
         raise KeyError(node)
+
+    def hops_partition_names(self) -> list[str]:
+        """The Hops partitions the hook is told about (``hops_partitions``, else one named ``hops``)."""
+        if self.hops_partitions is not None:
+            return list(self.hops_partitions)
+        return [p.name for p in self.partitions if p.name == "hops"]
 
     def partition_nodes(self, part: Partition) -> list[str]:
         if not part.nodes:

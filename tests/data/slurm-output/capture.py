@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hops_slurm.hooklua import MODULE_FILES
 from hops_slurm.tools.minicluster import conf, processes
 from hops_slurm.tools.minicluster.slurmdbd import DB_USER, Accounting
 from hops_slurm.tools.minicluster.cluster import Minicluster, hostname
@@ -118,6 +119,9 @@ class Cluster:
         (etc / "gres.conf").write_text(conf.render_gres_conf(SPEC))
         (etc / "cgroup.conf").write_text("CgroupPlugin=disabled\n")  # slurmd 24.11+ needs it without a cgroup fs
         shutil.copyfile(HOOK, etc / "job_submit.lua")
+        for name in MODULE_FILES:  # the Hops module it loads from beside itself, and its partitions
+            shutil.copyfile(HOOK.with_name(name), etc / name)
+        (etc / "hops-partitions").write_text(conf.render_hops_partitions(SPEC.hops_partition_names()))
         self.db = Accounting(SPEC.model_copy(update={"state_dir": DB_STATE}))
         if DB_STATE.exists():
             shutil.rmtree(DB_STATE)

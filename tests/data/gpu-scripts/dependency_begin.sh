@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --dependency=afterok:1234
+#SBATCH --begin=now+1hour
+#SBATCH --gres=gpu:4
+#HOPS gpus=1,2,4 samples=1.2M batch-size=64 model=resnet50 lr=0.1@4
+python train.py

@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --exclusive
+#SBATCH -Hp hops
+#SBATCH --gres=gpu:1
+#HOPS gpus=1,2,4 samples=1.2M batch-size=64 model=resnet50 lr=0.1@4
+python train.py

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH -N 2
+#SBATCH --gpus-per-node=4
+#HOPS gpus=1,2,4 samples=1.2M batch-size=64 model=resnet50 lr=0.1@4
+srun python train.py

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH -p gpu
+#SBATCH --gres=gpu:4
+#HOPS gpus=1,2,4 samples=1.2M batch-size=64 model=resnet50 lr=0.1@4
+torchrun --nproc_per_node=4 train.py

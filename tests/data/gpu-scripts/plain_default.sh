@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --gres=gpu:2
+python train.py

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --gres=gpu:a100:2
+#SBATCH -p gpu
+python train.py

@@ -1,0 +1,5 @@
+#!/bin/bash
+#HOPS gpus=1,2,4 samples=1.2M batch-size=64 model=resnet50 lr=0.1@4
+#SBATCH --gres=gpu:8
+#SBATCH -p hops
+python train.py
