@@ -163,3 +163,11 @@ def test_slurm_output_that_is_not_what_scontrol_prints_is_one_line() -> None:
     with pytest.raises(ValueError, match="partition p: Nodes= does not expand"):
         parse_partitions("PartitionName=p Nodes=a[1-x]\n")
     assert parse_show_config("Configuration data as of x\nA = 1\n\nCgroup Support Configuration:\nA = 2\n") == {"A": "1"}
+
+
+def test_the_complete_hook_hops_ships_counts_as_calling_the_module(tmp_path: Path) -> None:
+    from hops_slurm.bundled import bundled
+
+    shipped = bundled("hooks", "job_submit.lua").read_text()
+    hook = _by_check(check_site(_facts(tmp_path, hook=read_hook(_hook_dir(tmp_path, shipped), None)), _config()))["hook"]
+    assert (hook.status, hook.found) == (OK, f"calls job_submit and job_modify: {tmp_path / 'job_submit.lua'}")
