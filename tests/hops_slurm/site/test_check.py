@@ -1,6 +1,6 @@
-"""``hops-slurm site check``'s judgement (hops_slurm/site/check.py) on what a real Slurm 22.05 printed
-(tests/data/site/22.05/: the site-shaped minicluster, tests/data/minicluster-site.toml), and on the same
-output with one setting changed each time: every blocker is named, every warning says what it does to
+"""``hops-slurm site check``'s judgement (hops_slurm/site/check.py) on what real Slurm 22.05, 24.11 and 26.05
+printed (tests/data/site/<release>/: the site-shaped minicluster, tests/data/minicluster-site.toml), and on
+22.05's output with one setting changed each time: every blocker is named, every warning says what it does to
 jobs outside Hops."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from hops_slurm.slurm.api import SlurmNode, SlurmReservation
 from tests.tests_paths import DATA
 
 RECORDED = DATA / "site" / "22.05"
+RELEASES = ("22.05", "24.11", "26.05")
 SITE_HOOK = DATA / "site" / "job_submit.lua"
 
 
@@ -42,10 +43,11 @@ def _hook_dir(tmp_path: Path, hook: str | None = None, partitions: str | None = 
 
 def _facts(tmp_path: Path, *, config: dict[str, str] | None = None, partitions: str | None = None,
            nodes: tuple[SlurmNode, ...] | None = None, reservations: tuple[SlurmReservation, ...] = (),
-           hook: HookFacts | None = None) -> SiteFacts:
-    shown = parse_show_config((RECORDED / "scontrol-show-config.txt").read_text())
+           hook: HookFacts | None = None, release: str = "22.05") -> SiteFacts:
+    recorded = DATA / "site" / release
+    shown = parse_show_config((recorded / "scontrol-show-config.txt").read_text())
     shown.update(config or {})
-    parts = parse_partitions(partitions if partitions is not None else (RECORDED / "scontrol-show-partition.txt").read_text())
+    parts = parse_partitions(partitions if partitions is not None else (recorded / "scontrol-show-partition.txt").read_text())
     if hook is None:
         hook = read_hook(_hook_dir(tmp_path), None)
     return SiteFacts(shown, parts, _nodes() if nodes is None else nodes, reservations, hook)
@@ -55,8 +57,10 @@ def _by_check(findings: list[Finding]) -> dict[str, Finding]:
     return {f.check: f for f in findings}
 
 
-def test_the_site_shaped_cluster_as_recorded_has_no_blocker_and_every_check_says_what_it_does_outside(tmp_path: Path) -> None:
-    findings = check_site(_facts(tmp_path), _config())
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_site_shaped_cluster_as_recorded_has_no_blocker_and_every_check_says_what_it_does_outside(
+        tmp_path: Path, release: str) -> None:
+    findings = check_site(_facts(tmp_path, release=release), _config())
     assert [f for f in findings if f.status != OK] == []
     checks = [f.check for f in findings]
     for name in ("release", "submit-plugin", "hook", "hook-module", "partition-file", "select-type", "gres-types",
@@ -65,7 +69,7 @@ def test_the_site_shaped_cluster_as_recorded_has_no_blocker_and_every_check_says
         assert name in checks
     assert all(f.outside and f.needs and f.found for f in findings)
     by = _by_check(findings)
-    assert by["release"].found == "22.05.8"
+    assert by["release"].found.startswith(release + ".")
     assert by["gpus:gpu-hops"].found == "2 of 2 nodes: 8 GPUs (a100)"
     assert by["memory"].found == "DefMemPerCPU=1000 (cluster-wide)"
 
