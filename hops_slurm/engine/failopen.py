@@ -17,6 +17,8 @@ a plan places it; if the daemon is gone, they would wait forever. The administra
   set aside (their directives do not read back) stay held. The offer file is closed first (no daemon, no
   offers: the hook holds new jobs again). Without any heartbeat yet, the first run starts the clock.
 
+:func:`release_held` does the same release at once, for ``hops-slurm site leave`` (:mod:`hops_slurm.site.leave`).
+
 It takes the engine's lock while it acts (a daemon starting meanwhile waits for the next try) and
 journals each action, so a daemon that comes back reconciles as after any crash: jobs started by Slurm
 keep running and are planned from the next round; pending ones are held again and planned; the gate
@@ -47,6 +49,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT = "heartbeat"
 COMMENT = "hops: released without the Hops daemon"
+LEFT_COMMENT = "hops: released as the site left Hops"
 
 
 def touch_heartbeat(state_dir: Path) -> None:
@@ -68,7 +71,7 @@ def heartbeat_age(state_dir: Path, now: float | None = None) -> float | None:
 
 @dataclass
 class FailOpenReport:
-    action: str  # "hold" (mode), "alive" (lock held), "waiting" (within grace), "started-clock", "released"
+    action: str  # "hold" (mode), "alive" (lock held), "waiting" (within grace), "started-clock", "released", "left"
     age: float | None = None
     released: dict[str, int] = field(default_factory=dict)  # job -> GPUs asked for
     skipped: dict[str, str] = field(default_factory=dict)  # job -> why it stays held
@@ -80,7 +83,8 @@ class FailOpenReport:
                 "alive": "an engine holds the lock: nothing to do",
                 "waiting": f"the daemon's last heartbeat was {age}: within the grace, nothing to do",
                 "started-clock": "no heartbeat yet: the grace starts now",
-                "released": f"the daemon's last heartbeat was {age}: jobs handed to Slurm"}[self.action]
+                "released": f"the daemon's last heartbeat was {age}: jobs handed to Slurm",
+                "left": "the site leaves Hops: held jobs handed to Slurm"}[self.action]
         out = [f"failopen: {head}"]
         out += [f"failopen: job {j} released asking for {g} GPUs" for j, g in self.released.items()]
         out += [f"failopen: job {j} stays held: {why}" for j, why in self.skipped.items()]
@@ -121,6 +125,20 @@ def fail_open(config: SiteConfig, api: SlurmApi, *, now: float | None = None, dr
         lock.release()
 
 
+def release_held(config: SiteConfig, api: SlurmApi, *, aside: bool = False, dry_run: bool = False) -> FailOpenReport:
+    """Hand every held ``#HOPS`` job of the Hops partitions to Slurm now, as a release by the timer does, without
+    looking at the heartbeat or the lock (the caller holds the lock: ``hops-slurm site leave``). ``aside``: jobs
+    the engine set aside go too when their directives read back (no engine will take them back)."""
+    report = FailOpenReport("left")
+    journal = Journal(config.paths.resolve(config.paths.journal)) if not dry_run else None
+    try:
+        _release_all(config, api, journal, report, dry_run, aside=aside)
+    finally:
+        if journal is not None:
+            journal.db.close()
+    return report
+
+
 def close_offer(config: SiteConfig, dry_run: bool) -> None:
     """No daemon, no offers: the offer file is closed (the header alone) before the offer reservation is
     deleted, so the hook sends no new job into a reservation that is gone (it holds them as usual)."""
@@ -134,7 +152,7 @@ def close_offer(config: SiteConfig, dry_run: bool) -> None:
 
 
 def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, report: FailOpenReport,
-                 dry_run: bool) -> None:
+                 dry_run: bool, *, aside: bool = False) -> None:
     fo = config.failopen
     scope = HopsScope(config.slurm.hops_partitions)  # jobs of other partitions are not Hops's: never touched
     nodes = [n for n in api.nodes() if node_in(n, scope.partitions) and n.gpus_total]
@@ -170,7 +188,7 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
         job = scope.mark(job)
         if not (job.is_hops and job.pending and job.held):
             continue
-        if job.comment.startswith(ASIDE_PREFIX):
+        if job.comment.startswith(ASIDE_PREFIX) and not aside:
             report.skipped[job.job_id] = "set aside by the engine (" + job.comment[len(ASIDE_PREFIX):][:100] + ")"
             continue
         try:
@@ -183,7 +201,8 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
         per_node = max((n.gpus_total for n in nodes if n.name in own), default=1)
         fields = {"TresPerJob": "", "TresPerNode": "", "NodeList": "",
                   "NumNodes": str(max(1, math.ceil(gpus / per_node)))}
-        comment = f"{COMMENT} (silent {report.age or 0:.0f} s): {gpus} GPUs from Slurm's own scheduling"
+        comment = (f"{LEFT_COMMENT}: {gpus} GPUs from Slurm's own scheduling" if report.action == "left" else
+                   f"{COMMENT} (silent {report.age or 0:.0f} s): {gpus} GPUs from Slurm's own scheduling")
         try:
             clear_offer()
             if offer_resv:

@@ -198,6 +198,8 @@ class Minicluster:
             (s / "etc" / "cgroup.conf").write_text(cgroup)
         if lua:
             self._install_hook(s / "etc")
+        if self.spec.site_hook is not None:
+            self._install_site_hook(s / "etc")
         if self.accounting:
             self.accounting.write_files(host)
         # World-readable so non-root users' client commands can read it.
@@ -206,6 +208,14 @@ class Minicluster:
                 f.chmod(0o644)
         (s / "etc").chmod(0o755)
         self.state.chmod(0o755)
+
+    def _install_site_hook(self, etc: Path) -> None:
+        """The spec's ``site_hook`` as job_submit.lua in place of the Hops hook this cluster was given, whose
+        module files (:meth:`_install_hook`) stay beside it: a site that keeps its own hook and calls the module."""
+        if self.job_submit_lua is None:
+            raise MiniclusterError("a spec with site_hook needs the Hops hook too (--job-submit-lua): its module files")
+        assert self.spec.site_hook is not None
+        shutil.copyfile(self.spec.site_hook, etc / "job_submit.lua")
 
     def _install_hook(self, etc: Path) -> None:
         """The given job_submit.lua, the Hops module files it loads from beside itself (from beside the given

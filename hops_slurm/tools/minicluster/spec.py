@@ -90,6 +90,9 @@ class MiniclusterSpec(BaseModel):
     max_job_count: int | None = Field(default=None, ge=1000, le=2_000_000)
     nodes: list[NodeGroup]
     partitions: list[Partition]
+    # the site's own job_submit.lua (relative: to the spec's directory), installed as job_submit.lua with the
+    # Hops module files beside it (hops_submit.lua, hops_offer.lua): a site that keeps its hook (issue 33)
+    site_hook: Path | None = None
     # The Hops partitions (the first the default), written to the hook's hops-partitions file when the
     # cluster runs the submit hook; unset: the partition named "hops" if there is one, else none.
     hops_partitions: list[str] | None = None
@@ -195,4 +198,9 @@ def load_spec(path: Path | None = None, slurm: str | None = None) -> Minicluster
         spec = MiniclusterSpec.model_validate(data)
     except ValidationError as exc:
         raise MiniclusterError(f"minicluster spec {path}:\n{format_validation_error(exc)}") from None
+    if spec.site_hook is not None:
+        hook = spec.site_hook if spec.site_hook.is_absolute() else path.parent / spec.site_hook
+        if not hook.is_file():
+            raise MiniclusterError(f"minicluster spec {path}: site_hook {hook} is not a file")
+        spec = spec.model_copy(update={"site_hook": hook.absolute()})
     return spec.with_release(slurm)
