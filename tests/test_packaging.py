@@ -9,10 +9,7 @@ this project's virtualenv (a ``.pth`` line naming its site-packages, after the v
 from __future__ import annotations
 
 import os
-import shutil
-import site
 import subprocess
-import sys
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -21,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.config_path import SYSTEM_CONFIG
+from tests import wheel_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = "hops_slurm/_bundle/"
@@ -39,31 +37,11 @@ def _checkout_state() -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
-def _copy_sources(dest: Path) -> None:
-    """The files of the checkout that git would commit (tracked, and new ones not ignored); links stay links."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        src, dst = ROOT / rel, dest / rel
-        if not os.path.lexists(src):
-            continue  # deleted in the working tree
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            dst.symlink_to(os.readlink(src))
-        elif src.is_file():
-            shutil.copy2(src, dst)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, str]]:
     """(wheel, sdist, the checkout's git status before) built from a copy of the checkout."""
     before = _checkout_state()
-    work = tmp_path_factory.mktemp("build")
-    _copy_sources(work / "src")
-    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(work / "dist"), str(work / "src")],
-                   cwd=work, capture_output=True, check=True, timeout=300)
-    (wheel,) = (work / "dist").glob("hops_slurm-*.whl")
-    (sdist,) = (work / "dist").glob("hops_slurm-*.tar.gz")
+    wheel, sdist = wheel_venv.build(tmp_path_factory.mktemp("build"))
     yield wheel, sdist, before
 
 
@@ -86,11 +64,7 @@ def test_every_command_works_from_a_virtualenv_with_only_the_wheel(built: tuple[
                                                                      tmp_path: Path) -> None:
     wheel, _, before = built
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    (own,) = venv.glob("lib/python*/site-packages")
-    (own / "project-deps.pth").write_text("".join(f"{p}\n" for p in site.getsitepackages()))
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps",
-                    "--no-index", "--quiet", str(wheel)], check=True, capture_output=True, timeout=300)
+    wheel_venv.install(wheel, venv)
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("HOPS_CONFIG", "HOPS_SLURM_RECORDS", "PYTHONPATH")}

@@ -9,8 +9,11 @@ the daemon running and with it stopped: docs/results/site.md, written from the f
 ``$HOPS_SITE_RESULTS``); after `hops-slurm site leave` and taking out the lines it names, the site's hook
 alone accepts and runs jobs.
 
-``HOPS_SLURM`` is the one `hops-slurm` command every step runs: ``$HOPS_TEST_HOPS_SLURM`` (for example the
-`hops-slurm` of a virtualenv made from the built wheel, outside the checkout), else this checkout's.
+Installed as a site installs it: the wheel is built from this checkout (``python -m build``), installed into
+a virtualenv outside the checkout (tests/wheel_venv.py), and every step runs that virtualenv's `hops-slurm`
+(the daemon and its probes included); the hook files slurmctld loads are the ones `hops-slurm site files`
+writes out of the wheel. ``$HOPS_TEST_HOPS_SLURM`` names another `hops-slurm` command instead (then the
+checkout's hook files are used).
 The cluster's own spec, ports and state directory (``$HOPS_SITE_SPEC`` names another).
 """
 
@@ -21,7 +24,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -35,13 +37,14 @@ from hops_slurm.slurm.parse import expand_hostlist
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.processes import stop_child
 from slurm_helpers import job_fields, load_test_spec, wait_until
+from tests import wheel_venv
 from tests.tests_paths import DATA
 
 pytestmark = pytest.mark.slurm
 
-HOPS_SLURM = shlex.split(os.environ.get("HOPS_TEST_HOPS_SLURM", "")) or \
-    [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
-HOOK = Path(__file__).resolve().parents[3] / "hooks" / "job_submit.lua"  # its hops_*.lua are the module
+#: the `hops-slurm` command every step runs (set by the ``installed`` fixture)
+HOPS_SLURM: list[str] = []
+CHECKOUT_HOOK = Path(__file__).resolve().parents[3] / "hooks" / "job_submit.lua"  # its hops_*.lua are the module
 SPEC = Path(os.environ.get("HOPS_SITE_SPEC") or DATA / "minicluster-site.toml")
 HOPS_PARTITION = "gpu-hops"
 HOPS_NODES = {"hops-a100-1", "hops-a100-2"}
@@ -147,12 +150,35 @@ state_dir = "{state_dir}"
 
 
 @pytest.fixture(scope="module")
-def site() -> Iterator[Site]:
+def installed() -> Iterator[Path]:
+    """The Hops hook files as the administrator gets them (its job_submit.lua, the module beside it), with
+    :data:`HOPS_SLURM` set: from the wheel in a virtualenv outside the checkout, or ``$HOPS_TEST_HOPS_SLURM``."""
+    given = shlex.split(os.environ.get("HOPS_TEST_HOPS_SLURM", ""))
+    if given:
+        HOPS_SLURM[:] = given
+        yield CHECKOUT_HOOK
+        return
+    work = Path(tempfile.mkdtemp(prefix="hops-site-wheel-"))
+    work.chmod(0o755)  # the daemon's probes run its python as the jobs' owners
+    try:
+        wheel, _ = wheel_venv.build(work / "build")
+        HOPS_SLURM[:] = [str(wheel_venv.install(wheel, work / "venv"))]
+        files = subprocess.run([*HOPS_SLURM, "site", "files", str(work / "site")], capture_output=True, text=True,
+                               timeout=120, check=False, cwd=work)
+        assert files.returncode == 0, files.stderr
+        yield work / "site" / "hooks" / "job_submit.lua"
+    finally:
+        HOPS_SLURM.clear()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def site(installed: Path) -> Iterator[Site]:
     if os.geteuid() != 0:
         pytest.fail("the site test runs MariaDB, slurmdbd and Slurm daemons and needs root (CI runs as root)")
     spec = load_test_spec(SPEC)
     assert spec.site_hook is not None and spec.accounting, f"{SPEC}: needs site_hook and accounting"
-    cluster = Minicluster(spec, job_submit_lua=HOOK)
+    cluster = Minicluster(spec, job_submit_lua=installed)
     cluster.down()
     cluster.up()
     _sacctmgr(cluster, "add", "account", "physics,research")
