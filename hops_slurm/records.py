@@ -46,6 +46,9 @@ class JobRecord(BaseModel):
     processed_samples: float | None = None  # as measured (issue 16; None: not known)
     placements: list[PlacementRecord] = Field(default_factory=list)
     aside: str = ""  # why the scheduler set the job aside (e.g. no configuration serves it); "": it did not
+    #: why it waited when last recorded pending (planner.reasons: ``HopsQueue``, Slurm's limit name, ...);
+    #: "" once it runs or ended, or when the source does not say
+    reason: str = Field("", max_length=128)
 
     @property
     def preemptions(self) -> int:

@@ -87,7 +87,7 @@ class Why:
     detail: str = ""
 
     def __post_init__(self) -> None:
-        clean = " ".join(str(self.detail).split())
+        clean = "".join(c for c in " ".join(str(self.detail).split()) if c.isprintable())
         object.__setattr__(self, "detail", clean[:DETAIL_MAX])
 
     @property
