@@ -265,9 +265,11 @@ class JobBookkeeping:
                                               gpu_type=ts.pop() if len(ts) == 1 else "mixed",
                                               preempted=bool(p.get("preempted")), **placement_notice(p)))
         state = js.end_state or js.last_state
+        seen = self.backend.listing.get(js.job_id) if self.backend is not None else None
         return JobRecord(job_id=js.job_id, name=js.name, user=js.user, partition=self.config.slurm.partition,
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
                          total_samples=float(d.samples) if d else None, placements=placements,
                          processed_samples=js.processed if js.run_time > 0 else None,
-                         reason=self.reasons.last_name(js.job_id) if state == "PENDING" else "")
+                         reason=self.reasons.last_name(js.job_id) if state == "PENDING" else "",
+                         time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None)
