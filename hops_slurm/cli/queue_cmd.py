@@ -3,7 +3,8 @@
 For every user (:mod:`hops_slurm.cli.queue_user`): the queue summary the daemon writes each refresh
 (:mod:`hops_slurm.engine.queue_summary`), with squeue's filters, each job's place and reason; it is the view
 whenever squeue's filters are given (``-u``, ``--me``, ``-j``, ``-p``, ``-t``, ``-A``, ``--start``) or
-``--summary``, or the caller cannot read the engine's database (an ordinary user), or there is none yet.
+``--summary``, or the caller is not the engine's own user (the owner of its database: an ordinary user),
+or there is none yet.
 
 For the administrator (root, who can read the engine's state; no user filter given): the Hops LR queue like
 ``sprio``/``squeue`` (JobID, Name, User, ST, Priority, LR, Wait, Age, Window, Plan); see
@@ -73,11 +74,21 @@ def _config(args: argparse.Namespace) -> SiteConfig | None:
     return site_config(args)
 
 
+def _engines_own(path: Path) -> bool:
+    """Whether the caller is the engine's own user (the owner of its database, root) and may read it: the
+    administrator's view. Anyone else gets the users' view, whatever the database's mode."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.geteuid() and os.access(path, os.R_OK)
+
+
 def _run(args: argparse.Namespace) -> int:
     cfg = _config(args) if args.summary is None or args.config is not None else None
     wanted = any(getattr(args, o) for o in USER_OPTIONS)
     engine_db = cfg.paths.resolve(cfg.paths.engine_db) if cfg is not None else None
-    if wanted or engine_db is None or not engine_db.is_file() or not os.access(engine_db, os.R_OK):
+    if wanted or engine_db is None or not _engines_own(engine_db):
         f = queue_user.filters(args.user, args.me, args.jobs, args.partition, args.account, args.states, args.start)
         fields = queue_user.parse_format(args.format, args.start)
         state_dir = cfg.paths.state_dir if cfg is not None else PathsConfig().state_dir

@@ -172,6 +172,8 @@ def _as_nobody(tmp_path: Path) -> None:
     config = tmp_path / "hops.toml"
     config.write_text(f'[paths]\nstate_dir = "{state}"\n')
     config.chmod(0o644)
+    # setpriv keeps root's capabilities (the venv's Python lives under /root, which only they can reach);
+    # what the command decides by (access(2), sacct's own-jobs rule) goes by the real uid, nobody's
     nobody = pwd.getpwnam("nobody")
     done = subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
                            str(Path(sys.executable).parent / "hops-slurm"), "queue", "--config", str(config),

@@ -94,6 +94,8 @@ def test_an_ordinary_user_sees_their_own_jobs_unless_a(tmp_path: Path) -> None:
     """As ``nobody`` (sacct's rule: an ordinary user's own jobs, every user's with -a, or -u's)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv")
+    # setpriv keeps root's capabilities (the venv's Python lives under /root, which only they can reach);
+    # what the command decides by (access(2), sacct's own-jobs rule) goes by the real uid, nobody's
     nobody = pwd.getpwnam("nobody")
     with tempfile.TemporaryDirectory(dir="/tmp") as where:  # pytest's tmp_path is root's alone
         base = Path(where)
