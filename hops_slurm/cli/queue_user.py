@@ -28,12 +28,15 @@ from hops_slurm.text import printable
 from planner.reasons import DESCRIPTIONS, Code
 
 FIELDS = ("jobid", "partition", "name", "user", "account", "state", "position", "reason", "detail", "submit",
-          "start", "end", "nodelist")
+          "start", "early", "late", "end", "nodelist")
 DEFAULT = ("jobid", "partition", "name", "user", "state", "position", "reason", "detail")
-START = ("jobid", "partition", "name", "user", "state", "start", "end", "position", "reason")
+START = ("jobid", "partition", "name", "user", "state", "start", "early", "late", "end", "position", "reason")
 HEADERS = {"jobid": "JOBID", "partition": "PARTITION", "name": "NAME", "user": "USER", "account": "ACCOUNT",
            "state": "ST", "position": "POSITION", "reason": "REASON", "detail": "DETAIL", "submit": "SUBMIT_TIME",
-           "start": "START_TIME", "end": "END_TIME", "nodelist": "NODELIST"}
+           "start": "START_TIME", "early": "START_EARLY", "late": "START_LATE", "end": "END_TIME",
+           "nodelist": "NODELIST"}
+#: fields that are another name for a row's attribute
+ATTRIBUTE = {"jobid": "job_id", "nodelist": "nodes", "early": "start_early", "late": "start_late"}
 #: squeue's compact state names, and the long ones -t also takes
 SHORT = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "CONFIGURING": "CF", "REQUEUED": "RQ",
          "SUSPENDED": "S", "RESIZING": "RS", "REQUEUE_HOLD": "RH", "REQUEUE_FED": "RF", "SIGNALING": "SI",
@@ -153,8 +156,8 @@ def cell(row: SummaryJob, field: str) -> str:
         return SHORT.get(row.state, row.state)
     if field == "position":
         return str(row.position) if row.position is not None else "-"
-    if field in ("submit", "start", "end"):
-        return _time(getattr(row, field))
+    if field in ("submit", "start", "end", "early", "late"):
+        return _time(getattr(row, ATTRIBUTE.get(field, field)))
     if field == "nodelist":
         return row.nodes or "(null)"
     if field == "detail":
@@ -163,11 +166,7 @@ def cell(row: SummaryJob, field: str) -> str:
 
 
 def _json_value(row: SummaryJob, field: str) -> object:
-    if field == "jobid":
-        return row.job_id
-    if field == "nodelist":
-        return row.nodes
-    return getattr(row, field)
+    return getattr(row, ATTRIBUTE.get(field, field))
 
 
 def render(rows: Sequence[SummaryJob], fields: Sequence[str], *, parsable: bool = False, header: bool = True,

@@ -47,7 +47,8 @@ counted in ``hops_pending_jobs{reason}`` and written to the queue summary users 
 **Round** (:data:`Round.STEPS`): ``views`` (the job views on the snapshot), ``plannings`` (a round or
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
 simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``),
-``summary``* (as the refresh's, with the plannings' reasons).
+``summary``* (as the refresh's, with the plannings' reasons; with ``[engine] forecast``, a round plan's
+first recomputes each waiting job's forecast start: :func:`hops_slurm.engine.reasons.forecast`).
 Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
 after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
@@ -177,6 +178,10 @@ class Session:
         """Step -> the name of its per-job method (``_<step>_one``), for the steps that have one."""
         names = [n if isinstance(n, str) else n[0] for n in getattr(cls, "STEPS", ())]
         return {n: f"_{n}_one" for n in names if hasattr(cls, f"_{n}_one")}
+
+
+#: wall seconds a round's forecasts may take at most (and a quarter of the round length)
+FORECAST_BUDGET = 60.0
 
 
 def publish_reasons(e: Engine, listing: Mapping[str, SlurmJob], now: float) -> None:
@@ -480,10 +485,16 @@ class Round(Session):
         self.last = plannings[-1] if plannings else None
 
     def _summary(self) -> None:  # the reasons the plannings gave, published (as the refresh's step)
-        b = self.e.backend
+        e, b = self.e, self.e.backend
         assert b is not None
-        if not self.e.dry_run:
-            publish_reasons(self.e, b.listing, self.e.now())
+        if e.dry_run:
+            return
+        if e.config.engine.forecast and not self.fragment and b.views:  # once a round, after its plannings
+            sched = e.config.scheduler
+            e.reasons.forecasts = reasons.forecast(e.config.planner, b.cluster_view(fragment=False), b.views, e.now(),
+                                                   round_seconds=sched.round_length,
+                                                   budget=min(sched.round_length / 4.0, FORECAST_BUDGET))
+        publish_reasons(e, b.listing, e.now())
 
     def _offer(self) -> None:  # what a new job may take unheld, as the plannings left Slurm
         e, b = self.e, self.e.backend

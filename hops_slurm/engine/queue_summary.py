@@ -9,7 +9,7 @@ readers see the old file or the new one). ``hops-slurm queue`` run by an ordinar
 
 What it holds is what ``squeue`` shows any user by default (docs/user-guide.md, "Why is my job pending"):
 per pending or running Hops job its id, user, account, partition, name, state, submit time, start time
-(running) or forecast start and end (pending; null until forecasts exist), allocated nodes, its place in
+(running) or forecast start, end and band (pending, with ``[engine] forecast``; else null), allocated nodes, its place in
 the Hops queue and its reason (:class:`planner.reasons.Why`). Nothing of the engine's own bookkeeping
 (ages, estimates, directives, profiles) is in it. Bounded: at most :data:`MAX_JOBS` rows (the rest
 counted in ``left_out``), every text field cut to a fixed length; :func:`read` refuses a file over
@@ -30,6 +30,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.rootfile import write_file
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.text import printable
+from planner.forecast import Banded
 from planner.reasons import DETAIL_MAX, Code, Why
 
 #: the file's name in ``paths.state_dir`` (the directory users may traverse but not list)
@@ -65,6 +66,8 @@ class SummaryJob(BaseModel):
     submit: float | None = None
     start: float | None = None  # running: when it started; pending: the forecast start (None: none yet)
     end: float | None = None  # pending: the forecast end (None: none yet)
+    start_early: float | None = None  # pending: the band of the forecast start (None: unknown)
+    start_late: float | None = None
     nodes: str = Field("", max_length=4096)
 
 
@@ -84,9 +87,12 @@ def _text(value: str, limit: int = TEXT_MAX) -> str:
 
 
 def build(tracked: Mapping[str, JobState], listing: Mapping[str, SlurmJob], reasons: Mapping[str, Why],
-          order: Sequence[str], now: float, refresh_seconds: float) -> Summary:
+          order: Sequence[str], now: float, refresh_seconds: float,
+          forecasts: Mapping[str, Banded] | None = None) -> Summary:
     """The summary of every tracked job Slurm lists as pending or running; ``reasons``: each pending job's
-    (:meth:`hops_slurm.engine.reasons.Reasons.current`); ``order``: the latest planning's queue order."""
+    (:meth:`hops_slurm.engine.reasons.Reasons.current`); ``order``: the latest planning's queue order;
+    ``forecasts``: pending jobs' forecast start, end and band (``[engine] forecast``)."""
+    forecasts = forecasts or {}
     rank = {j: k for k, j in enumerate(order)}
     pending = sorted((j for j in tracked if (s := listing.get(j)) is not None and s.pending),
                      key=lambda j: (rank.get(j, len(rank)), _id_key(j)))
@@ -99,8 +105,12 @@ def build(tracked: Mapping[str, JobState], listing: Mapping[str, SlurmJob], reas
             why = reasons.get(job_id) or Why(Code.NEW)
             if job_id in rank:
                 place += 1
-            rows.append(_row(js, seen, why.name, why.code.value, why.detail,
-                             place if job_id in rank else None, None))
+            f = forecasts.get(job_id)
+            row = _row(js, seen, why.name, why.code.value, why.detail, place if job_id in rank else None,
+                       f.start if f else None)
+            if f is not None:
+                row = row.model_copy(update={"end": f.end, "start_early": f.early, "start_late": f.late})
+            rows.append(row)
         else:
             rows.append(_row(js, seen, "None", "", "", None, seen.start_time or None))
     return Summary(hops_queue_summary=FORMAT, as_of=now, refresh_seconds=refresh_seconds,

@@ -13,15 +13,21 @@ reason changes: :meth:`Reasons.log_changes`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from hops_slurm.engine import queue_summary
 from hops_slurm.engine.state import SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
+from planner.forecast import Banded, band
+from planner.params import PlannerParams
+from planner.policies import make_policy
 from planner.reasons import Code, Why
+from planner.views import ClusterView, JobView
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +65,8 @@ class Reasons:
         self.planned: dict[str, Why] = {}
         self.published: dict[str, Why] = {}
         self.order: list[str] = []  # the latest planning's queue order (waiting jobs, first = next)
+        #: the latest forecasts (``[engine] forecast``: :func:`forecast`), job id -> start, end and band
+        self.forecasts: dict[str, Banded] = {}
 
     def last_name(self, job_id: str) -> str:
         """The REASON last published for ``job_id`` ("" when none)."""
@@ -109,6 +117,18 @@ class Gauges(Protocol):
     def pending_reasons(self, counts: Mapping[str, int]) -> None: ...
 
 
+def forecast(params: PlannerParams, cluster: ClusterView, jobs: Sequence[JobView], now: float, *,
+             round_seconds: float, budget: float) -> dict[str, Banded]:
+    """Each waiting job's forecast start, end and band (:func:`planner.forecast.band`: the planner replayed
+    forward, on fresh policies of the site's parameters, each solve capped at a tenth of ``budget``),
+    within ``budget`` wall seconds in all: a replay that runs out leaves the starts it did not reach
+    unknown. Never raises for one job's estimate (:func:`planner.forecast.replay`)."""
+    deadline = time.monotonic() + budget
+    capped = dataclasses.replace(params, time_limit=max(0.05, min(params.time_limit, budget / 10.0)))
+    return band(lambda: make_policy("hops", capped), cluster, jobs, now, round_seconds=round_seconds,
+                stop=lambda: time.monotonic() > deadline)
+
+
 def publish(reasons: Reasons, tracked: Mapping[str, JobState], listing: Mapping[str, SlurmJob], now: float, *,
             metrics: Gauges, state_dir: Path, refresh_seconds: float) -> Path:
     """Each pending job's reason now: logged where it changed, counted in ``hops_pending_jobs{reason}`` and
@@ -116,7 +136,8 @@ def publish(reasons: Reasons, tracked: Mapping[str, JobState], listing: Mapping[
     now_reasons = reasons.current(tracked, listing, now)
     reasons.log_changes(now_reasons)
     metrics.pending_reasons(counts(now_reasons.values()))
-    summary = queue_summary.build(tracked, listing, now_reasons, reasons.order, now, refresh_seconds)
+    summary = queue_summary.build(tracked, listing, now_reasons, reasons.order, now, refresh_seconds,
+                                  {j: f for j, f in reasons.forecasts.items() if j in now_reasons})
     return queue_summary.write(state_dir, summary)
 
 
@@ -128,4 +149,4 @@ def counts(reasons: Iterable[Why]) -> dict[str, int]:
     return out
 
 
-__all__ = ["LOG_CHANGES_MAX", "Reasons", "counts", "publish", "slurm_reason", "waiting_reason"]
+__all__ = ["LOG_CHANGES_MAX", "Reasons", "counts", "forecast", "publish", "slurm_reason", "waiting_reason"]

@@ -82,8 +82,8 @@ def test_the_columns_and_formats(summary: Path, capsys: pytest.CaptureFixture[st
     assert head.split() == ["JOBID", "PARTITION", "NAME", "USER", "ST", "POSITION", "REASON", "DETAIL"]
     assert row.split()[:7] == ["13", "other", "lim", "alice", "PD", "-", "AssocGrpGRES"]
     out = _run(capsys, "--summary", str(summary), "--start", "-u", "alice", "--parsable2")[1]
-    assert out.splitlines()[0] == "JOBID|PARTITION|NAME|USER|ST|START_TIME|END_TIME|POSITION|REASON"
-    assert out.splitlines()[1] == "11|hops|job11|alice|PD|N/A|N/A|1|HopsQueue"
+    assert out.splitlines()[0] == "JOBID|PARTITION|NAME|USER|ST|START_TIME|START_EARLY|START_LATE|END_TIME|POSITION|REASON"
+    assert out.splitlines()[1] == "11|hops|job11|alice|PD|N/A|N/A|N/A|N/A|1|HopsQueue"
     data = json.loads(_run(capsys, "--summary", str(summary), "--json", "-o", "jobid,state,reason,detail")[1])
     assert data["jobs"][2] == {"jobid": "13", "state": "PENDING", "reason": "AssocGrpGRES",
                                "detail": "AssocGrpGRES: account=phys gres/gpu=8"}

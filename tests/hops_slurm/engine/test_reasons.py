@@ -24,8 +24,8 @@ from standin import StandInSlurm
 JOB4 = "gpus=4 samples=100000 batch-size=8 model=resnet18"
 
 
-def _engine(tmp_path: Path, api: StandInSlurm) -> Engine:
-    config = parse_config({"engine": {"settle_timeout": 0.3, "probe_size": "tiny"},
+def _engine(tmp_path: Path, api: StandInSlurm, *, forecast: bool = False) -> Engine:
+    config = parse_config({"engine": {"settle_timeout": 0.3, "probe_size": "tiny", "forecast": forecast},
                            "paths": {"state_dir": str(tmp_path / "state")}})
     e = Engine(config, api=api).open()
     assert e.state is not None
@@ -132,5 +132,32 @@ def test_a_refresh_and_a_round_publish_every_pending_jobs_reason(tmp_path: Path,
         # the records carry the reason of the jobs still pending
         record = engine._job_record(engine.tracked["3"])
         assert record.reason == pending["3"].reason
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_forecasts_only_when_switched_on(tmp_path: Path, on: bool) -> None:
+    api = StandInSlurm(starts=True, nodes=1, gpus_per_node=4)
+    for j in ("1", "2", "3"):
+        api.submit(j, JOB4, user="root")
+    engine = _engine(tmp_path, api, forecast=on)
+    try:
+        engine.refresh()
+        engine.round()
+        engine.refresh()
+        engine.round()
+        rows = [r for r in queue_summary.read(engine.state_dir / queue_summary.NAME).jobs if r.state == "PENDING"]
+        assert len(rows) == 2
+        for row in rows:
+            if not on:
+                assert row.start is None and row.start_early is None and row.start_late is None
+                continue
+            # the queue's order: one 4-GPU job at a time, each after the one before it
+            assert row.start is not None and row.start > engine.now() - 1.0, row
+            assert row.start_early is not None and row.start_early <= row.start
+            assert row.start_late is None or row.start <= row.start_late
+        if on:
+            assert rows[0].start < rows[1].start  # type: ignore[operator]
     finally:
         engine.close()
