@@ -28,7 +28,8 @@ from hops_slurm.cli import queue_user
 from hops_slurm import config_path
 from hops_slurm.cli.daemon_cmd import add_config_arg, site_config
 from hops_slurm.config import PathsConfig, SiteConfig
-from hops_slurm.engine.queue_summary import NAME
+from hops_slurm.engine.queue_summary import NAME, read as read_summary
+from hops_slurm.errors import HopsError
 from hops_slurm.engine.queue import FIELDS, parse_format, queue_rows, render
 from hops_slurm.text import printable
 
@@ -84,6 +85,14 @@ def _engines_own(path: Path) -> bool:
     return st.st_uid == os.geteuid() and os.access(path, os.R_OK)
 
 
+def _published(state_dir: Path) -> dict[str, str]:
+    """Job id -> the REASON the daemon last published in its queue summary ({} without a readable one)."""
+    try:
+        return {r.job_id: r.reason for r in read_summary(state_dir / NAME).jobs if r.state == "PENDING"}
+    except HopsError:
+        return {}
+
+
 def _run(args: argparse.Namespace) -> int:
     cfg = _config(args) if args.summary is None or args.config is not None else None
     wanted = any(getattr(args, o) for o in USER_OPTIONS)
@@ -105,7 +114,7 @@ def _admin(args: argparse.Namespace, cfg: SiteConfig, path: Path) -> int:
     state = EngineState.read_only(path)  # never creates, migrates or writes it: only the engine does
     try:
         unfinished = state.jobs()
-        rows = queue_rows(state, CliSlurm().jobs()) if unfinished else []
+        rows = queue_rows(state, CliSlurm().jobs(), reasons=_published(cfg.paths.state_dir)) if unfinished else []
     finally:
         state.close()
     out = render(rows, fields, parsable=args.parsable2, header=not args.noheader, as_json=args.json)
