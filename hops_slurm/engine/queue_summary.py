@@ -124,11 +124,12 @@ def _id_key(job_id: str) -> tuple[int, str]:
 
 def _row(js: JobState, seen: SlurmJob, reason: str, code: str, detail: str, position: int | None,
          start: float | None) -> SummaryJob:
-    return SummaryJob(job_id=_text(js.job_id), user=_text(seen.user or js.user), account=_text(seen.account),
-                      partition=_text(seen.partition), name=_text(seen.name or js.name), state=_text(seen.state, 32),
-                      reason=_text(reason), reason_code=code, detail=_text(detail, DETAIL_MAX), position=position,
-                      submit=seen.submit_time or js.submit_time or None, start=start,
-                      nodes=_text(",".join(seen.nodes), 4096))
+    return SummaryJob(
+        job_id=_text(js.job_id), user=_text(seen.user or js.user), account=_text(seen.account),
+        partition=_text(seen.partition), name=_text(seen.name or js.name), state=_text(seen.state, 32),
+        reason=_text(reason), reason_code=code, detail=_text(detail, DETAIL_MAX), position=position,
+        submit=seen.submit_time or js.submit_time or None, start=start, end=None, start_early=None, start_late=None,
+        nodes=_text(",".join(seen.nodes), 4096))
 
 
 def write(directory: Path, summary: Summary) -> Path:
