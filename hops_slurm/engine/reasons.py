@@ -31,6 +31,10 @@ from planner.views import ClusterView, JobView
 
 log = logging.getLogger(__name__)
 
+#: the reasons under which a pending job gets its forecast start shown: the planner's own
+FORECAST_CODES = frozenset({Code.STARTING, Code.OUTSIDE_WINDOW, Code.NO_FIT, Code.MIN_RUN_TIME, Code.NEW,
+                            Code.NOT_PLANNED})
+
 #: reason changes logged one by one per call at most (the rest are counted on one line)
 LOG_CHANGES_MAX = 20
 
@@ -136,8 +140,10 @@ def publish(reasons: Reasons, tracked: Mapping[str, JobState], listing: Mapping[
     now_reasons = reasons.current(tracked, listing, now)
     reasons.log_changes(now_reasons)
     metrics.pending_reasons(counts(now_reasons.values()))
+    # a forecast only where the planner decides when the job starts (not for one Slurm or its owner holds)
     summary = queue_summary.build(tracked, listing, now_reasons, reasons.order, now, refresh_seconds,
-                                  {j: f for j, f in reasons.forecasts.items() if j in now_reasons})
+                                  {j: f for j, f in reasons.forecasts.items()
+                                   if j in now_reasons and now_reasons[j].code in FORECAST_CODES})
     return queue_summary.write(state_dir, summary)
 
 
