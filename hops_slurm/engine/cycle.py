@@ -491,9 +491,16 @@ class Round(Session):
             return
         if e.config.engine.forecast and not self.fragment and b.views:  # once a round, after its plannings
             sched = e.config.scheduler
-            e.reasons.forecasts = reasons.forecast(e.config.planner, b.cluster_view(fragment=False), b.views, e.now(),
-                                                   round_seconds=sched.round_length,
-                                                   budget=min(sched.round_length / 4.0, FORECAST_BUDGET))
+            try:
+                e.reasons.forecasts = reasons.forecast(e.config.planner, b.cluster_view(fragment=False), b.views,
+                                                       e.now(), round_seconds=sched.round_length,
+                                                       budget=min(sched.round_length / 4.0, FORECAST_BUDGET))
+            except Exception as exc:  # no forecast this round; the reasons are published all the same
+                if not per_job_failure(exc):
+                    raise
+                e.reasons.forecasts = {}
+                log.warning("forecast failed (%s); the queue shows no forecast start this round",
+                            reason_text(type(exc).__name__, exc))
         publish_reasons(e, b.listing, e.now())
 
     def _offer(self) -> None:  # what a new job may take unheld, as the plannings left Slurm
