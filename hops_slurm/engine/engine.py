@@ -47,6 +47,7 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.record_limits import RefreshBudget
+from hops_slurm.engine.reasons import Reasons
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
@@ -107,6 +108,7 @@ class Engine(JobBookkeeping):
         self.tracked: dict[str, JobState] = {}
         self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.last_planning: Planning | None = None
+        self.reasons = Reasons()  # why each pending job waits (hops_slurm.engine.reasons; the queue summary)
         #: the offer file's one writer (``[engine] offer_file``; None: no offers)
         self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
@@ -434,6 +436,7 @@ class Engine(JobBookkeeping):
         self.state.set_meta("rounds", str(self._round_no))
         self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
         self.records_file.write([], [planning.record])
+        self.reasons.take(planning.plan.diagnostics)
         res = self.backend.last_result
         if res is not None:  # what each requeue's notice came to, in the placement it ends
             self.state.save_all(note_stops(self.tracked, res, self.marks, self.now()))

@@ -452,7 +452,7 @@ class SimBackend(Declarations):
                 ready = spec.arrival
             record = JobRecord(
                 job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
-                requirements=list(spec.requirements), total_samples=spec.declared,
+                requirements=list(spec.requirements), total_samples=spec.declared, time_limit=spec.time_limit,
             )
             job = _Job(spec, ready, record, JobLedger(last_seen=spec.arrival), signature,
                        JobProgress.of(spec, self.settings.costs), active_integral_at_submit=self._active_integral)
