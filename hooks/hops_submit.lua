@@ -387,6 +387,8 @@ local function submit(job_desc, part_list, uid)
 	if v.note then
 		log_user(v.note)
 	end
+	-- sbatch prints this on acceptance: where the owner finds why the job waits (docs/user-guide.md)
+	log_user("hops: Hops places this job's GPUs; 'hops-slurm queue -j <jobid>' shows its place in the queue and why it waits")
 	if M.offers ~= nil and M.offers.offer(job_desc, v.canonical, v.partitions, part_list, uid) then
 		return slurm.SUCCESS -- not held: slurmctld starts it at its next scheduling pass (hops_offer.lua)
 	end
