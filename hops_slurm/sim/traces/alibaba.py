@@ -51,10 +51,10 @@ def _classes(text: str | None) -> tuple[str, ...] | None:
 
 def import_pods(path: Path, jobs: int | None = None) -> tuple[tuple[JobSpec, ...], Imported]:
     """The GPU tasks of a pod list as rigid jobs (the first ``jobs`` by creation time when given)."""
-    rows = read_rows(path, "Alibaba pod list", ("name", "num_gpu", "creation_time", "deletion_time", "scheduled_time"),
-                     max_rows=MAX_TASKS)
-    truth = GroundTruth()
     errors = RowErrors(path)
+    rows = read_rows(path, "Alibaba pod list", ("name", "num_gpu", "creation_time", "deletion_time", "scheduled_time"),
+                     max_rows=MAX_TASKS, errors=errors)
+    truth = GroundTruth()
     left: Counter[str] = Counter()
     shared = truth_less = constrained = 0
     tasks: list[tuple[float, str, int, float, tuple[str, ...] | None]] = []
@@ -116,8 +116,8 @@ def import_pods(path: Path, jobs: int | None = None) -> tuple[tuple[JobSpec, ...
 
 def import_nodes(path: Path) -> tuple[ClusterSpec, Imported]:
     """A cluster of the node list's GPU nodes: one server kind per (GPU model, GPUs per node)."""
-    rows = read_rows(path, "Alibaba node list", ("sn", "gpu", "model"), max_rows=MAX_NODES)
     errors = RowErrors(path)
+    rows = read_rows(path, "Alibaba node list", ("sn", "gpu", "model"), max_rows=MAX_NODES, errors=errors)
     kinds: Counter[tuple[str, int]] = Counter()
     cpu_only = 0
     for lineno, row in rows:

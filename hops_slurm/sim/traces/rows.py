@@ -39,30 +39,32 @@ class RowErrors:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.lines: list[str] = []
+        self.lines: list[tuple[int, str]] = []
 
     def add(self, lineno: int, problem: str) -> None:
-        self.lines.append(f"{printable(self.path)}:{lineno}: {printable(problem, 300)}")
+        self.lines.append((lineno, f"{printable(self.path)}:{lineno}: {printable(problem, 300)}"))
 
     def raise_if_any(self) -> None:
         if not self.lines:
             return
-        shown = self.lines[:MAX_SHOWN]
+        shown = [text for _n, text in sorted(self.lines)[:MAX_SHOWN]]
         more = len(self.lines) - len(shown)
         tail = [f"... and {more} more bad rows"] if more else []
         raise HopsError("invalid trace file:\n  " + "\n  ".join(shown + tail))
 
 
-def read_rows(path: Path, what: str, required: Iterable[str], *, max_rows: int,
-              limit: int = MAX_BYTES) -> list[tuple[int, dict[str, str]]]:
+def read_rows(path: Path, what: str, required: Iterable[str], *, max_rows: int, limit: int = MAX_BYTES,
+              errors: RowErrors | None = None) -> list[tuple[int, dict[str, str]]]:
     """Rows of the CSV file ``path`` as ``(line number, {column: stripped value})``; empty values are
     left out of the dict. The header must name every column of ``required``; other columns are kept
-    (the importer decides); a row with more fields than the header is an error."""
+    (the importer decides); a row with more fields than the header is an error: added to ``errors``
+    when given (the importer raises them with its own), else raised at once."""
     text = read_utf8(path, what, limit)
     if "\x00" in text:
         raise HopsError(f"{what} {printable(path)}: contains NUL bytes; not a CSV file")
     reader = csv.reader(io.StringIO(text, newline=""))
-    errors = RowErrors(path)
+    raise_here = errors is None
+    errors = errors or RowErrors(path)
     try:
         header = next(reader, None)
     except csv.Error as exc:
@@ -95,7 +97,8 @@ def read_rows(path: Path, what: str, required: Iterable[str], *, max_rows: int,
             errors.add(lineno, f"a field longer than {MAX_FIELD} characters")
             continue
         rows.append((lineno, {k: v.strip() for k, v in zip(header, fields) if v.strip()}))
-    errors.raise_if_any()
+    if raise_here:
+        errors.raise_if_any()
     return rows
 
 

@@ -56,10 +56,10 @@ def import_sia(path: Path, profiles: Path | None = None) -> tuple[tuple[JobSpec,
     """The jobs of one Sia workload CSV, and the notes on what the import assumed."""
     profiles = profiles or find_profiles(path)
     truth = GroundTruth()
-    rows = read_rows(path, "Sia workload", ("name", "time", "application", "num_replicas", "batch_size"),
-                     max_rows=MAX_JOBS)
-    apps: dict[str, Application | str] = {}
     errors = RowErrors(path)
+    rows = read_rows(path, "Sia workload", ("name", "time", "application", "num_replicas", "batch_size"),
+                     max_rows=MAX_JOBS, errors=errors)
+    apps: dict[str, Application] = {}
     out: list[JobSpec] = []
     clipped: Counter[str] = Counter()
     per_app: Counter[str] = Counter()
@@ -76,14 +76,11 @@ def import_sia(path: Path, profiles: Path | None = None) -> tuple[tuple[JobSpec,
                 raise ValueError(f"application must match {APP_NAME.pattern}, got {printable(app_name, 40)!r}")
             gpus = int(number(row, "num_replicas", low=1, high=4096, integer=True))
             batch = number(row, "batch_size", low=1, high=1e7, integer=True)
-            if app_name not in apps:
-                try:
-                    apps[app_name] = load_application(profiles / app_name, REFERENCE)
-                except HopsError as exc:
-                    apps[app_name] = str(exc).replace("\n", " ")
+            if not (profiles / app_name).is_dir():
+                raise ValueError(f"application {app_name!r}: no profiles in {printable(profiles)}")
+            if app_name not in apps:  # a bad profile file is its own error, with its own rows
+                apps[app_name] = load_application(profiles / app_name, REFERENCE)
             app = apps[app_name]
-            if isinstance(app, str):
-                raise ValueError(f"application {app_name!r}: {app}")
             model = FAMILY_DEFAULT[MODEL.get(app_name, OTHER_MODEL)]
             if family(model) not in MULTI_GPU_FAMILIES and gpus > 1:
                 clipped[app_name] += 1

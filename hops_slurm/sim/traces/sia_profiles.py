@@ -81,7 +81,7 @@ def load_application(folder: Path, gpu_type: str) -> Application:
     path = folder / f"placements-{gpu_type}.csv"
     errors = RowErrors(path)
     for lineno, row in read_rows(path, "profile", ("placement", "local_bsz", "step_time", "sync_time"),
-                                 max_rows=MAX_PROFILE_ROWS):
+                                 max_rows=MAX_PROFILE_ROWS, errors=errors):
         try:
             pid = _placement_id(row.get("placement", ""))
             point = (number(row, "local_bsz", low=1, high=1e7), number(row, "step_time", low=1e-9, high=1e6),
@@ -95,7 +95,7 @@ def load_application(folder: Path, gpu_type: str) -> Application:
     path = folder / f"scalability-{gpu_type}.csv"
     errors = RowErrors(path)
     for lineno, row in read_rows(path, "profile", ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"),
-                                 max_rows=MAX_PROFILE_ROWS):
+                                 max_rows=MAX_PROFILE_ROWS, errors=errors):
         try:
             shape = (int(number(row, "num_nodes", low=1, high=10_000, integer=True)),
                      int(number(row, "num_replicas", low=1, high=100_000, integer=True)))
@@ -131,7 +131,8 @@ def _validation(folder: Path) -> dict[int, list[Epoch]]:
             raise HopsError(f"{printable(path)}: the name must be validation-<batch size>.csv")
         errors = RowErrors(path)
         epochs = []
-        for lineno, row in read_rows(path, "validation profile", ("progress", "grad_sqr", "grad_var"), max_rows=100_000):
+        for lineno, row in read_rows(path, "validation profile", ("progress", "grad_sqr", "grad_var"), max_rows=100_000,
+                                     errors=errors):
             try:
                 epochs.append(Epoch(number(row, "progress", high=1e15), number(row, "grad_sqr", low=0, high=1e30),
                                     number(row, "grad_var", low=0, high=1e30)))
