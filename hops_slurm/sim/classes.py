@@ -35,3 +35,16 @@ def confine(views: Sequence[JobView], classes_of: Mapping[str, tuple[str, ...] |
             memo[classes] = allowed_nodes(cluster, classes)
         out.append(replace(v, nodes=memo[classes]))
     return tuple(out)
+
+
+def outside(placed: Mapping[str, Mapping[str, int]], views: Mapping[str, JobView]) -> str | None:
+    """Why a plan breaks a job's allowed nodes (the first such job), or None: a policy that ignores
+    :attr:`JobView.nodes` must not run a constrained job where Slurm would never start it."""
+    for job_id, config in placed.items():
+        view = views.get(job_id)
+        if view is not None and view.nodes is not None:
+            bad = sorted(n for n, g in config.items() if g > 0 and n not in view.nodes)
+            if bad:
+                return (f"plan puts job {job_id} on {bad[0]}, outside the nodes its GPU-type constraint allows "
+                        "(this policy ignores allowed nodes)")
+    return None
