@@ -16,7 +16,7 @@ from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
 from hops_slurm.sim.runner import Options, compare
-from hops_slurm.sim.traces.load import is_trace, load_any_cluster, trace_workload
+from hops_slurm.sim.traces.specs import is_trace, load_any_cluster, trace_workload
 from hops_slurm.text import printable
 from planner.policies import make_policy, policy_names, split_policy_list
 

@@ -30,7 +30,7 @@ from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.site import as_slurm_runs, is_site_policy
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize
-from hops_slurm.sim.traces.load import load_any_workload
+from hops_slurm.sim.traces.specs import load_any_workload
 from hops_slurm.sim.workload import JobSpec
 from hops_slurm.validation import reason
 from planner.policies import make_policy

@@ -9,7 +9,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.traces.alibaba import MODEL, TRUTH_TYPE, import_nodes, import_pods
-from hops_slurm.sim.traces.load import load_any_cluster, trace_workload
+from hops_slurm.sim.traces.specs import load_any_cluster, trace_workload
 
 POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"

@@ -9,7 +9,7 @@ from hops_slurm.cli import main
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.sim.traces.load import trace_workload
+from hops_slurm.sim.traces.specs import trace_workload
 from hops_slurm.sim.traces.sia import import_sia
 from hops_slurm.sim.traces.sia_profiles import load_application, packed, seconds_per_step, steps_to_complete
 
