@@ -56,8 +56,8 @@ def import_pods(path: Path, jobs: int | None = None) -> tuple[tuple[JobSpec, ...
                      max_rows=MAX_TASKS, errors=errors)
     truth = GroundTruth()
     left: Counter[str] = Counter()
-    shared = truth_less = constrained = 0
-    tasks: list[tuple[float, str, int, float, tuple[str, ...] | None]] = []
+    truth_less = 0
+    tasks: list[tuple[float, str, int, float, tuple[str, ...] | None, bool]] = []
     for lineno, row in rows:
         try:
             name = row.get("name", "")
@@ -84,9 +84,7 @@ def import_pods(path: Path, jobs: int | None = None) -> tuple[tuple[JobSpec, ...
             if truth.samples_per_second(MODEL, TRUTH_TYPE, gpus, False) <= 0:
                 truth_less += 1
                 continue
-            shared += 0 < milli < 1000
-            constrained += classes is not None
-            tasks.append((created, name, gpus, end - start, classes))
+            tasks.append((created, name, gpus, end - start, classes, 0 < milli < 1000))
         except ValueError as exc:
             errors.add(lineno, str(exc))
     errors.raise_if_any()
@@ -99,7 +97,9 @@ def import_pods(path: Path, jobs: int | None = None) -> tuple[tuple[JobSpec, ...
         raise HopsError(f"Alibaba pod list {printable(path)}: task names must be unique")
     t0 = tasks[0][0]
     out = tuple(JobSpec(name, created - t0, MODEL, (gpus,), run * truth.samples_per_second(MODEL, TRUTH_TYPE, gpus, False),
-                        "", classes=classes) for created, name, gpus, run, classes in tasks)
+                        "", classes=classes) for created, name, gpus, run, classes, _s in tasks)
+    shared = sum(1 for t in tasks if t[5])
+    constrained = sum(1 for t in tasks if t[4] is not None)
     notes = Imported([f"Alibaba pod list {path.name}: {len(out)} GPU tasks as rigid {MODEL} jobs running "
                       f"their recorded time on one node of any allowed type (no model identity, no per-type speed: "
                       f"every GPU model runs as {TRUTH_TYPE}); {constrained} with a GPU-type constraint"])

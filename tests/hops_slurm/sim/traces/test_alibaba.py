@@ -60,6 +60,8 @@ def test_tasks_become_rigid_jobs_that_run_their_recorded_time(tmp_path):
     assert "1 tasks left out: CPU-only" in text and "1 tasks left out: never scheduled" in text
     assert "1 tasks left out: run of 0 s" in text and "2 with a GPU-type constraint" in text
     assert [j.job_id for j in import_pods(pods_file(tmp_path), jobs=2)[0]] == ["p-share", "p-v100"]
+    first = "\n".join(import_pods(pods_file(tmp_path), jobs=1)[1].notes)  # counts are of the kept tasks
+    assert "0 with a GPU-type constraint" in first and "1 tasks share a GPU" in first
 
 
 def test_a_constraint_no_node_meets_leaves_the_task_out(tmp_path):
