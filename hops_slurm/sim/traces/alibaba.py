@@ -102,7 +102,8 @@ def import_pods(path: Path, jobs: int | None = None) -> tuple[tuple[JobSpec, ...
     constrained = sum(1 for t in tasks if t[4] is not None)
     notes = Imported([f"Alibaba pod list {path.name}: {len(out)} GPU tasks as rigid {MODEL} jobs running "
                       f"their recorded time on one node of any allowed type (no model identity, no per-type speed: "
-                      f"every GPU model runs as {TRUTH_TYPE}); {constrained} with a GPU-type constraint"])
+                      f"every GPU model runs as {TRUTH_TYPE}); {constrained} with a GPU-type constraint; "
+                      "cpu_milli, memory_mib, qos and pod_phase not used"])
     if shared:
         notes.notes.append(f"{shared} tasks share a GPU (gpu_milli < 1000): each given a whole GPU")
     for why, n in sorted(left.items()):
