@@ -15,6 +15,7 @@ Readers see the old file or the new one, never a part.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -39,14 +40,22 @@ def _name(name: str) -> str:
 def ensure_own_dir(path: Path, mode: int) -> None:
     """Create ``path`` (and its parents) if missing; a directory of another owner is taken over (chown to
     the engine's user, as :func:`hops_slurm.engine.userfiles.make_root` does for the places' parents);
-    its mode becomes ``mode``. A link or a non-directory at ``path`` raises :class:`UnsafeDirectory`."""
+    its mode becomes ``mode``. A link or a non-directory at ``path`` raises :class:`UnsafeDirectory`.
+    The owner and mode are changed on a descriptor opened without following a link, so a directory
+    swapped for a link after the check never makes root chown or chmod the link's target."""
     path.mkdir(parents=True, exist_ok=True)
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise UnsafeDirectory(f"{path} is not a directory")
-    if st.st_uid != os.geteuid():
-        os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
-    os.chmod(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise UnsafeDirectory(f"{path} is not a directory (a link is not followed)") from None
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            os.fchown(fd, os.geteuid(), os.getegid())
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def open_own_dir(path: Path) -> int:
