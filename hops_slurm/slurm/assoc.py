@@ -144,11 +144,15 @@ def rows(text: str, what: str) -> list[Row]:
 
 
 def need(columns: tuple[str, ...], text: str, what: str) -> None:
-    """A listing without one of ``columns`` cannot be read at all (a different ``format=``)."""
+    """A listing without one of ``columns`` cannot be read at all (a different ``format=``, an error message);
+    nor can one without a header (``--parsable2`` always prints it: empty output is a failed read, never
+    a site without associations or QOS)."""
     found = next(lines_of(text, what), None)
-    names = found[1].split("|") if found else []
+    if found is None:
+        raise GovernanceError(f"{what}: no output (not even its header line)")
+    names = found[1].split("|")
     for col in columns:
-        if found and col not in names:
+        if col not in names:
             raise GovernanceError(f"{what}: no {col} column")
 
 

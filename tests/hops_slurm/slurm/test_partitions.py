@@ -141,8 +141,11 @@ def test_a_malformed_partition_is_one_line_naming_the_problem(text: str, message
 
 def test_a_line_with_no_partition_name_is_named_and_skipped() -> None:
     problems: list[str] = []
-    assert parse_partitions("MaxNodes=1\n", problems) == {}
+    assert list(parse_partitions("MaxNodes=1\nPartitionName=a MaxNodes=2\n", problems)) == ["a"]
     assert problems == ["scontrol show partition line 1: PartitionName '' is not a partition name"]
+    with pytest.raises(GovernanceError, match="no partition in the output"):  # nothing read: a failed read
+        parse_partitions("MaxNodes=1\n", [])
+    assert parse_partitions("No partitions in the system\n", []) == {}
 
 
 def test_partitions_are_kept_without_accounting() -> None:
