@@ -273,6 +273,7 @@ def parse_sshare(text: str, problems: list[str] | None = None) -> dict[tuple[str
     association (account rows left out; the account is printed indented). A row whose factor is not a
     plain decimal in [0, 1] is left out and named in ``problems`` (fair share orders jobs; it is no limit)."""
     what = "sshare"
+    need(("User", "FairShare"), text, what)  # no header: a failed read (the last good fair share stays)
     out: dict[tuple[str, str], float] = {}
     for row in rows(text, what):
         r = row.cells

@@ -140,7 +140,7 @@ def test_a_bad_row_is_logged_alone_and_once(caplog: pytest.LogCaptureFixture) ->
     assert "AssocGrpGRES: account=physics gres/gpu=8" in labels(src)
 
 
-@pytest.mark.parametrize("argv", [ASSOC_ARGV, QOS_ARGV, PARTITION_ARGV])
+@pytest.mark.parametrize("argv", [ASSOC_ARGV, QOS_ARGV, PARTITION_ARGV, SSHARE_ARGV])
 @pytest.mark.parametrize("answer", ["", "\n", " \r\n", "sacctmgr: error: Problem talking to the database\n"])
 def test_an_empty_or_headerless_answer_is_a_failed_read_not_no_limits(argv: list[str], answer: str) -> None:
     """A client that exits 0 but prints nothing (or only an error line) has not said "no limits": the
@@ -155,5 +155,5 @@ def test_an_empty_or_headerless_answer_is_a_failed_read_not_no_limits(argv: list
     now[0] = 61.0
     gov = src.current()
     assert "AssocGrpGRES: account=physics gres/gpu=8" in labels(src)
-    assert gov.qos and gov.partitions["hops"].max_nodes == 1
+    assert gov.qos and gov.partitions["hops"].max_nodes == 1 and gov.fairshare
     assert src.error != ""
