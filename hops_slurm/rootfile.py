@@ -70,6 +70,24 @@ def open_own_dir(path: Path) -> int:
     return fd
 
 
+def own_state_dir(path: Path) -> None:
+    """The engine's state directory (``[paths] state_dir``): created if missing (0711), else it must already
+    be the engine's own and writable by no one else (:class:`UnsafeDirectory` naming it): root writes a
+    lock, a heartbeat, a log and databases there by name, and a link another user planted in a directory
+    they own or can write would take those writes anywhere (truncating, appending to or creating any file).
+    Links in ``path`` are the administrator's and are followed; search for others is added (users reach
+    their places below it), on the descriptor checked."""
+    try:
+        path.mkdir(mode=0o711, parents=True)
+    except FileExistsError:
+        pass
+    fd = open_own_dir(path)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | 0o011)
+    finally:
+        os.close(fd)
+
+
 def write_file(directory: Path, name: str, data: bytes, mode: int = 0o644) -> None:
     """``directory/name`` becomes ``data`` with ``mode``, atomically (see the module docstring)."""
     name = _name(name)
@@ -115,4 +133,4 @@ def remove_file(directory: Path, name: str) -> bool:
         os.close(dfd)
 
 
-__all__ = ["BadName", "UnsafeDirectory", "ensure_own_dir", "open_own_dir", "remove_file", "write_file"]
+__all__ = ["BadName", "UnsafeDirectory", "ensure_own_dir", "open_own_dir", "own_state_dir", "remove_file", "write_file"]
