@@ -93,7 +93,7 @@ class Dialect:
                                    f"(it reads Slurm {self.release} in {self.data_parser})")
         try:
             return reader(data)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise SlurmError(f"unexpected {parser} output from Slurm {self.release}: {type(exc).__name__} {exc}") from None
 
 
