@@ -32,7 +32,7 @@ MAX_SECONDS = 10.0 * 365 * 86400  # a limit beyond ten years is none
 #: a partition or QOS name as the job listing carries it: printable, no blank, no list or key separator
 _NAME = re.compile(r"[!-~]{1,256}")
 _SEPARATORS = re.compile(r"[,=|]")
-_DURATION = re.compile(r"(?:(\d{1,6})-)?(\d{1,6})(?::(\d{1,6}))?(?::(\d{1,6}))?")
+_DURATION = re.compile(r"(?:([0-9]{1,6})-)?([0-9]{1,6})(?::([0-9]{1,6}))?(?::([0-9]{1,6}))?")  # ASCII: \d takes "١"
 NO_PARTITIONS = "No partitions in the system"  # what scontrol prints for a cluster without any
 UNLIMITED = ("UNLIMITED", "INFINITE", "NONE", "N/A", "")
 
