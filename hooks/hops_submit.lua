@@ -361,11 +361,11 @@ end
 -- the hook checked. Slurm's clients cannot set it, but a hand-made request could (one plain compare).
 local function forged_admin_comment(job_desc, uid)
 	local ac = job_desc.admin_comment
-	return uid ~= 0 and type(ac) == "string" and string.sub(ac, 1, 5) == hops.COMMENT_PREFIX
+	return uid ~= 0 and type(ac) == "string" and string.sub(ac, 1, 5) == "hops:" -- hops_directives.lua: COMMENT_PREFIX
 end
 
 local function submit(job_desc, part_list, uid)
-	if hops and forged_admin_comment(job_desc, uid) then
+	if forged_admin_comment(job_desc, uid) then -- also when the grammar did not load
 		log_user("admin_comment hops:... is written by the Hops submit hook only: submit without it")
 		log_info("hops: rejected job from uid %s: a hops: admin_comment of its own", tostring(uid))
 		return slurm.ERROR
@@ -424,7 +424,7 @@ local function modify(job_desc, job_rec, uid)
 		log_user("reservation " .. printable(job_desc.reservation) .. " belongs to the Hops engine")
 		return slurm.ERROR
 	end
-	if hops and forged_admin_comment(job_desc, uid) then
+	if forged_admin_comment(job_desc, uid) then
 		log_user("admin_comment hops:... is written by the Hops submit hook only")
 		return slurm.ERROR
 	end

@@ -95,3 +95,12 @@ def test_a_user_cannot_bring_an_admin_comment_of_the_engines_form(tmp_path: Path
     assert out[:3] == expected
     if expected[1] == "0":
         assert out[3] == "hops:gpus=1,2,4"  # a Hops job's admin_comment is the hook's canonical line
+
+
+def test_a_forged_admin_comment_is_refused_even_when_the_grammar_did_not_load(tmp_path: Path) -> None:
+    where = install(tmp_path, files=("hops_submit.lua",))  # no hops_directives.lua beside it
+    out = run(where, """
+print(H.job_submit({ admin_comment = "hops:gpus=8", script = "#!/bin/sh\\ntrue\\n" }, {}, 1000),
+      H.job_submit({ script = "#!/bin/sh\\ntrue\\n" }, {}, 1000))
+""")
+    assert out.stdout.split() == ["-1", "0"]
