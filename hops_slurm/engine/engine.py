@@ -57,6 +57,7 @@ from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.engine.written import Written
 from hops_slurm.errors import HopsError
+from hops_slurm.rootfile import UnsafeDirectory, own_state_dir
 from hops_slurm.journal import Journal
 from hops_slurm.records import RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode
@@ -152,10 +153,13 @@ class Engine(JobBookkeeping):
             self.journal = Journal(jpath, read_only=True) if jpath.exists() else Journal(":memory:")
             self.state = EngineState.read_only(state_path) if state_path.exists() else EngineState(":memory:")
         else:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            # root's own, writable by no one else (else one line, nothing written); users reach their own
+            # places below (probes, runtime records) but cannot list the directory
+            try:
+                own_state_dir(self.state_dir)
+            except UnsafeDirectory as exc:
+                raise HopsError(f"[paths] state_dir: {exc}: the engine writes nothing there") from None
             self.store = ThroughputStore(store_path)
-            # users reach their own places below (probes, runtime records) but cannot list the directory
-            self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
             make_root(self.metrics_dir)
             self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
             self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
