@@ -68,6 +68,7 @@ class JobBookkeeping:
     restarts: RestartCosts
     tracked: dict[str, JobState]
     metrics_dir: Path
+    probe_dir: Path
     records_path: Path
     state_dir: Path
     metrics: EngineMetrics

@@ -73,6 +73,7 @@ from hops_slurm.engine.inplace import probe_capacity
 from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
+from hops_slurm.engine.userfiles import drop_place
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account, job_row
 from hops_slurm.slurm.api import SlurmError, SlurmJob
 from hops_slurm.slurm.placement import drop_job_env
@@ -320,6 +321,8 @@ class Refresh(Session):
             e._record_declaration(js)
             cancel_probes(js, e.api)
             drop_job_env(e.enactor.env_dir, js.job_id)  # type: ignore[union-attr]
+            for root in (e.metrics_dir, e.probe_dir):  # its places: their last records were read above
+                drop_place(root, js.job_id)
 
     def _hand_back(self, job: SlurmJob) -> None:
         """A tracked job now in a partition that is not Hops's leaves Hops: the engine's admin hold on it is

@@ -10,6 +10,8 @@ runtime recorder run as the owner) write there; the engine only reads.
   place itself is a directory owned by the job's owner, mode 0700 (other users cannot read or plant
   files in it). Nothing a job runs needs to list the parent: the recorder and the probe open paths
   the engine gave them.
+* :func:`remove_place`: a place goes when its job has ended (after the engine read its last records), so
+  what root creates per job does not outlive it (docs/security.md).
 * :func:`read_owned`: opens one file of a place without following links and without blocking
   (``O_NOFOLLOW | O_NONBLOCK``; the place itself with ``O_DIRECTORY | O_NOFOLLOW``), then checks on the
   open descriptors that the place and the file belong to the job's owner and that the file is a
@@ -22,8 +24,10 @@ JSON records (:mod:`profiler.records`).
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +35,8 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.rootfile import UnsafeDirectory, ensure_own_dir
 
+
+log = logging.getLogger(__name__)
 
 #: the mode of a places' parent: search only for others (docs/security.md)
 ROOT_MODE = 0o711
@@ -87,6 +93,33 @@ def make_place(root: Path, job_id: str, owner: Owner) -> Path:
     os.chown(place, owner.uid, owner.gid, follow_symlinks=False)
     os.chmod(place, PLACE_MODE)
     return place
+
+
+def remove_place(root: Path, job_id: str) -> bool:
+    """Remove ``<root>/<job_id>/`` and everything in it once the job has ended and its last records were read
+    (True if there was one). The place is the owner's, its parent root's (0711): nothing but the place can be
+    swapped in under that name, and inside it :func:`shutil.rmtree` works on directory descriptors, never
+    following a link the owner planted (it refuses to run where the platform cannot promise that)."""
+    place = root / _safe_name(job_id)
+    try:
+        st = os.lstat(place)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        place.unlink()  # only the engine writes in root: a non-directory here is its own leftover
+        return True
+    if not shutil.rmtree.avoids_symlink_attacks:
+        raise UnsafeFile(f"{place}: this platform's rmtree could follow links: left in place")
+    shutil.rmtree(place)
+    return True
+
+
+def drop_place(root: Path, job_id: str) -> None:
+    """:func:`remove_place`, logged instead of raised (an ended job's place is tidied, never a failure)."""
+    try:
+        remove_place(root, job_id)
+    except (OSError, HopsError) as exc:
+        log.warning("job %s: its place %s stays: %s", job_id, root / job_id[:30], exc)
 
 
 def read_owned(place: Path, name: str, uid: int, *, offset: int = 0, cap: int = 1 << 20) -> bytes | None:

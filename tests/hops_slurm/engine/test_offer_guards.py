@@ -184,3 +184,30 @@ def test_env_files_are_never_written_through_a_link_and_go_when_the_job_ends(tmp
         assert "60" not in engine.tracked and not (engine.enactor.env_dir / "60.env").exists()
     finally:
         engine.close()
+
+
+def test_a_jobs_places_go_when_it_ends_and_never_through_a_link(tmp_path: Path) -> None:
+    """What root creates per job is removed when the job ends (issue 34): its runtime-records place
+    ``metrics/<job>/`` and its probe place ``<probe_dir>/<job>/``, after the last records were read; a link
+    its owner planted inside is removed, never followed."""
+    api = StandInSlurm(gpus_per_node=4, nodes=2)
+    engine = _engine(tmp_path, api)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("precious\n")
+    try:
+        api.submit("61", "gpus=1 samples=1000 batch-size=8 model=resnet18")
+        api.submit("62", "gpus=1 samples=1000 batch-size=8 model=resnet18")
+        engine.refresh_and_fill()
+        place = engine.metrics_dir / "61"
+        assert place.is_dir() and (engine.metrics_dir / "62").is_dir()
+        (place / "planted").symlink_to(victim)  # the owner's own place: anything may be in it
+        (engine.probe_dir / "61").mkdir(parents=True)
+        api.cancel("61")
+        engine.refresh()
+        assert "61" not in engine.tracked
+        assert not place.exists() and not (engine.probe_dir / "61").exists()
+        assert (victim / "keep").read_text() == "precious\n"
+        assert (engine.metrics_dir / "62").is_dir()  # a job that still runs keeps its place
+    finally:
+        engine.close()
