@@ -9,14 +9,19 @@ The jobs are made Hops jobs as the submit hook does (held, their canonical direc
 by root after ``sbatch --hold``: the hook that reads the partition file comes with the hook module
 (docs/admin-guide.md, "Hops partitions"); the engine's side is what is tested here.
 
-Run with ``HOPS_TEST_SPEC=tests/data/minicluster-partitions.toml``; marker ``slurm``.
+The module runs its own cluster (tests/data/minicluster-partitions.toml, its own ports and state
+directory: it overrides the session's ``minicluster`` and ``engine_state`` for the engine fixture ``eng``);
+marker ``slurm``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +32,9 @@ from hops_slurm.engine import partition_file
 from hops_slurm.engine.engine import Engine
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.snapshot import GATE
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from slurm_helpers import leftover_processes, load_test_spec
+from tests.tests_paths import DATA
 
 pytestmark = pytest.mark.slurm
 
@@ -34,12 +42,35 @@ NEW, OLD, SITE = "gpu-hops", "gpu-old", "gpu"
 SCRIPT = "#!/bin/bash\nsleep 600\n"
 
 
+HOOK = Path(__file__).resolve().parents[3] / "hooks" / "job_submit.lua"
+
+
+@pytest.fixture(scope="module")
+def minicluster() -> Iterator[Minicluster]:
+    """This module's own cluster: two Hops partitions and the site's `gpu` partition on a node of its own."""
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm integration tests run real slurmctld/slurmd daemons and need root (CI runs as root)")
+    cluster = Minicluster(load_test_spec(DATA / "minicluster-partitions.toml"), job_submit_lua=HOOK)
+    cluster.down()  # a previous run that was killed may have left it up
+    cluster.up()
+    yield cluster
+    cluster.down()
+    assert not leftover_processes(cluster.state), "processes left behind by the partitions cluster"
+
+
+@pytest.fixture(scope="module")
+def engine_state() -> Iterator[Path]:
+    """This cluster's own engine state (the session's belongs to the session's cluster)."""
+    d = Path(tempfile.mkdtemp(prefix="hops-partitions-state-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture
 def site(eng):  # noqa: ANN001, ANN201
     """The engine's config with the two Hops partitions (and one Slurm lacks, last) and a hook directory."""
     names = {n.name: n.partitions for n in eng.api.nodes()}
-    if not any(NEW in p for p in names.values()) or not any(SITE in p for p in names.values()):
-        pytest.skip("needs HOPS_TEST_SPEC=tests/data/minicluster-partitions.toml")
+    assert any(NEW in p for p in names.values()) and any(SITE in p for p in names.values()), names
     hook_dir = Path(tempfile.mkdtemp(prefix="hops-hook-"))
     hook_dir.chmod(0o755)
     text = eng.config.read_text().replace("[engine]\n", f'[engine]\nhook_dir = "{hook_dir}"\n', 1)

@@ -45,7 +45,8 @@ def test_the_engine_runs_a_workload_to_completion_through_probe_jobs_and_record_
         # each (owner, model) was probed once per GPU type, by probe jobs whose record files the engine read
         pairs = {(j.user, j.model) for j in JOBS}
         assert ctl.calls["submit_probe"] == len(pairs) * len(CLUSTER.gpu_types)
-        assert len(list((tmp_path / "state" / "probes").glob("*/probe-*.json"))) == ctl.calls["submit_probe"]
+        # (each job's probe place went when the job ended, after the engine read its record files)
+        assert not list((tmp_path / "state" / "probes").glob("*/probe-*.json"))
         signatures = store.signatures()
         assert len(signatures) == len(pairs) and all(sig.split("/")[0] in {u for u, _ in pairs} for sig in signatures)
         # and the runtime records the jobs wrote went into the type and entity layers
