@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 CONFIG_ARGV = ["scontrol", "show", "config"]
 NO_ACCOUNTING = "accounting_storage/none"
+#: how `scontrol show config` says a cluster has no accounting storage (22.05; 23.02 and later print "(null)")
+NO_ACCOUNTING_FORMS = frozenset({NO_ACCOUNTING, "(null)", "", "none"})
 MAX_LOGGED = 1000  # distinct problems remembered (each logged once)
 MAX_PER_READ = 50  # problem lines logged per read (then one line with the count)
 
@@ -95,9 +97,10 @@ class GovernanceSource:
             self._logged.update(fresh[:MAX_LOGGED - len(self._logged)])
 
     def accounting(self) -> bool:
-        """Whether slurm.conf has accounting storage (unknown counts as yes: its limits are then expected)."""
+        """Whether slurm.conf has accounting storage (unknown counts as yes: its limits are then expected).
+        None is ``accounting_storage/none`` on 22.05 and ``(null)`` (the type unset) from 23.02 on."""
         config = self._good.get("config")
-        return config is None or config.get("AccountingStorageType", "") != NO_ACCOUNTING
+        return config is None or config.get("AccountingStorageType", "").strip() not in NO_ACCOUNTING_FORMS
 
     def current(self) -> Governance:
         now = self.clock()
