@@ -209,15 +209,13 @@ def test_the_admin_guides_install_path_walked_from_the_wheel_to_leaving(walk: Wa
     walk.config.write_text(_edited_config(walk, walk.config.read_text()))
     walk.sh("hops-slurm config check")
 
-    def refused(proc: subprocess.CompletedProcess[str]) -> None:
-        assert proc.returncode != 0 and "gpus" in proc.stderr, proc.stdout + proc.stderr
+    def refused(proc: subprocess.CompletedProcess[str]) -> None:  # before the daemon: no partition file yet
+        assert proc.returncode != 0 and "the submit hook knows no Hops partition (hops-partitions:" in proc.stderr, proc
     sbatch_line = next(x for x in walk.blocks["install-hook"].commands() if x.startswith("sbatch"))
     walk.run("install-hook", instead={"systemctl restart slurmctld": lambda: walk.cluster.run(["scontrol", "reconfigure"])},
              after={sbatch_line: refused})
 
     script = "#!/bin/bash\n" + "\n".join(walk.block("job-script").lines) + '\necho "HOPS_GPUS=$HOPS_GPUS"\n'
-    job = walk.submit(script, "-t", "5")
-    assert walk.fields(job)["Priority"] == "0" and walk.fields(job)["Partition"] == HOPS_PARTITION  # held for the engine
 
     hook = (walk.etc / "job_submit.lua").read_text()
     calls = [x for x in walk.block("site-hook-calls").commands() if x.startswith("local rc = hops.")]
@@ -236,11 +234,16 @@ def test_the_admin_guides_install_path_walked_from_the_wheel_to_leaving(walk: Wa
             walk.work / "systemd" / "hops-slurm.service"),
         "journalctl -u hops-slurm -f": journal})
 
+    again = walk.sh(sbatch_line, expect_ok=False)  # the daemon wrote the file: refused for its directives now
+    assert again.returncode != 0 and "#HOPS batch-size: required key is missing" in again.stderr, again
+
     written = (walk.etc / "hops-partitions").read_text().splitlines()
     example = walk.block("partitions-file").lines
     assert written[0] == example[0] and written[1:] == [f"partition {HOPS_PARTITION}"]
     assert all(re.fullmatch(r"partition [A-Za-z0-9._-]{1,64}", x) for x in example[1:])
 
+    job = walk.submit(script, "-t", "5")  # the guide's job script, in the default Hops partition
+    assert walk.fields(job)["Partition"] == HOPS_PARTITION and walk.fields(job)["AdminComment"].startswith("hops:")
     wait_until(lambda: walk.fields(job)["JobState"] == "COMPLETED", "the guide's #HOPS job ran", 120)
     out = Path(f"{walk.work / 'jobs' / 'job0.sh'}.out").read_text()
     assert re.search(r"^HOPS_GPUS=\d+$", out, re.MULTILINE), out
