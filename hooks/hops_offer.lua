@@ -5,15 +5,18 @@ hops_submit.lua from the same directory; without this file every Hops job is hel
 While no Hops job waits, the engine writes the idle GPUs it offers to the file hops-offer in this
 directory (format 2: `node <name> <free GPUs> <partition>[,<partition>...]`, the Hops partitions the node
 is in). A valid Hops job that may take an offer (`eligible` below: one node, no nodes, features,
-reservation, exclusivity, core specialisation, array, dependency, hold or future start of its own) gets
-its largest acceptable GPU count on the first offered node of one of its partitions that has that many
-free, in the reservation hops-offer, and is not held: slurmctld starts it at its next scheduling pass.
+reservation, exclusivity, all of a node's memory (--mem=0), core specialisation, array, dependency, hold
+or future start of its own) gets its largest acceptable GPU count on the first offered node of one of its
+partitions that has that many free, in the reservation hops-offer, and is not held: slurmctld starts it
+at its next scheduling pass.
 No file, an expired or malformed one, or nothing that fits: the job is held.
 
 One job per offer, also across a restart: an offer is served only when its as_of (when the engine's
 read of Slurm began, in whole seconds) is later than the last offer this hook gave AND than the moment
-this Lua state was loaded (slurmctld start, `scontrol reconfigure`, a new job_submit.lua). A job given
-an offer before a restart is in Slurm's saved state; only a read of Slurm begun after it can see it.
+this Lua state was loaded (slurmctld start, `scontrol reconfigure`, a new job_submit.lua); the offer
+given is remembered by the later of the hook's clock and its as_of (an as_of in the future serves once).
+A job given an offer before a restart is in Slurm's saved state; only a read of Slurm begun after it can
+see it.
 
 Cost: one read of a file of at most MAX_OFFER_BYTES per Hops job, every line checked with plain
 searches and single-class patterns (linear in the file).
@@ -148,6 +151,8 @@ function O.ineligible(job_desc, part_list, partitions, now)
 		return "nodes"
 	elseif set_number(job_desc.shared) and job_desc.shared ~= 1 then
 		return "exclusive"
+	elseif job_desc.pn_min_memory == 0 or job_desc.min_mem_per_node == 0 or job_desc.min_mem_per_cpu == 0 then
+		return "mem=0" -- all of each node's memory: the node's other GPUs would be unusable by anyone else
 	elseif set_number(job_desc.core_spec) or set_number(job_desc.thread_spec) or script_spec(job_desc.script) then
 		return "core-spec"
 	elseif job_desc.array_inx ~= nil then
@@ -208,7 +213,9 @@ function O.take_offer(job_desc, canonical, partitions, part_list, now, path)
 						job_desc.max_nodes = 1
 						job_desc.partition = p
 						job_desc.tres_per_node = offer.tres .. want
-						O.last_given = now
+						-- the offer given is remembered by its as_of too: one stamped later than this
+						-- clock (stepped back, or an engine ahead of it) is still served once
+						O.last_given = math.max(now, offer.as_of)
 						return node[1], want, p
 					end
 				end

@@ -356,7 +356,20 @@ end
 -- Slurm entry points
 ------------------------------------------------------------------------------------------------------
 
+-- True when a user (uid != 0) brings an admin_comment of the engine's form: only this hook writes
+-- "hops:" there, and the engine takes a job whose admin_comment has it for a Hops job whose directives
+-- the hook checked. Slurm's clients cannot set it, but a hand-made request could (one plain compare).
+local function forged_admin_comment(job_desc, uid)
+	local ac = job_desc.admin_comment
+	return uid ~= 0 and type(ac) == "string" and string.sub(ac, 1, 5) == "hops:" -- hops_directives.lua: COMMENT_PREFIX
+end
+
 local function submit(job_desc, part_list, uid)
+	if forged_admin_comment(job_desc, uid) then -- also when the grammar did not load
+		log_user("admin_comment hops:... is written by the Hops submit hook only: submit without it")
+		log_info("hops: rejected job from uid %s: a hops: admin_comment of its own", tostring(uid))
+		return slurm.ERROR
+	end
 	local req = {
 		uid = uid, script = job_desc.script, comment = job_desc.comment, partition = job_desc.partition,
 		reservation = job_desc.reservation, tres_per_node = job_desc.tres_per_node,
@@ -387,6 +400,8 @@ local function submit(job_desc, part_list, uid)
 	if v.note then
 		log_user(v.note)
 	end
+	-- sbatch prints this on acceptance: where the owner finds why the job waits (docs/user-guide.md)
+	log_user("hops: Hops places this job's GPUs; 'hops-slurm queue -j <jobid>' shows its place in the queue and why it waits")
 	if M.offers ~= nil and M.offers.offer(job_desc, v.canonical, v.partitions, part_list, uid) then
 		return slurm.SUCCESS -- not held: slurmctld starts it at its next scheduling pass (hops_offer.lua)
 	end
@@ -409,6 +424,10 @@ local function modify(job_desc, job_rec, uid)
 	end
 	if M.engine_reservation(job_desc.reservation) then
 		log_user("reservation " .. printable(job_desc.reservation) .. " belongs to the Hops engine")
+		return slurm.ERROR
+	end
+	if forged_admin_comment(job_desc, uid) then
+		log_user("admin_comment hops:... is written by the Hops submit hook only")
 		return slurm.ERROR
 	end
 	local ac = job_rec and job_rec.admin_comment

@@ -46,6 +46,11 @@ class JobRecord(BaseModel):
     processed_samples: float | None = None  # as measured (issue 16; None: not known)
     placements: list[PlacementRecord] = Field(default_factory=list)
     aside: str = ""  # why the scheduler set the job aside (e.g. no configuration serves it); "": it did not
+    #: why it waited when last recorded pending (planner.reasons: ``HopsQueue``, Slurm's limit name, ...);
+    #: "" once it runs or ended, or when the source does not say
+    reason: str = Field("", max_length=128)
+    time_limit: float | None = Field(None, ge=0)  # seconds of its Slurm time limit (--time); None: unknown or none
+    exit_code: str = Field("", max_length=16)  # Slurm's "code:signal" where the source knows it ("": unknown)
 
     @property
     def preemptions(self) -> int:

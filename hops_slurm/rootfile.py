@@ -15,6 +15,7 @@ Readers see the old file or the new one, never a part.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -39,14 +40,22 @@ def _name(name: str) -> str:
 def ensure_own_dir(path: Path, mode: int) -> None:
     """Create ``path`` (and its parents) if missing; a directory of another owner is taken over (chown to
     the engine's user, as :func:`hops_slurm.engine.userfiles.make_root` does for the places' parents);
-    its mode becomes ``mode``. A link or a non-directory at ``path`` raises :class:`UnsafeDirectory`."""
+    its mode becomes ``mode``. A link or a non-directory at ``path`` raises :class:`UnsafeDirectory`.
+    The owner and mode are changed on a descriptor opened without following a link, so a directory
+    swapped for a link after the check never makes root chown or chmod the link's target."""
     path.mkdir(parents=True, exist_ok=True)
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise UnsafeDirectory(f"{path} is not a directory")
-    if st.st_uid != os.geteuid():
-        os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
-    os.chmod(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise UnsafeDirectory(f"{path} is not a directory (a link is not followed)") from None
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            os.fchown(fd, os.geteuid(), os.getegid())
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def open_own_dir(path: Path) -> int:
@@ -59,6 +68,24 @@ def open_own_dir(path: Path) -> int:
         raise UnsafeDirectory(f"{path} must belong to uid {os.geteuid()} and be writable by no one else "
                               f"(uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o})")
     return fd
+
+
+def own_state_dir(path: Path) -> None:
+    """The engine's state directory (``[paths] state_dir``): created if missing (0711), else it must already
+    be the engine's own and writable by no one else (:class:`UnsafeDirectory` naming it): root writes a
+    lock, a heartbeat, a log and databases there by name, and a link another user planted in a directory
+    they own or can write would take those writes anywhere (truncating, appending to or creating any file).
+    Links in ``path`` are the administrator's and are followed; search for others is added (users reach
+    their places below it), on the descriptor checked."""
+    try:
+        path.mkdir(mode=0o711, parents=True)
+    except FileExistsError:
+        pass
+    fd = open_own_dir(path)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | 0o011)
+    finally:
+        os.close(fd)
 
 
 def write_file(directory: Path, name: str, data: bytes, mode: int = 0o644) -> None:
@@ -106,4 +133,4 @@ def remove_file(directory: Path, name: str) -> bool:
         os.close(dfd)
 
 
-__all__ = ["BadName", "UnsafeDirectory", "ensure_own_dir", "open_own_dir", "remove_file", "write_file"]
+__all__ = ["BadName", "UnsafeDirectory", "ensure_own_dir", "open_own_dir", "own_state_dir", "remove_file", "write_file"]

@@ -54,8 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     cfg = site_config(args)
     engine = Engine(cfg)
     if not args.foreground:
-        cfg.paths.state_dir.mkdir(parents=True, exist_ok=True)
-        engine.lock.acquire()  # fail here, in the terminal, if another engine runs
+        engine.lock.acquire()  # creates state_dir, or checks it is root's own  # fail here, in the terminal, if another engine runs
         engine.lock.release()
         if os.fork():
             return 0

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import pwd
+import re
 import sys
 import time
 from datetime import UTC
@@ -36,6 +38,7 @@ from hops_slurm.report.table import (
 )
 from hops_slurm.report.timefmt import parse_duration, parse_time
 from hops_slurm.report.timeline import timeline_problems
+from hops_slurm.text import printable
 
 #: Clocks below this many seconds are simulated (they start at 0), not the epoch (2001-09-09).
 SIMULATED_CLOCK_LIMIT = 1e9
@@ -50,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="sacct-style job accounting with latency ratios; --summary, --plot, --sacct cross-check",
-        description="One row per job like sacct, with Wait, Age (estimated), LR = wait/age and FTF rho.",
+        description="One row per job like sacct, with Wait, EstRun (Hops' estimated run time), LR = wait/EstRun "
+                    "and FTF rho.",
     )
     p.add_argument(
         "--records",
@@ -63,6 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--format", default=DEFAULT_FORMAT, help="columns: Name[%%[-]WIDTH],... (sacct style)")
     p.add_argument("-e", "--helpformat", action="store_true", help="list the fields --format accepts")
     p.add_argument("-P", "--parsable2", action="store_true", help="'|'-separated fields, no trailing '|'")
+    p.add_argument("-p", "--parsable", action="store_true", help="'|'-separated fields with a trailing '|' (sacct -p)")
+    p.add_argument("-a", "--allusers", action="store_true",
+                   help="every user's jobs (as sacct: the default for root; others see their own unless -a or -u)")
+    p.add_argument("-X", "--allocations", action="store_true",
+                   help="one row per job, never per placement (as sacct -X: no steps; the opposite of --history)")
     p.add_argument("-n", "--noheader", action="store_true", help="no header line")
     p.add_argument("--json", action="store_true", help="JSON output (all fields, times in seconds)")
     p.add_argument("-S", "--starttime", help="jobs not ended before this time (Slurm time formats)")
@@ -112,6 +121,35 @@ def records_path(given: Path | None, config: Path | None) -> Path:
     return cfg.paths.resolve(cfg.paths.records)
 
 
+#: a Slurm job id as sacct -j takes it: JOBID, JOBID_TASK (array), either with .STEP
+SLURM_JOB_ID = re.compile(r"^[0-9]{1,10}(_[0-9]{1,10})?(\.[0-9a-z]{1,10})?$")
+#: a simulated job's id (the workload's own, e.g. j0001)
+SIM_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def job_ids(text: str, simulated: bool) -> frozenset[str]:
+    """``-j``'s ids; one that is no job id (``-j abc`` on a live cluster's records) is an error, as in sacct."""
+    ids = _csv(text)
+    pattern = SIM_JOB_ID if simulated else SLURM_JOB_ID
+    for job_id in sorted(ids):
+        if not pattern.match(job_id):
+            raise HopsError(printable(f"-j/--jobs: invalid job id {job_id[:64]!r}"
+                                      + ("" if simulated else " (a Slurm job id: 123, 123_4 or 123.batch)"), 200))
+    return frozenset(j.split(".", 1)[0] for j in ids)
+
+
+def _users(args: argparse.Namespace, simulated: bool) -> frozenset[str]:
+    """``-u``'s users; without ``-u`` or ``-a``, an ordinary user sees their own jobs of a live cluster (as
+    sacct); root, and every simulated run, see all."""
+    users = _csv(args.user)
+    if users or args.allusers or simulated or os.geteuid() == 0:
+        return users
+    try:
+        return frozenset({pwd.getpwuid(os.getuid()).pw_name})
+    except KeyError:
+        return frozenset({str(os.getuid())})
+
+
 def _load(args: argparse.Namespace) -> RecordSet:
     args.records = records_path(args.records, args.config)
     return open_source(args.records).load()
@@ -133,13 +171,15 @@ def _run(args: argparse.Namespace) -> int:
     flt = JobFilter(
         start=parse_time(args.starttime, now, tz) if args.starttime else None,
         end=parse_time(args.endtime, now, tz) if args.endtime else None,
-        users=_csv(args.user),
-        jobs=_csv(args.jobs),
+        users=_users(args, simulated),
+        jobs=job_ids(args.jobs, simulated),
         states=normalise_states(_csv(args.state)),
         partitions=_csv(args.partition),
         accounts=_csv(args.accounts),
     )
     jobs = select_jobs(records.jobs, flt)
+    if args.allocations and args.history:
+        raise HopsError("-X/--allocations (one row per job) and --history (rows per placement) contradict")
     rows = build_rows(jobs, now, history=args.history)
 
     disagreements = None
@@ -159,8 +199,11 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_json(rows, now, simulated, disagreements))
     else:
         columns = parse_format(args.format)
-        render = render_parsable2 if args.parsable2 else render_table
-        sys.stdout.write(render(rows, columns, style, header=not args.noheader))
+        if args.parsable2 or args.parsable:
+            sys.stdout.write(render_parsable2(rows, columns, style, header=not args.noheader,
+                                              trailing=args.parsable and not args.parsable2))
+        else:
+            sys.stdout.write(render_table(rows, columns, style, header=not args.noheader))
 
     if args.plot is not None:
         from hops_slurm.report import plots  # matplotlib: imported only when plotting (slow import)

@@ -14,9 +14,10 @@ from pathlib import Path
 from hops_slurm.cli._args import bounded_float, bounded_int
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
 from hops_slurm.sim.runner import Options, compare
+from hops_slurm.sim.traces.specs import is_trace, load_any_cluster, trace_workload
+from hops_slurm.text import printable
 from planner.policies import make_policy, policy_names, split_policy_list
 
 
@@ -32,10 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run scheduling policies on a simulated cluster and workload, every seed, and "
                                    "compare them: a table on stdout, summary.json, results.md, plots and each "
                                    "run's records in --out.")
-    p.add_argument("--cluster", default="paper-64", help="cluster name in etc/clusters or a TOML file (default paper-64)")
+    p.add_argument("--cluster", default="paper-64",
+                   help="cluster name in etc/clusters, a TOML file, or alibaba:NODE_CSV (an Alibaba GPU trace v2023 "
+                        "node list; docs/traces.md) (default paper-64)")
     p.add_argument("--workload", default="paper",
                    help="paper[:jobs=N,rate=R,mix=S/M/L/XL], sweep:rate=R, gavel[:jobs=N,rate=R], "
-                        "philly[:trace=ID,jobs=N], or a .csv/.jsonl trace file (default paper)")
+                        "philly[:trace=ID,jobs=N], a .csv/.jsonl trace file, sia:WORKLOAD_CSV_OR_DIR[,profiles=DIR] "
+                        "(Sia's artifact) or alibaba:POD_CSV[,jobs=N] (Alibaba GPU trace v2023; docs/traces.md) "
+                        "(default paper)")
     p.add_argument("--policies", default=None, help="comma-separated policy names (default: all available); a Hops policy may carry "
                    "planner parameters: hops:restart_penalty=0.1,sigma=1.2")
     p.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default 0)")
@@ -66,7 +71,15 @@ def _run(args: argparse.Namespace) -> int:
         raise HopsError("--round-seconds and --refresh-seconds must be > 0")
     for name in policies:
         make_policy(name)  # fail on a bad name before any run starts
-    cluster = load_cluster(args.cluster)
+    cluster, imported = load_any_cluster(args.cluster)
+    notes = list(imported.notes)
+    if is_trace(args.workload):
+        jobs, assumed = trace_workload(args.workload, args.seeds[0], cluster)
+        notes += assumed.notes
+        if args.engine and any(j.classes for j in jobs):
+            raise HopsError("--engine does not model GPU-type constraints; run this workload without --engine")
+    for note in notes:  # what the import assumed: on stderr, and in results.md
+        print(f"hops-slurm: note: {printable(note)}", file=sys.stderr)
     options = Options(args.round_seconds, args.refresh_seconds, cost_model(args),
                       fragment_at_once=args.fragment_plans == "at-once")
     # the bar only on a terminal; in logs and pipes the command is quiet until its results
@@ -79,7 +92,8 @@ def _run(args: argparse.Namespace) -> int:
     results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run,
                       workers=args.workers)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
-              f"seeds {','.join(map(str, args.seeds))}\n\nCosts: {options.costs.describe()}.")
+              f"seeds {','.join(map(str, args.seeds))}\n\nCosts: {options.costs.describe()}."
+              + "".join(f"\n\nImport: {printable(n)}." for n in notes))
     write_summary(results, args.out, header)
     write_plots(results, args.out)
     print(markdown_table(results), end="")

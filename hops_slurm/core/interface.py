@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from hops_slurm.records import RoundRecord
 from planner.governance import governed_plan, with_fair_share
+from planner.reasons import plan_reasons
 from planner.views import ClusterView, JobView, Plan, Policy
 
 
@@ -103,6 +104,9 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     limits = limits_of() if callable(limits_of) else None
     t1 = time.perf_counter()
     plan = governed_plan(policy, cluster, jobs, now, fragment=fragment, limits=limits)
+    # why each waiting job it saw waits (planner.reasons: one vocabulary for queue, records, metrics, logs)
+    plan.diagnostics["reasons"] = {j: why.as_dict() for j, why in
+                                   plan_reasons(plan.assignments, plan.diagnostics, jobs).items()}
     t2 = time.perf_counter()
     if before_apply is not None and not dry_run:
         before_apply(plan)

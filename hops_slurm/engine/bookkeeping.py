@@ -22,6 +22,7 @@ from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT
 from hops_slurm.engine.checkpoints import Marks, placement_notice
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, estimate, refresh_ages
+from hops_slurm.engine.reasons import Reasons
 from hops_slurm.engine.record_limits import RefreshBudget
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.runtime_records import SeenFiles, checkpoints_key, ingest_job, metrics_key
@@ -71,6 +72,7 @@ class JobBookkeeping:
     state_dir: Path
     metrics: EngineMetrics
     views: ViewCache
+    reasons: Reasons  # each pending job's reason (hops_slurm.engine.reasons)
     estimates: dict[tuple[object, ...], object]
     policy: Policy
     offers: OfferWriter | None
@@ -271,4 +273,6 @@ class JobBookkeeping:
                          submit=js.submit_time, start=js.first_start, end=js.ended, state=state,
                          requirements=list(d.gpus) if d else [], age_estimate=js.age,
                          total_samples=float(d.samples) if d else None, placements=placements,
-                         processed_samples=js.processed if js.run_time > 0 else None)
+                         processed_samples=js.processed if js.run_time > 0 else None,
+                         reason=self.reasons.last_name(js.job_id) if state == "PENDING" else "",
+                         time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None)

@@ -41,11 +41,15 @@ in-place measurement), ``adopt``* (the environment files of jobs Slurm started o
 :mod:`hops_slurm.engine.offer`), ``ingest``* (runtime records), ``tidy``* (probe files), ``ages``* (eq. 9),
 ``declarations``* (declared vs processed samples), ``save``* (the states of the jobs that changed beyond
 the clock, or not written for a round: :mod:`hops_slurm.engine.written`; one transaction), ``records``*
-(their JobRecords into records.sqlite), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
+(their JobRecords into records.sqlite), ``summary``* (each pending job's reason logged where it changed,
+counted in ``hops_pending_jobs{reason}`` and written to the queue summary users read:
+:func:`hops_slurm.engine.reasons.publish`), ``metrics``* and ``heartbeat``* (for ``hops-slurm failopen``).
 
 **Round** (:data:`Round.STEPS`): ``views`` (the job views on the snapshot), ``plannings`` (a round or
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
-simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``).
+simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``),
+``summary``* (as the refresh's, with the plannings' reasons; with ``[engine] forecast``, a round plan's
+first recomputes each waiting job's forecast start: :func:`hops_slurm.engine.reasons.forecast`).
 Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
 after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
@@ -61,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hops_slurm.core.ledger import slurm_time
-from hops_slurm.engine import offer, offer_grant
+from hops_slurm.engine import offer, offer_grant, reasons
 from hops_slurm.engine.aside import per_job, per_job_failure, reason_text, set_aside_unservable
 from hops_slurm.engine.bookkeeping import JobBookkeeping as Engine  # the engine as its steps see it
 from hops_slurm.engine.failopen import touch_heartbeat
@@ -180,6 +184,16 @@ class Session:
         return {n: f"_{n}_one" for n in names if hasattr(cls, f"_{n}_one")}
 
 
+#: wall seconds a round's forecasts may take at most (and a quarter of the round length)
+FORECAST_BUDGET = 60.0
+
+
+def publish_reasons(e: Engine, listing: Mapping[str, SlurmJob], now: float) -> None:
+    """The ``summary`` step of the refresh and the round (:func:`hops_slurm.engine.reasons.publish`)."""
+    reasons.publish(e.reasons, e.tracked, listing, now, metrics=e.metrics, state_dir=e.state_dir,
+                    refresh_seconds=e.config.scheduler.queue_refresh)
+
+
 # ----- the refresh ----------------------------------------------------------------------------------
 class Refresh(Session):
     """One refresh of the engine's view of Slurm (see the module docstring); ``listing``: a job listing
@@ -191,7 +205,7 @@ class Refresh(Session):
         ("read", False), ("gate", True), ("evict", True), ("hold", True), ("settle", True), ("resync", True),
         ("calibrate", False), ("track", False), ("close", False), ("account", False), ("profile", False),
         ("adopt", True), ("ingest", True), ("tidy", True), ("ages", True), ("declarations", True), ("save", True),
-        ("records", True), ("metrics", True), ("heartbeat", True))
+        ("records", True), ("summary", True), ("metrics", True), ("heartbeat", True))
     FIRST = "read"
     NEEDS = {"account": ("close",), "profile": ("close",), "records": ("save",)}
 
@@ -419,6 +433,9 @@ class Refresh(Session):
     def _records_one(self, js: JobState) -> Any:
         return self.e._job_record(js)
 
+    def _summary(self) -> None:  # each pending job's reason: log, metric, the summary users read
+        publish_reasons(self.e, self.snap.listing, self.now)
+
     def _metrics(self) -> None:
         e = self.e
         e.metrics.refresh(e.tracked.values(), [r for r in self.records if r.end is not None], self.now,
@@ -435,7 +452,7 @@ class Round(Session):
     instant's plannings, each recorded. :attr:`first`: the first planning (None: nothing to plan)."""
 
     cycle = "round"
-    STEPS = ("views", "plannings", "offer")
+    STEPS = ("views", "plannings", "offer", "summary")
     NEEDS = {"plannings": ("views",), "offer": ("plannings",)}
 
     def __init__(self, engine: Engine, fragment: bool) -> None:
@@ -488,6 +505,25 @@ class Round(Session):
                                  before_apply=self._before_enacting, on_planning=self._recorded)
         self.first = plannings[0] if plannings else None
         self.last = plannings[-1] if plannings else None
+
+    def _summary(self) -> None:  # the reasons the plannings gave, published (as the refresh's step)
+        e, b = self.e, self.e.backend
+        assert b is not None
+        if e.dry_run:
+            return
+        if e.config.engine.forecast and not self.fragment and b.views:  # once a round, after its plannings
+            sched = e.config.scheduler
+            try:
+                e.reasons.forecasts = reasons.forecast(e.config.planner, b.cluster_view(fragment=False), b.views,
+                                                       e.now(), round_seconds=sched.round_length,
+                                                       budget=min(sched.round_length / 4.0, FORECAST_BUDGET))
+            except Exception as exc:  # no forecast this round; the reasons are published all the same
+                if not per_job_failure(exc):
+                    raise
+                e.reasons.forecasts = {}
+                log.warning("forecast failed (%s); the queue shows no forecast start this round",
+                            reason_text(type(exc).__name__, exc))
+        publish_reasons(e, b.listing, e.now())
 
     def _offer(self) -> None:  # what a new job may take unheld, as the plannings left Slurm
         e, b = self.e, self.e.backend

@@ -47,6 +47,7 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache, schedulable
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.record_limits import RefreshBudget
+from hops_slurm.engine.reasons import Reasons
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
@@ -56,6 +57,7 @@ from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
 from hops_slurm.engine.written import Written
 from hops_slurm.errors import HopsError
+from hops_slurm.rootfile import UnsafeDirectory, own_state_dir
 from hops_slurm.journal import Journal
 from hops_slurm.records import RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode
@@ -107,6 +109,7 @@ class Engine(JobBookkeeping):
         self.tracked: dict[str, JobState] = {}
         self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.last_planning: Planning | None = None
+        self.reasons = Reasons()  # why each pending job waits (hops_slurm.engine.reasons; the queue summary)
         #: the offer file's one writer (``[engine] offer_file``; None: no offers)
         self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
@@ -150,10 +153,13 @@ class Engine(JobBookkeeping):
             self.journal = Journal(jpath, read_only=True) if jpath.exists() else Journal(":memory:")
             self.state = EngineState.read_only(state_path) if state_path.exists() else EngineState(":memory:")
         else:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            # root's own, writable by no one else (else one line, nothing written); users reach their own
+            # places below (probes, runtime records) but cannot list the directory
+            try:
+                own_state_dir(self.state_dir)
+            except UnsafeDirectory as exc:
+                raise HopsError(f"[paths] state_dir: {exc}: the engine writes nothing there") from None
             self.store = ThroughputStore(store_path)
-            # users reach their own places below (probes, runtime records) but cannot list the directory
-            self.state_dir.chmod(self.state_dir.stat().st_mode & 0o7777 | 0o011)
             make_root(self.metrics_dir)
             self.journal = crashing_journal(self.config.paths.resolve(self.config.paths.journal))
             self.journal.clock = self.now  # its times on Slurm's clock: the accounting dates requeues by them
@@ -434,6 +440,7 @@ class Engine(JobBookkeeping):
         self.state.set_meta("rounds", str(self._round_no))
         self.state.set_meta("last_fragment" if fragment else "last_plan", json.dumps(plan_summary(planning), default=str))
         self.records_file.write([], [planning.record])
+        self.reasons.take(planning.plan.diagnostics)
         res = self.backend.last_result
         if res is not None:  # what each requeue's notice came to, in the placement it ends
             self.state.save_all(note_stops(self.tracked, res, self.marks, self.now()))

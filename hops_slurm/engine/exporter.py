@@ -26,6 +26,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from hops_slurm.records import JobRecord
+from planner.reasons import Code
 
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, math.inf)
 STEP_BUCKETS = (0.001, 0.005, *DURATION_BUCKETS)
@@ -91,6 +92,10 @@ class EngineMetrics:
         self.store_bytes = Gauge("hops_store_size_bytes", "Size of the throughput store on disk (with its WAL)",
                                  registry=r)
         self.store_signatures = Gauge("hops_store_signatures", "Model signatures in the throughput store", registry=r)
+        self.pending = Gauge("hops_pending_jobs", "Pending Hops jobs by why they wait (planner.reasons: HopsQueue, "
+                             "HopsResources, HopsLimit, HopsSetAside, ...)", ["reason"], registry=r)
+        for code in Code:  # every reason's series exists from the start
+            self.pending.labels(code.value)
         for kind in KINDS:  # every series exists from the start (rate() and absent() need no first event)
             self.planning_seconds.labels(kind)
             self.solver_seconds.labels(kind)
@@ -211,6 +216,12 @@ class EngineMetrics:
 
     def step_failed(self, step: str) -> None:
         self.step_failures.labels(step).inc()
+
+    def pending_reasons(self, counts: Mapping[str, int]) -> None:
+        """Pending Hops jobs per reason code (:func:`hops_slurm.engine.reasons.counts`: every code named)."""
+        with self._lock:
+            for code, n in counts.items():
+                self.pending.labels(code).set(n)
 
 
 def store_size(path: Path) -> int:

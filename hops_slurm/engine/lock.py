@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
+from hops_slurm.rootfile import UnsafeDirectory, own_state_dir
 
 
 class EngineLocked(HopsError):
@@ -24,8 +25,11 @@ class InstanceLock:
         self._fd: int | None = None
 
     def acquire(self) -> InstanceLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            own_state_dir(self.path.parent)  # root's own: nobody planted a link at the lock's name
+        except UnsafeDirectory as exc:
+            raise HopsError(f"[paths] state_dir: {exc}: the engine writes nothing there") from None
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

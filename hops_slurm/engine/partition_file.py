@@ -11,8 +11,9 @@ to tell a Hops job from any other (docs/admin-guide.md, "Hops partitions"). ASCI
 
 Written as root beside slurmctld's own files, so hostile surroundings are refused, each with one line: the
 directory must be a real directory owned by root (or by the user the daemon runs as) and writable by no
-one else; the file is written to a fresh temporary name (``O_EXCL|O_NOFOLLOW``: never through a link
-someone planted) and renamed over the old one, so the hook reads the old file or the new one, never half.
+one else; the file is written as root writes every file others read (:func:`hops_slurm.rootfile.write_file`:
+a fresh temporary name, ``O_EXCL|O_NOFOLLOW``, never through a link someone planted, in the directory
+checked on its descriptor) and renamed over the old one, so the hook reads the old file or the new one.
 :func:`missing` names the configured partitions Slurm does not have (``scontrol show partition``, read by
 :mod:`hops_slurm.slurm.partitions`).
 """
@@ -26,6 +27,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
+from hops_slurm.rootfile import UnsafeDirectory, write_file
 
 FILE = "hops-partitions"
 HEADER = "hops-partitions 1"
@@ -52,28 +54,39 @@ def render(partitions: Sequence[str]) -> str:
 
 
 def parse(data: bytes) -> tuple[str, ...]:
-    """The partitions a file holds (what the hook reads, in Python); PartitionFileError naming the problem
-    for a file that is empty, too long, not ASCII or not of this format."""
-    if not data.strip():
+    """The partitions a file holds, read as the hook reads it (``hooks/hops_submit.lua: read_partitions``),
+    byte for byte: lines are the runs of bytes between newlines (empty ones skipped), the first exactly
+    the header, every other exactly ``partition <name>`` (one space, nothing after: no CR, tab or blank),
+    no name twice, 1 to :data:`MAX_PARTITIONS` of them. PartitionFileError naming the problem otherwise
+    (``test_the_python_reading_is_the_hooks_reading_on_odd_inputs``)."""
+    if not data:
         raise PartitionFileError(f"{FILE} is empty")
     if len(data) > MAX_BYTES:
         raise PartitionFileError(f"{FILE} is longer than {MAX_BYTES} bytes")
-    try:
-        lines = data.decode("ascii").splitlines()
-    except UnicodeDecodeError:
-        raise PartitionFileError(f"{FILE} is not ASCII") from None
-    if lines[0] != HEADER:
+    lines = [line for line in data.split(b"\n") if line]
+    if not lines:
+        raise PartitionFileError(f"{FILE} is empty")
+    if lines[0] != HEADER.encode():
         raise PartitionFileError(f"{FILE}: the first line is not {HEADER!r}")
     out: list[str] = []
     for k, line in enumerate(lines[1:], start=2):
-        words = line.split()
-        if len(words) != 2 or words[0] != "partition" or not NAME.fullmatch(words[1]):
-            raise PartitionFileError(f"{FILE} line {k}: not 'partition <name>'")
-        if words[1] not in out:
-            out.append(words[1])
-    if not out or len(out) > MAX_PARTITIONS:
-        raise PartitionFileError(f"{FILE}: between 1 and {MAX_PARTITIONS} partitions, got {len(out)}")
+        m = _LINE.fullmatch(line)
+        if m is None:
+            shown = "not ASCII" if not line.isascii() else "not 'partition <name>'"
+            raise PartitionFileError(f"{FILE} line {k}: {shown}")
+        name = m[1].decode("ascii")
+        if name in out:
+            raise PartitionFileError(f"{FILE} line {k}: names partition {name} twice")
+        if len(out) >= MAX_PARTITIONS:
+            raise PartitionFileError(f"{FILE}: more than {MAX_PARTITIONS} partitions")
+        out.append(name)
+    if not out:
+        raise PartitionFileError(f"{FILE}: between 1 and {MAX_PARTITIONS} partitions, got 0")
     return tuple(out)
+
+
+#: a partition line exactly as the hook matches it (``^partition ([A-Za-z0-9._%-]+)$``, at most 64)
+_LINE = re.compile(rb"partition ([A-Za-z0-9._-]{1,64})")
 
 
 def directory(hook_dir: Path | None, offer_file: Path | None) -> Path | None:
@@ -102,7 +115,7 @@ def check_directory(where: Path) -> None:
 def current(path: Path) -> bytes | None:
     """The file's bytes as they are (None: missing, a link, or unreadable)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO there cannot block
     except OSError:
         return None
     try:
@@ -112,30 +125,18 @@ def current(path: Path) -> bytes | None:
 
 
 def publish(where: Path, partitions: Sequence[str]) -> bool:
-    """Write the file into ``where`` unless it already says the same (True: written). Atomic: a fresh
-    temporary file, then a rename."""
+    """Write the file into ``where`` unless it already says the same (True: written). Atomic and never
+    through a link: :func:`hops_slurm.rootfile.write_file`, whose directory is checked again on the
+    descriptor it writes through (a directory swapped for another after :func:`check_directory` is
+    checked there too)."""
     text = render(partitions).encode("ascii")
     check_directory(where)
-    path = where / FILE
-    if current(path) == text:
+    if current(where / FILE) == text:
         return False
-    tmp = where / f".{FILE}.{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    except FileExistsError:  # left by a process of this pid that died: ours to remove
-        os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        try:
-            os.write(fd, text)
-            os.fchmod(fd, 0o644)  # readable by slurmctld's user, whatever the umask
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        write_file(where, FILE, text)
+    except UnsafeDirectory as exc:
+        raise PartitionFileError(f"{exc}: {FILE} is not written there") from None
     return True
 
 

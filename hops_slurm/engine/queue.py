@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from hops_slurm.engine.honesty_review import declared_samples
@@ -19,7 +19,8 @@ from hops_slurm.text import printable
 
 FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "age", "done", "history", "window", "plan")
 HEADERS = {"jobid": "JOBID", "name": "NAME", "user": "USER", "state": "ST", "priority": "PRIORITY", "lr": "LR",
-           "wait": "WAIT", "age": "AGE", "done": "DONE", "history": "HISTORY", "window": "WINDOW", "plan": "PLAN"}
+           "wait": "WAIT", "age": "AGE", "done": "DONE", "history": "HISTORY", "window": "WINDOW", "plan": "PLAN",
+           "reason": "REASON"}
 _STATE = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "CONFIGURING": "CF", "REQUEUED": "RQ", "SUSPENDED": "S"}
 
 
@@ -37,6 +38,7 @@ class QueueRow:
     history: str  # the owner's history factor on their ages (estimator.honesty), "-" without one
     window: bool  # in the last round's service window
     plan: str  # node:gpus of the last plan, or why there is none
+    reason: str = "-"  # why it waits, as the daemon last published it (planner.reasons; the users' view's REASON)
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -49,8 +51,12 @@ def fmt_duration(seconds: float | None) -> str:
     return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
 
 
-def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None = None) -> list[QueueRow]:
+def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None = None,
+               reasons: Mapping[str, str] | None = None) -> list[QueueRow]:
+    """The rows of the jobs the engine tracks that Slurm lists as pending or running; ``reasons``: job id ->
+    the REASON the daemon last published (its queue summary: :mod:`hops_slurm.engine.queue_summary`)."""
     now = time.time() if now is None else now
+    reasons = reasons or {}
     listing = {j.job_id: j for j in jobs}
     plan = json.loads(state.meta("last_plan", "{}") or "{}")
     frag = json.loads(state.meta("last_fragment", "{}") or "{}")
@@ -94,7 +100,7 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
         done = js.processed / declared if declared and js.run_time > 0 else None
         rows.append(QueueRow(js.job_id, js.name, js.user, _STATE.get(seen.state, seen.state), prios.get(js.job_id),
                              wait / age if age else 0.0, wait, age, done, state.meta(f"history:{js.user}", "-"),
-                             js.job_id in window, where))
+                             js.job_id in window, where, reasons.get(js.job_id, "-")))
     rows.sort(key=lambda r: (-(r.priority if r.priority is not None else -1.0), -r.lr, r.jobid))
     return rows
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
+from hops_slurm.rootfile import UnsafeDirectory, ensure_own_dir
 
 
 #: the mode of a places' parent: search only for others (docs/security.md)
@@ -65,13 +66,10 @@ def _safe_name(job_id: str) -> str:
 
 def make_root(root: Path) -> Path:
     """The parent of the places: created if missing, root's (the engine's) own, :data:`ROOT_MODE` (0711)."""
-    root.mkdir(parents=True, exist_ok=True)
-    st = os.lstat(root)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise UnsafeFile(f"{root} is not a directory")
-    if st.st_uid != os.geteuid():
-        os.chown(root, os.geteuid(), os.getegid())
-    os.chmod(root, ROOT_MODE)
+    try:
+        ensure_own_dir(root, ROOT_MODE)  # owner and mode set on an O_NOFOLLOW descriptor (no swap in between)
+    except UnsafeDirectory:
+        raise UnsafeFile(f"{root} is not a directory") from None
     return root
 
 

@@ -114,6 +114,10 @@ class JobRow:
     notice: float | None = None  # seconds between the notices and the requeues
     checkpointed: int | None = None  # requeues a checkpoint answered
     lost: float | None = None  # seconds of work lost
+    nodes: tuple[str, ...] = ()  # the nodes of its latest placement (sacct's NodeList: the latest run)
+    time_limit: float | None = None  # seconds (Slurm's Timelimit); None: unknown
+    exit_code: str = ""  # Slurm's code:signal; "" unknown
+    reason: str = "None"  # why it waited, while pending (planner.reasons; sacct's Reason); "None" otherwise
 
     @property
     def done(self) -> float | None:
@@ -159,6 +163,10 @@ def job_row(job: JobRecord, now: float) -> JobRow:
         declared=job.total_samples,
         processed=job.processed_samples,
         **notice_totals(job.placements),
+        nodes=tuple(sorted(n for n, g in config.items() if g > 0)),
+        time_limit=job.time_limit,
+        exit_code=job.exit_code or ("0:0" if job.state == "COMPLETED" else ""),
+        reason=(job.reason or "None") if job.state == "PENDING" else "None",
     )
 
 
@@ -204,6 +212,8 @@ def history_rows(job: JobRecord, now: float) -> list[JobRow]:
                 elapsed=max(0.0, end - p.start),
                 step=i,
                 **notice_totals([p]),
+                nodes=tuple(sorted(n for n, g in p.config.items() if g > 0)),
+                time_limit=job.time_limit,
             )
         )
         queued_since = end

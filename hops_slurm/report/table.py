@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 
+from hops_slurm.errors import HopsError
 from hops_slurm.report import columns
 from hops_slurm.report.accounting import JobRow
 from hops_slurm.report.columns import Column, fit as _fit
@@ -67,7 +68,8 @@ FIELDS: dict[str, Field] = {
         Field("Start", 19, lambda r, s: s.instant(r.start)),
         Field("End", 19, lambda r, s: s.instant(r.end)),
         Field("Wait", 10, lambda r, s: format_elapsed(r.wait)),
-        Field("Age", 10, lambda r, s: format_elapsed(r.age)),
+        # Hops' estimated run time (eq. 9); not "Age", which is sprio's time waited
+        Field("EstRun", 10, lambda r, s: format_elapsed(r.age)),
         Field("LR", 6, lambda r, s: _ratio(r.lr)),
         Field("FTF", 6, lambda r, s: _ratio(r.ftf)),
         Field("GPUs", 5, lambda r, s: str(r.gpus)),
@@ -84,10 +86,45 @@ FIELDS: dict[str, Field] = {
         Field("Notice", 10, lambda r, s: "" if r.notice is None else format_elapsed(r.notice)),
         Field("Checkpointed", 12, lambda r, s: "" if r.checkpointed is None else str(r.checkpointed)),
         Field("WorkLost", 10, lambda r, s: "" if r.lost is None else format_elapsed(r.lost)),
+        # as sacct has them
+        Field("NodeList", 15, lambda r, s: hostlist(r.nodes) if r.nodes else "None assigned"),
+        Field("ExitCode", 8, lambda r, s: r.exit_code),
+        Field("Timelimit", 10, lambda r, s: "" if r.time_limit is None else format_elapsed(r.time_limit)),
+        Field("Reason", 14, lambda r, s: r.reason),
     )
 }
 
-DEFAULT_FORMAT = "JobID,JobName,User,Account,Partition,Submit,Start,End,Wait,Age,LR,FTF,GPUs,Config,Preemptions,State"
+#: field names that were renamed: the old name gets an error saying the new one
+RENAMED = {"age": "EstRun (Hops' estimated run time; sprio's AGE is the time a job waited)"}
+
+DEFAULT_FORMAT = "JobID,JobName,User,Account,Partition,Submit,Start,End,Wait,EstRun,LR,FTF,GPUs,Config,Preemptions,State"
+
+
+def hostlist(nodes: Sequence[str]) -> str:
+    """Node names in Slurm's compact form (``g[1-3],x``): names that end in digits share a prefix and
+    digit width, and consecutive numbers become a range."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain: list[str] = []
+    for name in sorted(set(nodes)):
+        head = name.rstrip("0123456789")
+        digits = name[len(head):]
+        if digits:
+            groups.setdefault((head, len(digits)), []).append(int(digits))
+        else:
+            plain.append(name)
+    out = list(plain)
+    for (head, width), numbers in sorted(groups.items()):
+        numbers.sort()
+        ranges: list[str] = []
+        lo = prev = numbers[0]
+        for n in numbers[1:] + [-2]:
+            if n == prev + 1:
+                prev = n
+                continue
+            ranges.append(f"{lo:0{width}d}" if lo == prev else f"{lo:0{width}d}-{prev:0{width}d}")
+            lo = prev = n
+        out.append(f"{head}{ranges[0]}" if len(numbers) == 1 else f"{head}[{','.join(ranges)}]")
+    return ",".join(out)
 
 
 def help_format() -> str:
@@ -97,7 +134,12 @@ def help_format() -> str:
 
 
 def parse_format(spec: str) -> list[Column[Field]]:
-    """Columns from ``Name[%[-]WIDTH],...`` (names case-insensitive, as sacct's --format)."""
+    """Columns from ``Name[%[-]WIDTH],...`` (names case-insensitive, as sacct's --format); a renamed
+    field is an error naming its new name."""
+    for item in spec.split(","):
+        old = item.split("%", 1)[0].strip().lower()
+        if old in RENAMED:
+            raise HopsError(f"--format: {item.split('%', 1)[0].strip()} is now {RENAMED[old]}")
     return columns.parse_format(spec, FIELDS)
 
 
@@ -112,13 +154,16 @@ def render_table(rows: Sequence[JobRow], columns: Sequence[Column], style: TimeS
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def render_parsable2(rows: Sequence[JobRow], columns: Sequence[Column], style: TimeStyle, header: bool = True) -> str:
-    """``sacct --parsable2``: ``|`` between fields, no trailing ``|``, values never truncated."""
+def render_parsable2(rows: Sequence[JobRow], columns: Sequence[Column], style: TimeStyle, header: bool = True,
+                     *, trailing: bool = False) -> str:
+    """``sacct --parsable2``: ``|`` between fields, no trailing ``|``, values never truncated; ``trailing``:
+    ``sacct --parsable`` (``-p``), a ``|`` after the last field too."""
+    end = "|" if trailing else ""
     lines: list[str] = []
     if header:
-        lines.append("|".join(c.field.name for c in columns))
+        lines.append("|".join(c.field.name for c in columns) + end)
     for row in rows:
-        lines.append("|".join(printable(c.field.text(row, style)).replace("|", "/") for c in columns))
+        lines.append("|".join(printable(c.field.text(row, style)).replace("|", "/") for c in columns) + end)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -147,6 +192,10 @@ def row_dict(row: JobRow) -> dict[str, object]:
         "notice": row.notice,
         "checkpointed": row.checkpointed,
         "work_lost": row.lost,
+        "nodes": list(row.nodes),
+        "time_limit": row.time_limit,
+        "exit_code": row.exit_code,
+        "reason": row.reason,
     }
 
 

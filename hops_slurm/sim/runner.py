@@ -30,7 +30,8 @@ from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.site import as_slurm_runs, is_site_policy
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import RunMetrics, summarize
-from hops_slurm.sim.workload import JobSpec, load_workload
+from hops_slurm.sim.traces.specs import load_any_workload
+from hops_slurm.sim.workload import JobSpec
 from hops_slurm.validation import reason
 from planner.policies import make_policy
 
@@ -194,7 +195,7 @@ def compare(
     bar = Progress(len(policies) * len(seeds), enabled=progress and workers <= 1)
     tasks: list[tuple[int, str, tuple[JobSpec, ...], float]] = []
     for seed in seeds:
-        jobs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
+        jobs = load_any_workload(workload, seed, cluster)
         bound = physical_bound(cluster, jobs).avg_jct
         tasks.extend((seed, name, jobs, bound) for name in policies)
 

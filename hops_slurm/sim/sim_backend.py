@@ -64,6 +64,7 @@ from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_o
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
 from hops_slurm.sim.sim_aside import named_unservable, no_usable_config, placed_where_it_cannot_run, stall_out
+from hops_slurm.sim.classes import confine, outside
 from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
 from hops_slurm.sim.declared import Declarations
@@ -253,7 +254,8 @@ class SimBackend(Declarations):
                           unsaved=0.0 if not job.running or costs.checkpoints_on_notice(job.spec)
                           else job.progress.unsaved_seconds(self.t), time_limit=job.spec.time_limit)
                  for job in self._viewed(fragment)]
-        views = job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo)
+        views = confine(job_views(known, self.knowledge.estimator, self.t, memo=self.knowledge.memo),
+                        {j.spec.job_id: j.spec.classes for j in self.active.values()}, self.cluster)
         self._views = {v.job_id: v for v in views}
         return views
 
@@ -273,6 +275,8 @@ class SimBackend(Declarations):
                     f"plan gives job {job_id} {n} GPUs; its requirement set is {self.active[job_id].spec.requirements}"
                 )
             placed[job_id] = config
+        if (broken := outside(placed, self._views)) is not None:
+            raise PolicyPlanError(broken)
         # a fragment plan fills idle GPUs; a round plan's jobs wait for GPUs a notice still holds (as on Slurm)
         used = self._used() if fragment else dict.fromkeys(self.capacity, 0)
         touched = set()
@@ -452,7 +456,7 @@ class SimBackend(Declarations):
                 ready = spec.arrival
             record = JobRecord(
                 job_id=spec.job_id, name=spec.model, user=spec.user, submit=spec.arrival,
-                requirements=list(spec.requirements), total_samples=spec.declared,
+                requirements=list(spec.requirements), total_samples=spec.declared, time_limit=spec.time_limit,
             )
             job = _Job(spec, ready, record, JobLedger(last_seen=spec.arrival), signature,
                        JobProgress.of(spec, self.settings.costs), active_integral_at_submit=self._active_integral)

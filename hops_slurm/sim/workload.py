@@ -90,6 +90,9 @@ class JobSpec:
     #: seconds of its Slurm time limit, when known (a job replayed from a sacct export, hops_slurm.whatif);
     #: Slurm's backfill plans with it (planner.baselines.slurm_backfill)
     time_limit: float | None = None
+    #: the server classes (the administrator's node features) it may run on, as ``--constraint=A|B``
+    #: asks Slurm (an imported trace's GPU-type constraint, hops_slurm.sim.traces.alibaba); None: any node
+    classes: tuple[str, ...] | None = None
 
     @property
     def declared(self) -> float:

@@ -16,7 +16,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from hops_slurm.config import SiteConfig
-from hops_slurm.site.facts import MODULE_FILE, OFFER_MODULE, PARTITION_FILE, SiteFacts, code_lines, parse_partition_file
+from hops_slurm.site.facts import (MODULE_FILE, OFFER_FILE, OFFER_MODULE, PARTITION_FILE, SiteFacts, code_lines,
+                                   parse_partition_file)
 from hops_slurm.slurm.dialect import DIALECTS
 from hops_slurm.slurm.snapshot import GATE, OFFER
 
@@ -114,7 +115,32 @@ def _module(facts: SiteFacts, config: SiteConfig) -> list[Finding]:
                            f"{'present' if present else 'missing'}: {where}/{OFFER_MODULE}", OK if present else WARN,
                            "none: offers go to #HOPS jobs only; without the file every new #HOPS job is held"))
     out.append(_partition_file(facts, config, where))
+    out.append(_hook_dir(facts, where))
     return out
+
+
+def _hook_dir(facts: SiteFacts, where: str) -> Finding:
+    """slurmctld runs the hook while it holds its job lock, and the hook opens files in the module's directory
+    with plain Lua (which cannot tell a FIFO from a file before opening it): only root may write there, and
+    what is there must be plain files (docs/security.md, "The submit hook")."""
+    hook = facts.hook
+    needs = "the module's directory owned by root and writable by root only; plain files in it"
+    outside = ("every job passes through the hook: a FIFO or a file another user can replace there would stall "
+               "or steer every submission, Hops or not")
+    if hook.module_dir is None or hook.dir_owner is None or hook.dir_mode is None:
+        return Finding("hook-dir", needs, f"not read: {where}", WARN, outside)
+    problems = []
+    if hook.dir_owner != 0:
+        problems.append(f"owned by uid {hook.dir_owner}")
+    if hook.dir_mode & 0o022:
+        problems.append(f"mode {hook.dir_mode:04o} (group or others may write)")
+    engine_files = (PARTITION_FILE, OFFER_FILE)  # the daemon writes these itself, never as links
+    for name, kind in hook.kinds.items():
+        if kind not in ("file", "missing") and (name in engine_files or kind != "symbolic link"):
+            problems.append(f"{name} is a {kind}")
+    if problems:
+        return Finding("hook-dir", needs, f"{where}: {'; '.join(problems)}", CONFLICT, outside)
+    return Finding("hook-dir", needs, f"{where}: root's, mode {hook.dir_mode:04o}", OK, outside)
 
 
 def _partition_file(facts: SiteFacts, config: SiteConfig, where: str) -> Finding:

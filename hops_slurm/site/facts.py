@@ -11,7 +11,9 @@ decides anything (:mod:`hops_slurm.site.check` does).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +32,9 @@ HOOK_FILE = "job_submit.lua"
 MODULE_FILE = "hops_submit.lua"
 OFFER_MODULE = "hops_offer.lua"
 PARTITION_FILE = "hops-partitions"
+OFFER_FILE = "hops-offer"
+#: the files the hook opens in the module's directory (slurmctld holds its job lock while it reads them)
+HOOK_READS = ("hops_directives.lua", MODULE_FILE, OFFER_MODULE, PARTITION_FILE, OFFER_FILE)
 PARTITION_HEADER = "hops-partitions 1"
 _PART_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _CONFIG_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_]{0,63})\s{0,200}=\s?(.{0,4096})")
@@ -161,6 +166,25 @@ class HookFacts:
     module_dir: Path | None = None
     module_files: Mapping[str, bool] = field(default_factory=dict)  # file name -> present
     partition_file: str | None = None  # hops-partitions (first MAX_PARTITION_FILE bytes), None when missing
+    dir_owner: int | None = None  # the module directory's owner (uid) and mode; None: not read
+    dir_mode: int | None = None
+    kinds: Mapping[str, str] = field(default_factory=dict)  # file the hook reads -> "file", "missing", "FIFO", ...
+
+
+def file_kind(path: Path) -> str:
+    """What is at ``path``, without opening it (a FIFO would block the reader): "file", "missing",
+    "symbolic link", "FIFO", "directory", "special file" or "unreadable (...)"."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    for test, kind in ((stat.S_ISREG, "file"), (stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "FIFO"),
+                       (stat.S_ISDIR, "directory")):
+        if test(st.st_mode):
+            return kind
+    return "special file"
 
 
 def _read_text(path: Path, limit: int) -> tuple[str | None, str]:
@@ -182,9 +206,17 @@ def read_hook(conf_dir: Path | None, hook_dir: Path | None) -> HookFacts:
         literal = module_path_in(text)
         module_dir = literal.parent if literal else None
     module_dir = module_dir or conf_dir
-    files = {name: (module_dir / name).is_file() for name in (MODULE_FILE, OFFER_MODULE)} if module_dir else {}
-    part_text = _read_text(module_dir / PARTITION_FILE, MAX_PARTITION_FILE)[0] if module_dir else None
-    return HookFacts(conf_dir, text, error, module_dir, files, part_text)
+    if module_dir is None:
+        return HookFacts(conf_dir, text, error)
+    files = {name: (module_dir / name).is_file() for name in (MODULE_FILE, OFFER_MODULE)}
+    kinds = {name: file_kind(module_dir / name) for name in HOOK_READS}
+    part_text = _read_text(module_dir / PARTITION_FILE, MAX_PARTITION_FILE)[0] if kinds[PARTITION_FILE] == "file" else None
+    try:
+        st = os.stat(module_dir)
+        owner, mode = st.st_uid, stat.S_IMODE(st.st_mode)
+    except OSError:
+        owner = mode = None
+    return HookFacts(conf_dir, text, error, module_dir, files, part_text, owner, mode, kinds)
 
 
 @dataclass(frozen=True)

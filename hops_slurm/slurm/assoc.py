@@ -144,11 +144,15 @@ def rows(text: str, what: str) -> list[Row]:
 
 
 def need(columns: tuple[str, ...], text: str, what: str) -> None:
-    """A listing without one of ``columns`` cannot be read at all (a different ``format=``)."""
+    """A listing without one of ``columns`` cannot be read at all (a different ``format=``, an error message);
+    nor can one without a header (``--parsable2`` always prints it: empty output is a failed read, never
+    a site without associations or QOS)."""
     found = next(lines_of(text, what), None)
-    names = found[1].split("|") if found else []
+    if found is None:
+        raise GovernanceError(f"{what}: no output (not even its header line)")
+    names = found[1].split("|")
     for col in columns:
-        if found and col not in names:
+        if col not in names:
             raise GovernanceError(f"{what}: no {col} column")
 
 
@@ -269,6 +273,7 @@ def parse_sshare(text: str, problems: list[str] | None = None) -> dict[tuple[str
     association (account rows left out; the account is printed indented). A row whose factor is not a
     plain decimal in [0, 1] is left out and named in ``problems`` (fair share orders jobs; it is no limit)."""
     what = "sshare"
+    need(("User", "FairShare"), text, what)  # no header: a failed read (the last good fair share stays)
     out: dict[tuple[str, str], float] = {}
     for row in rows(text, what):
         r = row.cells

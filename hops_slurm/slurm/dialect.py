@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from hops_slurm.slurm import read_data_parser, read_v0038
 from hops_slurm.slurm.api import SlurmError, SlurmJob, SlurmNode, SlurmReservation
+from hops_slurm.slurm.parse import json_int
 
 T = TypeVar("T")
 
@@ -74,7 +75,9 @@ class Dialect:
         Raises :class:`UnsupportedSlurm` for an unknown data_parser, :class:`SlurmError` for output that is
         not JSON, reports errors, or lacks what the reader needs."""
         try:
-            data = json.loads(text)
+            # strict=False: a raw control character inside a string (a job's name) is that string's;
+            # json_int: an integer wider than Slurm prints is read as unset in linear time, never an error
+            data = json.loads(text, strict=False, parse_int=json_int)
         except json.JSONDecodeError as exc:
             raise SlurmError(f"Slurm's output is not JSON ({exc.msg} at character {exc.pos}): {text[:120]!r}") from None
         if not isinstance(data, dict):
@@ -90,7 +93,7 @@ class Dialect:
                                    f"(it reads Slurm {self.release} in {self.data_parser})")
         try:
             return reader(data)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise SlurmError(f"unexpected {parser} output from Slurm {self.release}: {type(exc).__name__} {exc}") from None
 
 

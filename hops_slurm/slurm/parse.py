@@ -8,6 +8,7 @@ Pure functions, shared by the readers of every Slurm release (:mod:`hops_slurm.s
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 
@@ -114,7 +115,28 @@ def slurm_number(value: object) -> int | None:
         value = value.get("number")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"not a Slurm number: {value!r}")
-    return int(value)
+    return bounded_number(value)
+
+
+#: the widest number Slurm prints (uint64, NO_VAL64 and INFINITE64 among them)
+MAX_SLURM_NUMBER = 2 ** 64
+
+
+def bounded_number(value: int | float) -> int | None:
+    """A number Slurm can print, or None (unset) for one it cannot: not finite, or wider than 64 bits
+    (one job's odd value is that job's unset field, never an error that stops the whole listing)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value) if -MAX_SLURM_NUMBER <= value <= MAX_SLURM_NUMBER else None
+
+
+def json_int(digits: str) -> int | float:
+    """``json.loads(parse_int=...)``: an integer of more digits than any 64-bit value reads as infinite
+    (so as unset: :func:`bounded_number`) in time linear in its length, never as Python's digit-limit
+    ValueError that would make the whole listing unreadable."""
+    if len(digits) > 24:
+        return float("-inf") if digits.startswith("-") else float("inf")
+    return int(digits)
 
 
 def parse_record(line: str, keys: tuple[str, ...]) -> dict[str, str]:

@@ -32,7 +32,8 @@ MAX_SECONDS = 10.0 * 365 * 86400  # a limit beyond ten years is none
 #: a partition or QOS name as the job listing carries it: printable, no blank, no list or key separator
 _NAME = re.compile(r"[!-~]{1,256}")
 _SEPARATORS = re.compile(r"[,=|]")
-_DURATION = re.compile(r"(?:(\d{1,6})-)?(\d{1,6})(?::(\d{1,6}))?(?::(\d{1,6}))?")
+_DURATION = re.compile(r"(?:([0-9]{1,6})-)?([0-9]{1,6})(?::([0-9]{1,6}))?(?::([0-9]{1,6}))?")  # ASCII: \d takes "١"
+NO_PARTITIONS = "No partitions in the system"  # what scontrol prints for a cluster without any
 UNLIMITED = ("UNLIMITED", "INFINITE", "NONE", "N/A", "")
 
 
@@ -139,7 +140,8 @@ def _partition(f: dict[str, str], name: str) -> PartitionLimits:
 def parse_partitions(text: str, problems: list[str] | None = None) -> dict[str, PartitionLimits]:
     """``scontrol show partition --oneliner``: partition name -> its limits. A line that does not read is
     a partition with ``unreadable`` set (named in ``problems``); one with no name to hold back is only
-    named in ``problems``."""
+    named in ``problems``. An output that names no partition at all (empty, or an error message printed
+    with exit status 0) is a :class:`PartitionOutputError`: a failed read, never a site without limits."""
     out: dict[str, PartitionLimits] = {}
     what = "scontrol show partition"
     for count, (i, line) in enumerate(lines_of(text, what), start=1):
@@ -158,6 +160,9 @@ def parse_partitions(text: str, problems: list[str] | None = None) -> dict[str, 
                 problems.append(str(exc))
             if name and len(name) <= 256:
                 out[name] = PartitionLimits(name=name, unreadable=str(exc))
+    if not out and not text.lstrip().startswith(NO_PARTITIONS):
+        # nothing, or only lines naming no partition (an error message): not "a site without partitions"
+        raise PartitionOutputError(f"{what}: no partition in the output ({text.strip()[:80]!r})")
     return out
 
 

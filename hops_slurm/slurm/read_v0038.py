@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hops_slurm.slurm.api import SlurmJob, SlurmNode, SlurmReservation
-from hops_slurm.slurm.parse import expand_hostlist, null_text, parse_record
+from hops_slurm.slurm.parse import bounded_number, expand_hostlist, null_text, parse_record
 from hops_slurm.slurm.read_common import job_record, node_record
 
 #: What ``meta.plugin.type`` of 22.05's JSON says.
@@ -27,6 +27,8 @@ RESERVATION_KEYS = ("ReservationName", "StartTime", "EndTime", "Duration", "Node
 
 
 def _number(value: object) -> int:
+    if isinstance(value, float):
+        return bounded_number(value) or 0  # not finite, or wider than Slurm prints: unset
     return int(value or 0)  # type: ignore[call-overload]
 
 

@@ -143,3 +143,51 @@ def test_a_user_cannot_update_into_an_engine_reservation_nor_edit_a_pending_hops
         assert root.returncode == 0, root.stderr
     finally:
         minicluster.run(["scancel", a, b], check=False)
+
+
+HETJOB = ("#!/bin/bash\n#SBATCH -p hops\n#SBATCH hetjob\n#SBATCH -p hops --reservation={resv}\ntrue\n")
+
+
+@pytest.mark.parametrize(("script", "extra"), [
+    (HETJOB.format(resv=",hops-offer"), ()),  # a heterogeneous job's second component (its own job_desc)
+    (HETJOB.format(resv="maint,hops-offer"), ()),
+    ("#!/bin/bash\ntrue\n", ("--array=0-3", "--reservation=maint,hops-offer")),  # an array
+    ("#!/bin/bash\ntrue\n", ("--begin=now+3600", "--reservation=,hops-offer")),  # a start in the future
+    ("#!/bin/bash\n#SBATCH --reservation=,hops-offer\ntrue\n", ()),  # in the script, not on the command line
+])
+def test_no_component_array_or_later_start_reaches_an_engine_reservation(
+        minicluster: Minicluster, workdir: Path, reservations: None, script: str, extra: tuple[str, ...]) -> None:
+    """Held-out shapes of H1: Slurm hands every component of a heterogeneous job, every array and a job
+    that starts later to the hook with the reservation as written; each is refused."""
+    path = workdir / "job.sh"
+    path.write_text(script)
+    path.chmod(0o644)
+    result = sbatch(minicluster, path, workdir, *extra)
+    if result.returncode == 0:
+        minicluster.run(["scancel", result.stdout.strip().split(";")[0]], check=False)
+    assert result.returncode != 0 and "belongs to the Hops engine" in result.stderr, (result.stdout, result.stderr)
+
+
+def test_an_array_task_or_a_gres_alias_update_is_refused(minicluster: Minicluster, workdir: Path,
+                                                         reservations: None) -> None:
+    """``scontrol update`` of one task of an array into ``,hops-offer``, and ``Gres=`` (the older name of
+    TresPerNode) on a pending Hops job, are refused like the forms above."""
+    plain, hops = workdir / "plain.sh", workdir / "hops.sh"
+    plain.write_text("#!/bin/bash\ntrue\n")
+    hops.write_text(HOPS_JOB)
+    for s in (plain, hops):
+        s.chmod(0o644)
+    a = sbatch(minicluster, plain, workdir, "--array=0-3").stdout.strip().split(";")[0]
+    b = sbatch(minicluster, hops, workdir).stdout.strip().split(";")[0]
+    assert a and b
+    try:
+        refused = []
+        for job, change in ((f"{a}_1", "ReservationName=,hops-offer"), (a, "ReservationName=maint,,hops-offer"),
+                            (b, "Gres=gpu:2"), (b, "TresPerNode=gres/gpu:2"), (b, "ReqNodeList=" + minicluster.spec.node_names()[0])):
+            r = as_user(minicluster, ["scontrol", "update", f"JobId={job}", change], workdir)
+            refused.append(r.returncode != 0)
+        jobs = CliSlurm(minicluster.env()).jobs()
+        assert refused == [True] * 5
+        assert not [j.job_id for j in jobs if "hops-" in j.reservation]
+    finally:
+        minicluster.run(["scancel", a, b], check=False)

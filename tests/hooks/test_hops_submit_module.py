@@ -157,3 +157,15 @@ local job = { script = "#!/bin/sh\n" .. string.rep("#\n", 40000) .. "#HOPS gpus=
 print(H.job_submit(job, {}, 1000))
 """)
     assert out.stdout.split() == ["-1"] and out.stderr.startswith("#HOPS syntax: no command in the first 32768 bytes")
+
+
+def test_an_accepted_hops_job_is_told_where_to_see_why_it_waits(tmp_path: Path) -> None:
+    """Issue 35 item 4: sbatch prints the hook's message on acceptance; a Hops job's owner learns of
+    `hops-slurm queue -j`; a job outside Hops gets no message at all."""
+    where = install(tmp_path, partitions=("gpu-hops",))
+    got, err = submit(where, "hops")
+    assert got[0] == "0" and "'hops-slurm queue -j <jobid>'" in err and len(err.splitlines()) == 1
+    got, err = submit(where, "hops", "gpu")
+    assert got[0] == "0" and err == ""
+    got, err = submit(where, "plain")
+    assert got[0] == "0" and err == ""

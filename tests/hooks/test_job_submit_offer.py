@@ -86,6 +86,7 @@ def test_the_release_s_request_form_comes_from_the_file(tmp_path: Path) -> None:
     "2;shared=0", "2;shared=2", "2;core_spec=1", "2;thread_spec=1", "2;array_inx=0-7", "2;dependency=afterok:5",
     "2;priority=0", "2;begin_time=5000", "2;min_nodes=2", "2;max_nodes=3", "2;req_nodes=a100-1",
     "2;exc_nodes=a100-2", "2;features=a100", "2;reservation=maint",
+    "2;pn_min_memory=0", "2;min_mem_per_node=0", "2;min_mem_per_cpu=0",  # --mem=0: the node's memory, all of it
 ])
 def test_jobs_that_would_hold_more_or_start_elsewhere_are_held(tmp_path: Path, job: str) -> None:
     got = submit(tmp_path, offer_text(NODES), [job])
@@ -93,7 +94,8 @@ def test_jobs_that_would_hold_more_or_start_elsewhere_are_held(tmp_path: Path, j
 
 
 @pytest.mark.parametrize("job", ["2;shared=65534", "2;shared=1", "2;begin_time=900", "2;min_nodes=1",
-                                 "2;dependency=", "2;core_spec=65534"])
+                                 "2;dependency=", "2;core_spec=65534", "2;pn_min_memory=4096",
+                                 "2;pn_min_memory=18446744073709551614"])
 def test_unset_or_harmless_values_still_take_an_offer(tmp_path: Path, job: str) -> None:
     assert submit(tmp_path, offer_text(NODES), [job])[0][2] == "hops-offer"
 
@@ -165,6 +167,13 @@ local d = { script = s }; H.job_submit(d, {}, 1000)
 print(tostring(a.req_nodes), tostring(b.req_nodes), tostring(c.req_nodes), tostring(d.req_nodes))
 """)
     assert out.stdout.split() == ["n1", "nil", "nil", "n1"]
+
+
+def test_an_offer_stamped_in_the_future_serves_one_job_only(tmp_path: Path) -> None:
+    """An ``as_of`` later than the hook's clock (a clock stepped back, an engine ahead of it) is served
+    once: the hook remembers the offer it gave by its ``as_of``, not only by its own clock."""
+    out = submit(tmp_path, offer_text([("n1", 8, "hops")], as_of=1100, expires=2000), ["2", "2", "2"])
+    assert [job[2] for job in out] == ["hops-offer", "nil", "nil"]
 
 
 def test_a_restarted_or_reloaded_hook_does_not_serve_an_offer_read_before_it_loaded(tmp_path: Path) -> None:

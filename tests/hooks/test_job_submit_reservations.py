@@ -68,3 +68,39 @@ def test_owner_edits_of_a_pending_hops_job_s_engine_fields_are_refused(tmp_path:
 ])
 def test_other_edits_pass(tmp_path: Path, field: str, value: str, state: str, comment: str, uid: str) -> None:
     assert run(install(tmp_path), EDIT, field, value, state, comment, uid).stdout.split() == ["0"]
+
+
+FORGED = """
+local uid = tonumber(arg[2])
+local ac = arg[3]
+local plain = { admin_comment = ac, script = "#!/bin/sh\\ntrue\\n", partition = "hops" }
+local hops = { admin_comment = ac, script = %s }
+print(H.job_submit(plain, {}, uid), H.job_submit(hops, {}, uid), H.job_modify({ admin_comment = ac }, { job_state = 0 }, {}, uid),
+      tostring(hops.admin_comment))
+""" % hops_script()
+
+
+@pytest.mark.parametrize(("uid", "comment", "expected"), [
+    ("1000", "hops:gpus=8 samples=1K batch-size=8 model=resnet18", ["-1", "-1", "-1"]),  # forged: refused
+    ("1000", "hops:", ["-1", "-1", "-1"]),
+    ("0", "hops:gpus=8 samples=1K batch-size=8 model=resnet18", ["0", "0", "0"]),  # root (the engine, an admin)
+    ("1000", "site note", ["0", "0", "0"]),  # anything else is not the hook's business
+    ("1000", " hops:x", ["0", "0", "0"]),  # the engine reads the prefix only at the start
+])
+def test_a_user_cannot_bring_an_admin_comment_of_the_engines_form(tmp_path: Path, uid: str, comment: str,
+                                                                  expected: list[str]) -> None:
+    """The engine takes a job whose admin_comment starts with ``hops:`` for a Hops job the hook checked;
+    Slurm's clients cannot set it, but a hand-made request (libslurm, a REST client) could: refused."""
+    out = run(install(tmp_path), FORGED, uid, comment).stdout.split()
+    assert out[:3] == expected
+    if expected[1] == "0":
+        assert out[3] == "hops:gpus=1,2,4"  # a Hops job's admin_comment is the hook's canonical line
+
+
+def test_a_forged_admin_comment_is_refused_even_when_the_grammar_did_not_load(tmp_path: Path) -> None:
+    where = install(tmp_path, files=("hops_submit.lua",))  # no hops_directives.lua beside it
+    out = run(where, """
+print(H.job_submit({ admin_comment = "hops:gpus=8", script = "#!/bin/sh\\ntrue\\n" }, {}, 1000),
+      H.job_submit({ script = "#!/bin/sh\\ntrue\\n" }, {}, 1000))
+""")
+    assert out.stdout.split() == ["-1", "0"]

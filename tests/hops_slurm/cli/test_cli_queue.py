@@ -49,3 +49,18 @@ def test_an_unfinished_job_is_joined_with_slurm(tmp_path: Path, monkeypatch: pyt
     out, err = capsys.readouterr()
     assert out.strip() == "7|PD"
     assert "note" not in err
+
+
+def test_the_administrators_view_shows_the_published_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from hops_slurm.engine.queue_summary import Summary, SummaryJob, write
+
+    config = _engine(tmp_path, ended=False)
+    monkeypatch.setattr(CliSlurm, "jobs", lambda self: [SlurmJob(job_id="7", name="resnet", user="alice", state="PENDING")])
+    assert main(["queue", "--config", str(config), "--parsable2", "--noheader", "--format", "jobid,reason"]) == 0
+    assert capsys.readouterr().out.strip() == "7|-"  # no summary yet
+    (tmp_path / "engine").chmod(0o755)
+    write(tmp_path / "engine", Summary(hops_queue_summary=1, as_of=0.0, jobs=[
+        SummaryJob(job_id="7", user="alice", state="PENDING", reason="HopsQueue", reason_code="HopsQueue")]))
+    assert main(["queue", "--config", str(config), "--parsable2", "--noheader", "--format", "jobid,reason"]) == 0
+    assert capsys.readouterr().out.strip() == "7|HopsQueue"

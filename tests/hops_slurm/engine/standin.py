@@ -67,7 +67,7 @@ class StandInSlurm:
         for j in self._jobs.values():
             if j.active:
                 for n, idx in j.gpu_alloc.items():
-                    used[n].update(idx)
+                    used.setdefault(n, set()).update(idx)  # a node Slurm no longer lists (a hostile case)
         return used
 
     def _schedule(self) -> None:

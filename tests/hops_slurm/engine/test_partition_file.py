@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,8 @@ def test_render_and_parse_agree_and_the_default_comes_first() -> None:
 
 
 @pytest.mark.parametrize(("data", "problem"), [
-    (b"", "empty"), (b"  \n", "empty"), (b"hops-partitions 2\npartition a\n", "first line"),
-    (b"hops-partitions 1\n", "got 0"), (b"hops-partitions 1\npartition a b\n", "line 2"),
+    (b"", "empty"), (b"\n\n", "empty"), (b"  \n", "first line"), (b"hops-partitions 2\npartition a\n", "first line"),
+    (b"hops-partitions 1\n", "got 0"), (b"hops-partitions 1\npartition a b\n", "line 2"), (b"hops-partitions 1\npartition a\npartition a\n", "twice"),
     (b"hops-partitions 1\npartition a;rm\n", "line 2"), ("hops-partitions 1\npartition \u00e9\n".encode(), "ASCII"),
     (b"hops-partitions 1\n" + b"partition a\n" * 400, "longer than 4096"),
 ])
@@ -51,7 +53,7 @@ def test_publish_writes_once_readable_and_replaces_a_planted_link_not_its_target
     victim.write_text("mine\n")
     path.unlink()
     path.symlink_to(victim)
-    (where / f".{pf.FILE}.{os.getpid()}.tmp").symlink_to(victim)  # a link where the temporary file goes
+    (where / f".{pf.FILE}.tmp").symlink_to(victim)  # a link where the temporary file goes (hops_slurm.rootfile)
     assert pf.publish(where, ["a", "b"]) is True
     assert victim.read_text() == "mine\n" and not path.is_symlink() and pf.parse(path.read_bytes()) == ("a", "b")
     assert sorted(p.name for p in where.iterdir()) == [pf.FILE]
@@ -123,3 +125,59 @@ def test_a_missing_partition_and_a_bad_directory_are_one_line_each_and_the_engin
     assert len([m for m in errors if "no partition old" in m]) == 1
     assert len([m for m in errors if "writable by group or others" in m]) == 1  # once while it lasts
     assert all("\n" not in m for m in errors) and not (loose / pf.FILE).exists()
+
+
+HOOK_DIR = Path(__file__).resolve().parents[3] / "hooks"
+# arg: the hook's directory, then the case files; one verdict per case (the module's read_partitions)
+PARTS_RUNNER = r"""
+slurm = { SUCCESS = 0, ERROR = -1, log_user = function(...) end, log_info = function(...) end }
+local M = dofile(arg[1] .. "/hops_submit.lua")
+for i = 2, #arg do
+	local parts = M.read_partitions(arg[i])
+	print(parts and table.concat(parts, ",") or "none")
+end
+"""
+
+
+def partition_odd_inputs() -> list[bytes]:
+    good = b"hops-partitions 1\npartition a\npartition b.c\n"
+    return [
+        good, b"", b"\n", b"  \n", good.replace(b"\n", b"\r\n"), good.replace(b"1\n", b"1 \n", 1),
+        good.replace(b"\n", b"\n\n"), b"\n\n" + good, good + b"partition a\n", good + b"partition  c\n",
+        good + b"partition\tc\n", good + b"partition c \n", good + b" partition c\n", good + b"partition c\x00\n",
+        good + b"partition c\x0bd\n", good + b"partition \xc3\xa9\n", good + b"partition " + b"p" * 64 + b"\n",
+        good + b"partition " + b"p" * 65 + b"\n", good + b"partition c d\n", good + b"#comment\n",
+        b"hops-partitions 1\n" + b"".join(b"partition p%d\n" % i for i in range(64)),
+        b"hops-partitions 1\n" + b"".join(b"partition p%d\n" % i for i in range(65)),
+        good.rstrip(b"\n"), good + b"x" * (4097 - len(good)), b"hops-partitions 1\n", b"hops-partitions 01\npartition a\n",
+        b"HOPS-PARTITIONS 1\npartition a\n", b"hops-partitions 1\nPartition a\n", b"hops-partitions 1\npartition -\n",
+    ]
+
+
+def test_the_python_reading_is_the_hooks_reading_on_odd_inputs(tmp_path: Path) -> None:
+    """:func:`partition_file.parse` says of every odd file what the hook's reader does (the same
+    partitions, or none): a test that asserts a file through it asserts what production reads. Before,
+    the Python reading took CRLF, tabs, doubled spaces, trailing blanks and duplicate lines that the hook
+    refuses, and refused blank lines that the hook skips."""
+    lua = shutil.which("lua5.1")
+    assert lua, "lua5.1 is needed (apt-get install lua5.1)"
+    cases = partition_odd_inputs()
+    paths = []
+    for i, data in enumerate(cases):
+        paths.append(tmp_path / f"case{i}")
+        paths[-1].write_bytes(data)
+    runner = tmp_path / "runner.lua"
+    runner.write_text(PARTS_RUNNER)
+    out = subprocess.run([lua, str(runner), str(HOOK_DIR), *map(str, paths)], capture_output=True, text=True, check=True)
+    hook = out.stdout.splitlines()
+    assert len(hook) == len(cases)
+
+    def py(data: bytes) -> str:
+        try:
+            return ",".join(pf.parse(data))
+        except pf.PartitionFileError as exc:
+            assert "\n" not in str(exc)
+            return "none"
+
+    assert [(i, h, p) for i, (h, p) in enumerate(zip(hook, map(py, cases), strict=True)) if h != p] == []
+    assert 5 < hook.count("none") < len(cases) - 3  # the corpus has both verdicts

@@ -30,7 +30,7 @@ def test_parsable2_parsed_back(capsys, data_dir: Path) -> None:
     assert list(rows) == ["1", "6", "2", "3", "4", "5"]
     j2 = rows["2"]
     assert j2["Wait"] == "00:25:00"  # 1500 s
-    assert j2["Age"] == "00:16:40"  # 1000 s
+    assert j2["EstRun"] == "00:16:40"  # 1000 s
     assert j2["LR"] == "1.50"
     assert j2["FTF"] == "3.00"
     assert j2["Config"] == "n2:2"
@@ -193,7 +193,7 @@ def test_helpformat_lists_every_field_format_accepts(capsys) -> None:
     rc, out, _ = run(capsys, "--helpformat")
     assert rc == 0
     names = out.split()
-    assert {"JobID", "LR", "FTF", "Config", "Preemptions", "Wait", "Age"} <= set(names)
+    assert {"JobID", "LR", "FTF", "Config", "Preemptions", "Wait", "EstRun", "NodeList", "ExitCode", "Timelimit", "Reason"} <= set(names)
     from hops_slurm.report.table import parse_format
 
     assert [c.field.name for c in parse_format(",".join(names))] == names

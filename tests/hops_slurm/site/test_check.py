@@ -175,3 +175,33 @@ def test_the_complete_hook_hops_ships_counts_as_calling_the_module(tmp_path: Pat
     shipped = bundled("hooks", "job_submit.lua").read_text()
     hook = _by_check(check_site(_facts(tmp_path, hook=read_hook(_hook_dir(tmp_path, shipped), None)), _config()))["hook"]
     assert (hook.status, hook.found) == (OK, f"calls job_submit and job_modify: {tmp_path / 'job_submit.lua'}")
+
+
+def test_the_hook_directory_is_roots_alone_and_holds_plain_files(tmp_path: Path) -> None:
+    """Issue 34, L2: the hook opens files there while slurmctld holds its job lock and cannot tell a FIFO from a
+    file: `site check` names a FIFO, a directory, a writable or foreign directory as a conflict, and never
+    opens a FIFO itself (this test would hang if it did)."""
+    import os
+
+    def _sub(parent: Path, name: str) -> Path:
+        (parent / name).mkdir()
+        return parent / name
+
+    def hook_dir_finding(d: Path) -> Finding:
+        return _by_check(check_site(_facts(tmp_path, hook=read_hook(d, None)), _config()))["hook-dir"]
+
+    good = _hook_dir(_sub(tmp_path, "good"))
+    good.chmod(0o755)
+    assert hook_dir_finding(good).status == OK
+    fifo = _hook_dir(_sub(tmp_path, "fifo"), partitions=None)
+    os.mkfifo(fifo / "hops-partitions")
+    os.mkfifo(fifo / "hops-offer")
+    found = hook_dir_finding(fifo)
+    assert found.status == CONFLICT and "hops-partitions is a FIFO" in found.found and "hops-offer is a FIFO" in found.found
+    loose = _hook_dir(_sub(tmp_path, "loose"))
+    loose.chmod(0o777)
+    assert hook_dir_finding(loose).status == CONFLICT and "group or others may write" in hook_dir_finding(loose).found
+    foreign = _hook_dir(_sub(tmp_path, "foreign"))
+    foreign.chmod(0o755)
+    os.chown(foreign, 65534, 65534)
+    assert hook_dir_finding(foreign).status == CONFLICT and "owned by uid 65534" in hook_dir_finding(foreign).found

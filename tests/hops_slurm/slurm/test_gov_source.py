@@ -138,3 +138,22 @@ def test_a_bad_row_is_logged_alone_and_once(caplog: pytest.LogCaptureFixture) ->
     skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert skipped == ["governance: skipped: sacctmgr show assoc line 9: GrpJobs: '\u00b2' is not a whole number"]
     assert "AssocGrpGRES: account=physics gres/gpu=8" in labels(src)
+
+
+@pytest.mark.parametrize("argv", [ASSOC_ARGV, QOS_ARGV, PARTITION_ARGV, SSHARE_ARGV])
+@pytest.mark.parametrize("answer", ["", "\n", " \r\n", "sacctmgr: error: Problem talking to the database\n"])
+def test_an_empty_or_headerless_answer_is_a_failed_read_not_no_limits(argv: list[str], answer: str) -> None:
+    """A client that exits 0 but prints nothing (or only an error line) has not said "no limits": the
+    last good reading stays (before: an empty listing was read as a site without associations, QOS or
+    partition limits, and every limit was dropped until the next read)."""
+    now = [0.0]
+    site = Site()
+    src = GovernanceSource(site, clock=lambda: now[0])
+    assert "AssocGrpGRES: account=physics gres/gpu=8" in labels(src)
+    assert src.current().partitions["hops"].max_nodes == 1
+    site.out[tuple(argv)] = answer
+    now[0] = 61.0
+    gov = src.current()
+    assert "AssocGrpGRES: account=physics gres/gpu=8" in labels(src)
+    assert gov.qos and gov.partitions["hops"].max_nodes == 1 and gov.fairshare
+    assert src.error != ""

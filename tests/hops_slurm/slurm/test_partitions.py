@@ -132,6 +132,8 @@ def test_slurm_durations(text: str, seconds: float | None) -> None:
     ("PartitionName=a MaxTime=soon\n", "partition a: MaxTime 'soon' is not a Slurm time limit"),
     ("PartitionName=a QoS=x,y\n", "partition a: QoS 'x,y' is not a QOS name"),
     ("PartitionName=a MinNodes=\u00b2\n", "partition a: MinNodes '\u00b2' is not a whole number"),
+    ("PartitionName=a MaxTime=\u0661:\u0660\u0660\n", "partition a: MaxTime '\u0661:\u0660\u0660' is not a Slurm time limit"),
+    ("PartitionName=a MaxTime=\uff11\uff10\n", "partition a: MaxTime '\uff11\uff10' is not a Slurm time limit"),
 ])
 def test_a_malformed_partition_is_one_line_naming_the_problem(text: str, message: str) -> None:
     problems: list[str] = []
@@ -141,8 +143,11 @@ def test_a_malformed_partition_is_one_line_naming_the_problem(text: str, message
 
 def test_a_line_with_no_partition_name_is_named_and_skipped() -> None:
     problems: list[str] = []
-    assert parse_partitions("MaxNodes=1\n", problems) == {}
+    assert list(parse_partitions("MaxNodes=1\nPartitionName=a MaxNodes=2\n", problems)) == ["a"]
     assert problems == ["scontrol show partition line 1: PartitionName '' is not a partition name"]
+    with pytest.raises(GovernanceError, match="no partition in the output"):  # nothing read: a failed read
+        parse_partitions("MaxNodes=1\n", [])
+    assert parse_partitions("No partitions in the system\n", []) == {}
 
 
 def test_partitions_are_kept_without_accounting() -> None:

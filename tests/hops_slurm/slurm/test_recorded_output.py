@@ -297,3 +297,32 @@ def test_a_job_name_that_is_not_utf8_does_not_make_the_listing_unreadable(tmp_pa
     by_id = {j.job_id: j for j in jobs}
     assert by_id["17"].name == "bad\ufffd\ufffdname"
     assert len(jobs) == len(Replay("24.11").jobs())
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity", "1" + "0" * 400, "-" + "9" * 5000])
+@pytest.mark.parametrize("field", ["priority", "submit_time", "start_time", "time_limit", "restart_cnt", "eligible_time"])
+def test_one_job_with_an_odd_number_does_not_make_the_listing_unreadable(release: str, field: str, number: str) -> None:
+    """A number no Slurm prints (infinite, not a number, more digits than any 64-bit value, more than
+    Python converts) in one job reads as unset (Slurm's own word for "no value"); the other jobs read as
+    before. Before: OverflowError or ValueError out of the reader, and no job at all for the refresh."""
+    key = ("squeue", "--json") if release == "22.05" else ("scontrol", "show", "job", "--json")
+    data = json.loads((RECORDED / release / (FILES_22 if release == "22.05" else FILES_STRUCTURED)[key]).read_text())
+    job = data["jobs"][0]
+    job[field] = {"set": True, "infinite": False, "number": "@@"} if isinstance(job.get(field), dict) else "@@"
+    jobs = Replay(release, {key: json.dumps(data).replace('"@@"', number)}).jobs()
+    plain = Replay(release).jobs()
+    assert [j.job_id for j in jobs] == [j.job_id for j in plain]
+    assert jobs[1:] == plain[1:]
+    odd = jobs[0].model_dump()
+    assert all(isinstance(v, (int, float)) and abs(v) < 2 ** 65 for v in odd.values() if isinstance(v, (int, float)))
+
+
+def test_a_raw_control_character_in_a_job_name_does_not_make_the_listing_unreadable() -> None:
+    """Slurm escapes control characters in its JSON (json-c); should one come through raw (a NUL-free byte
+    below 0x20 in a name or comment), the listing still reads, the name carrying it."""
+    key = ("scontrol", "show", "job", "--json")
+    text = (RECORDED / "24.11" / "scontrol-show-job.json").read_text()
+    hostile = json.dumps(HOSTILE_NAME)[1:-1]
+    assert hostile in text
+    jobs = Replay("24.11", {key: text.replace(hostile, "bad\x01\tname\u2028", 1)}).jobs()
+    assert "bad\x01\tname\u2028" in [j.name for j in jobs]
