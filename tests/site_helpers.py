@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,4 +38,8 @@ def reinstall_hooks(cluster: Minicluster, installed: Installed) -> None:
     shutil.copyfile(cluster.spec.site_hook, etc / "job_submit.lua")
     for name in MODULE_FILES:
         shutil.copyfile(installed.hook.parent / name, etc / name)
+    # slurmctld reloads job_submit.lua only when its modification time (seconds) is later than its last load,
+    # which may have been this very second (a job submitted by the module before): a time ahead of now is later
+    later = time.time() + 2
+    os.utime(etc / "job_submit.lua", (later, later))
     cluster.run(["scontrol", "reconfigure"])
