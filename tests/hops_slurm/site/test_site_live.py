@@ -9,23 +9,19 @@ the daemon running and with it stopped: docs/results/site.md, written from the f
 ``$HOPS_SITE_RESULTS``); after `hops-slurm site leave` and taking out the lines it names, the site's hook
 alone accepts and runs jobs.
 
-Installed as a site installs it: the wheel is built from this checkout (``python -m build``), installed into
-a virtualenv outside the checkout (tests/wheel_venv.py), and every step runs that virtualenv's `hops-slurm`
-(the daemon and its probes included); the hook files slurmctld loads are the ones `hops-slurm site files`
-writes out of the wheel. ``$HOPS_TEST_HOPS_SLURM`` names another `hops-slurm` command instead (then the
-checkout's hook files are used).
-The cluster's own spec, ports and state directory (``$HOPS_SITE_SPEC`` names another).
+Installed as a site installs it, on the cluster this folder's tests share (conftest.py): the wheel built from
+this checkout in a virtualenv outside it, every step running its `hops-slurm` (the daemon and its probes
+included), the hook files slurmctld loads the ones `hops-slurm site files` writes out of the wheel; put back
+before this module's tests (test_admin_guide_live.py leaves the site before).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,16 +32,13 @@ import pytest
 from hops_slurm.slurm.parse import expand_hostlist
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.processes import stop_child
-from slurm_helpers import job_fields, load_test_spec, wait_until
-from tests import wheel_venv
-from tests.tests_paths import DATA
+from site_helpers import Installed, reinstall_hooks
+from slurm_helpers import job_fields, wait_until
 
 pytestmark = pytest.mark.slurm
 
 #: the `hops-slurm` command every step runs (set by the ``installed`` fixture)
 HOPS_SLURM: list[str] = []
-CHECKOUT_HOOK = Path(__file__).resolve().parents[3] / "hooks" / "job_submit.lua"  # its hops_*.lua are the module
-SPEC = Path(os.environ.get("HOPS_SITE_SPEC") or DATA / "minicluster-site.toml")
 HOPS_PARTITION = "gpu-hops"
 HOPS_NODES = {"hops-a100-1", "hops-a100-2"}
 GPU_NODES = {"gpu-1", "gpu-2"}
@@ -119,13 +112,6 @@ class Site:
         self.submitted.clear()
 
 
-def _sacctmgr(cluster: Minicluster, *args: str) -> None:
-    proc = cluster.run(["sacctmgr", "-i", *args], check=False)
-    text = proc.stdout + proc.stderr
-    assert proc.returncode == 0 or any(s in text for s in (
-        "Nothing new added", "Nothing modified", "Already existing", "didn't affect anything")), text
-
-
 def _write_config(path: Path, state_dir: Path, hook_dir: Path) -> None:
     path.write_text(f"""
 [slurm]
@@ -150,55 +136,24 @@ state_dir = "{state_dir}"
 
 
 @pytest.fixture(scope="module")
-def installed() -> Iterator[Path]:
-    """The Hops hook files as the administrator gets them (its job_submit.lua, the module beside it), with
-    :data:`HOPS_SLURM` set: from the wheel in a virtualenv outside the checkout, or ``$HOPS_TEST_HOPS_SLURM``."""
-    given = shlex.split(os.environ.get("HOPS_TEST_HOPS_SLURM", ""))
-    if given:
-        HOPS_SLURM[:] = given
-        yield CHECKOUT_HOOK
-        return
-    work = Path(tempfile.mkdtemp(prefix="hops-site-wheel-"))
-    work.chmod(0o755)  # the daemon's probes run its python as the jobs' owners
-    try:
-        wheel, _ = wheel_venv.build(work / "build")
-        HOPS_SLURM[:] = [str(wheel_venv.install(wheel, work / "venv"))]
-        files = subprocess.run([*HOPS_SLURM, "site", "files", str(work / "site")], capture_output=True, text=True,
-                               timeout=120, check=False, cwd=work)
-        assert files.returncode == 0, files.stderr
-        yield work / "site" / "hooks" / "job_submit.lua"
-    finally:
-        HOPS_SLURM.clear()
-        shutil.rmtree(work, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def site(installed: Path) -> Iterator[Site]:
-    if os.geteuid() != 0:
-        pytest.fail("the site test runs MariaDB, slurmdbd and Slurm daemons and needs root (CI runs as root)")
-    spec = load_test_spec(SPEC)
-    assert spec.site_hook is not None and spec.accounting, f"{SPEC}: needs site_hook and accounting"
-    cluster = Minicluster(spec, job_submit_lua=installed)
-    cluster.down()
-    cluster.up()
-    _sacctmgr(cluster, "add", "account", "physics,research")
-    _sacctmgr(cluster, "add", "qos", "low")
-    _sacctmgr(cluster, "add", "user", "root", "Account=physics", "DefaultAccount=physics")
-    _sacctmgr(cluster, "add", "user", "root", "Account=research")
-    _sacctmgr(cluster, "modify", "user", "where", "name=root", "set", "QOS=normal,low")
+def site(site_cluster: Minicluster, installed: Installed) -> Iterator[Site]:
+    """The shared site-shaped cluster (conftest.py) with the site's hook and the module put back, this module's
+    configuration and the daemon running."""
+    HOPS_SLURM[:] = installed.hops_slurm
+    reinstall_hooks(site_cluster, installed)
     state = Path(tempfile.mkdtemp(prefix="hops-site-state-"))
     workdir = Path(tempfile.mkdtemp(prefix="hops-site-jobs-"))
     workdir.chmod(0o777)
     config = state / "hops.toml"
-    _write_config(config, state / "state", spec.state_dir / "etc")
-    s = Site(cluster, config, state / "state", workdir)
+    _write_config(config, state / "state", site_cluster.spec.state_dir / "etc")
+    s = Site(site_cluster, config, state / "state", workdir)
     try:
         s.start_daemon()
         yield s
     finally:
         s.stop_daemon()
         s.cancel_all()
-        cluster.down()
+        HOPS_SLURM.clear()
         shutil.rmtree(state, ignore_errors=True)
         shutil.rmtree(workdir, ignore_errors=True)
 
