@@ -12,16 +12,27 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 
 from planner.policies import BASELINES, make_policy
 from planner.views import ClusterView, Config, JobView, NodeView
+from hops_slurm.tools import results_header
 
 NAME = "baselines-round"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 TYPES = ("v100", "p100", "k80")
 
 
@@ -89,5 +100,5 @@ def run(out_dir: Path) -> Path:
         used = sum(sum(c.values()) for c in plan.placed().values())
         lines.append(f"| {name} | {took:.2f} | {len(plan.placed())} | {used}/{view.total_gpus} |")
     out = out_dir / "baselines-round.md"
-    out.write_text("\n".join(lines) + "\n")
-    return out
+    return results_header.write(out, "\n".join(lines) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

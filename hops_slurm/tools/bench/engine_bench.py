@@ -11,10 +11,13 @@ squeue/sinfo, holds, settle, bookkeeping), *plan* (job views with estimates + th
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
+from hops_slurm.tools import results_header
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +25,15 @@ if TYPE_CHECKING:
     from hops_slurm.engine.engine import Engine
 
 NAME = "engine"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 log = logging.getLogger(__name__)
 
 JOBS = 100
@@ -165,5 +177,5 @@ def run(out_dir: Path) -> Path:
               "snapshots per job; enact = journaled scontrol steps and the wait (at most settle_timeout) "
               "for released jobs to start and be read back (a re-placed job also waits the 2 s requeue grace). "
               + machine_line(load0), ""]
-    out.write_text("\n".join(lines))
-    return out
+    return results_header.write(out, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

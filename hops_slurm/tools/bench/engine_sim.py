@@ -14,7 +14,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
@@ -22,8 +22,18 @@ from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.engine_run import simulate_engine
 from hops_slurm.sim.comparison import markdown_table
 from hops_slurm.sim.runner import Options, RunResult, compare, simulate
+from hops_slurm.tools import results_header
 
 NAME = "engine-sim"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_SEEDS", "HOPS_BENCH_POLICIES")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 WORKLOAD = "paper"
 POLICIES = ("hops", "sia-lr", "gavel-lr", "sia", "gavel", "themis", "slurm-backfill")  # Table 3's
 
@@ -83,8 +93,8 @@ def run(out_dir: Path) -> Path:
             lines += [part.read_text().rstrip("\n"), ""]
     lines += DIFFERENCES
     path = out_dir / "engine-sim.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))
 
 
 def _part(title: str, cluster_name: str, policies: list[str], seeds: list[int]) -> str:

@@ -19,6 +19,7 @@ import csv
 import os
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.records import JobRecord
@@ -30,9 +31,19 @@ from planner.policies import make_policy
 from hops_slurm.sim.workload import load_workload
 from hops_slurm.report.metrics import summarize
 from planner.views import freeze_config
+from hops_slurm.tools import results_header
 
 NAME = "entities"
 IN_ALL = True
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_SEEDS",)
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 CLUSTER = "entities-80"
 WORKLOAD = "paper:jobs=150,rate=5"
 #: Hops; Hops planning by the declared class only (entity classes off); a type-level baseline
@@ -202,5 +213,5 @@ def run(out_dir: Path) -> Path:
     lines += ["", "![estimate error](entities/estimate-error.png)", "",
               f"Wall time {time.perf_counter() - start:.0f} s.", ""]
     path = out_dir / "entities.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -21,8 +23,18 @@ from pathlib import Path
 import numpy as np
 
 from hops_slurm.tools.bench.estimator_fit import TypeFit, check_closed_form, fit_extended, fit_paper, predict
+from hops_slurm.tools import results_header
 
 NAME = "estimator"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 GPU_TYPES = ("k80", "p100", "v100")
 SCALES = (2, 4, 8)
 DATA_FILE = "simulation_throughputs.json"
@@ -455,5 +467,5 @@ def run(out_dir: Path) -> Path:
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "estimator.md"
-    path.write_text("\n".join(lines))
-    return path
+    return results_header.write(path, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -13,16 +13,28 @@ reason from its own points.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.sim.groundtruth import GroundTruth, family
 from hops_slurm.sim.workload import MULTI_GPU_FAMILIES
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, plan_runs, replay
+from hops_slurm.tools import results_header
 
 NAME = "estimator-learning"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 SEEDS = (0, 1, 2, 3)
 JOBS = 500  # paper-workload jobs generated per seed (those of multi-GPU variants are replayed)
 TYPE_TARGET = 0.10  # mean error after one run of the model on the type (issue 37)
@@ -271,5 +283,5 @@ def run(out_dir: Path) -> Path:
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "estimator-learning.md"
-    path.write_text("\n".join(lines))
-    return path
+    return results_header.write(path, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,9 +27,18 @@ from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.runner import simulate
 from hops_slurm.sim.workload import JobSpec, load_workload
 from planner.policies import policy_names
+from hops_slurm.tools import results_header
 
 NAME = "fairshare"
 IN_ALL = False  # minutes: run by name
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_SEED",)
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
 
 CLUSTER = "paper-64"
 WORKLOAD = "gavel:jobs=120,rate=60"
@@ -111,5 +121,5 @@ def run(out_dir: Path) -> Path:
     lines += ["", "Wall time per run: " + ", ".join(f"`{n}` {s:.0f} s" for n, _, s in rows) + ".", ""]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "fairshare.md"
-    path.write_text("\n".join(lines))
-    return path
+    return results_header.write(path, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

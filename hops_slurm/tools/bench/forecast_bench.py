@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,9 +30,19 @@ from hops_slurm.sim.sim_backend import SimBackend, SimSettings
 from hops_slurm.sim.workload import load_workload
 from planner.forecast import replay
 from planner.policies import make_policy
+from hops_slurm.tools import results_header
 
 NAME = "forecast"
 IN_ALL = False
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_FORECAST", "HOPS_BENCH_SEEDS")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 ROUND = 360.0
 
 
@@ -114,5 +125,5 @@ def run(out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     default = (cluster_name, workload or "paper") == ("paper-64", "paper")
     path = out_dir / ("forecast.md" if default else f"forecast-{cluster_name}-{workload}.md")
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +32,19 @@ from hops_slurm.records import JobRecord
 from hops_slurm.report.metrics import ftf_rho
 from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.sim.groundtruth import GroundTruth
+from hops_slurm.tools import results_header
 
 NAME = "gavel-explore"
 IN_ALL = False  # nine simulations: run by name
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_SEEDS", "HOPS_BENCH_FROM")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 POLICIES = ("hops", "sia-lr", "gavel-lr")
 ROUND_SECONDS = 360.0
 FASTER = 1.1  # a type counts as faster when ground truth is this much faster there
@@ -190,7 +200,7 @@ def run(out_dir: Path) -> Path:
     lines += notes or ["- none"]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "gavel-explore.md"
-    path.write_text("\n".join(lines) + "\n")
+    results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run", command=command(os.environ))
     (out_dir / "gavel-explore.json").write_text(json.dumps(
         {f"{p}/{s}": {"makespan_h": c["makespan_h"], "over": c["over"], "held_over": c["held_over"]}
          for (p, s), c in checks.items()}, indent=1) + "\n")

@@ -17,8 +17,9 @@ Target (issue 34): limits per planning at 10,000 jobs and 20,000 associations at
 from __future__ import annotations
 
 import gc
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hops_slurm.slurm.api import SlurmJob
@@ -27,9 +28,19 @@ from hops_slurm.slurm.gov_limits import Governance, limits_for
 from hops_slurm.slurm.partitions import parse_partitions
 from planner.governance import governed_plan
 from planner.views import ClusterView, JobView, NodeView, Plan, Policy
+from hops_slurm.tools import results_header
 
 NAME = "governance-scale"
 IN_ALL = True
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 REPEATS = 5
 TARGET = 0.2
 HEAD = "Cluster|Account|User|Partition|ParentName|Share|GrpTRES|GrpJobs|MaxJobs|MaxTRES|QOS|Def QOS"
@@ -172,5 +183,5 @@ def run(out_dir: Path) -> Path:
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "governance-scale.md"
-    path.write_text("\n".join(lines))
-    return path
+    return results_header.write(path, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

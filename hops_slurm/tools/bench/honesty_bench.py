@@ -22,6 +22,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 
@@ -31,9 +32,18 @@ from hops_slurm.records import JobRecord
 from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.runner import Options, RunResult, simulate
 from hops_slurm.sim.workload import JobSpec, load_workload
+from hops_slurm.tools import results_header
 
 NAME = "honesty"
 IN_ALL = False  # tens of minutes on paper-512: run by name
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_HONESTY", "HOPS_BENCH_HONESTY_RUNS", "HOPS_BENCH_SEED")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
 
 #: tag -> (cluster, workload spec)
 WORKLOADS = {"paper-512": ("paper-512", "paper"), "gavel-64": ("paper-64", "gavel")}
@@ -243,5 +253,5 @@ def write_report(out_dir: Path, seed: int) -> Path:
     for tag in WORKLOADS:
         lines += table(data, tag)
     path = out_dir / "honesty.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

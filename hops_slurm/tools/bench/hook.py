@@ -13,15 +13,27 @@ Writes ``hook.md`` under the output folder.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.hooklua import HOOK, SITE_HOOK, run_batch
+from hops_slurm.tools import results_header
 
 NAME = "hook"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 MIB = 1024 * 1024
 REPEAT = 5
 VALID = b"#HOPS gpus=1,2 samples=1M batch-size=8 model=resnet18\n"
@@ -189,5 +201,5 @@ def run(out_dir: Path) -> Path:
                  "either way.")
     lines += ["", machine_line(load0), ""]
     out = out_dir / "hook.md"
-    out.write_text("\n".join(lines))
-    return out
+    return results_header.write(out, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

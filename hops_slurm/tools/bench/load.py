@@ -31,11 +31,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from hops_slurm.tools import results_header
 from pathlib import Path
 
 NAME = "load"
 IN_ALL = False  # too long for `hops-slurm bench all` / `make bench`: run it by name
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
 
 JOBS = 10_000
 ROUNDS = 2
@@ -244,5 +254,5 @@ def run(out_dir: Path) -> Path:
         machine_line(load0),
         "",
     ]
-    out.write_text("\n".join(lines))
-    return out
+    return results_header.write(out, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -13,15 +13,24 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
 from hops_slurm.sim.runner import Options, RunResult, compare
+from hops_slurm.tools import results_header
 
 NAME = "paper-tables"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_QUICK", "HOPS_BENCH_SEEDS", "HOPS_BENCH_POLICIES", "HOPS_BENCH_WORKERS")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
 
 #: SoCC '24 Table 3 (physical, 64 GPUs) and Table 4 (simulated, 512 GPUs), verbatim
 PAPER_TABLE_3 = """| Policy | Makespan | Avg.JCT | Avg.WT | Max.LR | Avg.frag |
@@ -58,14 +67,15 @@ def bench_seeds() -> list[int]:
     return [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "0,1,2").split(",")]
 
 
-def write_report(out_dir: Path, name: str, intro: list[str], sections: Callable[[list[int], Path], list[str]]) -> Path:
-    """``out_dir/<name>.md``: the ``intro`` lines, then the :func:`section` texts ``sections(seeds, data)``
-    returns; their per-run records and plots go under ``data`` = ``out_dir/<name>/``."""
+def write_report(out_dir: Path, name: str, intro: list[str], sections: Callable[[list[int], Path], list[str]], *,
+                 generator: str, command: str) -> Path:
+    """``out_dir/<name>.md`` under the results header of ``generator`` and ``command``: the ``intro`` lines,
+    then the :func:`section` texts ``sections(seeds, data)`` returns; their per-run records and plots go
+    under ``data`` = ``out_dir/<name>/``."""
     data = out_dir / name
     data.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.md"
-    path.write_text("\n".join([*intro, *sections(bench_seeds(), data)]) + "\n")
-    return path
+    text = "\n".join([*intro, *sections(bench_seeds(), data)]) + "\n"
+    return results_header.write(out_dir / f"{name}.md", text, generator=generator, command=command)
 
 
 def section(title: str, cluster: str, workload: str, names: list[str], seeds: list[int], out: Path,
@@ -181,5 +191,5 @@ def run(out_dir: Path) -> Path:
     ]
     parts += [(data / "parts" / f"{name}.md").read_text() for name in PARTS if (data / "parts" / f"{name}.md").is_file()]
     path = out_dir / "paper-tables.md"
-    path.write_text("\n".join(parts) + "\n")
-    return path
+    return results_header.write(path, "\n".join(parts) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

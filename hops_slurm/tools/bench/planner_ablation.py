@@ -14,12 +14,24 @@ change added alone to the earlier planner ("before + X"), and each change taken 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.tools.bench.paper_tables import section, write_report
 from hops_slurm.sim.runner import Options
+from hops_slurm.tools import results_header
 
 NAME = "planner-ablation"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_SEEDS", "HOPS_BENCH_POLICIES", "HOPS_BENCH_WORKERS")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 BEFORE = "hops:window=active,restart_penalty=0,pin_running=false,entity_tolerance=0"
 AFTER = "hops:restart_penalty=0.1"
 AT_TICKS = [
@@ -65,4 +77,4 @@ def _sections(seeds: list[int], data: Path) -> list[str]:
 
 
 def run(out_dir: Path) -> Path:
-    return write_report(out_dir, NAME, INTRO, _sections)
+    return write_report(out_dir, NAME, INTRO, _sections, generator=f"{__name__}:run", command=command(os.environ))

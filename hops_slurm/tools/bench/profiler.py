@@ -22,6 +22,7 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +35,18 @@ from profiler.probe import run_probe
 from profiler.records import CalibrationRecord, ProbeResult
 from profiler.runtime import Recorder
 from profiler.zoo import build_zoo_job, zoo_names
+from hops_slurm.tools import results_header
 
 NAME = "profiler"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 log = logging.getLogger(__name__)
 
 PREDICTION_MODELS = ("resnet18", "mobilenetv2")
@@ -245,5 +256,5 @@ def _run(out_dir: Path) -> Path:
     lines.insert(4, f"Load average at the end: {os.getloadavg()[0]:.1f}.")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "profiler.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return results_header.write(path, "\n".join(lines), generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -12,8 +12,10 @@ device (the unit tests run it on the CPU with gloo at the tiny size).
 
 from __future__ import annotations
 
+import os
 import platform
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import torch
 
 from hops_slurm.tools.bench.profiler import predict_ddp
 from hops_slurm.errors import HopsError
+from hops_slurm.tools import results_header
 from profiler.ddp_run import measure_ddp
 from profiler.probe import run_probe
 from profiler.zoo import build_zoo_job, zoo_names
@@ -32,6 +35,11 @@ LONG_WARMUP = 10
 
 class NoGpu(HopsError):
     """The GPU check was asked for on a machine without a usable CUDA device."""
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that writes profiler-gpu.md (its results header); it reads no environment variable."""
+    return "hops-slurm bench profiler --device cuda"
 
 
 def require_cuda() -> None:
@@ -93,5 +101,5 @@ def run_gpu(out_dir: Path, *, size: str = "full") -> Path:
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "profiler-gpu.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return results_header.write(path, "\n".join(lines), generator=f"{__name__}:run_gpu",
+                                 command=command(os.environ))

@@ -13,11 +13,23 @@ sia-lr and gavel-lr run beside it as the paper ran them. ``HOPS_BENCH_SEEDS`` (d
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.tools.bench.paper_tables import section, write_report
+from hops_slurm.tools import results_header
 
 NAME = "restart-ablation"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_SEEDS", "HOPS_BENCH_POLICIES", "HOPS_BENCH_WORKERS")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 PENALTIES = [0.0, 0.1, 0.2, 0.3]
 POLICIES = [f"hops:restart_penalty={p:g}" for p in PENALTIES] + ["sia-lr"]
 #: (title, cluster, workload): the evidence for the default comes from more than one workload
@@ -44,4 +56,4 @@ INTRO = [
 def run(out_dir: Path) -> Path:
     return write_report(out_dir, NAME, INTRO, lambda seeds, data: [
         section(title, cluster, workload, POLICIES, seeds, data, f"{cluster}-{workload}")
-        for title, cluster, workload in SETUPS])
+        for title, cluster, workload in SETUPS], generator=f"{__name__}:run", command=command(os.environ))

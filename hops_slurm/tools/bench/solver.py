@@ -19,7 +19,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,8 +28,18 @@ from hops_slurm.tools.bench.solver_instances import CLASSES, GPUS_PER_NODE, make
 from hops_slurm.errors import HopsError
 from planner.params import PlannerParams
 from planner.policies import make_policy
+from hops_slurm.tools import results_header
 
 NAME = "solver"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_SOLVER_FULL")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 log = logging.getLogger(__name__)
 SCALES = (64, 512, 1024, 2048, 4096)
 
@@ -110,8 +120,8 @@ def run_scales(out_dir: Path) -> Path:
             rows.append(measure(gpus, "plain", solver, range(count), time_limit=limit))
             log.info("solver bench: %s", rows[-1])
     path = out_dir / "solver.md"
-    path.write_text(_report(rows, n, full, machine_line(load0)))
-    return path
+    return results_header.write(path, _report(rows, n, full, machine_line(load0)), generator=f"{__name__}:run_scales",
+                                 command=command(os.environ))
 
 
 def _report(rows: list[Row], n: int, full: bool, machine: str = "") -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +26,19 @@ from planner.hops import HopsPolicy, candidates_for
 from planner.params import PlannerParams
 from planner.priorities import weights
 from planner.views import ClusterView, JobView, Plan
+from hops_slurm.tools import results_header
 
 SIZES = ((512, 10_000), (4096, 10_000))
 TODAY = PlannerParams(spans="every", columns=0)
+
+
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_SEEDS")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command("solver", ENV, env)
 
 
 def instance(gpus: int, n_jobs: int, seed: int) -> tuple[ClusterView, tuple[JobView, ...]]:
@@ -102,8 +113,8 @@ def run_speeds(out_dir: Path) -> Path:
     load0 = load()
     rows = [measure_speeds(gpus, n_jobs, seeds) for gpus, n_jobs in SIZES]
     path = out_dir / "solver-speeds.md"
-    path.write_text(report(rows, seeds, machine_line(load0)))
-    return path
+    return results_header.write(path, report(rows, seeds, machine_line(load0)), generator=f"{__name__}:run_speeds",
+                                 command=command(os.environ))
 
 
 def report(rows: list[SpeedRow], seeds: list[int], machine: str = "") -> str:

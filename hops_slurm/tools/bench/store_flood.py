@@ -17,6 +17,7 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,8 +29,18 @@ from hops_slurm.engine.runtime_records import MAX_LINE, MAX_READ, RUNTIME_FILE, 
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Owner, make_place
 from profiler.records import RuntimeRecord
+from hops_slurm.tools import results_header
 
 NAME = "store-flood"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 T0 = 1_767_225_600.0
 SIG = "bench/flood"
 TYPES = {"n1": "a100"}
@@ -162,5 +173,5 @@ def run(out_dir: Path) -> Path:
         machine_line(before),
     ]
     path = out_dir / "store-flood.md"
-    path.write_text("\n".join(text) + "\n")
-    return path
+    return results_header.write(path, "\n".join(text) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.config import parse_config
@@ -30,9 +31,19 @@ from hops_slurm.whatif.exports import read_export
 from hops_slurm.whatif.fidelity import fidelity, fidelity_line
 from hops_slurm.whatif.pipeline import WhatIf, run_whatif
 from hops_slurm.whatif.verdict import verdict
+from hops_slurm.tools import results_header
 
 NAME = "whatif"
 IN_ALL = False
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_WHATIF_JOBS",)
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 RECORDED = Path(__file__).resolve().parents[3] / "tests" / "data" / "sacct"
 #: the recorded exports replayed with every default (paths from the checkout's root)
 EXPORTS = (*(f"tests/data/sacct/{r}/sacct.json" for r in ("22.05", "24.11", "26.05")),
@@ -176,5 +187,5 @@ def run(out_dir: Path) -> Path:
         machine_line(before),
     ]
     path = out_dir / "whatif.md"
-    path.write_text("\n".join(text) + "\n")
-    return path
+    return results_header.write(path, "\n".join(text) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))

@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hops_slurm.tools.bench import sacct_history
@@ -25,9 +25,19 @@ from hops_slurm.whatif.assumptions import Assumptions, derive_all
 from hops_slurm.whatif.exports import read_export, select
 from hops_slurm.whatif.pipeline import run_whatif
 from hops_slurm.whatif.replay import infer_cluster, recorded_records
+from hops_slurm.tools import results_header
 
 NAME = "whatif-bounds"
 IN_ALL = False  # a few minutes (100,000 rows, twice): run by name
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ()
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 T0 = 1_767_225_600
 SIZES = (10_000, 50_000, 100_000)
 
@@ -114,5 +124,5 @@ def run(out_dir: Path) -> Path:
             os.unlink(path)
     lines += ["", machine_line(before)]
     path = out_dir / "whatif-bounds.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
+                                 command=command(os.environ))
