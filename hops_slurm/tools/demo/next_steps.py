@@ -7,7 +7,9 @@ a step may name. Pure: it builds text from paths, it runs nothing.
 A step is a comment line (``# ...``, what the command shows) and the command. The command starts with
 the ``hops-slurm`` the demo itself was started as (``.venv/bin/hops-slurm`` under ``make demo``), so it
 runs as printed from the same folder without activating the venv; paths under that folder are printed
-relative to it, others absolute. The block is valid shell: pasting it whole runs every command.
+relative to it, others absolute. The block names that folder only as "the folder the demo ran in": its
+absolute path is one machine's, and the demo's output is committed (docs/demo/make-demo-output.txt). The
+block is valid shell: pasting it whole runs every command.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: The first line of the block (tests find the block by it).
-HEADER = "== look at what the demo made (run these from"
+HEADER = "== look at what the demo made (run these from the folder the demo ran in):"
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def demo_steps(o: DemoOutputs) -> list[Step]:
 
 def render(steps: Sequence[Step], command: Sequence[str], cwd: Path, report_dir: Path | None = None) -> str:
     """The block the demo prints: a header, where the report page is, then each step's comment and command."""
-    lines = [f"{HEADER} {cwd.absolute()}):"]
+    lines = [HEADER]
     if report_dir is not None:
         lines.append(f"   # the report page, its plots and the runs' records: {shown(report_dir, cwd)}/ "
                      "(report.md, comparison.md, *.png, records-*.jsonl)")

@@ -37,6 +37,7 @@ from hops_slurm import tomlfile
 from hops_slurm.bundled import bundle_root, checkout_root
 from hops_slurm.text import read_utf8
 from hops_slurm.config import load_config
+from hops_slurm.tools.demo.next_steps import shown
 from hops_slurm.tools.demo.submission import Progress, Submission, sbatch_script
 from hops_slurm.errors import ConfigError, HopsError
 from hops_slurm.engine.failopen import HEARTBEAT
@@ -333,7 +334,7 @@ def run_demo(
 
                 export = export_sacct(cluster, began - 60.0, [*progress.names, *slurm_ids],
                                       (report_dir or dirs.root) / EXPORT_FILE, say=lambda line: print(line, file=out))
-                print(f"== wrote slurmdbd's record of the jobs: {export}", file=out)
+                print(f"== wrote slurmdbd's record of the jobs: {shown(export, Path.cwd())}", file=out)
     finally:
         if daemon is not None and daemon.stop() not in (None, 0):
             print(f"   the daemon exited with status {daemon.proc.returncode if daemon.proc else '?'}", file=out)
@@ -365,7 +366,7 @@ def _print_next_steps(out: TextIO, spec: MiniclusterSpec, dirs: DemoDirs, report
 
 def _run_workload(cluster: Minicluster, daemon: Daemon, submissions: list[Submission], dirs: DemoDirs,
                   env: dict[str, str], out: TextIO, timeout: float, poll: float) -> Progress:
-    print(f"== submitting {len(submissions)} job scripts from {submissions[0].script.parent} with sbatch"
+    print(f"== submitting {len(submissions)} job scripts from {shown(submissions[0].script.parent, Path.cwd())} with sbatch"
           " (the submit hook validates #HOPS lines and holds each job for Hops)", file=out)
     progress = Progress(names={})
     queue = list(submissions)
@@ -445,11 +446,11 @@ def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO, total_gpus: in
         records = open_source(dirs.records).load()
         now = records.last_time() or time.time()
         path = write_markdown(records, report_dir, now, simulated=False, title="Example: `make demo`", max_rows=20)
-        print(f"== wrote {path} and its plots", file=out)
+        print(f"== wrote {shown(path, Path.cwd())} and its plots", file=out)
         from hops_slurm.tools.demo.ab import HOPS, keep_run
 
         kept = keep_run(report_dir, HOPS, records.jobs, records.rounds, total_gpus, fresh=True)
-        print(f"== kept the run's records in {kept}", file=out)
+        print(f"== kept the run's records in {shown(kept, Path.cwd())}", file=out)
 
 
 def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], progress: Progress, dirs: DemoDirs,
@@ -513,7 +514,7 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
         path.write_text(f"# `make demo`: Hops beside Slurm's own scheduling\n\nThe same {len(rigid)} jobs on the same "
                         f"{total_gpus} GPUs (LR of a Slurm job: its wait over the age Hops estimated for it).\n\n"
                         + comparison_markdown(runs) + "\n" + ab.plots_markdown(pngs))
-        print(f"== wrote {path}, {', '.join(p.name for p in pngs)} and both runs' records ({ab.RUNS_FILE})", file=out)
+        print(f"== wrote {shown(path, Path.cwd())}, {', '.join(p.name for p in pngs)} and both runs' records ({ab.RUNS_FILE})", file=out)
         print(f"   GPUs in use: {ab.check_runs(report_dir)}", file=out)
     failed = [f"{names[j.job_id]} ({j.state})" for j in slurm_jobs if j.state != "COMPLETED"]
     if failed:

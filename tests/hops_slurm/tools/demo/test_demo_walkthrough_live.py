@@ -73,8 +73,8 @@ def test_the_demo_then_every_command_it_prints_as_printed(minicluster: Miniclust
 
         block = demo.stdout.split(HEADER, 1)
         assert len(block) == 2, "the demo printed no commands at its end"
-        where = Path(block[1].split("):", 1)[0].strip())
-        assert where == ROOT
+        assert str(ROOT) not in block[1], "the block names no machine's checkout path (it is committed in docs/demo)"
+        where = ROOT  # the folder the demo ran in
         steps = commands(demo.stdout)
         assert [s[1] for s in steps] == ["report", "report", "report", "queue", "whatif"]
         assert str(out_dir / f"records-{slug(SLURM)}.jsonl") in steps[2]
