@@ -1,0 +1,137 @@
+"""The results documents say when they were true, and nobody's machine is in them (issue 36, item 5).
+
+Every ``docs/results/*.md`` starts with the header of :mod:`hops_slurm.tools.results_header`. A generated
+document names its generator (``module:function``) and the command that made it; this test imports the
+generator (nothing runs) and asks its module for the command it writes today for the same environment
+(``command(env)``). A renamed benchmark, a dropped ``HOPS_BENCH_*`` variable or a moved generator fails
+here instead of leaving a document that no command reproduces; regenerate it, or mark it ``historical``
+(hand-written about a past measurement, with the command and commit it was measured at).
+
+The committed outputs under docs/results/ and docs/demo/ carry no machine's paths (a checkout under
+/work/, a home directory, /root/, /tmp/): a reader's machine has none of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.tools import results_header
+from hops_slurm.tools.bench import discover
+from hops_slurm.tools.results_header import Header, bench_command, command_env, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+DOCUMENTS = sorted(RESULTS.glob("*.md"))
+#: committed outputs a generator or a person wrote: text files under these folders
+OUTPUTS = (ROOT / "docs" / "results", ROOT / "docs" / "demo")
+TEXT = {".md", ".txt", ".json", ".jsonl", ".csv"}
+#: a machine's own paths: a checkout or scratch folder, a home directory, root's home (not /var/tmp/...)
+MACHINE_PATH = re.compile(r"(?<![\w.~$/-])/(?:work|home|root|tmp)/[\w.~+/-]*")
+#: paths every machine that runs this project's instructions has (the live tests' lock), and a placeholder
+EXAMPLES = {"/tmp/hops-live.lock", "/tmp/..."}
+
+
+def _doc_id(path: Path) -> str:
+    return path.name
+
+
+def test_the_documents_are_there() -> None:
+    assert len(DOCUMENTS) >= 20, f"docs/results/*.md: found only {len(DOCUMENTS)}"
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=_doc_id)
+def test_each_results_document_starts_with_its_header(doc: Path) -> None:
+    first = doc.read_text().split("\n", 1)[0]
+    head = parse(first)
+    assert head is not None, (
+        f"{doc.relative_to(ROOT)}: the first line is not a results header (hops_slurm/tools/results_header.py): "
+        f"{first[:120]!r}; regenerate the document or mark it historical")
+    if head.historical:
+        return
+    assert "+dirty" not in head.commit, (f"{doc.relative_to(ROOT)} was generated on a tree with uncommitted changes "
+                                         f"({head.commit}): regenerate it on a commit")
+    module_name, _, function = (head.generator or "").partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        pytest.fail(f"{doc.relative_to(ROOT)}: its generator's module {module_name} is gone ({e}): regenerate or mark historical")
+    assert callable(getattr(module, function, None)), (
+        f"{doc.relative_to(ROOT)}: {module_name} has no function {function} any more: regenerate or mark historical")
+    command_of = getattr(module, "command", None)
+    assert callable(command_of), f"{module_name} writes results but exposes no command(env)"
+    today = command_of(command_env(head.command))
+    assert today == head.command, (
+        f"{doc.relative_to(ROOT)} says it was made by `{head.command}`, but {module_name} writes `{today}` for it "
+        f"today: regenerate it (or mark it historical)")
+
+
+def test_every_benchmark_exposes_the_command_it_writes() -> None:
+    """Each benchmark's ``command`` names it and every ``HOPS_BENCH_*`` variable its own source reads, so a
+    variable added to a benchmark lands in the header of the documents it writes."""
+    for name, module in discover().items():
+        assert module.command({}).endswith(f"hops-slurm bench {name}"), name
+        read = set(re.findall(r"HOPS_BENCH_[A-Z_]+", inspect.getsource(module)))
+        assert read <= set(module.ENV), f"{module.__name__} reads {sorted(read - set(module.ENV))} but ENV omits them"
+        env = {var: "1,2" for var in module.ENV}
+        assert command_env(module.command(env)) == env, name
+
+
+def test_a_changed_command_or_generator_fails_the_check() -> None:
+    """The check above can fail: a header whose variable the benchmark no longer reads, or whose name is
+    another benchmark's, is not what the generator writes today."""
+    from hops_slurm.tools.bench import entities
+
+    assert entities.command(command_env("HOPS_BENCH_SEEDS=0 hops-slurm bench entities")) == \
+        "HOPS_BENCH_SEEDS=0 hops-slurm bench entities"
+    assert entities.command(command_env("HOPS_BENCH_GONE=0 hops-slurm bench entities")) != \
+        "HOPS_BENCH_GONE=0 hops-slurm bench entities"
+    assert entities.command({}) != "hops-slurm bench entity"
+
+
+def test_the_header_reads_back_what_was_written() -> None:
+    h = Header("hops_slurm.tools.bench.store_flood:run", 'HOPS_BENCH_SEEDS=0 hops-slurm x --w "a b\\c"', "2b5165a", "2026-11-28")
+    assert parse(h.line()) == h and not h.historical
+    old = Header(None, "hops-slurm bench load", "8a4d4a6+dirty", "2026-11-20")
+    assert parse(old.line()) == old and old.historical
+    assert old.line() == '<!-- results: historical command="hops-slurm bench load" commit=8a4d4a6+dirty date=2026-11-20 -->'
+    for bad in ("# Title", "<!-- results: generator=x command=\"c\" commit=2b5165a date=2026-11-28 -->",
+                "<!-- results: historical command=\"\" commit=2b5165a date=2026-11-28 -->",
+                "<!-- results: historical command=\"c\" commit=HEAD date=2026-11-28 -->"):
+        assert parse(bad) is None, bad
+    with pytest.raises(ValueError):
+        Header(None, "two\nlines", "2b5165a", "2026-11-28").line()
+
+
+def test_write_puts_the_header_first(tmp_path: Path) -> None:
+    path = results_header.write(tmp_path / "x.md", "# Title\n\nbody\n", generator="m.n:run", command="hops-slurm bench x")
+    text = path.read_text()
+    head = results_header.read(path)
+    assert head is not None and head.generator == "m.n:run" and head.command == "hops-slurm bench x"
+    assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?|unknown", head.commit)
+    assert results_header.body(text) == "# Title\n\nbody\n"
+    assert bench_command("x", ("A", "B"), {"B": "1 2", "C": "3"}) == "B='1 2' hops-slurm bench x"
+    assert command_env("B='1 2' A=3 hops-slurm bench x --out D=4") == {"B": "1 2", "A": "3"}
+
+
+def _outputs() -> list[Path]:
+    return sorted(p for folder in OUTPUTS for p in folder.rglob("*") if p.is_file() and p.suffix in TEXT)
+
+
+def test_no_machine_path_in_committed_outputs() -> None:
+    found = []
+    for path in _outputs():
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            found += [f"{path.relative_to(ROOT)}:{n}: {m.group(0)}" for m in MACHINE_PATH.finditer(line)
+                      if m.group(0) not in EXAMPLES]
+    assert not found, "machine-specific paths in committed outputs:\n" + "\n".join(found[:40])
+
+
+def test_the_machine_path_check_can_fail() -> None:
+    hits = [m.group(0) for m in MACHINE_PATH.finditer(
+        "ran in /work/main/docs; /home/ana/x and /root/.cache, out /tmp/d12; state /var/tmp/hops-mc and $TMPDIR/x")]
+    assert hits == ["/work/main/docs", "/home/ana/x", "/root/.cache", "/tmp/d12"]
