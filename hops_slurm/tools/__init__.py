@@ -9,4 +9,6 @@ checks), so a site installs and runs the scheduler without them.
 - :mod:`hops_slurm.tools.demo`: ``make demo``, Hops beside Slurm's backfill on a minicluster.
 - :mod:`hops_slurm.tools.minicluster`: a real multi-node fake-GPU Slurm cluster on one host.
 - :mod:`hops_slurm.tools.slurm_latency`: what each Slurm command the engine enacts with costs.
+- :mod:`hops_slurm.tools.results_header`: the first line of every results document (generator, command,
+  commit, date), written by the benchmarks and checked by tests/test_results_documents.py.
 """

@@ -2,7 +2,9 @@
 
 Every module in this package that defines ``NAME`` and ``run(out_dir: Path) -> Path`` is one
 benchmark; ``run`` writes its Markdown result under ``out_dir`` (``docs/results`` from ``make bench``)
-and returns the path. A module with ``IN_ALL = False`` (a long one, e.g. ``load``) runs only by name, not
+and returns the path, under the header of :mod:`hops_slurm.tools.results_header`; ``command(env)`` returns,
+without running anything, the command that header names (``ENV``: the ``HOPS_BENCH_*`` variables it reads).
+A module with ``IN_ALL = False`` (a long one, e.g. ``load``) runs only by name, not
 in ``all``. Benchmarks measure; tests assert behaviour.
 """
 
