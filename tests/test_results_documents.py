@@ -89,6 +89,17 @@ def test_every_benchmark_exposes_the_command_it_writes() -> None:
         assert command_env(module.command(env)) == env, name
 
 
+def test_every_writer_of_a_results_document_exposes_its_command() -> None:
+    """Any module of hops_slurm/ that writes through the header (a benchmark, the Slurm latency measurement,
+    the profiler's GPU check) has ``command(env)``, so a document it wrote can be checked here."""
+    writers = sorted(p for p in (ROOT / "hops_slurm").rglob("*.py") if "results_header.write(" in p.read_text())
+    assert len(writers) >= 20
+    for path in writers:
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        command_of = getattr(importlib.import_module(name), "command", None)
+        assert callable(command_of) and isinstance(command_of({}), str) and command_of({}), name
+
+
 def test_a_changed_command_or_generator_fails_the_check() -> None:
     """The check above can fail: a header naming a variable the benchmark does not read, another benchmark's
     name, a generator that is gone or a dirty tree is not what the generator writes today; historical passes."""

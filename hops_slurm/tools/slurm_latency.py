@@ -1,6 +1,7 @@
 """Enactment latency on a live minicluster: read Slurm's state, admin-hold new jobs, enact round plans.
 
-Where it sits: a measurement, not a test (``python -m hops_slurm.tools.slurm_latency SPEC.toml OUT.md``).
+Where it sits: a measurement, not a test (``python -m hops_slurm.tools.slurm_latency [SPEC.toml OUT.md [N]]``;
+without arguments: the demo's cluster, etc/minicluster/default.toml, into docs/results/slurm-enactment.md).
 It brings the spec's minicluster up (with the submit hook), submits ``N`` real ``#HOPS`` jobs (pending,
 held by the hook), and times the live engine's Slurm-facing steps of a round: reading jobs, nodes and
 reservations; holding the new jobs; enacting a plan that fills every GPU with 1-GPU jobs (place +
@@ -10,15 +11,18 @@ others. Planning itself (the ILP) is the planner's and is not included. Tears th
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hops_slurm.bundled import bundle_root
 from hops_slurm.journal import Journal
+from hops_slurm.tools import results_header
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.tools.minicluster.spec import load_spec
 from hops_slurm.slurm.cli import CliSlurm
@@ -94,11 +98,20 @@ def report(m: dict[str, object]) -> str:
     ])
 
 
+#: what a run without arguments measures and where it writes (from the checkout's root)
+DEFAULT_ARGS = ["etc/minicluster/default.toml", "docs/results/slurm-enactment.md"]
+PROGRAM = "python -m hops_slurm.tools.slurm_latency"
+
+
+def command(env: Mapping[str, str], argv: Sequence[str] = ()) -> str:
+    """The command a run with ``argv`` writes in its results header (the committed document: no arguments)."""
+    return " ".join([PROGRAM, *([shlex.join(argv)] if argv else [])])
+
+
 def main(argv: list[str]) -> int:
-    spec, out = Path(argv[0]), Path(argv[1])
+    spec, out = Path((argv or DEFAULT_ARGS)[0]), Path((argv or DEFAULT_ARGS)[1])
     m = measure(spec, int(argv[2]) if len(argv) > 2 else 100)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report(m))
+    results_header.write(out, report(m), generator=f"{__name__}:main", command=command({}, argv))
     print(out.read_text())
     return 0
 
