@@ -92,6 +92,8 @@ def demo_steps(o: DemoOutputs) -> list[Step]:
 def render(steps: Sequence[Step], command: Sequence[str], cwd: Path, report_dir: Path | None = None) -> str:
     """The block the demo prints: a header, where the report page is, then each step's comment and command."""
     lines = [HEADER]
+    if command and "/" in command[0]:  # the hops-slurm script by its path: from here, as the other paths
+        command = [shown(Path(command[0]), cwd), *command[1:]]
     if report_dir is not None:
         lines.append(f"   # the report page, its plots and the runs' records: {shown(report_dir, cwd)}/ "
                      "(report.md, comparison.md, *.png, records-*.jsonl)")

@@ -80,3 +80,13 @@ def test_the_export_is_settled_once_every_job_has_ended_with_its_partition() -> 
     ids = [line.split("|")[0] for line in (DATA / "sacct" / "22.05" / "jobs.txt").read_text().splitlines()]
     assert missing_jobs(text, ids[:3]) == []
     assert missing_jobs(text, [*ids[:3], "99999"]) == ["99999"]
+
+
+def test_the_block_names_no_absolute_path_under_the_folder_it_runs_from() -> None:
+    """The demo's output is committed (docs/demo/make-demo-output.txt): the hops-slurm it was started as and
+    the paths under the folder it ran in are printed from that folder, and the folder itself is not named."""
+    block = render(demo_steps(_outputs()), [str(ROOT / ".venv" / "bin" / "hops-slurm")], ROOT, ROOT / "var" / "demo")
+    assert str(ROOT) not in block
+    assert {c[0] for c in commands(block)} == {".venv/bin/hops-slurm"}
+    elsewhere = render(demo_steps(_outputs()), ["/opt/hops/bin/hops-slurm"], ROOT)
+    assert {c[0] for c in commands(elsewhere)} == {"/opt/hops/bin/hops-slurm"}
