@@ -51,6 +51,9 @@ class JobRecord(BaseModel):
     reason: str = Field("", max_length=128)
     time_limit: float | None = Field(None, ge=0)  # seconds of its Slurm time limit (--time); None: unknown or none
     exit_code: str = Field("", max_length=16)  # Slurm's "code:signal" where the source knows it ("": unknown)
+    #: the start forecast for the job when it was first seen waiting (epoch seconds): the Hops engine's
+    #: forecast, or for a run Slurm scheduled the start Slurm expected (``squeue --start``); None: none made
+    forecast_start: float | None = None
 
     @property
     def preemptions(self) -> int:

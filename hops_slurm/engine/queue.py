@@ -10,17 +10,22 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from hops_slurm.engine.honesty_review import declared_samples
 from hops_slurm.engine.state import PROFILE_FAILED, PROFILE_INPLACE, SCHEDULABLE_PROFILES, EngineState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.text import printable
 
-FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "age", "done", "history", "window", "plan")
+FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "estrun", "done", "history", "window", "plan")
+#: ``estrun`` is Hops' estimated run time (eq. 9, the row's ``age``): not called AGE, which is sprio's time waited
 HEADERS = {"jobid": "JOBID", "name": "NAME", "user": "USER", "state": "ST", "priority": "PRIORITY", "lr": "LR",
-           "wait": "WAIT", "age": "AGE", "done": "DONE", "history": "HISTORY", "window": "WINDOW", "plan": "PLAN",
+           "wait": "WAIT", "estrun": "ESTRUN", "done": "DONE", "history": "HISTORY", "window": "WINDOW", "plan": "PLAN",
            "reason": "REASON"}
+#: the row attribute behind a field, where the names differ
+_ATTR = {"estrun": "age"}
+#: field names that were renamed: the old name gets an error naming the new one
+RENAMED = {"age": "estrun (Hops' estimated run time; sprio's AGE is the time a job waited)"}
 _STATE = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "CONFIGURING": "CF", "REQUEUED": "RQ", "SUSPENDED": "S"}
 
 
@@ -105,9 +110,13 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
     return rows
 
 
+def _value(row: QueueRow, f: str) -> object:
+    return getattr(row, _ATTR.get(f, f))
+
+
 def _cell(row: QueueRow, f: str) -> str:
-    v = getattr(row, f)
-    if f in ("wait", "age"):
+    v = _value(row, f)
+    if f in ("wait", "estrun"):
         return fmt_duration(v)
     if f == "priority":
         return "-" if v is None else f"{v:.3f}"
@@ -123,7 +132,7 @@ def _cell(row: QueueRow, f: str) -> str:
 def render(rows: Sequence[QueueRow], fields: Sequence[str] = FIELDS, *, parsable: bool = False,
            header: bool = True, as_json: bool = False) -> str:
     if as_json:
-        return json.dumps({"jobs": [{f: asdict(r)[f] for f in fields} for r in rows]}, indent=1)
+        return json.dumps({"jobs": [{f: _value(r, f) for f in fields} for r in rows]}, indent=1)
     table = [[_cell(r, f) for f in fields] for r in rows]
     head = [HEADERS[f] for f in fields]
     if parsable:
@@ -144,5 +153,8 @@ def parse_format(text: str | None) -> tuple[str, ...]:
     if bad:
         from hops_slurm.errors import HopsError
 
+        renamed = [f"{f} is now {RENAMED[f]}" for f in bad if f in RENAMED]
+        if renamed:
+            raise HopsError(f"--format: {'; '.join(renamed)}")
         raise HopsError(f"--format: unknown field(s) {', '.join(bad)}; known: {', '.join(FIELDS)}")
     return fields

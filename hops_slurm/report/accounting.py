@@ -118,6 +118,7 @@ class JobRow:
     time_limit: float | None = None  # seconds (Slurm's Timelimit); None: unknown
     exit_code: str = ""  # Slurm's code:signal; "" unknown
     reason: str = "None"  # why it waited, while pending (planner.reasons; sacct's Reason); "None" otherwise
+    forecast: float | None = None  # the start forecast when it was first seen waiting (JobRecord.forecast_start)
 
     @property
     def done(self) -> float | None:
@@ -167,6 +168,7 @@ def job_row(job: JobRecord, now: float) -> JobRow:
         time_limit=job.time_limit,
         exit_code=job.exit_code or ("0:0" if job.state == "COMPLETED" else ""),
         reason=(job.reason or "None") if job.state == "PENDING" else "None",
+        forecast=job.forecast_start,
     )
 
 

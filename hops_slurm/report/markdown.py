@@ -17,7 +17,7 @@ from hops_slurm.report.summary import summarise, summary_text
 from hops_slurm.report.table import TimeStyle, parse_format, render_table
 
 #: Columns of the example table: the ones that tell the Hops story and fit a README.
-EXAMPLE_FORMAT = "JobID%6,User%6,Submit%10,Start%10,End%10,Wait%9,EstRun%9,LR,FTF,GPUs,Config%16,Preemptions,State"
+EXAMPLE_FORMAT = "JobID%6,User%6,Submit%10,Forecast%10,Start%10,End%10,Wait%9,EstRun%9,LR,FTF,GPUs,Config%16,Preemptions,State"
 
 
 def write_markdown(

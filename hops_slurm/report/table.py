@@ -66,6 +66,8 @@ FIELDS: dict[str, Field] = {
         Field("Partition", 10, lambda r, s: r.partition),
         Field("Submit", 19, lambda r, s: s.instant(r.submit)),
         Field("Start", 19, lambda r, s: s.instant(r.start)),
+        # the start forecast when the job was first seen waiting (the engine's; "" when none was made)
+        Field("Forecast", 19, lambda r, s: "" if r.forecast is None else s.instant(r.forecast)),
         Field("End", 19, lambda r, s: s.instant(r.end)),
         Field("Wait", 10, lambda r, s: format_elapsed(r.wait)),
         # Hops' estimated run time (eq. 9); not "Age", which is sprio's time waited

@@ -17,7 +17,7 @@ Files, all in the report folder (docs/demo for ``make demo``):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,6 +32,7 @@ SLURM = "Slurm backfill (rigid)"
 SLURM_MULTIFACTOR = "Slurm multifactor (rigid)"  # hops-slurm demo --slurm-priority multifactor
 JCT_CDF = "ab_jct_cdf.png"
 GPU_USE = "ab_gpu_use.png"
+TIMELINE = "ab_timeline.png"
 
 
 class RunEntry(BaseModel):
@@ -83,11 +84,14 @@ def load_runs(report_dir: Path) -> tuple[int, list[tuple[str, RecordSet]]]:
     return index.total_gpus, [(r.label, open_source(report_dir / r.records).load()) for r in index.runs]
 
 
-def write_ab_plots(report_dir: Path, runs: Sequence[tuple[str, Sequence[JobRecord]]], total_gpus: int) -> list[Path]:
-    """CDF of JCT and GPUs in use over time of every run, each run from its own first submission, both in
-    the unit :func:`~hops_slurm.report.plots.time_unit` picks for the longer run; the cluster's
-    ``total_gpus`` as the line no run may cross."""
-    from hops_slurm.report import plots  # matplotlib: imported only when plotting
+def write_ab_plots(report_dir: Path, runs: Sequence[tuple[str, Sequence[JobRecord]]], total_gpus: int,
+                   type_of_node: Mapping[str, str] | None = None) -> list[Path]:
+    """CDF of JCT, GPUs in use over time and the per-job timeline of every run
+    (:mod:`hops_slurm.report.gantt`: bars coloured by GPU type, ``type_of_node`` naming each node's, forecast
+    and actual starts marked), each run from its own first submission, all in the unit
+    :func:`~hops_slurm.report.plots.time_unit` picks for the longer run; the cluster's ``total_gpus`` as the
+    line no run may cross."""
+    from hops_slurm.report import gantt, plots  # matplotlib: imported only when plotting
 
     ends = [j.end for _, jobs in runs for j in jobs if j.end is not None]
     now = max([max(ends, default=0.0), *(j.submit for _, jobs in runs for j in jobs)])
@@ -97,12 +101,14 @@ def write_ab_plots(report_dir: Path, runs: Sequence[tuple[str, Sequence[JobRecor
         plots.plot_jct_cdf(series, report_dir / JCT_CDF, unit=unit),
         plots.plot_gpu_use({label: (jobs, ()) for label, jobs in runs}, report_dir / GPU_USE, now, capacity=total_gpus,
                            unit=unit),
+        gantt.plot_timeline(runs, report_dir / TIMELINE, now, type_of_node, unit=unit),
     ]
 
 
 def plots_markdown(paths: Sequence[Path]) -> str:
     """The plots as Markdown images (relative links: the page sits beside them)."""
-    titles = {JCT_CDF: "CDF of JCT, both schedulers", GPU_USE: "GPUs in use over time, both schedulers"}
+    titles = {JCT_CDF: "CDF of JCT, both schedulers", GPU_USE: "GPUs in use over time, both schedulers",
+              TIMELINE: "Each job's wait and runs, coloured by GPU type, with its forecast start (tick) and actual start (dot)"}
     return "\n".join(f"![{titles.get(p.name, p.stem)}]({p.name})" for p in paths) + "\n"
 
 

@@ -36,6 +36,7 @@ class RunSummary:
     total_gpus: int
     peak_gpus: int = 0  # most GPUs in use at any instant (:mod:`hops_slurm.report.timeline`; never above total_gpus)
     preemptions: int = 0  # requeues and moves of running jobs, over every job
+    raqlr: float | None = None  # RAQLR (eq. 7) over the run: mean final latency ratio of the jobs that ended
 
 
 def summarise_run(label: str, jobs: Sequence[JobRecord], total_gpus: int) -> RunSummary:
@@ -57,6 +58,7 @@ def summarise_run(label: str, jobs: Sequence[JobRecord], total_gpus: int) -> Run
         total_gpus=total_gpus,
         peak_gpus=timeline.peak(timeline.gpus_in_use_steps(jobs, end)),
         preemptions=sum(j.preemptions for j in jobs),
+        raqlr=stats.raqlr,
     )
 
 
@@ -72,6 +74,7 @@ def _cells(s: RunSummary) -> list[str]:
         f"{s.completed} of {s.jobs}",
         format_elapsed(s.avg_jct) or "-",
         format_elapsed(s.avg_wait) or "-",
+        "-" if s.raqlr is None else f"{s.raqlr:.3f}",
         "-" if s.max_lr is None else f"{s.max_lr:.2f}",
         util,
         format_elapsed(s.makespan) or "-",
@@ -80,7 +83,7 @@ def _cells(s: RunSummary) -> list[str]:
     ]
 
 
-ROWS = ("Jobs completed", "Avg JCT", "Avg wait", "Max latency ratio", "GPU utilisation", "Makespan", "Peak GPUs in use",
+ROWS = ("Jobs completed", "Avg JCT", "Avg wait", "RAQLR (eq. 7)", "Max latency ratio", "GPU utilisation", "Makespan", "Peak GPUs in use",
         "Preemptions per job")
 
 

@@ -168,10 +168,13 @@ class Observed:
     state: str = "PENDING"
     runs: dict[float, dict[str, int]] = field(default_factory=dict)  # start time -> GPUs per node
     end: float | None = None
+    forecast: float | None = None  # the start Slurm expected when the demo first saw the job pending with one
 
     def update(self, sj: SlurmJob) -> None:
         self.submit = sj.submit_time or self.submit
         self.state = sj.state
+        if self.forecast is None and sj.state == "PENDING" and sj.start_time > 0 and not self.runs:
+            self.forecast = sj.start_time  # squeue's expected start (backfill's plan, from the time limits)
         if sj.start_time and (sj.active or sj.state in ENDED) and sj.start_time not in self.runs:
             self.runs[sj.start_time] = {}
         if sj.active and sj.start_time:
@@ -193,7 +196,7 @@ class Observed:
         ]
         return JobRecord(job_id=job_id, name=self.job.name, user=user, partition=partition, submit=self.submit,
                          start=starts[0] if starts else None, end=self.end, state=self.state,
-                         requirements=[self.job.gpus], placements=placements)
+                         requirements=[self.job.gpus], placements=placements, forecast_start=self.forecast)
 
 
 def poll_backfill(api: SlurmApi, seen: dict[str, Observed], progress: Progress) -> None:

@@ -427,13 +427,20 @@ def _show_jobs(progress: Progress, dirs: DemoDirs, out: TextIO) -> None:
         print(f"   {job_id:>5} {name:<13} {progress.states.get(job_id, '?'):<10} {samples:>7} samples  runs: {runs}", file=out)
 
 
+#: the demo's job table: the report's default fields with each job's forecast start (made when it was first
+#: seen waiting, ``[engine] forecast``) beside its actual start
+DEMO_REPORT_FORMAT = "JobID,JobName,User,Partition,Submit,Forecast,Start,End,Wait,EstRun,LR,GPUs,Config,Preemptions,State"
+
+
 def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO, total_gpus: int) -> None:
     """``hops-slurm report`` and ``--summary`` on the daemon's records; Markdown, plots and the records
     themselves (:func:`hops_slurm.tools.demo.ab.keep_run`)."""
     if not dirs.records.exists():
         raise DemoError(f"the daemon wrote no records ({dirs.records} is missing); see {dirs.logs / 'daemon.log'}")
     base = [*HOPS_SLURM, "report", "--records", str(dirs.records), "--utc"]
-    for extra, title in (([], "hops-slurm report"), (["--summary"], "hops-slurm report --summary")):
+    shown = ["--format", DEMO_REPORT_FORMAT]
+    for extra, title in ((shown, f"hops-slurm report --format {DEMO_REPORT_FORMAT}"),
+                         (["--summary"], "hops-slurm report --summary")):
         result = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:
             raise DemoError(f"{title} failed: {result.stderr.strip()}")
@@ -509,7 +516,8 @@ def _backfill_and_compare(spec: MiniclusterSpec, submissions: list[Submission], 
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
         ab.keep_run(report_dir, label, slurm_jobs, (), total_gpus)
-        pngs = ab.write_ab_plots(report_dir, [(ab.HOPS, hops_jobs), (label, slurm_jobs)], total_gpus)
+        type_of_node = {n: g.gpu_type for g in spec.nodes for n in g.node_names()}
+        pngs = ab.write_ab_plots(report_dir, [(ab.HOPS, hops_jobs), (label, slurm_jobs)], total_gpus, type_of_node)
         path = report_dir / "comparison.md"
         path.write_text(f"# `make demo`: Hops beside Slurm's own scheduling\n\nThe same {len(rigid)} jobs on the same "
                         f"{total_gpus} GPUs (LR of a Slurm job: its wait over the age Hops estimated for it).\n\n"

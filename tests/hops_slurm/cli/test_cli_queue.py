@@ -35,7 +35,7 @@ def test_a_finished_run_needs_no_slurm(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(CliSlurm, "jobs", unreachable)
     assert main(["queue", "--config", str(config)]) == 0
     out, err = capsys.readouterr()
-    assert out.split() == ["JOBID", "NAME", "USER", "ST", "PRIORITY", "LR", "WAIT", "AGE", "DONE", "HISTORY", "WINDOW", "PLAN"]
+    assert out.split() == ["JOBID", "NAME", "USER", "ST", "PRIORITY", "LR", "WAIT", "ESTRUN", "DONE", "HISTORY", "WINDOW", "PLAN"]
     assert "tracks no pending or running job" in err
     assert f"hops-slurm report --records {tmp_path / 'engine' / 'records.sqlite'}" in err
     assert "error" not in err

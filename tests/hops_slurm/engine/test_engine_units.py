@@ -130,8 +130,10 @@ def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
     text = render(rows, parse_format("jobid,lr,wait,plan"), parsable=True)
     assert text.splitlines() == ["JOBID|LR|WAIT|PLAN", "8|0.500|00:03:20|a100-1:4", "7|2.000|00:03:20|-"]
     assert render(rows, ("jobid",), parsable=True, header=False) == "8\n7"
-    assert json.loads(render(rows, ("jobid", "age"), as_json=True)) == {"jobs": [{"jobid": "8", "age": 400.0},
-                                                                                  {"jobid": "7", "age": 100.0}]}
+    assert json.loads(render(rows, ("jobid", "estrun"), as_json=True)) == {"jobs": [{"jobid": "8", "estrun": 400.0},
+                                                                                     {"jobid": "7", "estrun": 100.0}]}
+    with pytest.raises(HopsError, match="age is now estrun .*sprio's AGE"):
+        parse_format("jobid,age")
     with pytest.raises(HopsError, match="unknown field"):
         parse_format("jobid,bogus")
     assert fmt_duration(90061) == "1-01:01:01"

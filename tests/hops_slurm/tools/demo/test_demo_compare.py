@@ -34,6 +34,7 @@ def test_run_summary_by_hand() -> None:
     assert s.makespan == pytest.approx(100.0)
     assert s.gpu_utilisation == pytest.approx((60 * 4 + 20 * 2 + 50 * 2) / (8 * 100))
     assert s.peak_gpus == 6  # a on 4 from 10, b on 2 from 20 (and again from 50, after its move)
+    assert s.raqlr == pytest.approx((10 / 30 + 25 / 50) / 2)  # eq. 7: the mean final LR of the jobs that ended
 
 
 def test_the_latency_ratio_is_the_reports_own() -> None:
@@ -54,7 +55,7 @@ def test_a_run_without_an_ended_job_has_no_numbers() -> None:
     s = summarise_run("Slurm", [JobRecord(job_id="9", submit=0.0)], 8)
     assert (s.jobs, s.completed, s.avg_jct, s.max_lr, s.makespan, s.gpu_utilisation) == (1, 0, None, None, None, None)
     rows = comparison_text([s]).splitlines()[2:]
-    assert [r.rsplit(None, 1)[-1] for r in rows] == ["1", "-", "-", "-", "-", "-", "-", "-"]
+    assert [r.rsplit(None, 1)[-1] for r in rows] == ["1", "-", "-", "-", "-", "-", "-", "-", "-"]
     assert rows[0].split()[-3:] == ["0", "of", "1"]
 
 
@@ -65,10 +66,11 @@ def test_side_by_side_text_and_markdown() -> None:
     assert text[0].split() == ["Hops", "Slurm", "backfill", "(rigid)"]
     assert text[2].split() == ["Jobs", "completed", "2", "of", "2", "1", "of", "1"]
     assert text[3].split() == ["Avg", "JCT", "00:01:22", "00:01:10"]  # 82.5 s rounds to 82
-    assert text[5].split() == ["Max", "latency", "ratio", "0.50", "0.33"]
-    assert text[6].split() == ["GPU", "utilisation", "47.5%", "42.9%"]  # 240 GPU-s of 8 x 70 s
-    assert text[7].split() == ["Makespan", "00:01:40", "00:01:10"]
-    assert text[8].split() == ["Peak", "GPUs", "in", "use", "6", "of", "8", "4", "of", "8"]
+    assert text[5].split() == ["RAQLR", "(eq.", "7)", "0.417", "0.333"]
+    assert text[6].split() == ["Max", "latency", "ratio", "0.50", "0.33"]
+    assert text[7].split() == ["GPU", "utilisation", "47.5%", "42.9%"]  # 240 GPU-s of 8 x 70 s
+    assert text[8].split() == ["Makespan", "00:01:40", "00:01:10"]
+    assert text[9].split() == ["Peak", "GPUs", "in", "use", "6", "of", "8", "4", "of", "8"]
     md = comparison_markdown([hops, slurm]).splitlines()
     assert md[0] == "| | Hops | Slurm backfill (rigid) |" and len(md) == 2 + len(ROWS)
     assert md[2] == "| Jobs completed | 2 of 2 | 1 of 1 |"

@@ -85,7 +85,11 @@ def test_the_ab_plots_are_written_in_minutes_and_linked_from_the_page(tmp_path: 
     hops = [_job("1", 5.0, 65.0, 4), _job("2", 10.0, 200.0, 4)]
     slurm = [_job("3", 1000.0, 1100.0, 2)]  # another hour: each run from its own first submission
     paths = ab.write_ab_plots(tmp_path, [(ab.HOPS, hops), (ab.SLURM, slurm)], 8)
-    assert [p.name for p in paths] == [ab.JCT_CDF, ab.GPU_USE]
-    assert all(png_size(p) == (800, 450) and p.stat().st_size > 10_000 for p in paths)
-    assert ab.plots_markdown(paths) == ("![CDF of JCT, both schedulers](ab_jct_cdf.png)\n"
-                                        "![GPUs in use over time, both schedulers](ab_gpu_use.png)\n")
+    assert [p.name for p in paths] == [ab.JCT_CDF, ab.GPU_USE, ab.TIMELINE]
+    assert all(png_size(p) == (800, 450) and p.stat().st_size > 10_000 for p in paths[:2])
+    assert png_size(paths[2])[0] == 900 and paths[2].stat().st_size > 10_000
+    assert ab.plots_markdown(paths).splitlines() == [
+        "![CDF of JCT, both schedulers](ab_jct_cdf.png)",
+        "![GPUs in use over time, both schedulers](ab_gpu_use.png)",
+        "![Each job's wait and runs, coloured by GPU type, with its forecast start (tick) and actual start (dot)]"
+        "(ab_timeline.png)"]
