@@ -20,6 +20,7 @@ repairs Slurm's state from the journal (:meth:`Engine.recover`), as it does afte
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import threading
 import time
@@ -119,27 +120,34 @@ class Driver:
                           self.steps.round if instant.kind is Kind.ROUND else self.steps.tick)
 
     def wait(self, until: float) -> None:
-        """Sleep until ``until`` (or a stop), running the monitor at each of its polls on the way."""
+        """Sleep until ``until`` (or a stop), running the monitor at each of its polls on the way (a fixed
+        grid from the start, as the engine simulation models it; a poll due by an instant is left to the
+        instant's step, which reads Slurm anyway)."""
         while not self.clock.done():
             now = self.clock.now()
             if now >= until - EPS:
+                self._passed(now)
                 return
             if now >= self.next_monitor - EPS:
                 self.step("monitor", self.steps.monitor)
+                self._passed(self.clock.now())
                 continue
             self.clock.sleep(min(until, self.next_monitor) - now)
 
+    def _passed(self, now: float) -> None:
+        """The next monitor poll: the first on the grid after ``now`` (polls missed meanwhile are one)."""
+        m = self.monitor_seconds
+        if self.next_monitor <= now + EPS:
+            self.next_monitor += m * (math.floor((now + EPS - self.next_monitor) / m) + 1)
+
     def step(self, name: str, fn: Callable[[], object]) -> None:
-        """Run one step (after the repair a failed one needs); the next monitor poll comes a full
-        interval after it (a step reads Slurm anew)."""
+        """Run one step, after the repair from the journal that a step which failed half-way needs."""
         if self.damaged:
             self.damaged = not _run_step("recovery", self.steps.recover)
         if not self.damaged:
             self.damaged = not _run_step(name, fn)
             if self.damaged:
                 self.steps.failed(name)
-        self.next_monitor = self.clock.now() + self.monitor_seconds
-
 
 def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
     """Open the engine, run the timetable until ``stop`` is set (SIGTERM/SIGINT set it), close."""

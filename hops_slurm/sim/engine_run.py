@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.config import SiteConfig, parse_config
+from hops_slurm.core.rounds import EXIT_REASONS
 from hops_slurm.core.timetable import Instant, Kind, LoopSettings, round_instants
 from hops_slurm.engine.engine import Engine
 from hops_slurm.errors import HopsError
@@ -163,6 +164,13 @@ class EngineSim:
             last = at
         ctl.advance(until)
 
+    def exits(self) -> dict[str, int]:
+        """Why each planning instant stopped, counted (the engine's ``hops_planning_exits_total``)."""
+        assert self.engine is not None
+        registry = self.engine.metrics.registry
+        counts = {r: registry.get_sample_value("hops_planning_exits_total", {"reason": r}) or 0.0 for r in EXIT_REASONS}
+        return {r: int(n) for r, n in sorted(counts.items()) if n}
+
     def records(self) -> tuple[list[JobRecord], list[RoundRecord]]:
         got = SqliteSource(self.state_dir / "records.sqlite").load()
         return list(got.jobs), list(got.rounds)
@@ -266,10 +274,12 @@ def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name
     with engine_simulation(cluster, jobs, policy_name, options, site=site) as sim:
         sim.run(on_round=on_round)
         job_records, rounds = sim.records()
+        exits = sim.exits()
         specs = dict(sim.ctl.specs)
     shifted = with_ideal_times([_shift(r) for r in job_records], specs, cluster)
     rounds = [r.model_copy(update={"time": r.time - EPOCH}) for r in rounds]
-    return RunResult(policy_name, seed, shifted, rounds, [], summarize(shifted, rounds), time.perf_counter() - start)
+    return RunResult(policy_name, seed, shifted, rounds, [], summarize(shifted, rounds), time.perf_counter() - start,
+                     exits=exits)
 
 
 def with_ideal_times(records: list[JobRecord], specs: Mapping[str, JobSpec], cluster: ClusterSpec) -> list[JobRecord]:
