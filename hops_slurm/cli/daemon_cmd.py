@@ -35,7 +35,6 @@ def info_logging(log_file: Path | None = None) -> None:
         root.handlers = [handler]
     if root.level > logging.INFO:
         root.setLevel(logging.INFO)
-        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per timetable tick otherwise
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -74,81 +74,107 @@ def account(job: Ledger, now: float, state: str, config: dict[str, int], *, star
     A job holds GPUs in one placement at a time: a placement's end is never after the next one's start,
     so GPUs in use summed over jobs never count a moving job twice."""
 
-    def at(t: float | None) -> float:
-        return now if not t else min(now, max(job.last_seen, t))
+    seen = _Seen(job, now, started, ended, ran, stopped)
+    if job.last_state == "RUNNING":
+        seen.after_running(state, config)
+    else:
+        seen.after_waiting(state, config)
+    job.config = dict(config) if state == "RUNNING" else {}
+    job.last_state = "RUNNING" if state == "RUNNING" else "PENDING"
+    job.last_seen = now
 
-    def exact(t: float | None) -> float:
-        return slurm_time(t, job.last_seen, now)
 
-    def open_run(t: float, cfg: dict[str, int]) -> None:
+@dataclass
+class _Seen:
+    """One call of :func:`account`: the job, what Slurm says of it now, and the named parts of the rules."""
+
+    job: Ledger
+    now: float
+    started: float | None
+    ended: float | None
+    ran: dict[str, int] | None
+    stopped: float | None
+
+    def at(self, t: float | None) -> float:
+        return self.now if not t else min(self.now, max(self.job.last_seen, t))
+
+    def exact(self, t: float | None) -> float:
+        return slurm_time(t, self.job.last_seen, self.now)
+
+    def open_run(self, t: float, cfg: dict[str, int]) -> None:
+        job = self.job
         if job.first_start is None or t < job.first_start:
             job.first_start = t
         job.placements.append({"start": t, "end": None, "config": dict(cfg)})
 
-    def close_run(t: float, preempted: bool) -> None:
-        if job.placements and job.placements[-1].get("end") is None:
-            job.placements[-1]["end"] = t
-            job.placements[-1]["preempted"] = preempted
+    def close_run(self, t: float, preempted: bool) -> None:
+        placements = self.job.placements
+        if placements and placements[-1].get("end") is None:
+            placements[-1]["end"] = t
+            placements[-1]["preempted"] = preempted
 
-    def add_run(t0: float, t1: float, cfg: dict[str, int]) -> None:
-        job.run_time += t1 - t0
-        job.gpu_seconds += (t1 - t0) * sum(cfg.values())
+    def add_run(self, t0: float, t1: float, cfg: dict[str, int]) -> None:
+        self.job.run_time += t1 - t0
+        self.job.gpu_seconds += (t1 - t0) * sum(cfg.values())
 
-    def stop_of(current: dict[str, Any] | None, restart: float) -> float:
+    def stop_of(self, current: dict[str, Any] | None, restart: float) -> float:
         """When the current run stopped, given that the job was seen queued or restarted by ``restart``
         (``stopped`` to Slurm's whole second, as its start times are, and never before the run began)."""
-        if stopped is None or current is None or not float(current["start"]) - 1.0 <= stopped <= now:
+        stopped = self.stopped
+        if stopped is None or current is None or not float(current["start"]) - 1.0 <= stopped <= self.now:
             return restart
         return min(max(float(current["start"]), float(math.floor(stopped))), restart)
 
-    last = job.last_seen
-    if job.last_state == "RUNNING":
+    def after_running(self, state: str, config: dict[str, int]) -> None:
+        """The job was running at the last refresh: it still runs (here or, restarted, elsewhere), ended,
+        or was requeued."""
+        job, now, last, started = self.job, self.now, self.job.last_seen, self.started
         current = job.placements[-1] if job.placements and job.placements[-1].get("end") is None else None
         if state == "RUNNING":
             restarted = bool(started) and current is not None and started > float(current["start"]) + 1.0
             if restarted or config != job.config:
-                t = at(started) if restarted else now
-                t_stop = stop_of(current, t)
-                add_run(last, t_stop, job.config)
-                close_run(t_stop, preempted=True)
+                t = self.at(started) if restarted else now
+                t_stop = self.stop_of(current, t)
+                self.add_run(last, t_stop, job.config)
+                self.close_run(t_stop, preempted=True)
                 job.wait += t - t_stop
-                open_run(t, config)
-                add_run(t, now, config)
+                self.open_run(t, config)
+                self.add_run(t, now, config)
             else:
-                add_run(last, now, config)
+                self.add_run(last, now, config)
         elif state == "ENDED":
-            t = exact(ended)  # Slurm's whole second, as the starts are: never after the next job's start
+            t = self.exact(self.ended)  # Slurm's whole second, as the starts are: never after the next job's start
             if current is not None:
                 t = max(t, float(current["start"]))
-            add_run(last, t, job.config)
-            close_run(t, preempted=False)
+            self.add_run(last, t, job.config)
+            self.close_run(t, preempted=False)
         else:  # requeued: preempted (Slurm keeps no end time of the run it requeued: ``stopped`` or now)
-            t_stop = stop_of(current, now)
-            add_run(last, t_stop, job.config)
-            close_run(t_stop, preempted=True)
+            t_stop = self.stop_of(current, now)
+            self.add_run(last, t_stop, job.config)
+            self.close_run(t_stop, preempted=True)
             job.wait += now - t_stop
-    else:
+
+    def after_waiting(self, state: str, config: dict[str, int]) -> None:
+        """The job was pending at the last refresh: it started, ran and ended in between, or still waits."""
+        job, now, last, started, ended, ran = self.job, self.now, self.job.last_seen, self.started, self.ended, self.ran
         if state == "RUNNING":
             # Slurm's start time, whole seconds, even up to a second before the refresh that last saw the
             # job pending (released just after it): waits are then counted as sacct counts them, start
             # minus submit in Slurm's own seconds, whichever scheduler started the job
-            t = exact(started)
+            t = self.exact(started)
             if job.placements and job.placements[-1].get("end") is not None:  # never before the last run ended
                 t = max(t, float(job.placements[-1]["end"]))
             job.wait = max(job.wait + t - last, 0.0)
-            open_run(t, config)
-            add_run(t, now, config)
+            self.open_run(t, config)
+            self.add_run(t, now, config)
         # Slurm's times are whole seconds: a run released just after the last refresh (last_seen 1000.4)
         # may carry start 1000, so a start up to a second before last_seen is this run's, not an older one
         elif state == "ENDED" and ran and started and ended and started > last - 1.0 and ended > started:
-            t0 = at(started)
-            t1 = max(t0, at(ended))
+            t0 = self.at(started)
+            t1 = max(t0, self.at(ended))
             job.wait += t0 - last
-            open_run(t0, ran)
-            add_run(t0, t1, ran)
-            close_run(t1, preempted=False)
+            self.open_run(t0, ran)
+            self.add_run(t0, t1, ran)
+            self.close_run(t1, preempted=False)
         else:
             job.wait += now - last
-    job.config = dict(config) if state == "RUNNING" else {}
-    job.last_state = "RUNNING" if state == "RUNNING" else "PENDING"
-    job.last_seen = now

@@ -7,83 +7,114 @@ Slurm backend, :class:`hops_slurm.engine.live_backend.SlurmBackend`, or the simu
 * :func:`plan_instant`: a round plan (or, at a refresh tick, a fragment plan) and then, for policies
   that support them, fragment plans at the same instant while one still places and starts a job and
   GPUs stay idle (the paper plans again "if there are still available resources after the initial planning";
-  at most ``max_plans_per_instant`` plans). The live engine runs it at each round and each refresh
-  (:meth:`hops_slurm.engine.engine.Engine.round`); the timetable is the daemon's
-  (:mod:`hops_slurm.engine.daemon`).
-* :func:`run_rounds`: the same instants on the backend's own clock, every ``round_seconds`` (default
-  360 s, Gavel's) a round, every ``refresh_seconds`` (30 s, the paper's queue refresh) inside it a
-  refresh, until the backend is done: what ``hops-slurm simulate`` runs (the daemon's timetable on a
-  virtual clock); with ``plan_on_events`` also at each event between ticks (Slurm's own scheduler,
-  replayed by ``hops-slurm whatif``). Each planning becomes a :class:`hops_slurm.records.RoundRecord`.
+  at most ``max_plans_per_instant`` plans); it says why it stopped (:data:`EXIT_REASONS`). The live engine
+  runs it at each instant of the timetable (:meth:`hops_slurm.engine.engine.Engine.round`).
+* :func:`run_rounds`: the fast simulator's driver of the timetable (:mod:`hops_slurm.core.timetable`, the
+  one the engine simulation and the daemon drive too) on the backend's own clock, until the backend is
+  done: what ``hops-slurm simulate`` runs. Each planning becomes a :class:`hops_slurm.records.RoundRecord`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from hops_slurm.core.interface import Backend, Planning, plan_once
+from hops_slurm.core.timetable import Instant, Kind, LoopSettings, round_instants
 from hops_slurm.records import RoundRecord
 from planner.views import Plan, Policy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LoopSettings", "Planning", "plan_instant", "plan_once", "plan_summary", "run_rounds"]
+__all__ = ["EXIT_REASONS", "LoopSettings", "Planning", "Plannings", "plan_instant", "plan_once", "plan_summary",
+           "run_rounds"]
 
 
-@dataclass(frozen=True)
-class LoopSettings:
-    round_seconds: float = 360.0
-    refresh_seconds: float = 30.0
-    #: fragment plans at the round plan's instant (the paper's); False: only at refresh ticks (ablation)
-    fragment_at_once: bool = True
-    max_plans_per_instant: int = 4
-    #: also plan (fragment plans) at each of the backend's events between ticks (an arrival, a completion,
-    #: a probe's end): Slurm's own scheduler runs at each submission and end, not on a timer. ``hops-slurm
-    #: whatif`` replays Slurm's policies so (:mod:`hops_slurm.whatif.replay`); the rest plan on the timetable
-    plan_on_events: bool = False
+#: why an instant's plannings stopped (:func:`plan_instant`; counted as ``hops_planning_exits_total{reason}``,
+#: as Slurm's backfill counts ``bf_exit``): nothing (more) to plan (no job to plan, or a fragment plan
+#: with no idle GPU); the instant's most plannings made; one planning asked for (a dry run, a round plan
+#: whose fragment plans come at ticks); a policy without fragment plans; a fragment plan that placed
+#: no job; no GPU idle after a fragment plan; every placement of a fragment plan refused by Slurm
+EXIT_NOTHING = "nothing_to_plan"
+EXIT_LIMIT = "max_plans"
+EXIT_SINGLE = "single_plan"
+EXIT_NO_FRAGMENTS = "no_fragment_plans"
+EXIT_PLACED_NONE = "placed_none"
+EXIT_NO_IDLE = "no_idle_gpus"
+EXIT_REFUSED = "refused"
+EXIT_REASONS = (EXIT_NOTHING, EXIT_LIMIT, EXIT_SINGLE, EXIT_NO_FRAGMENTS, EXIT_PLACED_NONE, EXIT_NO_IDLE,
+                EXIT_REFUSED)
 
-    def __post_init__(self) -> None:
-        if self.round_seconds <= 0 or self.refresh_seconds <= 0:
-            raise ValueError("round and refresh lengths must be positive seconds")
-        if self.max_plans_per_instant < 1:
-            raise ValueError("max_plans_per_instant must be at least 1")
+
+class Plannings(list[Planning]):
+    """An instant's plannings, in order, and why they stopped (``exit``: one of :data:`EXIT_REASONS`)."""
+
+    exit: str = EXIT_NOTHING
 
 
 def plan_instant(backend: Backend, policy: Policy, *, fragment: bool, index: int = 0, limit: int = 4,
                  follow: bool = True, dry_run: bool = False,
                  before_apply: Callable[[Plan], None] | None = None,
-                 on_planning: Callable[[Planning], None] | None = None) -> list[Planning]:
+                 on_planning: Callable[[Planning], None] | None = None) -> Plannings:
     """Plan once (a round plan, or a fragment plan with ``fragment``), numbered from ``index``; then, with
     ``follow`` and a policy that supports them, fragment plans at this instant: after a round plan at
     least one, and again while the last fragment plan placed a job, its enactment started one (live, Slurm
     may refuse a placement it would not split as planned: the same inputs would plan the same again) and
-    GPUs are still idle; at most ``limit`` plannings in all. ``on_planning`` is called with each planning as it is made (the engine
-    records it)."""
-    out: list[Planning] = []
+    GPUs are still idle; at most ``limit`` plannings in all. ``on_planning`` is called with each planning
+    as it is made (the engine records it). The plannings carry why they stopped (:class:`Plannings`)."""
+    out = Plannings()
     frag = fragment
-    while len(out) < limit:
+    while True:
+        if len(out) >= limit:
+            out.exit = EXIT_LIMIT
+            break
         planning = plan_once(backend, policy, index + len(out), fragment=frag, dry_run=dry_run, before_apply=before_apply)
         if planning is None:
+            out.exit = EXIT_NOTHING
             break
         out.append(planning)
         if on_planning is not None:
             on_planning(planning)
-        if dry_run or not follow or not policy.supports_fragment_plans:
+        stop = _stop_after(planning, policy, frag, follow=follow and not dry_run)
+        if stop is not None:
+            out.exit = stop
             break
-        if frag and (not planning.plan.placed() or planning.record.idle_gpus_after == 0):
-            break
-        if frag and planning.enactment is not None and not planning.enactment.started:
-            break  # every placement refused (live Slurm would not split it so): the same inputs plan the same
         frag = True
     return out
 
 
-def fragment_plans(backend: Backend, policy: Policy, index: int, limit: int) -> list[RoundRecord]:
-    """Fragment plans at this instant, numbered from ``index`` (:func:`plan_instant`); their records."""
-    return [p.record for p in plan_instant(backend, policy, fragment=True, index=index, limit=limit)]
+def _stop_after(planning: Planning, policy: Policy, fragment: bool, *, follow: bool) -> str | None:
+    """Why no planning follows ``planning`` at its instant (None: another one may)."""
+    if not follow:
+        return EXIT_SINGLE
+    if not policy.supports_fragment_plans:
+        return EXIT_NO_FRAGMENTS
+    if not fragment:
+        return None  # after a round plan, at least one fragment plan
+    if not planning.plan.placed():
+        return EXIT_PLACED_NONE
+    if planning.record.idle_gpus_after == 0:
+        return EXIT_NO_IDLE
+    if planning.enactment is not None and not planning.enactment.started:
+        return EXIT_REFUSED  # every placement refused (live Slurm would not split it so): the same inputs plan the same
+    return None
+
+
+class _BackendClock:
+    """The timetable's clock on a backend's own (virtual) clock."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    def now(self) -> float:
+        return self.backend.now()
+
+    def done(self) -> bool:
+        return self.backend.done()
+
+    def next_event(self) -> float | None:
+        return self.backend.next_activity()
 
 
 def run_rounds(
@@ -93,11 +124,15 @@ def run_rounds(
     *,
     on_round: Callable[[float], None] | None = None,
     max_rounds: int | None = None,
+    on_instant: Callable[[Instant], None] | None = None,
+    exits: dict[str, int] | None = None,
 ) -> list[RoundRecord]:
-    """Plan rounds until the backend is done (or ``max_rounds``); returns every planning's record."""
+    """Plan rounds until the backend is done (or ``max_rounds``) on the timetable
+    (:func:`hops_slurm.core.timetable.round_instants`); returns every planning's record. ``on_instant``
+    sees each instant as the loop reaches it; ``exits`` counts why each instant's plannings stopped."""
     records: list[RoundRecord] = []
     rounds = 0
-    limit = settings.max_plans_per_instant
+    clock = _BackendClock(backend)
     while not backend.done():
         if max_rounds is not None and rounds >= max_rounds:
             break
@@ -107,29 +142,23 @@ def run_rounds(
                 break
             backend.wait_until(max(nxt, backend.now()))
             continue
-        start = backend.now()
         rounds += 1
-        # the round plan, then (the paper's) fragment plans at its instant
-        this = plan_instant(backend, policy, fragment=False, limit=1 + limit, follow=settings.fragment_at_once)
-        records += [p.record for p in this]
-        index = max(1, len(this))
-        tick = start + settings.refresh_seconds
-        while tick < start + settings.round_seconds - 1e-9 and not backend.done():
-            event = backend.next_activity() if settings.plan_on_events else None
-            if event is not None and backend.now() + 1e-9 < event < tick - 1e-9:
-                backend.wait_until(event)  # an event before the tick: Slurm schedules there and then
-                if policy.supports_fragment_plans:
-                    more = fragment_plans(backend, policy, index, limit if settings.fragment_at_once else 1)
-                    records += more
-                    index += len(more)
+        index = 0
+        for instant in round_instants(settings, backend.now(), clock):
+            if instant.kind is not Kind.ROUND:  # a round starts now (waiting would run the backend's checks again)
+                backend.wait_until(instant.at)
+            if on_instant is not None:
+                on_instant(instant)
+            if instant.kind is Kind.END:
+                break
+            if instant.fragment and not policy.supports_fragment_plans:
                 continue
-            backend.wait_until(tick)
-            if policy.supports_fragment_plans:
-                more = fragment_plans(backend, policy, index, limit if settings.fragment_at_once else 1)
-                records += more
-                index += len(more)
-            tick += settings.refresh_seconds
-        backend.wait_until(start + settings.round_seconds)
+            limit, follow = settings.plannings(instant.kind)
+            this = plan_instant(backend, policy, fragment=instant.fragment, index=index, limit=limit, follow=follow)
+            records += [p.record for p in this]
+            index = max(1, index + len(this))
+            if exits is not None:
+                exits[this.exit] = exits.get(this.exit, 0) + 1
         if on_round:
             on_round(backend.now())
     return records

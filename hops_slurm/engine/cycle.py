@@ -72,7 +72,8 @@ from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.inplace import probe_capacity
 from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
-from hops_slurm.core.rounds import LoopSettings, Planning, plan_instant
+from hops_slurm.core.rounds import Planning, plan_instant
+from hops_slurm.core.timetable import Kind
 from hops_slurm.engine.userfiles import drop_place
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account, job_row
 from hops_slurm.slurm.api import SlurmError, SlurmJob
@@ -502,10 +503,11 @@ class Round(Session):
             self._views()  # on the snapshot read after enactment
 
     def _plannings(self) -> None:
-        limit = LoopSettings().max_plans_per_instant + (0 if self.fragment else 1)
+        limit, follow = self.e.loop.plannings(Kind.TICK if self.fragment else Kind.ROUND)
         plannings = plan_instant(self.e.backend, self.e.policy, fragment=self.fragment,  # type: ignore[arg-type]
-                                 index=1 if self.fragment else 0, limit=limit, dry_run=self.e.dry_run,
+                                 index=1 if self.fragment else 0, limit=limit, follow=follow, dry_run=self.e.dry_run,
                                  before_apply=self._before_enacting, on_planning=self._recorded)
+        self.e.metrics.planning_exit(plannings.exit)
         self.first = plannings[0] if plannings else None
         self.last = plannings[-1] if plannings else None
 

@@ -1,11 +1,15 @@
-"""``hops-slurm daemon``: the engine's steps on an APScheduler 3 timetable, until SIGTERM.
+"""``hops-slurm daemon``: the engine's steps on the timetable, until SIGTERM.
 
 Where it sits: between the CLI (:mod:`hops_slurm.cli.daemon_cmd`) and :class:`hops_slurm.engine.engine.Engine`.
-A :class:`BackgroundScheduler` keeps the timetable; its jobs only queue the step's name, and the
-main thread runs the steps one at a time (they share Slurm state, and the journal's SQLite connection
-belongs to the thread that opened it); a step already queued is not queued twice. The steps: the refresh (every ``queue_refresh`` s, followed by a fragment plan), the round
-(every ``round_length`` s, first one right after start) and the monitor (every ``monitor_interval`` s:
-ended or newly submitted jobs -> refresh and fragment plan). With ``[metrics] port`` set it serves the engine's Prometheus
+The timetable is the one the simulators follow (:mod:`hops_slurm.core.timetable`): :class:`Driver` sleeps
+on the main thread until each instant and runs its step there, one at a time (steps share Slurm state,
+and the journal's SQLite connection belongs to the thread that opened it). The steps: the round (every
+``round_length`` s, the first right after start: refresh, round plan, fragment plans), the refresh at
+each tick (every ``queue_refresh`` s inside a round, followed by fragment plans) and, while the driver
+sleeps, the monitor, the live event source (every ``monitor_interval`` s: ended or newly submitted jobs
+-> refresh and fragment plan). APScheduler's interval timers, which the daemon used before, cannot
+say "ticks inside a round, restarting at each round" nor share one timetable with a virtual clock; a
+sleep until the next instant can. With ``[metrics] port`` set it serves the engine's Prometheus
 metrics (:mod:`hops_slurm.engine.exporter`) on ``address:port`` while it runs. SIGTERM or SIGINT stops the timetable; the step in progress is finished (the handler only sets a flag)
 (each Slurm step is journaled, so even an abandoned one would be repaired by the next start), then the
 stores are closed and the lock released. Exit status 0. A step that fails (Slurm unreachable, a
@@ -16,16 +20,17 @@ repairs Slurm's state from the journal (:meth:`Engine.recover`), as it does afte
 from __future__ import annotations
 
 import logging
-import queue
+import math
 import signal
 import threading
+import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from dataclasses import dataclass
 from types import FrameType
+from typing import Protocol
 
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.background import BackgroundScheduler
-
+from hops_slurm.core.timetable import EPS, Instant, Kind, LoopSettings, round_instants
+from hops_slurm.core.timetable import Clock as TimetableClock
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.exporter import serve
 from hops_slurm.errors import HopsError
@@ -47,30 +52,102 @@ def _run_step(name: str, fn: Callable[[], object]) -> bool:
     return True
 
 
-class _Steps:
-    """The queue between the timetable (scheduler thread) and the main thread."""
+class Clock(TimetableClock, Protocol):
+    """The daemon's clock: the timetable's (:class:`hops_slurm.core.timetable.Clock`; done once stopped)
+    and a sleep that a stop cuts short."""
 
-    def __init__(self) -> None:
-        self.queue: queue.Queue[str] = queue.Queue()
-        self.queued: set[str] = set()
-        self.lock = threading.Lock()
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` or until stopped."""
 
-    def put(self, name: str) -> None:
-        with self.lock:
-            if name in self.queued:
+
+class WallClock:
+    """The wall clock (monotonic seconds), stopped by ``stop`` (SIGTERM, SIGINT)."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def done(self) -> bool:
+        return self.stop.is_set()
+
+    def next_event(self) -> float | None:
+        return None  # the monitor polls for events (Driver.wait)
+
+    def sleep(self, seconds: float) -> None:
+        self.stop.wait(max(0.0, seconds))
+
+
+@dataclass
+class Steps:
+    """What the daemon runs: at a round instant, at a tick, at each monitor poll (the live event source:
+    ended or newly submitted jobs), and the repair from the journal after a step that failed half-way."""
+
+    round: Callable[[], object]
+    tick: Callable[[], object]
+    monitor: Callable[[], object]
+    recover: Callable[[], object]
+    failed: Callable[[str], None] = lambda _name: None
+
+
+class Driver:
+    """The timetable (:func:`hops_slurm.core.timetable.round_instants`) on the daemon's clock: it sleeps until
+    each instant and runs its step; while it sleeps, the monitor polls every ``monitor_seconds``. A round
+    that overran starts the next one at once, and ticks it passed are run once (coalesced)."""
+
+    def __init__(self, loop: LoopSettings, clock: Clock, steps: Steps, monitor_seconds: float, *,
+                 damaged: bool = False, on_instant: Callable[[Instant], None] | None = None) -> None:
+        self.loop, self.clock, self.steps, self.monitor_seconds = loop, clock, steps, monitor_seconds
+        self.damaged = damaged  # a step failed half-way: repair from the journal before the next one
+        self.on_instant = on_instant
+        self.next_monitor = clock.now() + monitor_seconds
+
+    def run(self) -> None:
+        """Rounds until the clock is done (stopped); the first round right away (it reads Slurm first)."""
+        start = self.clock.now()
+        while not self.clock.done():
+            for instant in round_instants(self.loop, start, self.clock, coalesce=True):
+                self.wait(instant.at)
+                if self.clock.done():
+                    return
+                if self.on_instant is not None:
+                    self.on_instant(instant)
+                if instant.kind is Kind.END:
+                    start = max(instant.at, self.clock.now())
+                    break
+                self.step("round" if instant.kind is Kind.ROUND else "refresh",
+                          self.steps.round if instant.kind is Kind.ROUND else self.steps.tick)
+
+    def wait(self, until: float) -> None:
+        """Sleep until ``until`` (or a stop), running the monitor at each of its polls on the way (a fixed
+        grid from the start, as the engine simulation models it; a poll due by an instant is left to the
+        instant's step, which reads Slurm anyway)."""
+        while not self.clock.done():
+            now = self.clock.now()
+            if now >= until - EPS:
+                self._passed(now)
                 return
-            self.queued.add(name)
-        self.queue.put(name)
+            if now >= self.next_monitor - EPS:
+                self.step("monitor", self.steps.monitor)
+                self._passed(self.clock.now())
+                continue
+            self.clock.sleep(min(until, self.next_monitor) - now)
 
-    def get(self, timeout: float) -> str | None:
-        try:
-            name = self.queue.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        with self.lock:
-            self.queued.discard(name)
-        return name
+    def _passed(self, now: float) -> None:
+        """The next monitor poll: the first on the grid after ``now`` (polls missed meanwhile are one)."""
+        m = self.monitor_seconds
+        if self.next_monitor <= now + EPS:
+            self.next_monitor += m * (math.floor((now + EPS - self.next_monitor) / m) + 1)
 
+    def step(self, name: str, fn: Callable[[], object]) -> None:
+        """Run one step, after the repair from the journal that a step which failed half-way needs."""
+        if self.damaged:
+            self.damaged = not _run_step("recovery", self.steps.recover)
+        if not self.damaged:
+            self.damaged = not _run_step(name, fn)
+            if self.damaged:
+                self.steps.failed(name)
 
 def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
     """Open the engine, run the timetable until ``stop`` is set (SIGTERM/SIGINT set it), close."""
@@ -95,36 +172,13 @@ def run_daemon(engine: Engine, stop: threading.Event | None = None) -> int:
             raise HopsError(f"metrics endpoint {cfg.metrics.address}:{cfg.metrics.port}: "
                             f"{exc.strerror or exc} (set [metrics] port in hops.toml)") from None
         log.info("metrics on http://%s:%d/metrics", cfg.metrics.address, cfg.metrics.port)
-    steps = _Steps()
-    work: dict[str, Callable[[], object]] = {"round": engine.full_round, "refresh": engine.refresh_and_fill,
-                                             "monitor": engine.monitor}
-    scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(1)},
-                                    job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None})
-    now = datetime.now()
-    steps.put("round")  # the first round right away (it reads Slurm first)
-    scheduler.add_job(steps.put, "interval", args=["round"], seconds=cfg.scheduler.round_length,
-                      next_run_time=now + timedelta(seconds=cfg.scheduler.round_length), id="round")
-    scheduler.add_job(steps.put, "interval", args=["refresh"], seconds=cfg.scheduler.queue_refresh,
-                      next_run_time=now + timedelta(seconds=cfg.scheduler.queue_refresh), id="refresh")
-    scheduler.add_job(steps.put, "interval", args=["monitor"], seconds=cfg.engine.monitor_interval,
-                      next_run_time=now + timedelta(seconds=cfg.engine.monitor_interval), id="monitor")
+    loop = engine.loop
     log.info("hops-slurm engine running: round %gs, refresh %gs, monitor %gs, state %s",
-             cfg.scheduler.round_length, cfg.scheduler.queue_refresh, cfg.engine.monitor_interval, engine.state_dir)
-    scheduler.start()
-    damaged = engine.needs_recovery  # a step failed half-way: repair from the journal before the next one
+             loop.round_seconds, loop.refresh_seconds, cfg.engine.monitor_interval, engine.state_dir)
+    steps = Steps(engine.full_round, engine.refresh_and_fill, engine.monitor, engine.recover, engine.metrics.step_failed)
     try:
-        while not stop.is_set():
-            name = steps.get(timeout=0.5)
-            if name is not None and not stop.is_set():
-                if damaged:
-                    damaged = not _run_step("recovery", engine.recover)
-                    if damaged:
-                        continue
-                damaged = not _run_step(name, work[name])
-                if damaged:
-                    engine.metrics.step_failed(name)
+        Driver(loop, WallClock(stop), steps, cfg.engine.monitor_interval, damaged=engine.needs_recovery).run()
     finally:
-        scheduler.shutdown(wait=False)
         if endpoint is not None:
             endpoint.shutdown()
             endpoint.server_close()

@@ -52,6 +52,7 @@ from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.core.rounds import Planning, plan_summary
+from hops_slurm.core.timetable import LoopSettings
 from hops_slurm.engine.runtime_records import RUNTIME_FILE, SeenFiles
 from hops_slurm.engine.state import EngineState, JobState, storage_errors
 from hops_slurm.engine.userfiles import Owner, make_place, make_root, owner_of
@@ -106,6 +107,8 @@ class Engine(JobBookkeeping):
         self.backend: SlurmBackend | None = None
         self.profiler: ProfilerFlow | None = None
         self.policy = make_policy("hops", config.planner)
+        #: the timetable's settings (hops_slurm.core.timetable): how many plannings each instant makes
+        self.loop = LoopSettings(config.scheduler.round_length, config.scheduler.queue_refresh)
         self.tracked: dict[str, JobState] = {}
         self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.last_planning: Planning | None = None

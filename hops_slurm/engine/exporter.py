@@ -25,6 +25,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from hops_slurm.core.rounds import EXIT_REASONS
 from hops_slurm.records import JobRecord
 from planner.reasons import Code
 
@@ -83,6 +84,10 @@ class EngineMetrics:
                                       "engine's cycle (hops_slurm.engine.cycle): refresh, round and fragment "
                                       "steps, and the parts of each planning", ["cycle", "step"],
                                       buckets=STEP_BUCKETS, registry=r)
+        self.planning_exits = Counter("hops_planning_exits", "Why an instant's plannings stopped, as Slurm counts "
+                                      "bf_exit (hops_slurm.core.rounds.EXIT_REASONS)", ["reason"], registry=r)
+        for reason in EXIT_REASONS:
+            self.planning_exits.labels(reason)
         self.step_failures = Counter("hops_step_failures", "Daemon steps that failed (retried at their next turn)",
                                      ["step"], registry=r)
         self.probes_queued = Gauge("hops_probes_queued", "Probe jobs submitted and not finished", registry=r)
@@ -213,6 +218,10 @@ class EngineMetrics:
             if child is None:  # the labelled series, looked up once per (cycle, step)
                 child = self._steps[(cycle, step)] = self.step_seconds.labels(cycle, step)
             child.observe(seconds)
+
+    def planning_exit(self, reason: str) -> None:
+        """An instant's plannings stopped for ``reason`` (:func:`hops_slurm.core.rounds.plan_instant`)."""
+        self.planning_exits.labels(reason).inc()
 
     def step_failed(self, step: str) -> None:
         self.step_failures.labels(step).inc()

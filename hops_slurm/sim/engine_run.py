@@ -3,10 +3,12 @@
 
 Where it sits: ``hops-slurm simulate --engine`` and the engine's in-process tests. The engine is the one
 ``hops-slurm daemon`` runs (its state, journal, throughput store, records and metrics files in a state
-directory of its own); only Slurm is simulated. The timing is the simulator's round loop
-(:func:`hops_slurm.core.rounds.run_rounds`): a full round (refresh, round plan, fragment plans at
-its instant) every ``round_seconds``, and a refresh with a fragment plan every ``refresh_seconds`` in
-between, as the daemon's timers do; while no job is in play the clock jumps to the next arrival.
+directory of its own); only Slurm is simulated. The timing is the timetable the fast simulator and the
+daemon follow (:mod:`hops_slurm.core.timetable`, the same :class:`~hops_slurm.core.timetable.LoopSettings`
+from ``Options``): a full round (refresh, round plan, fragment plans at its instant) every ``round_seconds``,
+a refresh with fragment plans every ``refresh_seconds`` in between (and at each event with
+``plan_on_events``); while no job is in play the clock jumps to the next arrival. The stall rule is the
+fast path's (:class:`hops_slurm.sim.sim_aside.StallRule`).
 
 The store starts with the calibrations ``hops-slurm calibrate`` would measure on this cluster
 (:func:`hops_slurm.sim.measure.calibration`, as the :class:`hops_slurm.sim.sim_backend.SimBackend` path
@@ -29,11 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hops_slurm.config import SiteConfig, parse_config
+from hops_slurm.core.rounds import EXIT_REASONS
+from hops_slurm.core.timetable import Instant, Kind, LoopSettings, round_instants
 from hops_slurm.engine.engine import Engine
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report.metrics import summarize
 from hops_slurm.report.source import SqliteSource
+from hops_slurm.sim.sim_aside import StallRule
 from hops_slurm.sim.sim_backend import SimSettings
 from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
@@ -76,16 +81,25 @@ class EngineSim:
         finally:
             self.engine = None
             self.engine = _open_engine(self.config, self.ctl, self.policy_name)
+            self.engine.loop = self.loop()
 
-    def run(self, *, on_round: Callable[[float, int], None] | None = None, max_seconds: float = 90 * 86400.0) -> None:
-        """Rounds until every job of the workload has ended (the loop of ``run_rounds``)."""
+    def loop(self) -> LoopSettings:
+        """The timetable's settings (:mod:`hops_slurm.core.timetable`), from the simulation's options."""
+        o = self.options
+        return LoopSettings(o.round_seconds, o.refresh_seconds, fragment_at_once=o.fragment_at_once,
+                            plan_on_events=o.plan_on_events)
+
+    def run(self, *, on_round: Callable[[float, int], None] | None = None, max_seconds: float = 90 * 86400.0,
+            on_instant: Callable[[Instant], None] | None = None) -> None:
+        """Rounds on the timetable until every job of the workload has ended; ``on_instant`` sees each
+        instant of the timetable as the engine reaches it."""
         o, ctl, engine = self.options, self.ctl, self.engine
         assert engine is not None, "start the engine first (restart)"
-        idle_since: float | None = None
+        stall = StallRule(STALL_SECONDS)
         while not ctl.done():
             if ctl.t > max_seconds:
                 raise HopsError(f"engine simulation passed {max_seconds / 86400:.0f} days of virtual time with jobs left")
-            idle_since = self._stalled(idle_since)
+            stall.check(ctl, ctl.t)
             if ctl.done():
                 break
             engine.refresh()
@@ -97,20 +111,31 @@ class EngineSim:
                     break
                 ctl.advance(max(min(nxt), ctl.t))
                 continue
-            start = ctl.t
-            engine.round()
-            tick = start + o.refresh_seconds
-            while tick < start + o.round_seconds - 1e-9 and not ctl.done():
-                self._advance(tick)
-                engine.refresh()
-                if engine.policy.supports_fragment_plans:
-                    engine.round(fragment=True)
-                tick += o.refresh_seconds
-            if not ctl.done():  # else the last refresh comes at once, before Slurm forgets the ended jobs
-                self._advance(start + o.round_seconds)
+            for instant in round_instants(engine.loop, ctl.t, _CtlClock(ctl)):
+                self._at(instant)
+                if on_instant is not None:
+                    on_instant(instant)
             if on_round:
                 on_round(ctl.t, ctl.ended)
         engine.refresh()  # the jobs that ended since the last refresh get their end recorded
+
+    def _at(self, instant: Instant) -> None:
+        """What the engine does at an instant of the timetable (the daemon's steps, on the virtual clock):
+        at a round, the round plan (the refresh came first); at a tick or an event, a refresh and fragment
+        plans; at the round's end, the clock moves there (unless the workload ended: then the last refresh
+        comes at once, before Slurm forgets the ended jobs)."""
+        engine = self.engine
+        assert engine is not None
+        if instant.kind is Kind.ROUND:
+            engine.round()
+        elif instant.kind is Kind.END:
+            if not self.ctl.done():
+                self._advance(instant.at)
+        else:
+            self._advance(instant.at)
+            engine.refresh()
+            if engine.policy.supports_fragment_plans:
+                engine.round(fragment=True)
 
     def _seen_at(self, event: float | None) -> float | None:
         """When the engine notices something that happens at ``event``: at once without a monitor step, else
@@ -139,24 +164,12 @@ class EngineSim:
             last = at
         ctl.advance(until)
 
-    def _stalled(self, idle_since: float | None) -> float | None:
-        """The fast path's stall rule (``SimSettings.stall_seconds``): when the whole cluster has been idle
-        that long with jobs waiting and nothing left to arrive or probe, the policy cannot place them (a
-        rigid request outside its config space): they are cancelled, as an administrator would, and
-        reported so. Returns when the cluster became idle (None: it is not)."""
-        ctl = self.ctl
-        if not ctl.stalled():
-            return None
-        if idle_since is None:
-            return ctl.t
-        if ctl.t - idle_since < STALL_SECONDS:
-            return idle_since
-        ids = ctl.waiting()
-        log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
-                    len(ids), STALL_SECONDS / 3600, ", ".join(ctl.workload_id(j) for j in ids))
-        for job_id in ids:
-            ctl.cancel(job_id)
-        return None
+    def exits(self) -> dict[str, int]:
+        """Why each planning instant stopped, counted (the engine's ``hops_planning_exits_total``)."""
+        assert self.engine is not None
+        registry = self.engine.metrics.registry
+        counts = {r: registry.get_sample_value("hops_planning_exits_total", {"reason": r}) or 0.0 for r in EXIT_REASONS}
+        return {r: int(n) for r, n in sorted(counts.items()) if n}
 
     def records(self) -> tuple[list[JobRecord], list[RoundRecord]]:
         got = SqliteSource(self.state_dir / "records.sqlite").load()
@@ -207,6 +220,22 @@ def engine_simulation(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_na
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class _CtlClock:
+    """The timetable's clock on the simulated slurmctld's virtual one."""
+
+    def __init__(self, ctl: SimSlurmctld) -> None:
+        self.ctl = ctl
+
+    def now(self) -> float:
+        return self.ctl.t
+
+    def done(self) -> bool:
+        return self.ctl.done()
+
+    def next_event(self) -> float | None:
+        return self.ctl.next_event()
+
+
 def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Engine:
     """The engine, opened on the simulated slurmctld: no waiting in virtual time (a released job starts
     at the next read, so the enactor's polls and grace periods would only cost wall time)."""
@@ -245,10 +274,12 @@ def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name
     with engine_simulation(cluster, jobs, policy_name, options, site=site) as sim:
         sim.run(on_round=on_round)
         job_records, rounds = sim.records()
+        exits = sim.exits()
         specs = dict(sim.ctl.specs)
     shifted = with_ideal_times([_shift(r) for r in job_records], specs, cluster)
     rounds = [r.model_copy(update={"time": r.time - EPOCH}) for r in rounds]
-    return RunResult(policy_name, seed, shifted, rounds, [], summarize(shifted, rounds), time.perf_counter() - start)
+    return RunResult(policy_name, seed, shifted, rounds, [], summarize(shifted, rounds), time.perf_counter() - start,
+                     exits=exits)
 
 
 def with_ideal_times(records: list[JobRecord], specs: Mapping[str, JobSpec], cluster: ClusterSpec) -> list[JobRecord]:

@@ -47,6 +47,8 @@ class RunResult:
     wall_seconds: float = 0.0
     #: the workload's physical bound, avg JCT in seconds (:mod:`hops_slurm.sim.bound`; set by :func:`compare`)
     bound_avg_jct: float | None = None
+    #: why each planning instant stopped, counted (:data:`hops_slurm.core.rounds.EXIT_REASONS`; ``exits.json``)
+    exits: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,17 +113,19 @@ def simulate(
         if on_round:
             on_round(now, len(backend.finished))
 
+    exits: dict[str, int] = {}
     try:
         rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds,
                                                           fragment_at_once=options.fragment_at_once,
-                                                          plan_on_events=options.plan_on_events), on_round=tick)
+                                                          plan_on_events=options.plan_on_events),
+                            on_round=tick, exits=exits)
     except HopsError as exc:
         raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc
     finally:
         backend.close()
     records = backend.job_records()
     return RunResult(policy_name, seed, records, rounds, backend.series, summarize(records, rounds),
-                     time.perf_counter() - start)
+                     time.perf_counter() - start, exits=dict(sorted(exits.items())))
 
 
 def write_run(result: RunResult, folder: Path) -> None:
@@ -137,6 +141,7 @@ def write_run(result: RunResult, folder: Path) -> None:
         for t, used, norm in result.series:
             fh.write(f"{t:.3f},{used},{norm:.6f}\n")
     (folder / "metrics.json").write_text(json.dumps(result.metrics.table_row(), indent=2) + "\n")
+    (folder / "exits.json").write_text(json.dumps(result.exits, indent=2) + "\n")  # why planning instants stopped
     sqlite = folder / "records.sqlite"
     sqlite.unlink(missing_ok=True)  # write_sqlite appends plans: start from an empty file
     write_sqlite(sqlite, result.jobs, result.rounds)

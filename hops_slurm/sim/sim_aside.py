@@ -10,7 +10,7 @@ estimate included: a job a round plan's diagnostics name ``unservable`` with tha
 (:func:`named_unservable`: Hops, Slurm's backfill and multifactor) is set aside; a job placed on a
 config where its estimate is 0 is not placed there, and set aside when the policy places it there again
 (:func:`placed_where_it_cannot_run`). Set-aside jobs carry the reason in ``JobRecord.aside`` and are
-counted apart from unfinished ones. The stall rule (:func:`stall_out`) stays the last resort: jobs a
+counted apart from unfinished ones. The stall rule (:class:`StallRule`, both simulation paths') stays the last resort: jobs a
 policy never places on an idle cluster for ``stall_seconds`` are cancelled. Pure apart from the log.
 """
 
@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Protocol
 
 from planner.hops import NO_USABLE_CONFIG, why_unservable
 from planner.params import PlannerParams
@@ -84,31 +85,37 @@ def _rate(view: JobView, config: Config) -> float:
     return 0.0 if math.isnan(rate) else rate
 
 
-def stall_out(sim: Any) -> None:
-    """The stall rule (``sim``: a :class:`hops_slurm.sim.sim_backend.SimBackend`, untyped here to keep the
-    import one way): when the whole cluster has been idle ``stall_seconds`` with ready jobs, no arrivals,
-    probes or notices left, the policy cannot place them (e.g. a rigid request outside its config space):
-    they are cancelled."""
-    stalled = (
-        sim.active
-        and sim._next_arrival >= len(sim._pending_arrivals)
-        and not sim._probes_due
-        and not sim._drains
-        and all(j.config is None and j.ready_at <= sim.t for j in sim.active.values())
-    )
-    if not stalled:
-        sim._idle_since = None
-        return
-    if sim._idle_since is None:
-        sim._idle_since = sim.t
-    elif sim.t - sim._idle_since >= sim.settings.stall_seconds:
-        ids = sorted(sim.active)
-        log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
-                    len(ids), sim.settings.stall_seconds / 3600, ", ".join(ids))
-        for job_id in ids:
-            job = sim.active.pop(job_id)
-            job.record.state = "CANCELLED"
-            sim.cancelled[job_id] = job
+class Stallable(Protocol):
+    """A simulated cluster the stall rule watches (:class:`hops_slurm.sim.sim_backend.SimBackend`, and
+    :class:`hops_slurm.sim.slurmctld.SimSlurmctld` under the engine)."""
+
+    def stalled(self) -> bool:
+        """Nothing runs, nothing is left to arrive, probe or drain, and jobs wait."""
+
+    def cancel_waiting(self) -> list[str]:
+        """Cancel every waiting job; their workload ids (for the log)."""
 
 
-__all__ = ["named_unservable", "no_usable_config", "placed_where_it_cannot_run", "stall_out"]
+@dataclass
+class StallRule:
+    """The stall rule, once for both simulation paths: when the whole cluster has been idle ``seconds``
+    with jobs waiting and nothing left to arrive, probe or drain, the policy cannot place them (e.g. a
+    rigid request outside its config space): they are cancelled, as an administrator would, and reported
+    so. :meth:`check` is called as the clock moves."""
+
+    seconds: float
+    idle_since: float | None = None  # when the cluster was last seen stalled first (None: it is not)
+
+    def check(self, cluster: Stallable, now: float) -> None:
+        if not cluster.stalled():
+            self.idle_since = None
+        elif self.idle_since is None:
+            self.idle_since = now
+        elif now - self.idle_since >= self.seconds:
+            names = cluster.cancel_waiting()
+            log.warning("cancelling %d job(s) the policy never placed in %.0f h on an idle cluster: %s",
+                        len(names), self.seconds / 3600, ", ".join(names))
+            self.idle_since = None
+
+
+__all__ = ["StallRule", "Stallable", "named_unservable", "no_usable_config", "placed_where_it_cannot_run"]

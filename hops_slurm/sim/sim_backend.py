@@ -1,43 +1,37 @@
 """The simulated cluster: a discrete-event :class:`hops_slurm.core.interface.Backend` on a virtual clock.
 
-Data flow: job specs (hops_slurm.sim.workload) arrive at their times -> the profiler queue (probe runs
-of ``probe_seconds`` on ``gpus_per_type`` dedicated GPUs of every type, in parallel across types,
-FIFO per type) -> ready jobs are offered to the policy by the round loop -> :meth:`SimBackend.apply`
-starts, keeps or preempts them -> each running job progresses at the ground-truth throughput of its
-actual placement (hops_slurm.sim.groundtruth), after a restart cost when it (re)starts from a
-checkpoint -> completion releases its GPUs at once and closes its JobRecord.
+Data flow: job specs (hops_slurm.sim.workload) arrive at their times -> the profiler queue (probe runs of
+``probe_seconds`` on ``gpus_per_type`` dedicated GPUs of every type, in parallel across types, FIFO per type) -> ready
+jobs are offered to the policy by the round loop -> :meth:`SimBackend.apply` starts, keeps or preempts them -> each
+running job progresses at the ground-truth throughput of its actual placement (hops_slurm.sim.groundtruth), after a
+restart cost when it (re)starts from a checkpoint -> completion releases its GPUs at once and closes its JobRecord.
 
-What policies know comes from the production estimator (:mod:`hops_slurm.sim.knowledge`): a new model's
-probe results go into a temporary throughput store when its probes end (a job whose owner already ran
-that model skips probing, as on the live engine), and every running job reports a runtime record
-``record_seconds`` after it (re)starts, then every ``record_every_seconds``, and a last one since its
-last record when it stops (the recorder's close), each with its own sample count; the store's type and
-entity layers learn from them.
+What policies know comes from the production estimator (:mod:`hops_slurm.sim.knowledge`): a new model's probe
+results go into a temporary throughput store when its probes end (a job whose owner already ran that model skips
+probing, as on the live engine), and every running job reports a runtime record ``record_seconds`` after it
+(re)starts, then every ``record_every_seconds``, and a last one since its last record when it stops (the recorder's
+close), each with its own sample count; the store's type and entity layers learn from them.
 
-Probe in place (the live engine's rule, :mod:`hops_slurm.engine.inplace`; ``SimSettings.probe_in_place``):
-the simulated profiler's GPUs are dedicated (``[profiler] gpus_per_type`` per type, outside the cluster),
-so a new model is always probed there, in parallel; its job is ready at once when the cluster has its
-smallest GPU count idle at its arrival or its model's probes are over (planned with the fallback view
-until they are, and measured by its runtime records), else when its probes end or, earlier, at the first
-planning that finds that many GPUs idle. With ``probe_in_place=False`` every job waits for its model's
-probes, the paper's order. Accounting (wait, run time, GPU-seconds, placements) is
-:func:`hops_slurm.core.ledger.account`, the live engine's function. The views policies plan with are
-made as the live engine makes them: each ready job is described as a
-:class:`hops_slurm.core.jobview.KnownJob` (its ledger, declaration, config, processed samples and
-honesty factor) and :func:`hops_slurm.core.jobview.job_views` makes its estimate (throughput, eq. 9
-age, eq. 10 sensitivity, asked of the estimator at every planning) and view. This module keeps only
-what a simulated cluster is: time, ground-truth progress, probes and runtime records written into the
-store, arrivals and completions.
+Probe in place (the live engine's rule, :mod:`hops_slurm.engine.inplace`; ``SimSettings.probe_in_place``): the
+simulated profiler's GPUs are dedicated (``[profiler] gpus_per_type`` per type, outside the cluster), so a new model
+is always probed there, in parallel; its job is ready at once when the cluster has its smallest GPU count idle at its
+arrival or its model's probes are over (planned with the fallback view until they are, and measured by its runtime
+records), else when its probes end or, earlier, at the first planning that finds that many GPUs idle. With
+``probe_in_place=False`` every job waits for its model's probes, the paper's order. Accounting (wait, run time,
+GPU-seconds, placements) is :func:`hops_slurm.core.ledger.account`, the live engine's function. The views policies
+plan with are made as the live engine makes them: each ready job is described as a
+:class:`hops_slurm.core.jobview.KnownJob` (its ledger, declaration, config, processed samples and honesty factor) and
+:func:`hops_slurm.core.jobview.job_views` makes its estimate (throughput, eq. 9 age, eq. 10 sensitivity, asked of the
+estimator at every planning) and view. This module keeps only what a simulated cluster is: time, ground-truth
+progress, probes and runtime records written into the store, arrivals and completions.
 
 Costs (:mod:`hops_slurm.sim.costs`, the same model as the engine path's simulated slurmctld): a job
 that starts holds its GPUs for the process start (plus its checkpoint load when it resumes) before it
 progresses, a first start included; a preempted job gets a notice: it checkpoints and is requeued after
 its checkpoint write, or ignores it, runs out the grace and loses its work since its last periodic
 checkpoint. The GPUs stay busy until the notice ends: a job placed on them (or the moved job itself)
-waits for them, pending, as on Slurm.
-
-Policies never see ground truth: not the node speeds, not the server kinds (only what the cluster
-file says Slurm shows, :meth:`hops_slurm.sim.cluster_spec.ClusterSpec.view`).
+waits for them, pending, as on Slurm. Policies never see ground truth: not the node speeds, not the server
+kinds (only what the cluster file says Slurm shows, :meth:`hops_slurm.sim.cluster_spec.ClusterSpec.view`).
 
 Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
 (``JobSpec.declared``), which may differ from the samples it really processes; each planning its
@@ -63,7 +57,7 @@ from hops_slurm.core import processed
 from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord
-from hops_slurm.sim.sim_aside import named_unservable, no_usable_config, placed_where_it_cannot_run, stall_out
+from hops_slurm.sim.sim_aside import named_unservable, no_usable_config, placed_where_it_cannot_run, StallRule
 from hops_slurm.sim.classes import confine, outside
 from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
@@ -160,7 +154,7 @@ class SimBackend(Declarations):
         self.active: dict[str, _Job] = {}
         self.finished: dict[str, _Job] = {}
         self._active_integral = 0.0
-        self._idle_since: float | None = None
+        self._stall = StallRule(self.settings.stall_seconds)
         self.cancelled: dict[str, _Job] = {}
         self.aside: dict[str, str] = {}  # job id -> why it was set aside (hops_slurm.sim.sim_aside), cancelled too
         self._refused: dict[str, set[tuple[tuple[str, int], ...]]] = {}  # job id -> configs where it cannot run
@@ -367,15 +361,22 @@ class SimBackend(Declarations):
             self._events()
         self._progress(max(self.t, t))
         self._events()
-        self._check_stall()
+        self._stall.check(self, self.t)
 
     def _events(self) -> None:
         self._arrive()
         self._complete()
         self._end_drains()
 
-    def _check_stall(self) -> None:
-        stall_out(self)
+    def stalled(self) -> bool:  # the stall rule's view (hops_slurm.sim.sim_aside.StallRule)
+        return bool(self.active) and self._next_arrival >= len(self._pending_arrivals) and not self._probes_due \
+            and not self._drains and all(j.config is None and j.ready_at <= self.t for j in self.active.values())
+
+    def cancel_waiting(self) -> list[str]:
+        for job_id in (ids := sorted(self.active)):
+            job = self.cancelled[job_id] = self.active.pop(job_id)
+            job.record.state = "CANCELLED"
+        return ids
 
     # --- internals -------------------------------------------------------------------------------------
     def _completion_times(self) -> list[float]:

@@ -226,6 +226,15 @@ class SimSlurmctld:
                 and not any(r.job.state == "RUNNING" for r in self.runs.values()) and not self._drains
                 and bool(self.waiting()))
 
+    def cancel_waiting(self) -> list[str]:
+        """Cancel the pending workload jobs (the stall rule, :class:`hops_slurm.sim.sim_aside.StallRule`); their
+        workload ids."""
+        ids = self.waiting()
+        names = [self.workload_id(j) for j in ids]
+        for job_id in ids:
+            self.cancel(job_id)
+        return names
+
     def waiting(self) -> list[str]:
         """Workload jobs pending (by Slurm job id)."""
         return [j for j, r in self.runs.items() if r.job.state == "PENDING"]

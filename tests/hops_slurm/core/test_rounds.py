@@ -1,11 +1,16 @@
 """The plannings of one instant (hops_slurm.core.rounds.plan_instant): fragment plans follow while the last one
 placed a job and GPUs stay idle, and stop when its enactment started nothing (every placement refused by
-Slurm): the same inputs would plan the same again."""
+Slurm): the same inputs would plan the same again; each instant says why it stopped (its exit reason), and the
+engine's metrics count every reason."""
 
 from __future__ import annotations
 
 from hops_slurm.core.interface import Enactment
-from hops_slurm.core.rounds import plan_instant
+import pytest
+
+from hops_slurm.core import rounds
+from hops_slurm.core.rounds import EXIT_REASONS, plan_instant
+from hops_slurm.engine.exporter import EngineMetrics
 from planner.views import ClusterView, JobView, NodeView, Plan, Policy
 
 
@@ -57,12 +62,53 @@ def test_fragment_plans_follow_while_each_starts_a_job_and_gpus_stay_idle() -> N
     backend = Cluster(jobs=5, gpus=3)
     plannings = plan_instant(backend, OneAtATime(), fragment=True, index=1, limit=4)  # type: ignore[arg-type]
     assert len(plannings) == 3 and backend.running == ["j0", "j1", "j2"]  # the third filled the node
+    assert plannings.exit == rounds.EXIT_NO_IDLE
 
 
 def test_a_fragment_plan_whose_placements_were_all_refused_ends_the_instant() -> None:
     backend = Cluster(jobs=5, gpus=3, refuse=True)
     plannings = plan_instant(backend, OneAtATime(), fragment=True, index=1, limit=4)  # type: ignore[arg-type]
     assert len(plannings) == 1 and backend.applied == 1  # not three more identical plans, each refused
+    assert plannings.exit == rounds.EXIT_REFUSED
     backend = Cluster(jobs=5, gpus=3, refuse=True)
     plannings = plan_instant(backend, OneAtATime(), fragment=False, limit=5)  # type: ignore[arg-type]
     assert len(plannings) == 2  # a round plan is still followed by one fragment plan, as before
+
+
+class Nothing(OneAtATime):
+    name = "nothing"
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        return Plan({j.job_id: None for j in jobs})
+
+
+class NoFragments(OneAtATime):
+    supports_fragment_plans = False
+
+
+@pytest.mark.parametrize(("backend", "policy", "kw", "reason", "plans"), [
+    (Cluster(jobs=0, gpus=3), OneAtATime(), {}, rounds.EXIT_NOTHING, 0),  # no job to plan
+    (Cluster(jobs=5, gpus=9), OneAtATime(), {}, rounds.EXIT_LIMIT, 4),  # the instant's most plannings
+    (Cluster(jobs=5, gpus=9), OneAtATime(), {"fragment": False, "follow": False}, rounds.EXIT_SINGLE, 1),  # at ticks
+    (Cluster(jobs=5, gpus=9), OneAtATime(), {"dry_run": True}, rounds.EXIT_SINGLE, 1),
+    (Cluster(jobs=5, gpus=9), NoFragments(), {"fragment": False}, rounds.EXIT_NO_FRAGMENTS, 1),
+    (Cluster(jobs=5, gpus=9), Nothing(), {}, rounds.EXIT_PLACED_NONE, 1),
+    (Cluster(jobs=5, gpus=3), OneAtATime(), {}, rounds.EXIT_NO_IDLE, 3),
+    (Cluster(jobs=5, gpus=3, refuse=True), OneAtATime(), {}, rounds.EXIT_REFUSED, 1),
+    (Cluster(jobs=2, gpus=9), OneAtATime(), {}, rounds.EXIT_NOTHING, 2),  # nothing left to plan
+])
+def test_each_instant_says_why_its_plannings_stopped(backend: Cluster, policy: Policy, kw: dict, reason: str,
+                                                      plans: int) -> None:
+    kw = {"fragment": True, "index": 1, "limit": 4} | kw
+    plannings = plan_instant(backend, policy, **kw)  # type: ignore[arg-type]
+    assert (plannings.exit, len(plannings)) == (reason, plans)
+
+
+def test_the_metrics_count_every_exit_reason_and_no_other() -> None:
+    """The list of exit reasons is what ``hops_planning_exits_total{reason}`` exports (each from the start)."""
+    metrics = EngineMetrics()
+    exported = {s.labels["reason"] for m in metrics.registry.collect() if m.name == "hops_planning_exits"
+                for s in m.samples if s.name == "hops_planning_exits_total"}
+    assert exported == set(EXIT_REASONS) and len(EXIT_REASONS) == 7
+    metrics.planning_exit(rounds.EXIT_LIMIT)
+    assert metrics.registry.get_sample_value("hops_planning_exits_total", {"reason": rounds.EXIT_LIMIT}) == 1.0
