@@ -114,6 +114,7 @@ class Engine(JobBookkeeping):
         self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
+        self.policy.timer = self.metrics.timer("plan")  # each planner stage timed (cycle="plan")
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
         self._estimator_memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)

@@ -226,3 +226,28 @@ def test_the_store_signatures_are_counted_again_when_the_store_changed(tmp_path:
     finally:
         store.close()
         other.close()
+
+
+def step_labels(metrics: EngineMetrics, cycle: str) -> list[str]:
+    """The ``step`` labels the exporter exposes under ``cycle`` (series that exist before any observation)."""
+    steps = []
+    for family in metrics.registry.collect():
+        if family.name == "hops_engine_step_duration_seconds":
+            steps += [s.labels["step"] for s in family.samples
+                      if s.name.endswith("_count") and s.labels["cycle"] == cycle]
+    return steps
+
+
+def test_every_plan_stage_is_exported_and_timed_by_name() -> None:
+    from planner.hops import PLAN_STAGES, HopsPolicy
+    from planner.stages import stage_names
+    from planner.views import ClusterView, JobView, NodeView
+
+    metrics = EngineMetrics()
+    assert step_labels(metrics, "plan") == list(stage_names(PLAN_STAGES))  # every series from the start
+    policy = HopsPolicy(timer=metrics.timer("plan"))
+    job = JobView("j", (2,), 0.0, 1.0, 10.0, 1.2, lambda cfg: float(sum(cfg.values())))
+    policy.plan(ClusterView((NodeView("n0", "v100", "v100-a", 8, 8),)), (job,), now=0.0)
+    counts = {s.labels["step"]: s.value for f in metrics.registry.collect() if f.name == "hops_engine_step_duration_seconds"
+              for s in f.samples if s.name.endswith("_count") and s.labels["cycle"] == "plan"}
+    assert counts == {name: 1.0 for name in stage_names(PLAN_STAGES)}
