@@ -180,7 +180,8 @@ class Engine(JobBookkeeping):
                                                      self.now, self.seen_files)
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
-                               listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
+                               listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered,
+                               timer=self.metrics.timer("enact"))  # each phase timed (cycle="enact")
         self.backend = SlurmBackend(self.api, self.enactor, partition=self.scope.partitions, governance=self._governance,
                                     stored=lambda: {j: s.directives for j, s in self.tracked.items() if s.directives})
         if self.store is not None and not self.dry_run:

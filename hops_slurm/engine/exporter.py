@@ -6,7 +6,8 @@ engines) and hands it, after each step, what that step produced: the :class:`~ho
 of a round or fragment plan (its :class:`~hops_slurm.records.RoundRecord`, phase timings and planner
 diagnostics) with the :class:`~hops_slurm.slurm.enact.EnactResult`, the duration of each named step of the
 cycle (:mod:`hops_slurm.engine.cycle`) and, through a :class:`CycleTimer`, of each stage of the planner
-(``cycle="plan"``: :data:`planner.hops.PLAN_STAGES`), the refresh's job states and the
+(``cycle="plan"``: :data:`planner.hops.PLAN_STAGES`) and each phase of the enactor (``cycle="enact"``:
+:data:`hops_slurm.slurm.enact.ENACT_PHASES`), the refresh's job states and the
 JobRecords of jobs that ended, and the journal's finished actions (holds, releases, preemptions,
 failures; each counted once by id). Nothing here reads Slurm or recomputes a plan. ``hops-slurm daemon``
 serves the registry over HTTP when ``[metrics] port`` is set (:func:`serve`). Names follow Prometheus
@@ -29,6 +30,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from hops_slurm.records import JobRecord
+from hops_slurm.slurm.enact import ENACT_PHASES
 from planner.hops import PLAN_STAGES
 from planner.reasons import Code
 from planner.stages import stage_names
@@ -39,8 +41,9 @@ LR_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, math
 PHASES = ("read", "plan", "enact")
 KINDS = ("round", "fragment")
 ERROR_REASONS = ("action_failed", "refused", "mismatched")
-#: the named stages each timed under their own cycle: the planner's (planner.hops.PLAN_STAGES)
-STAGED: dict[str, tuple[str, ...]] = {"plan": stage_names(PLAN_STAGES)}
+#: the named stages each timed under their own cycle: the planner's (planner.hops.PLAN_STAGES) and the
+#: enactor's phases (hops_slurm.slurm.enact.ENACT_PHASES)
+STAGED: dict[str, tuple[str, ...]] = {"plan": stage_names(PLAN_STAGES), "enact": ENACT_PHASES}
 MAX_ENDED = 100_000  # ended jobs kept for RAQLR (bounded memory whatever the window)
 
 

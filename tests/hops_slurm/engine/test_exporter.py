@@ -251,3 +251,16 @@ def test_every_plan_stage_is_exported_and_timed_by_name() -> None:
     counts = {s.labels["step"]: s.value for f in metrics.registry.collect() if f.name == "hops_engine_step_duration_seconds"
               for s in f.samples if s.name.endswith("_count") and s.labels["cycle"] == "plan"}
     assert counts == {name: 1.0 for name in stage_names(PLAN_STAGES)}
+
+
+def test_every_enact_phase_is_exported_and_timed_by_name() -> None:
+    from hops_slurm.slurm.enact import ENACT_PHASES
+
+    metrics = EngineMetrics()
+    assert step_labels(metrics, "enact") == list(ENACT_PHASES)
+    timer = metrics.timer("enact")
+    with pytest.raises(RuntimeError), timer.stage("release"):  # timed also when the phase fails
+        raise RuntimeError("scontrol release failed")
+    counts = {s.labels["step"]: s.value for f in metrics.registry.collect() if f.name == "hops_engine_step_duration_seconds"
+              for s in f.samples if s.name.endswith("_count") and s.labels["cycle"] == "enact"}
+    assert counts == {name: 1.0 if name == "release" else 0.0 for name in ENACT_PHASES}
