@@ -264,3 +264,23 @@ def test_every_enact_phase_is_exported_and_timed_by_name() -> None:
     counts = {s.labels["step"]: s.value for f in metrics.registry.collect() if f.name == "hops_engine_step_duration_seconds"
               for s in f.samples if s.name.endswith("_count") and s.labels["cycle"] == "enact"}
     assert counts == {name: 1.0 if name == "release" else 0.0 for name in ENACT_PHASES}
+
+
+def test_the_dashboard_graphs_each_staged_cycle() -> None:
+    from hops_slurm.engine.exporter import STAGED
+
+    dash = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert set(STAGED) == {"plan", "enact"}
+    for cycle in STAGED:
+        assert any("hops_engine_step_duration_seconds" in e and f'cycle="{cycle}"' in e for e in exprs), cycle
+
+
+def test_the_admin_guide_names_every_staged_step() -> None:
+    from hops_slurm.engine.exporter import STAGED
+
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "admin-guide.md").read_text()
+    row = next(line for line in guide.splitlines() if line.startswith("| `hops_engine_step_duration_seconds"))
+    for cycle, names in STAGED.items():
+        listed = row.split(f"`{cycle}` (", 1)[1].split(")", 1)[0]  # the cycle's parenthesis in the metrics table
+        assert [n for n in re.findall(r"`(\w+)`", listed) if n not in ("PLAN_STAGES", "ENACT_PHASES")] == list(names)
