@@ -9,7 +9,7 @@ fragment plans, the sensitivity adjustment (:mod:`planner.window`), candidate co
 throughput, Sia's normalisation), weights (prior + bias)^λ, and the ILP (:mod:`planner.ilp`).
 
 One planning is a list of named stages over a small plan state (:data:`PLAN_STAGES`, run by
-:func:`planner.stages.run_stages`): ``unservable``, ``hold`` (in place), ``priorities``, ``window``,
+:func:`planner.stages.run_stages`): ``unservable``, ``in_place`` (running jobs held where they are), ``priorities``, ``window``,
 ``classes`` (entity and eligibility classes), ``candidates``, ``backfill``, ``weights``, ``solve`` (with
 its pin passes), ``fallback`` (the ladder below), ``fill`` (leftovers), ``explore`` (idle GPUs), ``fits``
 (the guard against over-allocation), ``same_nodes`` (running jobs keep their nodes) and ``outcome``
@@ -373,7 +373,7 @@ class HopsPolicy(Policy):
 @dataclass
 class PlanState:
     """What one planning knows, stage by stage (:data:`PLAN_STAGES`). ``cluster`` is the cluster the
-    planning places on: less the GPUs of held jobs after ``hold``, refined node classes after ``classes``."""
+    planning places on: less the GPUs of held jobs after ``in_place``, refined node classes after ``classes``."""
 
     policy: HopsPolicy
     cluster: ClusterView
@@ -418,7 +418,7 @@ def _unservable(s: PlanState) -> None:
     s.live = tuple(j for j in s.jobs if j.job_id not in s.unservable)
 
 
-def _hold(s: PlanState) -> None:
+def _in_place(s: PlanState) -> None:
     """A fragment plan's running jobs are context only; a round plan's running jobs that may not move
     (planner.moves) are held and planned around (:func:`hold_in_place`)."""
     p = s.policy.params
@@ -583,7 +583,7 @@ def _outcome(s: PlanState) -> None:
 #: one planning of :class:`HopsPolicy`, stage by stage (each timed under ``cycle="plan"`` by the live
 #: engine: :mod:`hops_slurm.engine.exporter`)
 PLAN_STAGES: tuple[tuple[str, Callable[[PlanState], None]], ...] = (
-    ("unservable", _unservable), ("hold", _hold), ("priorities", _priorities), ("window", _window),
+    ("unservable", _unservable), ("in_place", _in_place), ("priorities", _priorities), ("window", _window),
     ("classes", _classes), ("candidates", _candidates), ("backfill", _backfill), ("weights", _weights),
     ("solve", _solve), ("fallback", _fallback), ("fill", _fill), ("explore", _explore), ("fits", _fits),
     ("same_nodes", _same_nodes), ("outcome", _outcome))
