@@ -17,6 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hops_slurm.engine.cycle import Refresh
 from hops_slurm.records import RoundRecord
+from planner.hops import PLAN_STAGES
+from planner.stages import stage_names
 
 pytestmark = pytest.mark.slurm
 
@@ -131,6 +133,12 @@ def test_metrics_endpoint_agrees_with_round_records_and_journal(eng) -> None:  #
     steps = _steps(v)
     assert steps[("refresh", "read")] >= 1 and steps[("round", "plannings")] >= len(main)
     assert steps[("round", "views")] == steps[("round", "plannings")]
+    # one level down: every stage of each Hops planning (cycle="plan") and the enactor's phases (cycle="enact")
+    assert {steps[("plan", name)] for name in stage_names(PLAN_STAGES)} == {steps[("plan", "unservable")]}
+    assert steps[("plan", "solve")] >= len(main)
+    # (the jobs were submitted before the daemon started: its restart recovery held them, untimed)
+    assert all(steps[("enact", phase)] >= 1 for phase in ("reserve", "place", "env", "release", "allocations")), \
+        " ".join(f"{k[1]}={n:g}" for k, n in steps.items() if k[0] == "enact")
     assert v[("hops_store_size_bytes", ())] > 0 and v[("hops_store_signatures", ())] >= 1
     assert v[("hops_enactment_errors_total", (("reason", "action_failed"),))] == 0
     if os.environ.get("HOPS_SCRAPE_OUT"):  # docs/admin-guide.md shows one such scrape
