@@ -137,12 +137,12 @@ def test_the_offer_is_closed_while_a_planning_enacts(tmp_path: Path) -> None:
     try:
         engine.refresh_and_fill()
         assert offer.read(path) is not None
-        apply = engine.backend.apply  # type: ignore[union-attr]
+        apply = engine.backend.apply
 
-        def watching(plan, *, fragment):  # noqa: ANN001, ANN202
+        def watching(plan, *, fragment, **given):  # noqa: ANN001, ANN003, ANN202
             seen.append(path.read_text())
-            return apply(plan, fragment=fragment)
-        engine.backend.apply = watching  # type: ignore[union-attr, method-assign]
+            return apply(plan, fragment=fragment, **given)
+        engine.backend.apply = watching  # type: ignore[method-assign]
         api.submit("50", "gpus=1 samples=1000 batch-size=8 model=resnet18")
         engine.monitor()
         assert seen and all(text == offer.closed() for text in seen)
