@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from hops_slurm.config import SiteConfig
+from hops_slurm.core.learned import Learned
 from hops_slurm.engine.calibration_files import CalibrationFiles
 from hops_slurm.slurm.snapshot import Snapshot
 
@@ -30,8 +31,7 @@ class StoreReader:
         self.store, self.config, self.partitions, self.now, self.dry_run = store, config, partitions, now, dry_run
         self.estimates: dict[tuple[object, ...], object] = {}
         self._memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)
-        self._learned: set[str] = set()  # signatures learned since the last read
-        self._factors: dict[str, float] | None = None  # the entity factors then
+        self._learned = Learned()  # what the store learned since the last read (its one forgetting rule)
         self._source: tuple[int, Any] | None = None  # (data_version, the store's cached view)
         self._calibrated: set[str] = set()  # GPU types the store is known to have a calibration for
         #: what `hops-slurm calibrate` wrote into [paths] calibrations, read as it changes
@@ -47,7 +47,7 @@ class StoreReader:
 
     def _store_view(self) -> Any:
         """The store as the estimator reads it: each signature read once and kept until the engine ingests
-        a record for it (:meth:`ingested`), and read afresh whole when another process changed the file
+        a record for it (:meth:`ingested`, :class:`hops_slurm.core.learned.Learned`), and read afresh whole when another process changed the file
         (``hops-slurm calibrate``: SQLite's ``data_version`` moves only for other connections' commits)."""
         from estimator.snapshot import CachedSource
 
@@ -59,8 +59,6 @@ class StoreReader:
     def ingested(self, signature: str) -> None:
         """A probe result or runtime record of ``signature`` went into the store: its snapshot and
         estimates are forgotten before the next read (:meth:`estimator`)."""
-        if self._source is not None:
-            self._source[1].forget(signature)
         self._learned.add(signature)
 
     def estimator(self, snap: Snapshot) -> Any:
@@ -78,22 +76,10 @@ class StoreReader:
             else:
                 made = self.estimator_for(snap.cluster_view(fragment=False, partition=self.partitions)) if key else None
                 self.estimates.clear()
-                self._learned.clear()
             self._memo = (source, nodes, key, made)
-        self._forget_learned()
+        if source is not None:
+            self._learned.forget(source, self.estimates)
         return self._memo[3]
-
-    def _forget_learned(self) -> None:
-        if not self._learned or self._source is None:
-            return
-        factors = self._source[1].entity_factors()
-        if factors != self._factors:  # every job's estimates on those servers change
-            self.estimates.clear()
-        else:
-            for key in [k for k in self.estimates if k[1] in self._learned]:
-                del self.estimates[key]
-        self._factors = factors
-        self._learned.clear()
 
     # ----- calibrations ------------------------------------------------------------------------------
     def ensure_calibrations(self, gpu_types: set[str]) -> None:
