@@ -59,6 +59,14 @@ class Backend(Protocol):
         """True when no job is active and none will arrive (always False live)."""
 
 
+def seen_by_fragment_plan(*, running: bool, started: bool, promised: bool) -> bool:
+    """Whether a fragment plan sees a job (both backends' :meth:`Backend.job_views` with ``fragment``):
+    a waiting job to place, and a running one (``running``: its view shows where it runs) as context;
+    not one placed and not started yet (``promised``: its GPUs are promised), nor one started that its view
+    does not show running yet."""
+    return not promised and (running or not started)
+
+
 # ----- one planning, shared by the simulator's loop and the live engine ---------------------------
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hops_slurm.core.interface import Enactment
+from hops_slurm.core.interface import Enactment, seen_by_fragment_plan
 from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.engine.offer import starting_requests
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
@@ -110,8 +110,9 @@ class SlurmBackend:
         if not fragment:
             return views
         listing = self.listing
-        return tuple(v for v in views if v.job_id not in self.placed
-                     and (v.current is not None or not (v.job_id in listing and listing[v.job_id].active)))
+        return tuple(v for v in views if seen_by_fragment_plan(
+            running=v.current is not None, started=v.job_id in listing and listing[v.job_id].active,
+            promised=v.job_id in self.placed))
 
     def confined(self, views: tuple[JobView, ...]) -> tuple[JobView, ...]:
         """``views`` with :attr:`JobView.nodes` set for each job that may not use every Hops node: the nodes
