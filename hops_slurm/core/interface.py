@@ -8,8 +8,9 @@ Data flow (docs/design.md, "Principles": one engine, two backends)::
                  +--------------waits--------------> Backend.wait_until(t)
 
 The simulator (:class:`hops_slurm.sim.sim_backend.SimBackend`) implements it with a virtual clock; the
-live Slurm engine implements the same six methods on slurmctld (``wait_until`` sleeps, ``apply``
-places holds/reservations). Kept deliberately small.
+live Slurm engine implements the same seven methods on slurmctld
+(:class:`hops_slurm.engine.live_backend.PlanningBackend`: ``wait_until`` sleeps, ``apply`` places
+holds/reservations). Deliberately small.
 """
 
 from __future__ import annotations

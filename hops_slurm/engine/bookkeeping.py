@@ -3,7 +3,7 @@
 Where it sits: the refresh's named steps (:mod:`hops_slurm.engine.refresh`) call these functions job by
 job, each over the engine's long-lived resources (:class:`hops_slurm.engine.resources.Resources`): a new
 job's state (:func:`new_state`, :func:`check_new`), its accounting from Slurm's listing
-(:func:`account_job`), keeping its Comment in step with its set-aside reason (:func:`review_aside`; one bad
+(:func:`account_job`), its Comment in step with its set-aside reason (:func:`review_aside`; one bad
 job never stops the round: :mod:`hops_slurm.engine.aside`), its eq. 9 age (:func:`refresh_job_ages`), its
 runtime records (:func:`ingest_metrics`) and where a starting job writes them (:func:`recorder_env`), declared vs processed samples (:func:`declaration_verdicts`,
 :func:`act_on_declaration`: :mod:`hops_slurm.engine.honesty_review`) and its JobRecord (:func:`job_record`).
@@ -61,7 +61,7 @@ def _requeued_at(r: Resources, js: JobState) -> float | None:
 
 def review_aside(r: Resources, js: JobState, seen: SlurmJob) -> None:
     """Take a job back when Slurm now shows other stored directives that parse (an administrator
-    corrected them); keep the owner's view (the job's Comment) in step with the engine's: the
+    corrected them); bring the owner's view (the job's Comment) in step with the engine's: the
     set-aside reason while aside, and no engine-written comment (set aside, released by failopen)
     once the job is back in play."""
     if js.aside and seen.directives is not None and seen.directives != js.directives:

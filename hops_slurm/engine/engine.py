@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -39,7 +38,7 @@ from hops_slurm.engine import refresh as refresh_steps
 from hops_slurm.engine import round as round_steps
 from hops_slurm.engine.live_backend import SlurmBackend
 from hops_slurm.engine.checkpoints import Marks
-from hops_slurm.engine.crashpoints import CrashingJournal, crashing_journal
+from hops_slurm.engine.crashpoints import crashing_journal
 from hops_slurm.engine.cycle import RefreshSession, RoundSession, run_steps
 from hops_slurm.engine.estimates import StoreReader
 from hops_slurm.engine.offer import starting
@@ -61,7 +60,6 @@ from hops_slurm.engine.written import Written
 from hops_slurm.errors import HopsError
 from hops_slurm.rootfile import UnsafeDirectory, own_state_dir
 from hops_slurm.journal import Journal
-from hops_slurm.records import RoundRecord
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmNode
 from hops_slurm.slurm.partitions import PARTITION_ARGV, parse_partitions
 from hops_slurm.slurm.enact import Enactor
@@ -406,8 +404,4 @@ class Engine:
         self.round(fragment=True)
 
 
-def stderr_logging(level: int = logging.INFO) -> None:
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-__all__ = ["Engine", "CrashingJournal", "RoundRecord"]
+__all__ = ["Engine"]

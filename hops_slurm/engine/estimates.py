@@ -1,11 +1,11 @@
-"""The engine's reads of the throughput store: one estimator, its answers kept while the store does not learn.
+"""The engine's reads of the throughput store: one estimator, its answers reused while the store does not learn.
 
 Where it sits: the engine opens one :class:`StoreReader` over its throughput store (it is the store's only
 writer of measurements); the refresh's ``calibrate`` step calls :meth:`StoreReader.ensure_calibrations`,
 its ``ingest`` step and the profiler call :meth:`StoreReader.ingested` for each signature that got new
 records, and every step that needs an estimate (the round's ``views``, the refresh's ``ages`` and
 ``declarations``) calls :meth:`StoreReader.estimator` on the snapshot of the round. The simulator's fast
-path keeps its estimates the same way (:mod:`hops_slurm.sim.knowledge`).
+path reuses its estimates by the same rule (:mod:`hops_slurm.sim.knowledge`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 class StoreReader:
     """The store as the engine's steps read it (see the module docstring); ``store`` None (a dry run
     without a store file): no estimator, no calibration. :attr:`estimates`: the job-view pipeline's
-    estimates (:func:`hops_slurm.core.jobview.estimate`), kept while the store does not learn about their
+    estimates (:func:`hops_slurm.core.jobview.estimate`), reused while the store does not learn about their
     signature."""
 
     def __init__(self, store: Any, config: SiteConfig, partitions: tuple[str, ...], now: Any, *, dry_run: bool) -> None:
@@ -46,7 +46,7 @@ class StoreReader:
         return Estimator.for_cluster(self._store_view(), cluster)
 
     def _store_view(self) -> Any:
-        """The store as the estimator reads it: each signature read once and kept until the engine ingests
+        """The store as the estimator reads it: each signature read once and reused until the engine ingests
         a record for it (:meth:`ingested`, :class:`hops_slurm.core.learned.Learned`), and read afresh whole when another process changed the file
         (``hops-slurm calibrate``: SQLite's ``data_version`` moves only for other connections' commits)."""
         from estimator.snapshot import CachedSource
@@ -62,7 +62,7 @@ class StoreReader:
         self._learned.add(signature)
 
     def estimator(self, snap: Snapshot) -> Any:
-        """One estimator per store view and set of nodes of ``snap``, kept across refreshes, with its
+        """One estimator per store view and set of nodes of ``snap``, reused across refreshes, with its
         answers in :attr:`estimates`; what the store learned since the last call is forgotten first: the
         estimates of each signature with new records, all of them when the entity factors moved. None
         without a store or a usable GPU node."""

@@ -6,7 +6,7 @@ Slurm is the source of truth), from which every Slurm-derived fact of the round 
 (:mod:`hops_slurm.slurm.snapshot`). The shared round logic (:func:`hops_slurm.core.interface.plan_once`) asks
 it for the cluster and job views, plans, and hands the plan to :meth:`SlurmBackend.apply`, which enacts
 it on that snapshot through :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve /
-release / requeuehold) and keeps the enactor's one re-read as the next snapshot.
+release / requeuehold) and takes the enactor's one re-read as the next snapshot.
 
 It never calls up into the engine, and keeps nothing of a round: the engine's round session hands it
 the job views of the round (built from its bookkeeping and the estimator) and the environment of the
@@ -43,7 +43,7 @@ from planner.views import ClusterView, JobView, Plan
 @dataclass
 class SlurmBackend:
     """``placed``: placed-and-pending job -> its config (from the snapshot and the journal); ``governance``: where the site's associations and QOS are read (None: no
-    limits kept, e.g. a cluster without slurmdbd)."""
+    limits enforced, e.g. a cluster without slurmdbd)."""
 
     api: SlurmApi
     enactor: Enactor
@@ -66,7 +66,7 @@ class SlurmBackend:
 
     def use_snapshot(self, snap: Snapshot) -> None:
         """Make ``snap`` the current snapshot (and work out what is placed and pending on it); tracked jobs
-        whose AdminComment another tool replaced keep their stored directives (hops_slurm.engine.coexist)."""
+        whose AdminComment another tool replaced retain their stored directives (hops_slurm.engine.coexist)."""
         if self.stored is not None:
             snap = restore_directives(snap, self.stored())
         self.snapshot = snap
