@@ -1,36 +1,131 @@
-"""The per-job bookkeeping of each Hops job: what a refresh learns about one job and writes down.
+"""The engine's long-lived resources, and the per-job bookkeeping over them: what a refresh learns about one
+job and writes down.
 
-Where it sits: the refresh's named steps (:mod:`hops_slurm.engine.refresh`) call these functions job by
-job, each over the engine's long-lived resources (:class:`hops_slurm.engine.resources.Resources`): a new
-job's state (:func:`new_state`, :func:`check_new`), its accounting from Slurm's listing
-(:func:`account_job`), its Comment in step with its set-aside reason (:func:`review_aside`; one bad
-job never stops the round: :mod:`hops_slurm.engine.aside`), its eq. 9 age (:func:`refresh_job_ages`), its
-runtime records (:func:`ingest_metrics`) and where a starting job writes them (:func:`recorder_env`), declared vs processed samples (:func:`declaration_verdicts`,
-:func:`act_on_declaration`: :mod:`hops_slurm.engine.honesty_review`) and its JobRecord (:func:`job_record`).
+Where it sits: :meth:`hops_slurm.engine.engine.Engine.open` makes one :class:`Resources` (one typed object,
+whole once open) after taking the lock and opening the store, the journal, the engine state and the records
+file; each named step of the refresh and the round (:mod:`hops_slurm.engine.refresh`,
+:mod:`hops_slurm.engine.round`) is a plain function of a session (what one cycle knows:
+:mod:`hops_slurm.engine.cycle`) and these resources. Nothing in them is Optional but what is absent by
+design: the profiler and the checkpoint marks in a dry run, the store in a dry run without a store file,
+the offer writer without ``[engine] offer_file``.
+
+The refresh's steps call the functions below job by job: a new job's state (:func:`new_state`,
+:func:`check_new`), its accounting from Slurm's listing (:func:`account_job`), its Comment in step with its
+set-aside reason (:func:`review_aside`; one bad job never stops the round: :mod:`hops_slurm.engine.aside`),
+its eq. 9 age (:func:`refresh_job_ages`), its runtime records (:func:`ingest_metrics`) and where a starting
+job writes them (:func:`recorder_env`), declared vs processed samples (:func:`declaration_verdicts`,
+:func:`act_on_declaration`: :mod:`hops_slurm.engine.honesty_review`), its JobRecord (:func:`job_record`),
+and each pending job's reason published (:func:`publish_reasons`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from hops_slurm.config import SiteConfig
 from hops_slurm.directives import HopsDirectives
+from hops_slurm.engine import reasons
 from hops_slurm.engine.aside import COMMENT_PREFIX, check_directives, per_job, reason_text
+from hops_slurm.engine.checkpoints import Marks, placement_notice
+from hops_slurm.engine.estimates import StoreReader
+from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.failopen import COMMENT as FAILOPEN_COMMENT
-from hops_slurm.engine.checkpoints import placement_notice
-from hops_slurm.engine.known_jobs import estimate, refresh_ages
-from hops_slurm.engine.resources import Resources
-from hops_slurm.engine.runtime_records import RUNTIME_FILE, checkpoints_key, ingest_job, metrics_key
-from hops_slurm.engine.state import PROFILE_NEW, JobState, account
-from hops_slurm.engine.userfiles import make_place
+from hops_slurm.engine.known_jobs import ViewCache, estimate, refresh_ages
+from hops_slurm.engine.live_backend import SlurmBackend
+from hops_slurm.engine.offer_file import OfferWriter
+from hops_slurm.engine.profiling import ProfilerFlow
+from hops_slurm.engine.reasons import Reasons
+from hops_slurm.engine.record_limits import RefreshBudget
+from hops_slurm.engine.restarts import RestartCosts
+from hops_slurm.engine.runtime_records import RUNTIME_FILE, SeenFiles, checkpoints_key, ingest_job, metrics_key
+from hops_slurm.engine.state import PROFILE_NEW, EngineState, JobState, account
+from hops_slurm.engine.userfiles import Owner, make_place
+from hops_slurm.engine.written import Written
 from hops_slurm.errors import HopsError
+from hops_slurm.journal import Journal
 from hops_slurm.records import JobRecord, PlacementRecord
-from hops_slurm.slurm.api import SlurmError, SlurmJob
+from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob
+from hops_slurm.slurm.enact import Enactor
+from hops_slurm.slurm.scope import HopsScope
+from planner.views import Policy
+
+if TYPE_CHECKING:
+    from hops_slurm.core.interface import Planning
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Places:
+    """The engine's directories and files (``[paths]``, ``[engine]``)."""
+
+    state_dir: Path
+    metrics_dir: Path  # each job's place for its runtime records and checkpoint marks
+    probe_dir: Path
+
+
+@dataclass
+class Counters:
+    """What the engine counts across cycles: the round number (stored), the refreshes, and this refresh's
+    budget of records stored per user (:mod:`hops_slurm.engine.record_limits`)."""
+
+    round_no: int = 0
+    refreshes: int = 0
+    record_budget: RefreshBudget = field(default_factory=RefreshBudget)
+
+
+@dataclass
+class Resources:
+    """See the module docstring. ``tracked``: job id -> its state, for every job the engine tracks;
+    ``last_planning``: the first planning of the last round that planned (the offer step's fallback)."""
+
+    config: SiteConfig
+    scope: HopsScope  # the Hops partitions: jobs of others are never tracked (hops_slurm.slurm.scope)
+    api: SlurmApi
+    now: Callable[[], float]
+    owners: Callable[[str], Owner]
+    dry_run: bool
+    places: Places
+    store: Any  # estimator.store.ThroughputStore; None in a dry run without a store file
+    reader: StoreReader
+    journal: Journal
+    state: EngineState
+    records_file: Any  # hops_slurm.report.source.RecordsFile; None in a dry run (nothing written)
+    enactor: Enactor
+    backend: SlurmBackend
+    profiler: ProfilerFlow | None
+    marks: Marks | None
+    offers: OfferWriter | None
+    policy: Policy
+    restarts: RestartCosts
+    tracked: dict[str, JobState]
+    seen_files: SeenFiles
+    written: Written
+    metrics: EngineMetrics
+    views: ViewCache
+    reasons: Reasons
+    counters: Counters = field(default_factory=Counters)
+    last_planning: Planning | None = None
+    #: (the last list of nodes, node -> its GPU type): :func:`hops_slurm.engine.bookkeeping.node_types`
+    types_memo: tuple[object, dict[str, str]] | None = None
+
+    def set_aside(self, js: JobState, reason: str) -> None:
+        """Set ``js`` aside (one bad job never stops the round: :mod:`hops_slurm.engine.aside`): not
+        scheduled, its profiling forgotten."""
+        js.aside = reason
+        if self.profiler is not None:
+            self.profiler.forget(js.job_id)
+
+    def estimator(self) -> Any:
+        """The estimator on the current snapshot (:meth:`hops_slurm.engine.estimates.StoreReader.estimator`)."""
+        return self.reader.estimator(self.backend.snapshot)
+
+
+# ----- the per-job bookkeeping ------------------------------------------------------------------------
 def new_state(job: SlurmJob, now: float) -> JobState:
     """A new job's state, before anything is checked (:func:`check_new`)."""
     return JobState(job_id=job.job_id, name=job.name, user=job.user, directives=job.directives or "",
@@ -237,3 +332,9 @@ def recorder_env(r: Resources, job_id: str) -> dict[str, str]:
 
         env.update(budget_env(js))
     return env
+
+
+def publish_reasons(r: Resources, listing: Mapping[str, SlurmJob], now: float) -> None:
+    """The ``summary`` step of the refresh and the round (:func:`hops_slurm.engine.reasons.publish`)."""
+    reasons.publish(r.reasons, r.tracked, listing, now, metrics=r.metrics, state_dir=r.places.state_dir,
+                    refresh_seconds=r.config.scheduler.queue_refresh)

@@ -2,7 +2,7 @@
 
 Where it sits: :meth:`hops_slurm.engine.engine.Engine.refresh` and :meth:`~hops_slurm.engine.engine.Engine.round`
 open a session (:class:`RefreshSession`, :class:`RoundSession`: what that one cycle knows) and hand it, with the
-engine's long-lived resources (:class:`hops_slurm.engine.resources.Resources`), to the cycle's list of named
+engine's long-lived resources (:class:`hops_slurm.engine.bookkeeping.Resources`), to the cycle's list of named
 steps, ``(name, function)`` pairs (:data:`hops_slurm.engine.refresh.STEPS`, :data:`hops_slurm.engine.round.STEPS`);
 each step is a plain function of (session, resources), and :func:`run_steps` runs them in order, logs each
 one and times it; the durations go to the engine's metrics as the histogram
@@ -77,11 +77,11 @@ from planner.views import JobView
 
 if TYPE_CHECKING:
     from hops_slurm.core.interface import Planning
-    from hops_slurm.engine.resources import Resources
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 S = TypeVar("S", bound="Session")
+Res = TypeVar("Res")  # the engine's long-lived resources (hops_slurm.engine.bookkeeping.Resources)
 
 #: observe(cycle, step, seconds): where each step's duration goes (the engine's metrics)
 Observe = Callable[[str, str, float], None]
@@ -163,10 +163,15 @@ class Session:
         on. Returns job id -> what ``one`` returned, for the jobs it went through."""
         out: dict[str, T] = {}
         for js in list(jobs):
-            got = per_job(js, f"{self.cycle} step {step}", lambda js=js: (one(js),), self.set_aside)
+            got = per_job(js, f"{self.cycle} step {step}", partial(_boxed, one, js), self.set_aside)
             if got is not None:
                 out[js.job_id] = got[0]
         return out
+
+
+def _boxed(one: Callable[[JobState], T], js: JobState) -> tuple[T]:
+    """``one(js)`` in a 1-tuple (a job whose ``one`` returned None still counts as gone through)."""
+    return (one(js),)
 
 
 @dataclass
@@ -205,16 +210,13 @@ class RoundSession(Session):
     last: Planning | None = None
 
 
-#: a step: a plain function of the cycle's session and the engine's resources
-StepFn = Callable[[S, "Resources"], None]
-
-
-class Cycle(Generic[S]):
-    """A cycle's named steps: ``steps``, ``(name, function)`` pairs in the order they run; ``needs``: step ->
+class Cycle(Generic[S, Res]):
+    """A cycle's named steps: ``steps``, ``(name, function)`` pairs in the order they run, each function a
+    step of (session, the engine's long-lived resources); ``needs``: step ->
     the earlier steps it needs besides ``first``, which every other step needs and whose failure ends the
     cycle ("" for none); ``changes``: the steps skipped in a dry run (they change things)."""
 
-    def __init__(self, name: str, steps: Sequence[tuple[str, StepFn[S]]], needs: Mapping[str, tuple[str, ...]],
+    def __init__(self, name: str, steps: Sequence[tuple[str, Callable[[S, Res], None]]], needs: Mapping[str, tuple[str, ...]],
                  first: str = "", changes: frozenset[str] = frozenset()) -> None:
         self.name, self.steps, self.needs, self.first, self.changes = name, tuple(steps), needs, first, changes
 
@@ -222,7 +224,7 @@ class Cycle(Generic[S]):
     def names(self) -> list[str]:
         return [name for name, _ in self.steps]
 
-    def bound(self, session: S, resources: Resources, *, dry_run: bool = False) -> list[Step]:
+    def bound(self, session: S, resources: Res, *, dry_run: bool = False) -> list[Step]:
         """The steps to run, each bound to ``session`` and ``resources``."""
         out = []
         for name, fn in self.steps:

@@ -10,9 +10,9 @@ job and leaves no stray hold or reservation.
 
 The refresh and the round are ordered lists of named steps (:mod:`hops_slurm.engine.refresh`,
 :mod:`hops_slurm.engine.round`), each a plain function of the cycle's session and the engine's long-lived
-resources (:class:`hops_slurm.engine.resources.Resources`, made whole by :meth:`Engine.open`), timed and
+resources (:class:`hops_slurm.engine.bookkeeping.Resources`, made whole by :meth:`Engine.open`), timed and
 logged by one loop (:mod:`hops_slurm.engine.cycle`, whose docstring lists them); the per-job bookkeeping
-they call is :mod:`hops_slurm.engine.bookkeeping`.
+they call is beside the resources.
 
 Refresh: admin-hold new Hops jobs (the submit hook's hold is a user hold), settle released jobs
 (read back and record their allocation), track wait / run time / GPU-seconds, close ended jobs (their
@@ -48,7 +48,7 @@ from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.known_jobs import ViewCache
 from hops_slurm.engine.lock import InstanceLock
 from hops_slurm.engine.reasons import Reasons
-from hops_slurm.engine.resources import Counters, Places, Resources
+from hops_slurm.engine.bookkeeping import Counters, Places, Resources
 from hops_slurm.engine.restarts import RestartCosts
 from hops_slurm.engine.profiling import ProbeSettings, ProfilerFlow
 from hops_slurm.engine.retry import RetryingReads
@@ -195,7 +195,7 @@ class Engine:
                                                 self.now, self.seen_files)
         enactor = Enactor(self.api, journal, managed_nodes=managed, env_dir=self.env_dir,
                           settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
-                          listening=marks and marks.listening, answered=marks and marks.answered)
+                          listening=marks.listening if marks else None, answered=marks.answered if marks else None)
         backend = SlurmBackend(self.api, enactor, partition=self.scope.partitions, governance=self._governance,
                                stored=lambda: {j: s.directives for j, s in tracked.items() if s.directives})
         reader = StoreReader(store, self.config, self.scope.partitions, self.now, dry_run=self.dry_run)
@@ -252,7 +252,7 @@ class Engine:
         self._closing.append(records_file)
         return store, cjournal, state, records_file
 
-    def _reconcile(self, managed: set[str] | None) -> None:
+    def _reconcile(self, managed: list[str] | None) -> None:
         """Slurm's state repaired from the journal before anything else (a crash loses no job)."""
         try:
             report = reconcile(self.api, self.res.journal, gate_nodes=managed)

@@ -70,16 +70,15 @@ class StoreReader:
         source = self._store_view() if self.store is not None else None
         if memo is None or memo[0] is not source or memo[1] is not nodes:
             key = snap.gpu_nodes(self.partitions)  # the nodes of the cluster view, without working out free GPUs
-            same = memo is not None and memo[0] is source and memo[2] == key
-            if same and memo is not None:
+            if memo is not None and memo[0] is source and memo[2] == key:
                 made = memo[3]
             else:
                 made = self.estimator_for(snap.cluster_view(fragment=False, partition=self.partitions)) if key else None
                 self.estimates.clear()
-            self._memo = (source, nodes, key, made)
+            memo = self._memo = (source, nodes, key, made)
         if source is not None:
             self._learned.forget(source, self.estimates)
-        return self._memo[3]
+        return memo[3]
 
     # ----- calibrations ------------------------------------------------------------------------------
     def ensure_calibrations(self, gpu_types: set[str]) -> None:

@@ -141,6 +141,7 @@ class SlurmBackend:
               round_id: str) -> Enactment:
         """Enact ``plan`` on the current snapshot (``job_env``: the engine's part of the environment of each
         job it starts; ``round_id``: the journal's name for this planning) and take Slurm's state after it."""
+        wanted: dict[str, dict[str, int] | None]
         if fragment:
             wanted = {j: dict(c) for j, c in plan.assignments.items() if c}
         else:

@@ -1,5 +1,5 @@
 """The refresh's named steps: plain functions of (:class:`~hops_slurm.engine.cycle.RefreshSession`,
-:class:`~hops_slurm.engine.resources.Resources`), listed in :data:`STEPS` in the order they run.
+:class:`~hops_slurm.engine.bookkeeping.Resources`), listed in :data:`STEPS` in the order they run.
 
 Where it sits: :meth:`hops_slurm.engine.engine.Engine.refresh` opens a session and runs :data:`CYCLE`'s
 steps through :func:`hops_slurm.engine.cycle.run_steps` (the cycle module's docstring says what each
@@ -18,14 +18,14 @@ from typing import Any
 
 from hops_slurm.core.ledger import slurm_time
 from hops_slurm.engine import bookkeeping as bk
-from hops_slurm.engine import offer, offer_grant, reasons
+from hops_slurm.engine import offer, offer_grant
 from hops_slurm.engine.aside import per_job, per_job_failure
 from hops_slurm.engine.cycle import Cycle, RefreshSession
 from hops_slurm.engine.failopen import touch_heartbeat
 from hops_slurm.engine.inplace import probe_capacity
 from hops_slurm.engine.profiling import ProfilerFlow, cancel_probes
 from hops_slurm.engine.record_limits import RefreshBudget
-from hops_slurm.engine.resources import Resources
+from hops_slurm.engine.bookkeeping import Resources
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_INPLACE, JobState, account, job_row
 from hops_slurm.engine.userfiles import drop_place
 from hops_slurm.slurm.api import SlurmError, SlurmJob
@@ -38,12 +38,6 @@ log = logging.getLogger(__name__)
 #: the end state of a job its owner moved out of the Hops partitions (the engine no longer tracks it)
 LEFT_HOPS = "LEFT_HOPS"
 R = RefreshSession
-
-
-def publish_reasons(r: Resources, listing: Mapping[str, SlurmJob], now: float) -> None:
-    """The ``summary`` step of the refresh and the round (:func:`hops_slurm.engine.reasons.publish`)."""
-    reasons.publish(r.reasons, r.tracked, listing, now, metrics=r.metrics, state_dir=r.places.state_dir,
-                    refresh_seconds=r.config.scheduler.queue_refresh)
 
 
 def settled_jobs(snap: Snapshot) -> list[SlurmJob]:
@@ -278,7 +272,7 @@ def records_one(s: R, r: Resources, js: JobState) -> Any:
 
 
 def summary(s: R, r: Resources) -> None:  # each pending job's reason: log, metric, the summary users read
-    publish_reasons(r, s.snapshot.listing, s.now)
+    bk.publish_reasons(r, s.snapshot.listing, s.now)
 
 
 def metrics(s: R, r: Resources) -> None:
@@ -306,4 +300,4 @@ NEEDS = {"account": ("close",), "profile": ("close",), "records": ("save",)}
 PER_JOB: dict[str, Callable[[R, Resources, JobState], object]] = {
     "track": track_one, "close": close_one, "account": account_one, "profile": profile_one, "adopt": adopt_one,
     "ingest": ingest_one, "declarations": declarations_one, "save": save_one, "records": records_one}
-CYCLE: Cycle[R] = Cycle("refresh", STEPS, NEEDS, first="read", changes=CHANGES)
+CYCLE: Cycle[R, Resources] = Cycle("refresh", STEPS, NEEDS, first="read", changes=CHANGES)

@@ -1,5 +1,5 @@
 """The round's named steps: plain functions of (:class:`~hops_slurm.engine.cycle.RoundSession`,
-:class:`~hops_slurm.engine.resources.Resources`), listed in :data:`STEPS` in the order they run.
+:class:`~hops_slurm.engine.bookkeeping.Resources`), listed in :data:`STEPS` in the order they run.
 
 Where it sits: :meth:`hops_slurm.engine.engine.Engine.round` opens a session and runs :data:`CYCLE`'s
 steps through :func:`hops_slurm.engine.cycle.run_steps`. ``views`` makes the job views of the session's
@@ -24,8 +24,7 @@ from hops_slurm.engine.checkpoints import note_stops
 from hops_slurm.engine.cycle import Cycle, RoundSession, timed
 from hops_slurm.engine.known_jobs import schedulable
 from hops_slurm.engine.live_backend import PlanningBackend
-from hops_slurm.engine.refresh import publish_reasons
-from hops_slurm.engine.resources import Resources
+from hops_slurm.engine.bookkeeping import Resources
 from hops_slurm.engine.state import JobState
 
 log = logging.getLogger(__name__)
@@ -112,7 +111,7 @@ def summary(s: S, r: Resources) -> None:  # the reasons the plannings gave, publ
             r.reasons.forecasts = {}
             log.warning("forecast failed (%s); the queue shows no forecast start this round",
                         reason_text(type(exc).__name__, exc))
-    publish_reasons(r, r.backend.listing, r.now())
+    bk.publish_reasons(r, r.backend.listing, r.now())
 
 
 def offer_step(s: S, r: Resources) -> None:  # what a new job may take unheld, as the plannings left Slurm
@@ -151,4 +150,4 @@ STEPS: tuple[tuple[str, Callable[[S, Resources], None]], ...] = (
 NEEDS = {"plannings": ("views",), "offer": ("plannings",)}
 #: no step of the round works job by job (the views set a job aside themselves: ViewCache)
 PER_JOB: dict[str, Callable[[S, Resources, JobState], object]] = {}
-CYCLE: Cycle[S] = Cycle("round", STEPS, NEEDS)
+CYCLE: Cycle[S, Resources] = Cycle("round", STEPS, NEEDS)

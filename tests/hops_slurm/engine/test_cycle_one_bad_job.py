@@ -86,7 +86,7 @@ def _ran(engine: Engine, cycle: str, names: list[str], before: dict[str, float])
     return [n for n in names if _count(engine.metrics, cycle, n) > before[n]]
 
 
-def _needing(cycle: Cycle[Any], failed: str) -> set[str]:
+def _needing(cycle: Cycle[Any, Any], failed: str) -> set[str]:
     """The steps of ``cycle`` that need ``failed``, directly or not, by the cycle's own declarations."""
     out = {failed}
     for step in cycle.bound(None, None):  # type: ignore[arg-type]  # the declarations only: nothing runs
