@@ -14,8 +14,8 @@ on jobs handles each job on its own (:meth:`Session.each`, over :func:`hops_slur
 a job whose processing in that step fails is set aside with a one-line reason naming the step
 (``refresh step adopt: no learning rate for 4 GPUs``), logged once, and the step goes on with the others.
 Those steps are the ones with a per-job function (:data:`hops_slurm.engine.refresh.PER_JOB`,
-:data:`hops_slurm.engine.round.PER_JOB`); the others
-are not per job (``read``, ``gate``, ``resync``, ``calibrate``, ``metrics``, ``heartbeat``, ``plannings``,
+:data:`hops_slurm.engine.round.PER_JOB`); the others are not per job (``read``, ``gate``, ``resync``,
+``calibrate``, ``metrics``, ``heartbeat``, ``plannings``,
 ``offer``), or their per-job loop lives where the jobs are handled, under the same rule: the enactor's
 journal phases record a failure per job (``evict``, ``hold``, ``settle``), ``tidy`` per probe
 reservation, :func:`hops_slurm.engine.known_jobs.refresh_ages` (``ages``) and
@@ -23,19 +23,22 @@ reservation, :func:`hops_slurm.engine.known_jobs.refresh_ages` (``ages``) and
 A step that fails as a whole for a reason that is no one job's and not the engine's own (a fault in the
 step itself, data no job owns) is recorded (:attr:`Session.failed`, and ``failed`` in the refresh's
 result), logged on one line, and the cycle runs the steps after it, but for those that need it
-(:data:`hops_slurm.engine.refresh.NEEDS`, :data:`hops_slurm.engine.round.NEEDS`): every refresh step needs ``read``, whose failure of any kind
-ends the refresh as a failure of the engine does (without a fresh read of Slurm ``close`` would take
+(:data:`hops_slurm.engine.refresh.NEEDS`, :data:`hops_slurm.engine.round.NEEDS`): every refresh step
+needs ``read``, whose failure of any kind ends the refresh as a failure of the engine does (without a
+fresh read of Slurm ``close`` would take
 every job for ended, and no round may plan on it); ``account`` and ``profile`` need ``close`` (until it ran,
 the tracked jobs include ended ones); ``records`` needs ``save`` (the records are of the states
 saved); ``plannings`` needs ``views`` and ``offer`` needs ``plannings`` (an offer is what the
-plannings left idle: a round whose offer step failed or was skipped closes the offer). ``resync`` reads the snapshot again whole after any failed step before it.
+plannings left idle: a round whose offer step failed or was skipped closes the offer). ``resync`` reads
+the snapshot again whole after any failed step before it.
 A failure of the engine itself (Slurm unreachable or a command refused, the engine's storage, memory:
 :func:`hops_slurm.engine.aside.per_job_failure` is False) still ends the session (its time is observed):
 every later step would meet it too, and Slurm's state must be repaired from the journal before another
 command; the daemon logs it and does that before its next step (:mod:`hops_slurm.engine.daemon`).
 
 **Refresh** (:data:`hops_slurm.engine.refresh.STEPS`; the steps marked * only when the engine may change
-things, not in a dry run: :data:`hops_slurm.engine.refresh.CHANGES`): ``read`` Slurm (one snapshot), ``gate``* (the gate reservation), ``evict``* (foreign jobs out of
+things, not in a dry run: :data:`hops_slurm.engine.refresh.CHANGES`): ``read`` Slurm (one snapshot),
+``gate``* (the gate reservation), ``evict``* (foreign jobs out of
 Hops reservations), ``hold``* (admin-hold new jobs), ``settle``* (read back released jobs' allocations),
 ``resync``* (the snapshot brought up to date after those commands), ``calibrate`` (default calibrations
 for new GPU types), ``track`` (new jobs' states), ``close`` (ended jobs: last records, declaration outcome,
@@ -216,8 +219,8 @@ class Cycle(Generic[S, Res]):
     the earlier steps it needs besides ``first``, which every other step needs and whose failure ends the
     cycle ("" for none); ``changes``: the steps skipped in a dry run (they change things)."""
 
-    def __init__(self, name: str, steps: Sequence[tuple[str, Callable[[S, Res], None]]], needs: Mapping[str, tuple[str, ...]],
-                 first: str = "", changes: frozenset[str] = frozenset()) -> None:
+    def __init__(self, name: str, steps: Sequence[tuple[str, Callable[[S, Res], None]]],
+                 needs: Mapping[str, tuple[str, ...]], first: str = "", changes: frozenset[str] = frozenset()) -> None:
         self.name, self.steps, self.needs, self.first, self.changes = name, tuple(steps), needs, first, changes
 
     @property

@@ -358,7 +358,8 @@ class Engine:
             session = RoundSession("round", r.set_aside, r.now(), snapshot=r.backend.snapshot, fragment=fragment,
                                    tag=tag, round_id=tag + ("-fragment" if fragment else ""))
             cycle = round_steps.CYCLE
-            run_steps("fragment" if fragment else cycle.name, cycle.bound(session, r), self.metrics.step, session.failed)
+            run_steps("fragment" if fragment else cycle.name, cycle.bound(session, r), self.metrics.step,
+                      session.failed)
             if "offer" in session.failed:
                 round_steps.close_offer(r)
             if session.first is not None:

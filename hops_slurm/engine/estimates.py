@@ -47,7 +47,8 @@ class StoreReader:
 
     def _store_view(self) -> Any:
         """The store as the estimator reads it: each signature read once and reused until the engine ingests
-        a record for it (:meth:`ingested`, :class:`hops_slurm.core.learned.Learned`), and read afresh whole when another process changed the file
+        a record for it (:meth:`ingested`, :class:`hops_slurm.core.learned.Learned`), and read afresh whole
+        when another process changed the file
         (``hops-slurm calibrate``: SQLite's ``data_version`` moves only for other connections' commits)."""
         from estimator.snapshot import CachedSource
 

@@ -42,7 +42,8 @@ from planner.views import ClusterView, JobView, Plan
 
 @dataclass
 class SlurmBackend:
-    """``placed``: placed-and-pending job -> its config (from the snapshot and the journal); ``governance``: where the site's associations and QOS are read (None: no
+    """``placed``: placed-and-pending job -> its config (from the snapshot and the journal); ``governance``:
+    where the site's associations and QOS are read (None: no
     limits enforced, e.g. a cluster without slurmdbd)."""
 
     api: SlurmApi

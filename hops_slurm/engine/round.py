@@ -80,7 +80,8 @@ def record_planning(r: Resources, planning: Planning, tag: str) -> None:
         r.state.save_all(note_stops(r.tracked, res, r.marks, r.now()))
     r.metrics.planning(planning, fragment, res)
     r.metrics.journal(r.journal)
-    log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept running %d, refused %s (plan %.2f s, enact %.2f s)",
+    log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept running %d, refused %s "
+             "(plan %.2f s, enact %.2f s)",
              tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
              res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
              planning.plan_seconds, planning.enact_seconds)
