@@ -100,6 +100,8 @@ def _planner_section() -> type[_PlannerBase]:
 
 
 if TYPE_CHECKING:
+    from estimator.honesty import HonestyParams
+
     PlannerSection = _PlannerBase
 else:
     PlannerSection = _planner_section()
@@ -283,7 +285,7 @@ class HonestyConfig(_Section):
     history_jobs: int = Field(20, ge=0, le=10000, description="a user's last N jobs make their history")
     history_cap: float = Field(1000.0, ge=1, le=1e6, description="bound on the history factor of a user's ages")
 
-    def params(self) -> object:
+    def params(self) -> HonestyParams:
         """The pure module's :class:`estimator.honesty.HonestyParams` for these settings."""
         from estimator.honesty import HonestyParams
 

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.moves import move_price
-from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
+from planner.views import ClusterView, Config, JobView, config_gpus, freeze_config
 
 #: an unmeasured config is tried only when its optimistic rate beats the planned one by this factor
 EXPLORE_MARGIN = 1.1
@@ -86,9 +86,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         rate = _rate(job.throughput, cfg)
         if rate <= 0.0:
             continue
-        pool = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
-                                          max(0, min(n.total_gpus, free.get(n.name, 0) + cfg.get(n.name, 0))))
-                                 for n in cluster.nodes))
+        pool = cluster.with_free(lambda n: max(0, min(n.total_gpus, free.get(n.name, 0) + cfg.get(n.name, 0))))
         best: Config | None = None
         best_rate = rate * EXPLORE_MARGIN
         for cand in generate_configs(job, pool, sigma, one_per_class=True):

@@ -168,8 +168,7 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
         for j in jobs:
             for n, g in (j.current or {}).items():
                 busy[n] = busy.get(n, 0) + g
-        idle = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
-                                          max(0, n.free_gpus - busy.get(n.name, 0))) for n in cluster.nodes))
+        idle = cluster.with_free(lambda n: max(0, n.free_gpus - busy.get(n.name, 0)))
         for j in ending:
             if idle.free_gpus and _pays_to_move(j, idle, sigma):
                 del held[j.job_id]
@@ -180,9 +179,7 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
         if j.job_id in held and j.current:
             for n, g in j.current.items():
                 taken[n] = taken.get(n, 0) + g
-    nodes = tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, max(0, n.free_gpus - taken.get(n.name, 0)))
-                  for n in cluster.nodes)
-    return ClusterView(nodes), held
+    return cluster.with_free(lambda n: max(0, n.free_gpus - taken.get(n.name, 0))), held
 
 
 #: what of the compact solve's extras a plan's diagnostics carry (``solve_extra``)
@@ -290,8 +287,7 @@ class HopsPolicy(Policy):
         estimate; one whose records there show no progress is judged like a waiting job (and, unservable,
         leaves the plan: preempted)."""
         shape = tuple((n.name, n.gpu_type, n.server_class, n.total_gpus) for n in cluster.nodes)
-        whole = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, n.total_gpus)
-                                  for n in cluster.nodes))
+        whole = cluster.idle()
         out: dict[str, str] = {}
         seen: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
         shared = self._verdicts if self._verdict_shape == shape else {}

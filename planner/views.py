@@ -85,6 +85,14 @@ class ClusterView:
     def free_gpus(self) -> int:
         return self._derived("free_gpus", lambda: sum(n.free_gpus for n in self.nodes))
 
+    def with_free(self, free: Callable[[NodeView], int]) -> ClusterView:
+        """The same nodes, each with ``free(node)`` GPUs free (the one place a view's free GPUs are redrawn)."""
+        return ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, free(n)) for n in self.nodes))
+
+    def idle(self) -> ClusterView:
+        """The whole cluster as if idle: every GPU of every node free."""
+        return self._derived("idle", lambda: self.with_free(lambda n: n.total_gpus))
+
 
 @dataclass(frozen=True)
 class JobView:

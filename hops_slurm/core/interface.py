@@ -8,8 +8,9 @@ Data flow (docs/design.md, "Principles": one engine, two backends)::
                  +--------------waits--------------> Backend.wait_until(t)
 
 The simulator (:class:`hops_slurm.sim.sim_backend.SimBackend`) implements it with a virtual clock; the
-live Slurm engine implements the same six methods on slurmctld (``wait_until`` sleeps, ``apply``
-places holds/reservations). Kept deliberately small.
+live Slurm engine implements the same seven methods on slurmctld
+(:class:`hops_slurm.engine.live_backend.PlanningBackend`: ``wait_until`` sleeps, ``apply`` places
+holds/reservations). Deliberately small.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ class Backend(Protocol):
 
     def done(self) -> bool:
         """True when no job is active and none will arrive (always False live)."""
+
+
+def seen_by_fragment_plan(*, running: bool, started: bool, promised: bool) -> bool:
+    """Whether a fragment plan sees a job (both backends' :meth:`Backend.job_views` with ``fragment``):
+    a waiting job to place, and a running one (``running``: its view shows where it runs) as context;
+    not one placed and not started yet (``promised``: its GPUs are promised), nor one started that its view
+    does not show running yet."""
+    return not promised and (running or not started)
 
 
 # ----- one planning, shared by the simulator's loop and the live engine ---------------------------

@@ -2,7 +2,7 @@
 
 Where it sits: ``hops-slurm calibrate`` writes one :class:`profiler.records.CalibrationRecord` file per GPU type
 and scope (``calibration-<type>-<link|net>.json``) into the ``[paths] calibrations`` folder (under
-``state_dir``). At every refresh the engine's calibrate step (:meth:`hops_slurm.engine.engine.Engine._ensure_calibrations`)
+``state_dir``). At every refresh the engine's calibrate step (:meth:`hops_slurm.engine.estimates.StoreReader.ensure_calibrations`)
 asks :meth:`CalibrationFiles.new_records` for the records of the files that are new or changed since it last
 looked and ingests them (:func:`profiler.ingest.ingest_calibration`, the engine being the store's only writer):
 from then on eq. 2's B_link and B_net of that type are the measured ones, not ``[engine] default_b_link`` /

@@ -6,10 +6,12 @@ Slurm is the source of truth), from which every Slurm-derived fact of the round 
 (:mod:`hops_slurm.slurm.snapshot`). The shared round logic (:func:`hops_slurm.core.interface.plan_once`) asks
 it for the cluster and job views, plans, and hands the plan to :meth:`SlurmBackend.apply`, which enacts
 it on that snapshot through :class:`hops_slurm.slurm.enact.Enactor` (journaled hold / place / reserve /
-release / requeuehold) and keeps the enactor's one re-read as the next snapshot.
+release / requeuehold) and takes the enactor's one re-read as the next snapshot.
 
-It never calls up into the engine: the engine hands it the job views of the round (:attr:`views`, built
-from its bookkeeping and the estimator) and the environment of the jobs a plan starts (:attr:`job_env`).
+It never calls up into the engine, and keeps nothing of a round: the engine's round session hands it
+the job views of the round (built from its bookkeeping and the estimator) and the environment of the
+jobs a plan starts, as arguments, through :class:`PlanningBackend`, the :class:`hops_slurm.core.interface.Backend`
+one planning sees.
 
 A job may move between GPU types from round to round: the enactor asks Slurm for untyped GPUs on
 named nodes, which Slurm 22.05 lets a job change freely (a typed request changed to another type is
@@ -24,8 +26,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from hops_slurm.core.interface import Enactment
+from hops_slurm.core.interface import Enactment, seen_by_fragment_plan
 from hops_slurm.engine.coexist import restore_directives
 from hops_slurm.engine.offer import starting_requests
 from hops_slurm.slurm.api import SlurmApi, SlurmJob
@@ -39,21 +42,16 @@ from planner.views import ClusterView, JobView, Plan
 
 @dataclass
 class SlurmBackend:
-    """``views``: the job views of every schedulable job for this planning (set by the engine);
-    ``job_env``: extra environment per job id for the env files of jobs a plan starts (set by the
-    engine between planning and enactment); ``placed``: placed-and-pending job -> its config (from the
-    snapshot and the journal); ``governance``: where the site's associations and QOS are read (None: no
-    limits kept, e.g. a cluster without slurmdbd)."""
+    """``placed``: placed-and-pending job -> its config (from the snapshot and the journal); ``governance``:
+    where the site's associations and QOS are read (None: no
+    limits enforced, e.g. a cluster without slurmdbd)."""
 
     api: SlurmApi
     enactor: Enactor
     #: the Hops partitions (one name or several, the default first): the nodes planned on, and each job's own
     partition: str | tuple[str, ...] = "hops"
-    round_id: str = ""
     snapshot: Snapshot = field(default_factory=Snapshot)
     placed: dict[str, dict[str, int]] = field(default_factory=dict)
-    views: tuple[JobView, ...] = ()
-    job_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     last_result: EnactResult | None = None
     governance: GovernanceSource | None = None
     #: job id -> the canonical directives the engine stored when it first saw the job (its AdminComment
@@ -64,12 +62,12 @@ class SlurmBackend:
         """Read Slurm (``jobs``: a job listing just read, reused, read from ``listed_at`` on; without it the
         snapshot's time is unknown, 0, and no offer is made of it): the round's snapshot."""
         snap = Snapshot.read(self.api, jobs, listed_at if jobs is None or listed_at is not None else 0.0)
-        self.keep(snap)
+        self.use_snapshot(snap)
         return self.snapshot
 
-    def keep(self, snap: Snapshot) -> None:
+    def use_snapshot(self, snap: Snapshot) -> None:
         """Make ``snap`` the current snapshot (and work out what is placed and pending on it); tracked jobs
-        whose AdminComment another tool replaced keep their stored directives (hops_slurm.engine.coexist)."""
+        whose AdminComment another tool replaced retain their stored directives (hops_slurm.engine.coexist)."""
         if self.stored is not None:
             snap = restore_directives(snap, self.stored())
         self.snapshot = snap
@@ -98,23 +96,24 @@ class SlurmBackend:
         """Job id -> Slurm's FairShare of its association (``sshare``; planner.fairshare); {} without."""
         return jobs_fair_share(self.governance, self.jobs)
 
-    # ----- Backend protocol -------------------------------------------------------------------------
+    # ----- what one planning reads and does (PlanningBackend) -----------------------------------------
     def now(self) -> float:
         return self.api.now()
 
     def cluster_view(self, *, fragment: bool) -> ClusterView:
         return self.snapshot.cluster_view(fragment=fragment, partition=self.partition, promised=self.placed)
 
-    def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        """The engine's views, each restricted to the nodes of its own Hops partitions (:meth:`confined`); a
+    def job_views(self, views: tuple[JobView, ...], *, fragment: bool) -> tuple[JobView, ...]:
+        """The engine's ``views``, each restricted to the nodes of its own Hops partitions (:meth:`confined`); a
         fragment plan leaves out placed-and-pending jobs (running ones are its context: the policy places
         waiting jobs only)."""
-        views = self.confined(self.views)
+        views = self.confined(views)
         if not fragment:
             return views
         listing = self.listing
-        return tuple(v for v in views if v.job_id not in self.placed
-                     and (v.current is not None or not (v.job_id in listing and listing[v.job_id].active)))
+        return tuple(v for v in views if seen_by_fragment_plan(
+            running=v.current is not None, started=v.job_id in listing and listing[v.job_id].active,
+            promised=v.job_id in self.placed))
 
     def confined(self, views: tuple[JobView, ...]) -> tuple[JobView, ...]:
         """``views`` with :attr:`JobView.nodes` set for each job that may not use every Hops node: the nodes
@@ -139,20 +138,60 @@ class SlurmBackend:
             out.append(v if allowed == every or v.nodes == allowed else replace(v, nodes=allowed))
         return tuple(out)
 
-    def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
+    def apply(self, plan: Plan, *, fragment: bool, job_env: Mapping[str, Mapping[str, str]],
+              round_id: str) -> Enactment:
+        """Enact ``plan`` on the current snapshot (``job_env``: the engine's part of the environment of each
+        job it starts; ``round_id``: the journal's name for this planning) and take Slurm's state after it."""
+        wanted: dict[str, dict[str, int] | None]
         if fragment:
             wanted = {j: dict(c) for j, c in plan.assignments.items() if c}
         else:
             wanted = {j: (dict(c) if c else None) for j, c in plan.assignments.items()}
-        env = {j: {"HOPS_GPU_TYPE": self.snapshot.gpu_type_of(c), **self.job_env.get(j, {})}
+        env = {j: {"HOPS_GPU_TYPE": self.snapshot.gpu_type_of(c), **job_env.get(j, {})}
                for j, c in wanted.items() if c}
-        result = self.enactor.apply(wanted, job_env=env, round_id=self.round_id, snapshot=self.snapshot)
+        result = self.enactor.apply(wanted, job_env=env, round_id=round_id, snapshot=self.snapshot)
         self.last_result = result
         if result.after is not None:
-            self.keep(result.after)  # the enactor's one re-read after releasing jobs
+            self.use_snapshot(result.after)  # the enactor's one re-read after releasing jobs
         elif result.preempted or result.unplaced or result.refused or result.ended:
             self.read()  # nothing started, but Slurm's state changed: read it back
         return Enactment(started=list(result.started), preempted=list(result.preempted), kept=list(result.kept))
+
+
+class RoundInputs(Protocol):
+    """What the engine's round session hands one planning (:class:`hops_slurm.engine.cycle.RoundSession`)."""
+
+    views: tuple[JobView, ...]  # the job views of the instant
+    job_env: Mapping[str, Mapping[str, str]]  # the engine's environment of the jobs the plan starts
+    round_id: str  # the journal's name for the planning
+
+
+@dataclass
+class PlanningBackend:
+    """The :class:`hops_slurm.core.interface.Backend` one live planning sees: :class:`SlurmBackend` with the
+    round's ``inputs`` as its arguments (read when the planning asks: the views and the environment
+    change between the plannings of one instant)."""
+
+    backend: SlurmBackend
+    inputs: RoundInputs
+
+    def now(self) -> float:
+        return self.backend.now()
+
+    def cluster_view(self, *, fragment: bool) -> ClusterView:
+        return self.backend.cluster_view(fragment=fragment)
+
+    def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
+        return self.backend.job_views(self.inputs.views, fragment=fragment)
+
+    def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
+        return self.backend.apply(plan, fragment=fragment, job_env=self.inputs.job_env, round_id=self.inputs.round_id)
+
+    def limits(self) -> Limits | None:
+        return self.backend.limits()
+
+    def fair_share(self) -> dict[str, float]:
+        return self.backend.fair_share()
 
     def wait_until(self, t: float) -> None:
         time.sleep(max(0.0, t - self.now()))

@@ -2,7 +2,7 @@
 Slurm's next pass").
 
 Where it sits: after every round and fragment plan (the ``offer`` step of
-:class:`hops_slurm.engine.cycle.Round`) the engine writes what it offers to the file the submit hook
+:mod:`hops_slurm.engine.round`) the engine writes what it offers to the file the submit hook
 reads (``[engine] offer_file``, ``hops-offer`` beside the hook: :mod:`hops_slurm.engine.offer_file`,
 which says the format); while a planning enacts the offer is closed (:func:`close_while_enacting`).
 The hook's offers (``hooks/hops_offer.lua``) give a new job its largest acceptable GPU count on the first

@@ -1,6 +1,6 @@
 """Which jobs a refresh writes: the engine state's row and the JobRecord of a job only when it changed.
 
-Where it sits: the refresh's ``save`` and ``records`` steps (:class:`hops_slurm.engine.cycle.Refresh`) ask
+Where it sits: the refresh's ``save`` and ``records`` steps (:mod:`hops_slurm.engine.refresh`) ask
 :meth:`Written.due` which of the jobs they would write have changed since the refresh that last wrote
 them, and tell :meth:`Written.wrote` once both are written. A job is written when
 

@@ -13,7 +13,8 @@ Speed: a snapshot is read from SQLite once per signature and kept until a record
 ingested; each signature's estimates in :attr:`Knowledge.memo` (its throughput function, which caches
 per config, its age and sensitivity) are kept as long, and all of them until the entity factors change.
 Ingesting only notes the signature: the caches are brought up to date once, when something next reads
-them (:attr:`Knowledge.memo`, :attr:`Knowledge.estimator`), however many records arrived in between, and
+them (:attr:`Knowledge.memo`, :attr:`Knowledge.estimator`), however many records arrived in between, by
+the engine's rule (:class:`hops_slurm.core.learned.Learned`), and
 the entity factors the comparison needs are kept up to date by the store row by row
 (:mod:`estimator.entity_factors`): the work per record no longer grows with the records before it.
 """
@@ -28,6 +29,7 @@ from estimator.estimate import Estimator
 from estimator.snapshot import CachedSource
 from estimator.store import ThroughputStore
 from hops_slurm.core.jobview import Memo
+from hops_slurm.core.learned import Learned
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.measure import calibration, probe_result
 from planner.views import ClusterView, ThroughputFn
@@ -57,18 +59,18 @@ class Knowledge:
         self._memo: Memo = {}
         self.records = 0
         #: signatures with records ingested since the caches were last brought up to date
-        self._pending: set[str] = set()
+        self._learned = Learned()
 
     @property
     def memo(self) -> Memo:
         """The job-view pipeline's estimates, up to date with every record ingested so far."""
-        self._flush()
+        self._learned.forget(self.source, self._memo)
         return self._memo
 
     @property
     def estimator(self) -> Estimator:
         """The production estimator over this simulation's store, up to date with every record so far."""
-        self._flush()
+        self._learned.forget(self.source, self._memo)
         return self._estimator
 
     def close(self) -> None:
@@ -87,27 +89,12 @@ class Knowledge:
             result = probe_result(self.truth, model, gpu_type, signature, at=at, probe_seconds=probe_seconds)
             if result is not None:
                 ingest_probe(self.store, result)
-        self._pending.add(signature)
+        self._learned.add(signature)
 
     def ingest(self, record: RuntimeRecord) -> None:
         ingest_runtime(self.store, record)
         self.records += 1
-        self._pending.add(record.signature)
-
-    def _flush(self) -> None:
-        """Forget what the records ingested since the last call changed: their signatures' snapshots and
-        estimates, and every estimate when the entity factors moved."""
-        if not self._pending:
-            return
-        before = self.source.entity_factors()
-        for signature in self._pending:
-            self.source.forget(signature)
-        if self.source.entity_factors() != before:  # every job's estimates on those servers change
-            self._memo.clear()
-        else:
-            for key in [k for k in self._memo if k[1] in self._pending]:
-                del self._memo[key]
-        self._pending.clear()
+        self._learned.add(record.signature)
 
     # ----- what policies read -----------------------------------------------------------------------------
     def throughput_fn(self, signature: str) -> ThroughputFn:

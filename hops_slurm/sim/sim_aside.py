@@ -24,7 +24,7 @@ from typing import Protocol
 
 from planner.hops import NO_USABLE_CONFIG, why_unservable
 from planner.params import PlannerParams
-from planner.views import ClusterView, Config, JobView, NodeView
+from planner.views import ClusterView, Config, JobView
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,7 @@ def no_usable_config(views: Iterable[JobView], cluster: ClusterView, placed: Map
                      sigma: float = PlannerParams().sigma) -> dict[str, str]:
     """Job id -> reason, for each job in ``views`` not in ``placed`` that no config of the whole idle
     ``cluster`` serves (a positive estimate somewhere keeps a job in play)."""
-    whole = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, n.total_gpus)
-                              for n in cluster.nodes))
+    whole = cluster.idle()
     out: dict[str, str] = {}
     for view in views:
         if view.job_id in placed:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 from estimator.honesty import HonestyParams
 from hops_slurm.core.ledger import JobLedger, account
-from hops_slurm.core.interface import Enactment
+from hops_slurm.core.interface import Enactment, seen_by_fragment_plan
 from hops_slurm.core import processed
 from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
@@ -225,7 +225,9 @@ class SimBackend(Declarations):
         """Jobs a planning sees: those it may place, and (fragment plans) the running ones as context."""
         if not fragment:
             return self._offered(False)
-        return [job for job in self._offered(False) if job.config is None or job.running]
+        return [job for job in self._offered(False)
+                if seen_by_fragment_plan(running=job.running, started=job.running,
+                                         promised=job.config is not None and not job.running)]
 
     fair_share = sim_standing  # job id -> its owner's fair-share factor (hops_slurm.sim.fairshare)
 

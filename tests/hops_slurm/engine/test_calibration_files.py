@@ -43,7 +43,7 @@ def test_an_estimate_changes_once_calibrate_has_measured_the_gpu_type(tmp_path: 
         defaults = engine.store.measured_calibrations()["a100"]
         assert (defaults.b_link, defaults.b_net) == (1.0e10, 1.0e9)
         across, within = {"n1": 1, "n2": 1}, {"n1": 2}
-        fn = engine._estimator().throughput_fn(SIGNATURE)
+        fn = engine.res.estimator().throughput_fn(SIGNATURE)
         before = fn(across), fn(within)
 
         folder = engine.config.paths.resolve(engine.config.paths.calibrations)
@@ -54,7 +54,7 @@ def test_an_estimate_changes_once_calibrate_has_measured_the_gpu_type(tmp_path: 
 
         measured = engine.store.measured_calibrations()["a100"]
         assert (measured.b_link, measured.b_net) == (2.0e8, 5.0e7) and "hops-slurm calibrate" in measured.method
-        fn = engine._estimator().throughput_fn(SIGNATURE)
+        fn = engine.res.estimator().throughput_fn(SIGNATURE)
         after = fn(across), fn(within)
         # a slower all-reduce makes both multi-GPU configs slower, the one across nodes the most
         assert after[0] < before[0] and after[1] < before[1] and after[0] < after[1]

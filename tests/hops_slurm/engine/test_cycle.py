@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.config import parse_config
-from hops_slurm.engine.cycle import Refresh, Round, Step, run_steps
+from hops_slurm.engine import refresh, round as round_steps
+from hops_slurm.engine.cycle import Step, run_steps
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.slurm.api import SlurmError
@@ -75,10 +76,10 @@ def test_refresh_and_round_export_each_named_step_once(tmp_path: Path) -> None:
     try:
         engine.refresh()
         m = engine.metrics
-        assert [_count(m, "refresh", name) for name, _acts in Refresh.STEPS] == [1.0] * len(Refresh.STEPS)
+        assert [_count(m, "refresh", name) for name in refresh.CYCLE.names] == [1.0] * len(refresh.STEPS)
         planning = engine.round()
         assert planning is not None and set(planning.plan.placed()) == {"1", "2"}
-        assert [_count(m, "round", name) for name in Round.STEPS] == [1.0] * len(Round.STEPS)
+        assert [_count(m, "round", name) for name in round_steps.CYCLE.names] == [1.0] * len(round_steps.STEPS)
         plannings = _count(m, "planning", "plan")
         assert plannings >= 1  # the round plan, and a fragment plan when GPUs stayed idle
         for part in ("enact", "record", "views"):
@@ -99,8 +100,8 @@ def test_a_dry_run_refresh_skips_the_steps_that_change_things(tmp_path: Path) ->
     try:
         dry.refresh()
         m = dry.metrics
-        for name, acts in Refresh.STEPS:
-            assert _count(m, "refresh", name) == (0.0 if acts else 1.0), name
+        for name in refresh.CYCLE.names:
+            assert _count(m, "refresh", name) == (0.0 if name in refresh.CHANGES else 1.0), name
         assert not [c for c in api.calls if c[0] != "submit_probe"]  # nothing written to Slurm
     finally:
         dry.close()

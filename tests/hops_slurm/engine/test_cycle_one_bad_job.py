@@ -1,6 +1,6 @@
 """One bad job never stops a refresh or a round (docs/security.md, "One bad job"), checked as a property over
 every named step of the cycle (:mod:`hops_slurm.engine.cycle`), enumerated from its own lists so that a new
-step is covered as soon as it is added: for a per-job step (one with a ``_<step>_one`` method) a job whose
+step is covered as soon as it is added: for a per-job step (one with a function in ``PER_JOB``) a job whose
 processing in it fails is set aside with a reason naming the step while the step goes on with the others;
 any other step that fails is recorded and the cycle runs every later step that does not need it. Against
 the stand-in slurmctld (standin.py), with an offer file, jobs running, ending, new, and started on offers."""
@@ -10,23 +10,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from hops_slurm.config import parse_config
 from hops_slurm.directives import COMMENT_PREFIX
 from hops_slurm.engine import offer
-from hops_slurm.engine.cycle import Refresh, Round
+from hops_slurm.engine import refresh, round as round_steps
+from hops_slurm.engine.cycle import Cycle
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.exporter import EngineMetrics
 from hops_slurm.engine.state import JobState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.enact import read_job_env
 from standin import StandInSlurm
-
-if TYPE_CHECKING:
-    from hops_slurm.engine.cycle import Session
 
 pytestmark = pytest.mark.step_failures  # the steps fail on purpose here
 
@@ -87,10 +86,10 @@ def _ran(engine: Engine, cycle: str, names: list[str], before: dict[str, float])
     return [n for n in names if _count(engine.metrics, cycle, n) > before[n]]
 
 
-def _needing(session: Session, failed: str) -> set[str]:
-    """The steps of ``session`` that need ``failed``, directly or not, by the cycle's own declarations."""
+def _needing(cycle: Cycle[Any, Any], failed: str) -> set[str]:
+    """The steps of ``cycle`` that need ``failed``, directly or not, by the cycle's own declarations."""
     out = {failed}
-    for step in session.steps():
+    for step in cycle.bound(None, None):  # type: ignore[arg-type]  # the declarations only: nothing runs
         if out.intersection(step.needs):
             out.add(step.name)
     return out - {failed}
@@ -103,8 +102,8 @@ def _no_heartbeat(engine: Engine) -> Path:
     return path
 
 
-REFRESH = [name for name, _acts in Refresh.STEPS]
-ROUND = list(Round.STEPS)
+REFRESH = refresh.CYCLE.names
+ROUND = round_steps.CYCLE.names
 
 
 @pytest.mark.parametrize("step", REFRESH)
@@ -112,12 +111,12 @@ def test_a_job_that_fails_in_any_refresh_step_is_set_aside_and_the_refresh_goes_
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     api, engine = _scene(tmp_path)
     try:
-        method = Refresh.per_job_steps().get(step)
+        method = refresh.PER_JOB.get(step)
         before = {n: _count(engine.metrics, "refresh", n) for n in REFRESH}
         beat = _no_heartbeat(engine)
         if method is None:
-            _fail_the_step(monkeypatch, Refresh, step)
-            if step == Refresh.FIRST:  # no fresh read of Slurm: nothing else runs, nor a round on it
+            _fail_the_step(monkeypatch, refresh, step)
+            if step == refresh.CYCLE.first:  # no fresh read of Slurm: nothing else runs, nor a round on it
                 with pytest.raises(ValueError, match=FAULT):
                     engine.refresh()
                 assert _ran(engine, "refresh", REFRESH, before) == [step]
@@ -127,11 +126,11 @@ def test_a_job_that_fails_in_any_refresh_step_is_set_aside_and_the_refresh_goes_
                 return
             out = engine.refresh()
             assert FAULT in out["failed"][step]
-            skipped = _needing(Refresh(engine), step)
+            skipped = _needing(refresh.CYCLE, step)
             assert set(out["failed"]) == {step, *skipped}
             assert _ran(engine, "refresh", REFRESH, before) == [n for n in REFRESH if n not in skipped]
         else:
-            seen = _fail_one_job(monkeypatch, Refresh, method)
+            seen = _fail_one_job(monkeypatch, refresh, method)
             out = engine.refresh()
             bad = seen[0]
             assert "failed" not in out  # every step ran, the failing one to its end
@@ -158,13 +157,13 @@ def test_a_round_step_that_fails_leaves_the_others_to_run(tmp_path: Path, monkey
     api, engine = _scene(tmp_path)
     try:
         engine.refresh()
-        method = Round.per_job_steps().get(step)
-        seen = _fail_one_job(monkeypatch, Round, method) if method else _fail_the_step(monkeypatch, Round, step)
+        method = round_steps.PER_JOB.get(step)
+        seen = _fail_one_job(monkeypatch, round_steps, method) if method else _fail_the_step(monkeypatch, round_steps, step)
         before = {n: _count(engine.metrics, "round", n) for n in ROUND}
         path = tmp_path / "hops-offer"  # an offer still open from before
         offer.publish(path, offer.Offer(as_of=0.0, expires=4e9, tres="gres:gpu:", nodes=(("n1", 1, ("hops",)),)))
         engine.round()
-        skipped = set() if method else _needing(Round(engine, fragment=False), step)
+        skipped = set() if method else _needing(round_steps.CYCLE, step)
         assert _ran(engine, "round", ROUND, before) == [n for n in ROUND if n not in skipped]
         if method:
             assert seen[0].aside.startswith(f"round step {step}: ") and len(seen) > 1
@@ -179,46 +178,55 @@ def test_a_round_step_that_fails_leaves_the_others_to_run(tmp_path: Path, monkey
         engine.close()
 
 
-def _fail_the_step(monkeypatch: pytest.MonkeyPatch, session: type[Session], step: str) -> list[JobState]:
-    def boom(self: Session) -> None:
+def _fail_the_step(monkeypatch: pytest.MonkeyPatch, steps: ModuleType, step: str) -> list[JobState]:
+    """Put a step that raises in place of ``step`` in the cycle's list (``steps``: the cycle's module)."""
+    def boom(session: object, resources: object) -> None:
         raise ValueError(FAULT)
 
-    monkeypatch.setattr(session, f"_{step}", boom)
+    cycle = steps.CYCLE
+    monkeypatch.setattr(cycle, "steps", tuple((n, boom if n == step else fn) for n, fn in cycle.steps))
     return []
 
 
-def _fail_one_job(monkeypatch: pytest.MonkeyPatch, session: type[Session], method: str) -> list[JobState]:
-    """Patch the per-job method to fail for the first job it is given; returns the jobs given, in order."""
-    original: Callable[..., Any] = getattr(session, method)
+def _fail_one_job(monkeypatch: pytest.MonkeyPatch, steps: ModuleType, one: Callable[..., Any]) -> list[JobState]:
+    """Patch the per-job function ``one`` (of the cycle's module ``steps``) to fail for the first job it is
+    given; returns the jobs given, in order."""
     seen: list[JobState] = []
 
-    def one(self: Session, js: JobState) -> Any:
+    def failing(session: object, resources: object, js: JobState) -> Any:
         seen.append(js)
         if js is seen[0]:
             raise ValueError(FAULT)
-        return original(self, js)
+        return one(session, resources, js)
 
-    monkeypatch.setattr(session, method, one)
+    monkeypatch.setattr(steps, one.__name__, failing)
     return seen
+
+
+def test_every_per_job_function_is_declared() -> None:
+    """Each ``<step>_one`` function of a cycle's module is its step's entry in ``PER_JOB`` (the tests above
+    cover the steps found there)."""
+    for steps in (refresh, round_steps):
+        ones = {name for name in vars(steps) if name.endswith("_one") and callable(getattr(steps, name))}
+        assert ones == {fn.__name__ for fn in steps.PER_JOB.values()}, steps.__name__
+        assert all(fn.__name__ == f"{step}_one" for step, fn in steps.PER_JOB.items())
 
 
 def test_every_step_with_jobs_meets_more_than_one_in_the_scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The scene above gives each per-job step at least two jobs (else 'the step goes on' would hold vacuously)."""
     api, engine = _scene(tmp_path)
     given: dict[str, int] = {}
-    for step, method in Refresh.per_job_steps().items():
-        original = getattr(Refresh, method)
-
-        def counting(self: Refresh, js: JobState, step: str = step, original: Any = original) -> Any:
+    for step, one in refresh.PER_JOB.items():
+        def counting(session: object, resources: object, js: JobState, step: str = step, one: Any = one) -> Any:
             given[step] = given.get(step, 0) + 1
-            return original(self, js)
+            return one(session, resources, js)
 
-        monkeypatch.setattr(Refresh, method, counting)
+        monkeypatch.setattr(refresh, one.__name__, counting)
     try:
         engine.refresh()
     finally:
         engine.close()
-    assert set(given) == set(Refresh.per_job_steps()) and min(given.values()) >= 2, given
+    assert set(given) == set(refresh.PER_JOB) and min(given.values()) >= 2, given
 
 
 def test_an_offered_job_on_a_gpu_count_its_lr_table_lacks_stops_no_refresh(tmp_path: Path,
@@ -241,8 +249,8 @@ def test_an_offered_job_on_a_gpu_count_its_lr_table_lacks_stops_no_refresh(tmp_p
         assert len([r for r in caplog.records if "job 21 set aside: refresh step adopt: " in r.getMessage()]) == \
             (1 if api.get("21").active else 0)
         caplog.clear()
-        assert read_job_env(engine.enactor.env_dir, "22")["HOPS_GPUS"] == "1"  # type: ignore[union-attr]
-        assert not (engine.enactor.env_dir / "21.env").exists()  # type: ignore[union-attr]  # never adopted as is
+        assert read_job_env(engine.enactor.env_dir, "22")["HOPS_GPUS"] == "1"
+        assert not (engine.enactor.env_dir / "21.env").exists()  # never adopted as is
         if api.get("21").active:  # (a refresh may also requeue-hold it; either way it is not adopted as is)
             assert engine.tracked["21"].aside.startswith("refresh step adopt: ")
             assert "no learning rate for 4 GPUs" in engine.tracked["21"].aside

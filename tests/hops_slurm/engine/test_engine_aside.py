@@ -109,7 +109,7 @@ def test_an_estimate_that_raises_sets_only_that_job_aside(tmp_path: Path, monkey
 
             raise EstimateUnavailable("no data")
 
-    monkeypatch.setattr(engine, "_estimator_for", lambda _cluster: Poisoned())
+    monkeypatch.setattr(engine.res.reader, "estimator_for", lambda _cluster: Poisoned())
     try:
         _round(engine)
         assert "division by zero" in engine.tracked["1"].aside
@@ -229,7 +229,7 @@ def test_a_job_no_configuration_serves_is_set_aside_with_the_reason_and_not_plac
         def sensitivity(self, sig: str, gpu_type: str | None = None) -> float:
             return 1.0
 
-    monkeypatch.setattr(engine, "_estimator_for", lambda _cluster: Stalled())
+    monkeypatch.setattr(engine.res.reader, "estimator_for", lambda _cluster: Stalled())
     try:
         for _ in range(3):
             _round(engine)

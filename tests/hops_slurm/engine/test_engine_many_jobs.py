@@ -43,8 +43,8 @@ def test_a_refresh_builds_one_cluster_view_for_all_new_ages(tmp_path: Path, monk
     real = Snapshot.cluster_view
     monkeypatch.setattr(Snapshot, "cluster_view", lambda *a, **k: built.append(1) or real(*a, **k))
     estimators: list[int] = []
-    real_for = engine._estimator_for
-    monkeypatch.setattr(engine, "_estimator_for", lambda c: estimators.append(1) or real_for(c))
+    real_for = engine.res.reader.estimator_for
+    monkeypatch.setattr(engine.res.reader, "estimator_for", lambda c: estimators.append(1) or real_for(c))
     try:
         engine.refresh()
         assert all(js.profile == PROFILE_DONE for js in engine.tracked.values())  # every job needed its age

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from hops_slurm.engine.cycle import Refresh
+from hops_slurm.engine import refresh
 from hops_slurm.records import RoundRecord
 from planner.hops import PLAN_STAGES
 from planner.stages import stage_names
@@ -77,7 +77,7 @@ def _steps(values: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict
 def _between_steps(steps: dict[tuple[str, str], float], plannings: int) -> bool:
     """Every refresh step as often as the refresh's first, every planning timed in all its parts."""
     first = steps.get(("refresh", "read"), 0.0)
-    return all(steps.get(("refresh", name), 0.0) == first for name, _acts in Refresh.STEPS) and \
+    return all(steps.get(("refresh", name), 0.0) == first for name in refresh.CYCLE.names) and \
         all(steps.get(("planning", part), 0.0) == plannings for part in ("plan", "enact", "record", "views"))
 
 

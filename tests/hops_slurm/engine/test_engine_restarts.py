@@ -81,8 +81,9 @@ def test_the_engine_measures_a_job_s_start_from_its_record_file(tmp_path: Path) 
     try:
         engine.state.remember_model("root/resnet18|b8|tiny", "sig-resnet18", ["a100"])  # type: ignore[union-attr]
         engine.refresh()
-        engine.round()  # starts it (its first placement is dated at this refresh: T0)
-        views = {v.job_id: v for v in engine.backend.views}  # type: ignore[union-attr]
+        planning = engine.round()  # starts it (its first placement is dated at this refresh: T0)
+        assert planning is not None
+        views = {v.job_id: v for v in planning.jobs}
         assert views["1"].restart_cost == 45.0  # nothing measured yet: [engine] restart_cost_default
         clock[0] = T0 + 30.0
         engine.refresh()
@@ -99,8 +100,9 @@ def test_the_engine_measures_a_job_s_start_from_its_record_file(tmp_path: Path) 
         assert engine.store.restart_cost("sig-resnet18") == pytest.approx(10.0)  # once per run, not per record
         assert engine.store.db.execute("select count(*) from restart_cost").fetchone()[0] == 1
         assert engine.restarts.of(js) == pytest.approx(10.0)
-        engine.round()
-        views = {v.job_id: v for v in engine.backend.views}  # type: ignore[union-attr]
+        planning = engine.round()
+        assert planning is not None
+        views = {v.job_id: v for v in planning.jobs}
         assert views["1"].restart_cost == pytest.approx(10.0)
         # processed: its two windows and the 46 s since the last one at their 40 samples/s, not its first 10 s
         assert js.processed == pytest.approx(160.0 + 46.0 * 40.0)

@@ -137,12 +137,12 @@ def test_the_offer_is_closed_while_a_planning_enacts(tmp_path: Path) -> None:
     try:
         engine.refresh_and_fill()
         assert offer.read(path) is not None
-        apply = engine.backend.apply  # type: ignore[union-attr]
+        apply = engine.backend.apply
 
-        def watching(plan, *, fragment):  # noqa: ANN001, ANN202
+        def watching(plan, *, fragment, **given):  # noqa: ANN001, ANN003, ANN202
             seen.append(path.read_text())
-            return apply(plan, fragment=fragment)
-        engine.backend.apply = watching  # type: ignore[union-attr, method-assign]
+            return apply(plan, fragment=fragment, **given)
+        engine.backend.apply = watching  # type: ignore[method-assign]
         api.submit("50", "gpus=1 samples=1000 batch-size=8 model=resnet18")
         engine.monitor()
         assert seen and all(text == offer.closed() for text in seen)
@@ -199,15 +199,15 @@ def test_a_jobs_places_go_when_it_ends_and_never_through_a_link(tmp_path: Path) 
         api.submit("61", "gpus=1 samples=1000 batch-size=8 model=resnet18")
         api.submit("62", "gpus=1 samples=1000 batch-size=8 model=resnet18")
         engine.refresh_and_fill()
-        place = engine.metrics_dir / "61"
-        assert place.is_dir() and (engine.metrics_dir / "62").is_dir()
+        place = engine.places.metrics_dir / "61"
+        assert place.is_dir() and (engine.places.metrics_dir / "62").is_dir()
         (place / "planted").symlink_to(victim)  # the owner's own place: anything may be in it
-        (engine.probe_dir / "61").mkdir(parents=True)
+        (engine.places.probe_dir / "61").mkdir(parents=True)
         api.cancel("61")
         engine.refresh()
         assert "61" not in engine.tracked
-        assert not place.exists() and not (engine.probe_dir / "61").exists()
+        assert not place.exists() and not (engine.places.probe_dir / "61").exists()
         assert (victim / "keep").read_text() == "precious\n"
-        assert (engine.metrics_dir / "62").is_dir()  # a job that still runs keeps its place
+        assert (engine.places.metrics_dir / "62").is_dir()  # a job that still runs keeps its place
     finally:
         engine.close()

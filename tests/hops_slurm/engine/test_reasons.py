@@ -14,6 +14,7 @@ import pytest
 
 from hops_slurm.config import parse_config
 from hops_slurm.engine import queue_summary
+from hops_slurm.engine.bookkeeping import job_record
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.reasons import LOG_CHANGES_MAX, Reasons, counts, waiting_reason
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_PROBING, JobState
@@ -130,7 +131,7 @@ def test_a_refresh_and_a_round_publish_every_pending_jobs_reason(tmp_path: Path,
         assert "directives" not in text and "resnet18" not in text and "samples" not in text
         assert json.loads(text)["hops_queue_summary"] == queue_summary.FORMAT
         # the records carry the reason of the jobs still pending
-        record = engine._job_record(engine.tracked["3"])
+        record = job_record(engine.res, engine.tracked["3"])
         assert record.reason == pending["3"].reason
     finally:
         engine.close()

@@ -19,7 +19,7 @@ CAPACITY = 8  # two nodes of 4 GPUs
 
 
 def _record(job_id: str, ledger: JobLedger) -> JobRecord:
-    """The record the engine writes of a ledger (:meth:`hops_slurm.engine.engine.Engine._job_record`)."""
+    """The record the engine writes of a ledger (:func:`hops_slurm.engine.bookkeeping.job_record`)."""
     return JobRecord(job_id=job_id, submit=0.0, placements=[
         PlacementRecord(start=p["start"], end=p.get("end"), config=p["config"], preempted=bool(p.get("preempted")))
         for p in ledger.placements])
