@@ -135,8 +135,8 @@ def test_queue_shows_done_history_and_the_reason(tmp_path: Path) -> None:
     db.save(liar)
     db.set_meta("last_plan", json.dumps({"time": 1.0, "priorities": {}, "window": [], "assignments": {}}))
     rows = queue_rows(db, [SlurmJob(job_id="1", state="PENDING", priority=0)], now=0.0)
-    text = render(rows, parse_format("jobid,age,done,history,plan"), parsable=True)
-    assert text.splitlines()[0] == "JOBID|AGE|DONE|HISTORY|PLAN"
+    text = render(rows, parse_format("jobid,estrun,done,history,plan"), parsable=True)
+    assert text.splitlines()[0] == "JOBID|ESTRUN|DONE|HISTORY|PLAN"
     assert text.splitlines()[1].startswith("1|00:10:00|3.00|x3|- (declaration: processed 3000 samples, 3x its declared")
 
 
