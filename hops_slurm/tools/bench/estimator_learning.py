@@ -13,6 +13,7 @@ reason from its own points.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import subprocess
@@ -20,9 +21,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
-from hops_slurm.sim.groundtruth import GroundTruth, family
+from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from hops_slurm.sim.workload import MULTI_GPU_FAMILIES
-from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, plan_runs, replay
+from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, multi_gpu_models, plan_runs, replay
 from hops_slurm.tools import results_header
 
 NAME = "estimator-learning"
@@ -200,6 +201,46 @@ def regular_line(truth: GroundTruth, stages: dict[str, list[Point]]) -> str:
             f"({len(other)} points).")
 
 
+def _per_gpu(truth: GroundTruth, model: str, cell: Cell, gpus: int) -> float:
+    return truth.samples_per_second(model, cell.gpu_type, gpus, cell.spread) / gpus
+
+
+def sibling_ceiling(truth: GroundTruth, cell: Cell) -> tuple[float, float]:
+    """What one run at another count can say of ``cell`` with the most a store could know of the family:
+    mean error over every multi-GPU model and every other multi-GPU count N0 of the same type and layout of
+    (a) the per-GPU rate held from N0 and (b) the N0 rate times the N/N0 per-GPU ratio its family's variant
+    nearest in batch size measured (every point of that sibling known; the model's own point at N unseen)."""
+    models = multi_gpu_models(truth)
+    held, sibling = [], []
+    for model in models:
+        siblings = [m for m in models if m != model and family(m) == family(model)]
+        if not siblings:
+            continue
+        near = min(siblings, key=lambda m: (abs(math.log(batch_size(m) / batch_size(model))), m))
+        measured = _per_gpu(truth, model, cell, cell.gpus)
+        for n0 in COUNTS[1:]:
+            if n0 == cell.gpus:
+                continue
+            at_n0 = _per_gpu(truth, model, cell, n0)
+            held.append(_err(at_n0, measured))
+            sibling.append(_err(at_n0 * _per_gpu(truth, near, cell, cell.gpus) / _per_gpu(truth, near, cell, n0),
+                                measured))
+    return statistics.mean(held), statistics.mean(sibling)
+
+
+def ceiling_table(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str]:
+    """Per cell: the replay's error after one run on the type beside :func:`sibling_ceiling`'s two carries."""
+    lines = ["| GPU type | layout | GPUs | after one run on the type (replay) | per-GPU rate held from N0 | "
+             "nearest sibling's N/N0 ratio |", "|---|---|---:|---:|---:|---:|"]
+    for cell in _cells(truth):
+        replayed = _mean([p for p in stages["type"] if p[1] == cell])
+        held, sibling = sibling_ceiling(truth, cell)
+        mark = " ✗" if sibling > TYPE_TARGET else ""
+        lines.append(f"| {cell.gpu_type} | {cell.layout} | {cell.gpus} | {_pct(replayed)} | {_pct(held)} | "
+                     f"{_pct(sibling)}{mark} |")
+    return lines
+
+
 def run(out_dir: Path) -> Path:
     truth = GroundTruth()
     inside, curves = collect(truth)
@@ -271,6 +312,18 @@ def run(out_dir: Path) -> Path:
         "Held out:",
         "",
         *curve_table(held_curves),
+        "",
+        "## What one run at another count can say at best (Gavel's table alone, no replay)",
+        "",
+        "Two carries from a model's measured per-GPU rate at another multi-GPU count N0 of the same type and "
+        "layout, over every model and every N0: the rate held as it is, and the rate times the N/N0 ratio "
+        "that the family's variant nearest in batch size measured (same network, so the same gradients to "
+        "exchange; every point of that sibling known, the model's own point at N unseen). The second is the "
+        "most that reading the store's other variants of a family could give one run; ✗ where even it is "
+        "over the target: there the model's own measurements and its siblings' disagree about how the rate "
+        "moves with the count, so no rule carrying a measured point across counts reaches the target.",
+        "",
+        *ceiling_table(truth, inside),
         "",
         "## Cells over a target, with the reason from their own points (in-sample)",
         "",

@@ -8,7 +8,7 @@ import pytest
 from estimator.store import ThroughputStore
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.measure import runtime_record
-from hops_slurm.tools.bench.estimator_learning import _cells, collect, regular
+from hops_slurm.tools.bench.estimator_learning import _cells, collect, regular, sibling_ceiling
 from hops_slurm.tools.bench.learning_replay import WINDOW, Cell, Replay, Run, place, replay, stage_of
 from profiler.ingest import ingest_runtime
 
@@ -93,3 +93,13 @@ def test_regular_is_what_eq_1_2_can_follow(truth):
     at 4); on K80s it only falls (127, 81, 55, 48)."""
     assert not regular(truth, "LM (batch size 5)", Cell("v100", 4, False))
     assert regular(truth, "LM (batch size 5)", Cell("k80", 4, False))
+
+
+def test_the_sibling_ceiling_reads_the_familys_ratio(truth):
+    """Spread runs: a sibling's measured N/N0 ratio carries one run far better than holding the rate; on
+    consolidated V100s at 4 GPUs (a dip most models share, to different depths) even it misses the target."""
+    for cell in (Cell("k80", 4, True), Cell("v100", 8, True), Cell("p100", 2, True)):
+        held, sibling = sibling_ceiling(truth, cell)
+        assert sibling < held and sibling <= 0.10
+    held, sibling = sibling_ceiling(truth, Cell("v100", 4, False))
+    assert sibling > 0.10 and held > 0.5
