@@ -108,8 +108,7 @@ class Engine:
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
         self._policy.timer = self.metrics.timer("plan")  # each planner stage timed (cycle="plan")
-        #: the timetable's settings (hops_slurm.core.timetable): how many plannings each instant makes
-        self.loop = LoopSettings(config.scheduler.round_length, config.scheduler.queue_refresh)
+        self._loop = LoopSettings(config.scheduler.round_length, config.scheduler.queue_refresh)
         self.seen_files = SeenFiles()  # the runtime files as last read to their end (unchanged: not read again)
         self.written = Written(config.scheduler.round_length)  # the job rows and records the refresh last wrote
         self._opened = False
@@ -176,6 +175,18 @@ class Engine:
         if self._res is not None:
             self._res.policy = policy
 
+    @property
+    def loop(self) -> LoopSettings:
+        """The timetable's settings (:mod:`hops_slurm.core.timetable`): the instants the daemon and the
+        simulation drive, and how many plannings each makes."""
+        return self._loop
+
+    @loop.setter
+    def loop(self, loop: LoopSettings) -> None:  # the simulation runs its own loop settings
+        self._loop = loop
+        if self._res is not None:
+            self._res.loop = loop
+
     # ----- lifecycle --------------------------------------------------------------------------------
     def open(self) -> Engine:
         if not self.dry_run:
@@ -220,7 +231,7 @@ class Engine:
             enactor=enactor, backend=backend, profiler=profiler, marks=marks, offers=self.offers, policy=self._policy,
             restarts=RestartCosts(store, e.restart_cost_default, writes=not self.dry_run), tracked=tracked,
             seen_files=self.seen_files, written=self.written, metrics=self.metrics, views=self.views,
-            reasons=self.reasons, loop=self.loop, counters=Counters(round_no=int(state.meta("rounds", "0"))))
+            reasons=self.reasons, loop=self._loop, counters=Counters(round_no=int(state.meta("rounds", "0"))))
         if not self.dry_run:
             self._reconcile(managed)
         self._opened = True
