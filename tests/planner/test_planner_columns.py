@@ -57,8 +57,8 @@ def test_small_clusters_keep_the_papers_spans() -> None:
 def test_solve_compact_columns_zero_and_default_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """With gap 0 the model that prices columns in and the one holding every column from the start reach
     the same optimum (columns change the route, not the answer)."""
-    import planner.ilp
-    monkeypatch.setattr(planner.ilp, "MIN_SIGNATURES", 0)  # price columns in on this small model too
+    import planner.compact
+    monkeypatch.setattr(planner.compact, "MIN_SIGNATURES", 0)  # price columns in on this small model too
     cluster, jobs = instance(64, 60, 6)
     ent = entity_classes(cluster, jobs[:30], 0.05)
     cands = candidates_for(jobs[:30], ent, 1.4, compact=True, spans="bucketed")
