@@ -127,19 +127,22 @@ class CompactSolve:
         """Each column's model pieces, and each group's maximal packing patterns of the sizes it may hold."""
         by_name = self.by_name
         self.pieces: dict[Key, tuple[ModelPiece, ...]] = {}
+        shared: dict[Signature, tuple[ModelPiece, ...]] = {}  # an unpinned column's pieces are its signature's
         for k in self.keys:
             if k in self.pinned:
                 self.pieces[k] = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
                                        for n, g in sorted(self._pin_config(k).items()))
+            elif (made := shared.get(k[1])) is not None:
+                self.pieces[k] = made
             else:
-                self.pieces[k] = tuple(((t, c, f, ""), g) for (t, c, f), g in k[1])
+                self.pieces[k] = shared[k[1]] = tuple(((t, c, f, ""), g) for (t, c, f), g in k[1])
         self.eligible = Eligible(self.groups)
         self.sizes: dict[GroupKey, set[int]] = defaultdict(set)
-        for k in self.keys:
-            for pk, g in self.pieces[k]:
-                for grp in self.eligible(pk):
-                    if g <= grp[2]:
-                        self.sizes[grp].add(g)
+        # each distinct piece once, in the order the columns first hold it (the groups' order in the model)
+        for pk, g in dict.fromkeys(piece for k in self.keys for piece in self.pieces[k]):
+            for grp in self.eligible(pk):
+                if g <= grp[2]:
+                    self.sizes[grp].add(g)
         self.patterns = {grp: maximal_patterns(grp[2], sorted(ss)) for grp, ss in self.sizes.items()}
 
     def _touch(self) -> None:
@@ -147,12 +150,17 @@ class CompactSolve:
         eligible sets holding it (one var may appear in several pieces of one row: coefficients summed);
         its weighted gain; the columns the model starts with."""
         self.touch: dict[Key, dict[object, float]] = {}
+        of_pieces: dict[tuple[ModelPiece, ...], dict[object, float]] = {}  # the eq. 13 rows of a tuple of pieces
         for k in self.keys:
-            rows: dict[object, float] = defaultdict(float)
-            rows[k[0]] = 1.0
-            for (pk, g), cnt in Counter(self.pieces[k]).items():
-                for scope in scopes(pk):
-                    rows[(scope, g)] += cnt
+            pieces = self.pieces[k]
+            rows13 = of_pieces.get(pieces)
+            if rows13 is None:
+                rows13 = of_pieces[pieces] = defaultdict(float)
+                for (pk, g), cnt in Counter(pieces).items():
+                    for scope in scopes(pk):
+                        rows13[(scope, g)] += cnt
+            rows: dict[object, float] = {k[0]: 1.0}
+            rows.update(rows13)
             self.touch[k] = rows
         self.gain_of = {k: self.weights[k[0]] * self.best[k].gain for k in self.keys}
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds

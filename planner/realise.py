@@ -63,14 +63,15 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
     end, :func:`keep_running_jobs`)."""
     by_name = {n.name: n for n in nodes}
+    # where a running job stays (:func:`stays`, worked out once per job) and each pair's weighted gain
+    here: dict[str, tuple[Signature, Config]] = {j: (signature(cur, by_name), freeze_config(cur))
+                                                 for j, cur in current.items()
+                                                 if cur and all(n in by_name for n in cur)}
+    score = {k: weights[k[0]] * best[k].gain for k in keys}
 
-    def prefer(j: str, sig: Signature) -> Config | None:
-        if stays(j, sig, current, by_name):
-            return freeze_config(current[j])
-        return best[(j, sig)].config
-
-    def score(k: tuple[str, Signature]) -> float:
-        return weights[k[0]] * best[k].gain
+    def prefer(k: tuple[str, Signature]) -> Config | None:
+        cur = here.get(k[0])
+        return cur[1] if cur is not None and cur[0] == k[1] else best[k].config
 
     # integral LP choices first, biggest first (first-fit-decreasing keeps whole nodes for spanning
     # configs); then either the fractional ones by LP value and everything by weighted gain, or every
@@ -79,17 +80,17 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
         return (-len(k[1]), -sum(g for _, g in k[1]))
 
     ones = sorted((k for k in keys if xval[k] > 1 - 1e-6), key=lambda k: (*size(k), k[0]))
-    fracs = sorted((k for k in keys if 1e-6 < xval[k] <= 1 - 1e-6), key=lambda k: (-xval[k], -score(k), k[0]))
-    by_gain = sorted(keys, key=lambda k: (-score(k), k[0]))
+    fracs = sorted((k for k in keys if 1e-6 < xval[k] <= 1 - 1e-6), key=lambda k: (-xval[k], -score[k], k[0]))
+    by_gain = sorted(keys, key=lambda k: (-score[k], k[0]))
     by_job: dict[str, list[tuple[str, Signature]]] = defaultdict(list)
     for k in keys:
         by_job[k[0]].append(k)
     by_weight = [k for j in sorted(by_job, key=lambda j: (-weights[j], j))
-                 for k in sorted(by_job[j], key=lambda k: (-xval[k], -score(k)))]
+                 for k in sorted(by_job[j], key=lambda k: (-xval[k], -score[k]))]
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     best_moved = 0
-    stay = [k for k in keys if stays(k[0], k[1], current, by_name)]  # warm start: running jobs where they are
+    stay = [k for k in keys if k[0] in here and here[k[0]][0] == k[1]]  # warm start: running jobs where they are
     for order in (ones + fracs + by_gain, ones + by_weight, stay + ones + by_weight):
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
@@ -97,10 +98,10 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
         for k in order:
             if k[0] in out:
                 continue
-            cfg = packer.place(k[1], prefer(*k), only=k in held)
+            cfg = packer.place(k[1], prefer(k), only=k in held)
             if cfg is not None:
                 out[k[0]] = cfg
-                value += score(k)
+                value += score[k]
         n_moved = moved(out, current)
         tie = abs(value - best_value) <= 1e-9 * max(1.0, abs(value))
         if (value > best_value and not tie) or (tie and n_moved < best_moved):
