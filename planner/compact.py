@@ -150,15 +150,21 @@ class CompactSolve:
         eligible sets holding it (one var may appear in several pieces of one row: coefficients summed);
         its weighted gain; the columns the model starts with."""
         self.touch: dict[Key, dict[object, float]] = {}
-        of_pieces: dict[tuple[ModelPiece, ...], dict[object, float]] = {}  # the eq. 13 rows of a tuple of pieces
+        of_pieces: dict[tuple[ModelPiece, ...], int] = {}  # a tuple of pieces -> its eq. 13 rows' template
+        self.templates: list[dict[object, float]] = []
+        self.template_of: list[int] = []  # per column, in keys order
         for k in self.keys:
             pieces = self.pieces[k]
-            rows13 = of_pieces.get(pieces)
-            if rows13 is None:
-                rows13 = of_pieces[pieces] = defaultdict(float)
+            t = of_pieces.get(pieces)
+            if t is None:
+                t = of_pieces[pieces] = len(self.templates)
+                made: dict[object, float] = defaultdict(float)
                 for (pk, g), cnt in Counter(pieces).items():
                     for scope in scopes(pk):
-                        rows13[(scope, g)] += cnt
+                        made[(scope, g)] += cnt
+                self.templates.append(made)
+            self.template_of.append(t)
+            rows13 = self.templates[t]
             rows: dict[object, float] = {k[0]: 1.0}
             rows.update(rows13)
             self.touch[k] = rows
@@ -235,7 +241,7 @@ class CompactSolve:
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 if pricer is None:
-                    pricer = Pricer(self.keys, self.touch, self.gain_of)
+                    pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gain_of)
                     for k in self.xs:
                         pricer.add(k)
                 enter = pricer.enter({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
