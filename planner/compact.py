@@ -113,7 +113,8 @@ class CompactSolve:
         current, by_name = self.current, self.by_name
         self.held: dict[Key, Config] = {k: freeze_config(current[k[0]]) for k in self.keys
                                         if k[0] in self.pin and stays(k[0], k[1], current, by_name)}
-        self.pinned = {k for k in self.keys if shares_a_node(k[1])} | set(self.held)
+        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys)}
+        self.pinned = {k for k in self.keys if shares[k[1]]} | set(self.held)
         pinned_nodes = {n for k in self.pinned for n in self._pin_config(k)}
         self.group_of: dict[str, GroupKey] = {}
         self.groups: dict[GroupKey, list[str]] = defaultdict(list)
@@ -146,10 +147,9 @@ class CompactSolve:
         self.patterns = {grp: maximal_patterns(grp[2], sorted(ss)) for grp, ss in self.sizes.items()}
 
     def _touch(self) -> None:
-        """Each column's rows: its job's eq. 12 row (key = job id) and, per piece, the eq. 13 rows of the
-        eligible sets holding it (one var may appear in several pieces of one row: coefficients summed);
+        """Each column's rows (:meth:`touch`: its job's eq. 12 row, then its pieces' template of eq. 13 rows);
         its weighted gain; the columns the model starts with."""
-        self.touch: dict[Key, dict[object, float]] = {}
+        self.index = {k: i for i, k in enumerate(self.keys)}
         of_pieces: dict[tuple[ModelPiece, ...], int] = {}  # a tuple of pieces -> its eq. 13 rows' template
         self.templates: list[dict[object, float]] = []
         self.template_of: list[int] = []  # per column, in keys order
@@ -164,15 +164,18 @@ class CompactSolve:
                         made[(scope, g)] += cnt
                 self.templates.append(made)
             self.template_of.append(t)
-            rows13 = self.templates[t]
-            rows: dict[object, float] = {k[0]: 1.0}
-            rows.update(rows13)
-            self.touch[k] = rows
         self.gain_of = {k: self.weights[k[0]] * self.best[k].gain for k in self.keys}
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
         self.start_cols = (list(self.keys) if not (self.columns and self.lp_rounding)
                            else first_columns(self.keys, self.gain_of, self.columns, self.current, self.pinned))
+
+    def touch(self, k: Key) -> dict[object, float]:
+        """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
+        rows of the eligible sets holding it (one var may appear in several pieces of one row: summed)."""
+        rows: dict[object, float] = {k[0]: 1.0}
+        rows.update(self.templates[self.template_of[self.index[k]]])
+        return rows
 
     def _model(self) -> None:
         """The solver model: pattern counts z, the starting columns x, every row any column touches.
@@ -187,11 +190,15 @@ class CompactSolve:
                    for grp, ps in self.patterns.items() for p in ps}
         self.xs = {k: m.add_var(var_type=mip.BINARY, obj=self.gain_of[k]) for k in self.start_cols}
         uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
-        for k in self.keys:
-            for row in self.touch[k]:
-                uses.setdefault(row, [])
+        done: set[int] = set()  # templates whose rows are in (in the order the columns first touch them)
+        for k, t in zip(self.keys, self.template_of, strict=True):
+            uses.setdefault(k[0], [])
+            if t not in done:
+                done.add(t)
+                for row in self.templates[t]:
+                    uses.setdefault(row, [])
         for k, x in self.xs.items():
-            for row, cnt in self.touch[k].items():
+            for row, cnt in self.touch(k).items():
                 uses[row].append((cnt, x))
         self.rows_of: dict[object, mip.Constr] = {}
         for row, used in uses.items():
@@ -221,7 +228,7 @@ class CompactSolve:
         return self.m.add_constr(mip.LinExpr(variables=[var[i] for i in coef], coeffs=list(coef.values())) <= rhs)
 
     def add_column(self, k: Key) -> None:
-        rows = self.touch[k]
+        rows = self.touch(k)
         if any(r not in self.rows_of for r in rows):
             return  # a piece with no slot anywhere: the column can never be chosen
         self.xs[k] = self.m.add_var(var_type=mip.BINARY, obj=self.gain_of[k],
@@ -259,8 +266,12 @@ class CompactSolve:
 
     # ------------------------------------------------------------------ round
     def _xval(self) -> dict[Key, float]:
-        xs = self.xs
-        return {k: float(xs[k].x) if k in xs and xs[k].x is not None else 0.0 for k in self.keys}
+        xval = dict.fromkeys(self.keys, 0.0)
+        for k, x in self.xs.items():
+            value = x.x
+            if value is not None:
+                xval[k] = float(value)
+        return xval
 
     def _round(self, xval: Mapping[Key, float]) -> tuple[dict[str, Config | None], float]:
         return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held)
