@@ -12,9 +12,10 @@ the :class:`Solution` has always reported). Helpers that map numbers back to nod
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -32,6 +33,22 @@ from planner.views import Config, NodeView, freeze_config
 STEPS = ("build", "solve", "round", "branch")
 
 Key = tuple[str, Signature]  # (job id, signature): one column of the model
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the duration (it is switched back on after if it was on).
+
+    A solve makes hundreds of thousands of small tuples and dicts that live until it ends and form no
+    cycles (reference counting frees them); the collector's full passes over them cost a fifth of a
+    4,096-GPU plan and do not change it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class StageTimer(Protocol):
@@ -65,6 +82,10 @@ class CompactSolve:
         return self.timer.stage(name) if self.timer is not None else contextlib.nullcontext()
 
     def run(self) -> Solution:
+        with gc_paused():
+            return self._run()
+
+    def _run(self) -> Solution:
         self.t0 = time.perf_counter()
         with self._stage("build"):
             built = self.build()

@@ -105,3 +105,18 @@ def test_a_packer_that_refuses_early_places_what_a_full_scan_places() -> None:
             sig = signature(freeze_config(cfg), by_name)
             assert packer.place(sig) == _scan_place(left, nodes, sig)
             assert packer.left == left
+
+
+def test_the_collector_is_back_on_after_a_solve_and_stays_off_when_it_was_off() -> None:
+    import gc
+
+    nodes, cands, w = _instance(2)
+    assert gc.isenabled()
+    solve_compact(cands, w, nodes)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        solve_compact(cands, w, nodes)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
