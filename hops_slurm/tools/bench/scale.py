@@ -7,7 +7,7 @@ and 10,000 queued; 16,384 GPUs and 50,000 queued) -> one fresh process per insta
 memory is its own) plans it twice with a new :class:`planner.hops.HopsPolicy` (cold, then warm: the
 same instance again) and prints one JSON line -> ``scale-targets.md``. Not in ``all`` (minutes).
 ``HOPS_BENCH_SEEDS`` (default ``11,7,3``) picks the seeds of the 4,096-GPU rung; the 16,384-GPU rung
-runs the first two.
+runs the first one, cold only (a warm plan there costs as much again).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def instance(gpus: int, n_jobs: int, seed: int, generator: str):  # noqa: ANN201
     return cluster, make_jobs(cluster, n_jobs, rng, node_speeds(cluster, seed + 1))
 
 
-def measure_one(gpus: int, n_jobs: int, seed: int, generator: str) -> dict[str, object]:
-    """Plan one instance cold and warm in this process (call it in a fresh one)."""
+def measure_one(gpus: int, n_jobs: int, seed: int, generator: str, warm: bool = True) -> dict[str, object]:
+    """Plan one instance cold (and warm) in this process (call it in a fresh one)."""
     from planner.hops import HopsPolicy
     from planner.params import PlannerParams
 
@@ -56,12 +56,14 @@ def measure_one(gpus: int, n_jobs: int, seed: int, generator: str) -> dict[str, 
     t0, c0 = time.perf_counter(), time.process_time()
     plan = policy.plan(cluster, jobs, now=0.0)
     t1, c1 = time.perf_counter(), time.process_time()
-    policy.plan(cluster, jobs, now=0.0)
+    if warm:
+        policy.plan(cluster, jobs, now=0.0)
     t2, c2 = time.perf_counter(), time.process_time()
     d = plan.diagnostics
     extra: dict[str, object] = d.get("solve_extra") or {}  # type: ignore[assignment]
     return {"gpus": gpus, "jobs": n_jobs, "seed": seed, "generator": generator,
-            "cold": t1 - t0, "cold_cpu": c1 - c0, "warm": t2 - t1, "warm_cpu": c2 - c1,
+            "cold": t1 - t0, "cold_cpu": c1 - c0, "warm": t2 - t1 if warm else None,
+            "warm_cpu": c2 - c1 if warm else None,
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "objective": d.get("objective"), "placed": len(plan.placed()), "window": len(d["window"]),  # type: ignore[arg-type]
             "signatures": extra.get("signatures"), "columns": extra.get("columns"), "method": extra.get("method")}
@@ -76,8 +78,9 @@ class Rung:
     runs: list[dict[str, object]]
 
 
-def _in_child(gpus: int, n_jobs: int, seed: int, generator: str) -> dict[str, object]:
-    out = subprocess.run([sys.executable, "-m", __name__, str(gpus), str(n_jobs), str(seed), generator],
+def _in_child(gpus: int, n_jobs: int, seed: int, generator: str, warm: bool) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-m", __name__, str(gpus), str(n_jobs), str(seed), generator,
+                          "warm" if warm else "cold"],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -96,12 +99,16 @@ def run(out_dir: Path) -> Path:
     load0 = load()
     rungs: list[Rung] = []
     for gpus, n_jobs, target, memory in RUNGS:
-        picked = seeds if gpus <= 4096 else seeds[:2]
-        runs = [_in_child(gpus, n_jobs, seed, gen) for gen in GENERATORS for seed in picked]
+        picked = seeds if gpus <= 4096 else seeds[:1]
+        runs = [_in_child(gpus, n_jobs, seed, gen, gpus <= 4096) for gen in GENERATORS for seed in picked]
         rungs.append(Rung(gpus, n_jobs, target, memory, runs))
     path = out_dir / "scale-targets.md"
     path.write_text(report(rungs, machine_line(load0), _commit(), datetime.date.today().isoformat()))
     return path
+
+
+def _opt(value: object) -> str:
+    return "–" if value is None else f"{float(value):.2f}"  # type: ignore[arg-type]
 
 
 def _f(runs: list[dict[str, object]], key: str) -> list[float]:
@@ -113,7 +120,7 @@ def report(rungs: list[Rung], machine: str, commit: str, date: str) -> str:
         f'<!-- results: generator=hops_slurm.tools.bench.scale:run command="{COMMAND}" commit={commit} date={date} -->',
         "# The planner at scale: cold plans with every node its own speed",
         "",
-        f"Written by `{COMMAND}` (`HOPS_BENCH_SEEDS` picks the seeds; the 16,384-GPU rung runs the first two).",
+        f"Written by `{COMMAND}` (`HOPS_BENCH_SEEDS` picks the seeds; the 16,384-GPU rung runs the first, cold only).",
         "",
         "Instances: the solver bench's clusters and queues (five server classes over three GPU types, 8 GPUs per",
         "node, about a third of the nodes partly or fully held, requirement sets of 1-16 GPUs), each node its own",
@@ -130,8 +137,8 @@ def report(rungs: list[Rung], machine: str, commit: str, date: str) -> str:
         for r in rung.runs:
             lines.append(f"| {r['gpus']} | {r['jobs']} | {r['generator']} | {r['seed']} | {r['window']} "
                          f"| {r['signatures']} | {r['columns']} | {float(r['cold']):.2f} "  # type: ignore[arg-type]
-                         f"| {float(r['cold_cpu']):.2f} | {float(r['warm']):.2f} "  # type: ignore[arg-type]
-                         f"| {float(r['warm_cpu']):.2f} | {float(r['peak_mib']):.0f} | {r['placed']} |")  # type: ignore[arg-type]
+                         f"| {float(r['cold_cpu']):.2f} | {_opt(r['warm'])} "  # type: ignore[arg-type]
+                         f"| {_opt(r['warm_cpu'])} | {float(r['peak_mib']):.0f} | {r['placed']} |")  # type: ignore[arg-type]
     lines += ["", "## Targets", ""]
     for rung in rungs:
         worst, worst_cpu = max(_f(rung.runs, "cold")), max(_f(rung.runs, "cold_cpu"))
@@ -149,4 +156,5 @@ def report(rungs: list[Rung], machine: str, commit: str, date: str) -> str:
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure_one(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])))
+    print(json.dumps(measure_one(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4],
+                                 warm=sys.argv[5:] != ["cold"])))
