@@ -66,6 +66,46 @@ class Pricer:
         jobs = {j: n for n, j in enumerate(dict.fromkeys(k[0] for k in self.keys))}
         self.job = np.array([jobs[k[0]] for k in self.keys], dtype=np.int64)
         self.present = np.zeros(len(self.keys), dtype=bool)
+        self._shared: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def shared(cls, keys: Sequence[tuple[str, Hashable]], templates: Sequence[Mapping[object, float]],
+               template_of: Sequence[int], gain_of: Mapping[tuple[str, Hashable], float]) -> Pricer:
+        """A pricer for columns whose rows are their job's row (coefficient 1, first) and then the rows of a
+        template many columns share (``templates[template_of[i]]`` for ``keys[i]``): the incidence is built
+        per template, not per column, and the reduced costs come out as :meth:`enter` computes them for
+        ``rows[k] = {k[0]: 1.0, **template}`` (the same additions in the same order)."""
+        self = cls.__new__(cls)
+        self.keys = list(keys)
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        self.row_ids = {}
+        jobs = {j: n for n, j in enumerate(dict.fromkeys(k[0] for k in self.keys))}
+        job_rows = np.array([self.row_ids.setdefault(j, len(self.row_ids)) for j in jobs], dtype=np.int64)
+        width = max((len(t) for t in templates), default=0)
+        pad = len(self.row_ids)  # a row of its own with dual 0: padding adds 0.0
+        self.row_ids[("pricer padding",)] = pad
+        rids = np.full((len(templates), width), pad, dtype=np.int64)
+        coefs = np.zeros((len(templates), width), dtype=float)
+        for t, template in enumerate(templates):
+            for p, (row, coef) in enumerate(template.items()):
+                rids[t, p] = self.row_ids.setdefault(row, len(self.row_ids))
+                coefs[t, p] = float(coef)
+        self.gain = np.array([gain_of[k] for k in self.keys], dtype=float)
+        self.job = np.array([jobs[k[0]] for k in self.keys], dtype=np.int64)
+        self.present = np.zeros(len(self.keys), dtype=bool)
+        self._shared = (job_rows, rids, coefs, np.asarray(template_of, dtype=np.int64))
+        return self
+
+    def _costs(self, pi: np.ndarray) -> np.ndarray:
+        """Each column's sum of coefficient x dual over its rows, added in its rows' order."""
+        if self._shared is None:
+            return np.bincount(self.cols, weights=self.coefs * pi[self.rids], minlength=len(self.keys))
+        job_rows, rids, coefs, template_of = self._shared
+        cost = 0.0 + 1.0 * pi[job_rows][self.job]
+        per_template = coefs * pi[rids]
+        for p in range(per_template.shape[1]):
+            cost = cost + per_template[:, p][template_of]
+        return cost  # type: ignore[no-any-return]
 
     def add(self, key: tuple[str, Hashable]) -> None:
         """``key`` is in the model now."""
@@ -80,7 +120,9 @@ class Pricer:
             value = duals.get(row)
             if value is not None:
                 pi[i] = value
-        cost = np.bincount(self.cols, weights=self.coefs * pi[self.rids], minlength=len(self.keys))
+        if self._shared is not None:
+            pi[self.row_ids[("pricer padding",)]] = 0.0
+        cost = self._costs(pi)
         rc = self.gain - cost
         ok = ~self.present & (rc > 1e-9 * np.maximum(1.0, np.abs(self.gain)))
         idx = np.nonzero(ok)[0]

@@ -37,6 +37,7 @@ against). docs/design.md, "Spans per speed bucket and column generation".
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 
 from planner.eligible import confine
@@ -100,11 +101,17 @@ class SpanIndex:
             if n.free_gpus > 0:
                 self.classes.setdefault(n.gpu_type, {}).setdefault(n.server_class, []).append(n)
         self.free = {t: {c: sum(n.free_gpus for n in ns) for c, ns in of.items()} for t, of in self.classes.items()}
+        #: each class's nodes as free GPUs, negated (ascending, as the nodes are): where the fragments start
+        self.negfree = {t: {c: [-n.free_gpus for n in ns] for c, ns in of.items()} for t, of in self.classes.items()}
         #: GPU type -> whether the paper's rule gives no more spans than buckets would (at most one span per
         #: start node with free GPUs, against up to SPANS_PER_BUCKET per bucket): there it stays
         self.every_start = {t: sum(len(ns) for ns in of.values())
                             <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
                             for t, of in self.classes.items()}
+
+    def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
+        """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
+        return self.classes[gpu_type][server_class][bisect_right(self.negfree[gpu_type][server_class], -requirement):]
 
 
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
@@ -131,9 +138,8 @@ def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Map
             placed: dict[str, int] = {}
             left = requirement
             for c in eligible:
-                for n in (of_type[c] if fragments < 2 else reversed(of_type[c])):
-                    if fragments and n.free_gpus >= requirement:
-                        continue
+                nodes = of_type[c] if not fragments else index.fragments(gpu_type, c, requirement)
+                for n in (nodes if fragments < 2 else reversed(nodes)):
                     take = min(n.free_gpus, left)
                     placed[n.name] = take
                     left -= take
@@ -177,8 +183,9 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
     for gpu_type in cluster.gpu_types:
         of_type = cluster.nodes_of_type(gpu_type)
         largest = cluster.largest_node(gpu_type)
-        for r in job.requirements:
-            for cfg in aggregated_configs(of_type, r, one_per_class=one_per_class):
+        for r in job.requirements:  # the same for every job of the view: made once per (type, requirement)
+            for cfg in cluster._derived(f"aggregated:{gpu_type}:{r}:{one_per_class}",
+                                        lambda: aggregated_configs(of_type, r, one_per_class=one_per_class)):
                 add(cfg)
         if not high or job.requirements[0] > largest:
             if index is not None and not index.every_start.get(gpu_type, True):

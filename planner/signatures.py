@@ -50,6 +50,8 @@ def objective_of(assignments: Mapping[str, Config | None], cands: Sequence[Candi
         key = lambda j, cfg: (j, tuple(cfg.items()))  # noqa: E731
     gain: dict[object, float] = {}
     for c in cands:
+        if not assignments.get(c.job_id):
+            continue  # only the chosen jobs' candidates count
         k = key(c.job_id, c.config)
         gain[k] = max(gain.get(k, 0.0), c.gain)
     return sum(weights[j] * gain[key(j, cfg)] for j, cfg in assignments.items() if cfg)
@@ -93,7 +95,12 @@ def signature(config: Config, nodes: Mapping[str, NodeView]) -> Signature:
         (name, g), = config.items()
         node = nodes[name]
         return (((node.gpu_type, node.server_class, 0), g),)
-    return tuple(sorted(((nodes[n].gpu_type, nodes[n].server_class, nodes[n].free_gpus), g) for n, g in config.items()))
+    pieces = []
+    for n, g in config.items():
+        node = nodes[n]
+        pieces.append(((node.gpu_type, node.server_class, node.free_gpus), g))
+    pieces.sort()
+    return tuple(pieces)
 
 
 def shares_a_node(sig: Signature) -> bool:
@@ -105,6 +112,8 @@ def shares_a_node(sig: Signature) -> bool:
     partial pieces on nodes that the round plan now counts as wholly free. Pattern counts alone would
     let both pieces onto one node (no real placement then exists), so the model pins such a
     signature to its own config's nodes (see :func:`solve_compact`)."""
+    if len(sig) < 2:
+        return False
     by_key: dict[BinKey, list[int]] = defaultdict(list)
     for key, g in sig:
         if key[2]:
@@ -151,18 +160,34 @@ class Packer:
     def __init__(self, nodes: Sequence[NodeView], left: Mapping[str, int] | None = None) -> None:
         self.left = {n.name: n.free_gpus for n in nodes} if left is None else dict(left)
         self.by_key: dict[BinKey, list[str]] = defaultdict(list)
+        self._keys_of: dict[str, tuple[BinKey, BinKey]] = {}
         for n in nodes:
             if n.free_gpus > 0:
                 self.by_key[piece_key(n, True)].append(n.name)
                 self.by_key[piece_key(n, False)].append(n.name)
+                self._keys_of[n.name] = (piece_key(n, True), piece_key(n, False))
+        # the most GPUs left on one node of each key, worked out again when a node of the key changed: a
+        # signature one of whose pieces exceeds it cannot be placed (most tries of a rounding fail so)
+        self._most: dict[BinKey, int] = {}
+
+    def _most_left(self, key: BinKey) -> int:
+        most = self._most.get(key)
+        if most is None:
+            most = self._most[key] = max((self.left[n] for n in self.by_key.get(key, ())), default=0)
+        return most
+
+    def _change(self, node: str, delta: int) -> None:
+        self.left[node] += delta
+        for key in self._keys_of.get(node, ()):
+            self._most.pop(key, None)
 
     def place(self, sig: Signature, prefer: Config | None = None, *, only: bool = False) -> Config | None:
         """``sig`` on nodes with room: ``prefer`` when it fits, else (unless ``only``) best fit."""
         if prefer is not None and all(self.left.get(n, -1) >= g for n, g in prefer.items()):
             for n, g in prefer.items():
-                self.left[n] -= g
+                self._change(n, -g)
             return prefer
-        if only:
+        if only or any(self._most_left(key) < g for key, g in sig):
             return None
         placed: dict[str, int] = {}
         for key, g in sorted(sig, key=lambda p: -p[1]):
@@ -171,11 +196,11 @@ class Packer:
                 fits = [n for n in fits if self.left[n] == key[2]]  # a full piece needs an untouched node
             if not fits:
                 for n, used in placed.items():
-                    self.left[n] += used
+                    self._change(n, used)
                 return None
             n = min(fits, key=lambda name: self.left[name])
             placed[n] = g
-            self.left[n] -= g
+            self._change(n, -g)
         return freeze_config(placed)
 
 

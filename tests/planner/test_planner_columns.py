@@ -3,6 +3,7 @@ the fast model against today's full one on small instances with every node its o
 
 from __future__ import annotations
 
+import random
 
 import pytest
 
@@ -57,8 +58,8 @@ def test_small_clusters_keep_the_papers_spans() -> None:
 def test_solve_compact_columns_zero_and_default_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """With gap 0 the model that prices columns in and the one holding every column from the start reach
     the same optimum (columns change the route, not the answer)."""
-    import planner.ilp
-    monkeypatch.setattr(planner.ilp, "MIN_SIGNATURES", 0)  # price columns in on this small model too
+    import planner.compact
+    monkeypatch.setattr(planner.compact, "MIN_SIGNATURES", 0)  # price columns in on this small model too
     cluster, jobs = instance(64, 60, 6)
     ent = entity_classes(cluster, jobs[:30], 0.05)
     cands = candidates_for(jobs[:30], ent, 1.4, compact=True, spans="bucketed")
@@ -113,3 +114,34 @@ def test_pricing_picks_positive_reduced_costs_per_job() -> None:
     # j's row dual 2: ("j", 2) costs 2 + 1 = 3 < 4 enters; ("j", 3) costs 3 > 1 stays out; ("k", 1) uses a
     # row with no room anywhere (no dual): never enters
     assert price_columns(keys, {("j", 1)}, rows, gain, {"j": 2.0, "r": 1.0, "k": 0.0}, 6) == [("j", 2)]
+
+
+def test_a_pricer_over_shared_templates_prices_as_the_per_column_one() -> None:
+    """Columns sharing their eq. 13 rows (a template) priced per template: the same reduced costs bit for
+    bit and the same columns entering, whatever the duals (rows without a dual never enter)."""
+    import numpy as np
+
+    from planner.columns import Pricer
+
+    rng = random.Random(5)
+    rows = [("r", i) for i in range(12)]
+    templates = [{r: float(rng.randint(1, 3)) for r in rng.sample(rows, rng.randint(1, 5))} for _ in range(9)]
+    keys = [(f"j{j}", s) for j in range(30) for s in range(rng.randint(1, 6))]
+    template_of = [rng.randrange(len(templates)) for _ in keys]
+    touch = {k: {k[0]: 1.0, **templates[t]} for k, t in zip(keys, template_of, strict=True)}
+    gain = {k: rng.uniform(0.5, 4.0) for k in keys}
+    every, shared = Pricer(keys, touch, gain), Pricer.shared(keys, templates, template_of, gain)
+    for k in keys[::4]:
+        every.add(k)
+        shared.add(k)
+    for _ in range(20):
+        duals: dict[object, float] = {r: rng.choice((0.0, rng.uniform(0.0, 2.0), 1e-12))
+                                      for r in [*rows, *{k[0] for k in keys}] if rng.random() < 0.95}
+        costs = []
+        for pricer in (every, shared):
+            pi = np.full(len(pricer.row_ids), np.inf)
+            for row, i in pricer.row_ids.items():
+                pi[i] = duals.get(row, 0.0 if row == ("pricer padding",) else np.inf)
+            costs.append(pricer._costs(pi))
+        assert np.array_equal(costs[0], costs[1])
+        assert every.enter(duals, 2) == shared.enter(duals, 2)

@@ -1,0 +1,187 @@
+"""From the compact model's numbers back to nodes: LP rounding, the MIP start, and the realisation of
+chosen signatures on concrete nodes.
+
+Used by :class:`planner.compact.CompactSolve` after each LP or MIP solve. The model (see
+:mod:`planner.ilp`'s docstring) places pieces in laminar eligible sets of node groups
+(:func:`scopes`, :class:`Eligible`); :func:`round_lp` turns an LP solution into a plan that fits,
+:func:`warm_start` hands such a plan to the solver, :func:`realise` maps a MIP's chosen signatures and
+pattern counts onto node names. Pure: nodes, configs and solver variables in, configs out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+
+import mip
+
+from planner.signatures import (Candidate, GroupKey, ModelPiece, Packer, Signature, _extend_to_maximal, moved,
+                                signature, stays)
+from planner.views import Config, NodeView, freeze_config
+
+
+def scopes(pk: GroupKey) -> list[GroupKey]:
+    """The eligible sets containing a piece's own, innermost first: its pinned node, its (type,
+    class, free) family, its class (a single-node piece's key is its class: free 0)."""
+    t, c, f, pin = pk
+    out = [pk]
+    if pin:
+        out.append((t, c, f, ""))
+    if f:
+        out.append((t, c, 0, ""))
+    return out
+
+
+class Eligible:
+    """The node groups a model piece key may use: a class key any group of the class, a family key
+    every group of the family (pinned nodes included), a pinned key its own node's group."""
+
+    def __init__(self, groups: Mapping[GroupKey, list[str]]) -> None:
+        self.groups = groups
+        self._class: dict[tuple[str, str], list[GroupKey]] = defaultdict(list)
+        self._family: dict[tuple[str, str, int], list[GroupKey]] = defaultdict(list)
+        for grp in groups:
+            self._class[(grp[0], grp[1])].append(grp)
+            self._family[(grp[0], grp[1], grp[2])].append(grp)
+
+    def __call__(self, pk: GroupKey) -> list[GroupKey]:
+        t, c, f, pin = pk
+        if pin:
+            return [pk] if pk in self.groups else []
+        if f:
+            return list(self._family.get((t, c, f), ()))
+        return list(self._class.get((t, c), ()))
+
+
+def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signature], Candidate],
+           xval: Mapping[tuple[str, Signature], float], weights: Mapping[str, float],
+           nodes: Sequence[NodeView], current: Mapping[str, Config],
+           held: Mapping[tuple[str, Signature], Config]) -> tuple[dict[str, Config | None], float]:
+    """Round an LP solution: (job, signature) pairs by LP value (then weighted gain) placed on real
+    nodes while they fit (a ``held`` pair only on its own nodes); then every job still out tries its
+    signatures by weighted gain. Of equally
+    good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
+    end, :func:`keep_running_jobs`)."""
+    by_name = {n.name: n for n in nodes}
+    # where a running job stays (:func:`stays`, worked out once per job) and each pair's weighted gain
+    here: dict[str, tuple[Signature, Config]] = {j: (signature(cur, by_name), freeze_config(cur))
+                                                 for j, cur in current.items()
+                                                 if cur and all(n in by_name for n in cur)}
+    score = {k: weights[k[0]] * best[k].gain for k in keys}
+
+    def prefer(k: tuple[str, Signature]) -> Config | None:
+        cur = here.get(k[0])
+        return cur[1] if cur is not None and cur[0] == k[1] else best[k].config
+
+    # integral LP choices first, biggest first (first-fit-decreasing keeps whole nodes for spanning
+    # configs); then either the fractional ones by LP value and everything by weighted gain, or every
+    # job by weight with its signatures by LP value. The better of the two is kept.
+    def size(k: tuple[str, Signature]) -> tuple[int, int]:
+        return (-len(k[1]), -sum(g for _, g in k[1]))
+
+    ones = sorted((k for k in keys if xval[k] > 1 - 1e-6), key=lambda k: (*size(k), k[0]))
+    fracs = sorted((k for k in keys if 1e-6 < xval[k] <= 1 - 1e-6), key=lambda k: (-xval[k], -score[k], k[0]))
+    by_gain = sorted(keys, key=lambda k: (-score[k], k[0]))
+    by_job: dict[str, list[tuple[str, Signature]]] = defaultdict(list)
+    for k in keys:
+        by_job[k[0]].append(k)
+    by_weight = [k for j in sorted(by_job, key=lambda j: (-weights[j], j))
+                 for k in sorted(by_job[j], key=lambda k: (-xval[k], -score[k]))]
+    best_out: dict[str, Config | None] = {}
+    best_value = -1.0
+    best_moved = 0
+    stay = [k for k in keys if k[0] in here and here[k[0]][0] == k[1]]  # warm start: running jobs where they are
+    for order in (ones + fracs + by_gain, ones + by_weight, stay + ones + by_weight):
+        packer = Packer(nodes)
+        out: dict[str, Config | None] = {}
+        value = 0.0
+        for k in order:
+            if k[0] in out:
+                continue
+            cfg = packer.place(k[1], prefer(k), only=k in held)
+            if cfg is not None:
+                out[k[0]] = cfg
+                value += score[k]
+        n_moved = moved(out, current)
+        tie = abs(value - best_value) <= 1e-9 * max(1.0, abs(value))
+        if (value > best_value and not tie) or (tie and n_moved < best_moved):
+            best_out, best_value, best_moved = out, value, n_moved
+    return best_out, best_value
+
+
+def warm_start(m: mip.Model, assign: Mapping[str, Config | None], by_name: Mapping[str, NodeView],
+                xs: Mapping[tuple[str, Signature], mip.Var], zs: Mapping[tuple[GroupKey, tuple[int, ...]], mip.Var],
+                sizes: Mapping[GroupKey, set[int]], group_of: Mapping[str, GroupKey]) -> None:
+    """Hand the rounded plan to the solver as a complete MIP start (x and the pattern counts z)."""
+    start: list[tuple[mip.Var, float]] = []
+    per_node: dict[str, list[int]] = defaultdict(list)
+    for j, cfg in assign.items():
+        if not cfg:
+            continue
+        start.append((xs[(j, signature(cfg, by_name))], 1.0))
+        for n, g in cfg.items():
+            per_node[n].append(g)
+    counts: Counter[tuple[GroupKey, tuple[int, ...]]] = Counter()
+    for n, used in per_node.items():
+        grp = group_of[n]
+        counts[(grp, _extend_to_maximal(used, grp[2], sorted(sizes.get(grp, ()))))] += 1
+    if any(key not in zs for key in counts):
+        return  # a node packed with sizes the model has no pattern for: no start rather than a wrong one
+    start.extend((zs[key], float(v)) for key, v in counts.items())
+    m.start = start
+
+
+def realise(chosen: Mapping[str, Signature], best: Mapping[tuple[str, Signature], Candidate],
+             nodes: Sequence[NodeView], groups: Mapping[GroupKey, list[str]],
+             pattern_use: Mapping[tuple[GroupKey, tuple[int, ...]], int],
+             current: Mapping[str, Config], pieces: Mapping[tuple[str, Signature], tuple[ModelPiece, ...]],
+             eligible: Eligible) -> dict[str, Config | None]:
+    """Concrete nodes for the chosen signatures: first best fit (running jobs whose signature is
+    unchanged stay put, otherwise the candidate's own nodes where free), bigger jobs first; if that
+    fails, the exact packing the pattern counts describe."""
+    by_name = {n.name: n for n in nodes}
+    stay = sorted(j for j in chosen if stays(j, chosen[j], current, by_name))
+    rest = sorted((j for j in chosen if j not in stay),
+                  key=lambda j: (-sum(g for _, g in chosen[j]), -len(chosen[j]), j))
+    packer = Packer(nodes)
+    out: dict[str, Config | None] = {}
+    for j in stay + rest:
+        cfg = packer.place(chosen[j], freeze_config(current[j]) if j in stay else best[(j, chosen[j])].config)
+        if cfg is None:
+            break
+        out[j] = cfg
+    else:
+        return out
+    return realise_patterns({j: pieces[(j, sig)] for j, sig in chosen.items()}, groups, pattern_use, eligible)
+
+
+def realise_patterns(chosen: Mapping[str, tuple[ModelPiece, ...]], groups: Mapping[GroupKey, list[str]],
+                      pattern_use: Mapping[tuple[GroupKey, tuple[int, ...]], int],
+                      eligible: Eligible) -> dict[str, Config | None]:
+    """The packing the pattern counts describe: each group's nodes get its patterns' slots; pieces
+    take slots most restricted first (pinned, then family, then class pieces), which is exact since
+    the eligible sets are laminar and the constraints hold for each."""
+    slots: dict[tuple[GroupKey, int], list[str]] = defaultdict(list)
+    next_node: dict[GroupKey, int] = defaultdict(int)
+    for (grp, p), k in sorted(pattern_use.items()):
+        for _ in range(k):
+            node = groups[grp][next_node[grp]]
+            next_node[grp] += 1
+            for g in p:
+                slots[(grp, g)].append(node)
+    placed: dict[str, dict[str, int]] = {j: {} for j in chosen}
+    order = sorted(chosen, key=lambda j: (-len(chosen[j]), j))
+    for level in (lambda pk: bool(pk[3]), lambda pk: bool(pk[2]) and not pk[3], lambda pk: not pk[2]):
+        for j in order:
+            for pk, g in chosen[j]:
+                if not level(pk):
+                    continue
+                for grp in eligible(pk):
+                    pool = slots.get((grp, g), [])
+                    idx = next((i for i, n in enumerate(pool) if n not in placed[j]), None)
+                    if idx is not None:
+                        placed[j][pool.pop(idx)] = g
+                        break
+                else:
+                    raise RuntimeError(f"planner: pattern packing left no slot for job {j}; this is a bug")
+    return {j: freeze_config(p) for j, p in placed.items()}

@@ -1,0 +1,22 @@
+"""The scale bench measures one small instance in a process of its own and reports it under the results header."""
+
+from __future__ import annotations
+
+from hops_slurm.tools.bench import scale
+
+
+def test_a_small_instance_measured_in_a_child_is_reported_with_its_header_and_verdict() -> None:
+    runs = [scale._in_child(64, 120, 1, generator, True) for generator in scale.GENERATORS]
+    assert [r["generator"] for r in runs] == list(scale.GENERATORS)
+    assert all(float(r["cold_cpu"]) > 0 and r["warm"] is not None and int(r["placed"]) > 0 for r in runs)
+    cold_only = scale._in_child(64, 120, 1, "speeds", False)
+    assert cold_only["warm"] is None and cold_only["objective"] == runs[0]["objective"]  # same instance, same plan
+    rungs = [scale.Rung(64, 120, 1e6, 1e6, runs), scale.Rung(64, 120, 0.0, None, [cold_only])]
+    text = scale.report(rungs, "Machine: test.", "abc1234", "2026-11-28")
+    first = text.splitlines()[0]
+    assert first == ('<!-- results: generator=hops_slurm.tools.bench.scale:run command="hops-slurm bench scale" '
+                     'commit=abc1234 date=2026-11-28 -->')
+    assert "| 64 | 120 | entity | 1 |" in text and "| – | – |" in text
+    verdicts = [line for line in text.splitlines() if line.startswith("- 64 GPUs")]
+    assert ": met (CPU time" in verdicts[0]
+    assert ": NOT met" in verdicts[1]  # a 0 s target cannot be met
