@@ -33,14 +33,10 @@ checkpoint. The GPUs stay busy until the notice ends: a job placed on them (or t
 waits for them, pending, as on Slurm. Policies never see ground truth: not the node speeds, not the server
 kinds (only what the cluster file says Slurm shows, :meth:`hops_slurm.sim.cluster_spec.ClusterSpec.view`).
 
-Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares
-(``JobSpec.declared``), which may differ from the samples it really processes; each planning its
-honesty factor comes from :func:`estimator.honesty.assess` (:meth:`SimBackend.age_factor`, :mod:`hops_slurm.sim.declared`) with the
-samples processed so far as the live engine estimates them from the same records
-(:meth:`SimBackend.processed_samples`: :func:`hops_slurm.core.processed.processed_samples`, not ground
-truth) and the owner's history, and the pipeline multiplies the age by it (as the live engine's
-``JobState.age_factor``). Each job's ``KnownJob.restart_cost`` is what the cost model charges a move
-(its notice, then a start from its checkpoint) and ``unsaved`` the work a requeue now would lose.
+Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares, corrected each
+planning by its honesty factor as on the live engine (:mod:`hops_slurm.sim.declared`, the mixin
+:class:`~hops_slurm.sim.declared.Declarations`). Each job's ``KnownJob.restart_cost`` is what the cost model
+charges a move (its notice, then a start from its checkpoint) and ``unsaved`` the work a requeue now would lose.
 """
 
 from __future__ import annotations

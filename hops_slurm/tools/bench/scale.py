@@ -12,7 +12,6 @@ runs the first one, cold only (a warm plan there costs as much again).
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import random
@@ -21,14 +20,23 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from hops_slurm.tools import results_header
 from hops_slurm.tools.bench.machine import load, machine_line
 
 NAME = "scale"
 IN_ALL = False  # a 16,384-GPU plan takes tens of seconds: run it by name
-COMMAND = "hops-slurm bench scale"
+ENV = ("HOPS_BENCH_SEEDS",)  # the HOPS_BENCH_* variables it reads
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this bench as ``env`` ran it (:mod:`hops_slurm.tools.results_header`)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
 GENERATORS = ("speeds", "entity")
 #: (GPUs, queued jobs, cold-plan target in seconds, peak memory target in MiB or None)
 RUNGS = ((4096, 10_000, 5.0, None), (16_384, 50_000, 15.0, 4096.0))
@@ -85,15 +93,6 @@ def _in_child(gpus: int, n_jobs: int, seed: int, generator: str, warm: bool) -> 
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def run(out_dir: Path) -> Path:
     seeds = [int(s) for s in os.environ.get("HOPS_BENCH_SEEDS", "11,7,3").split(",") if s.strip()]
     load0 = load()
@@ -102,9 +101,8 @@ def run(out_dir: Path) -> Path:
         picked = seeds if gpus <= 4096 else seeds[:1]
         runs = [_in_child(gpus, n_jobs, seed, gen, gpus <= 4096) for gen in GENERATORS for seed in picked]
         rungs.append(Rung(gpus, n_jobs, target, memory, runs))
-    path = out_dir / "scale-targets.md"
-    path.write_text(report(rungs, machine_line(load0), _commit(), datetime.date.today().isoformat()))
-    return path
+    return results_header.write(out_dir / "scale-targets.md", report(rungs, machine_line(load0), command(os.environ)),
+                                generator=f"{__name__}:run", command=command(os.environ))
 
 
 def _opt(value: object) -> str:
@@ -115,12 +113,12 @@ def _f(runs: list[dict[str, object]], key: str) -> list[float]:
     return [float(r[key]) for r in runs]  # type: ignore[arg-type]
 
 
-def report(rungs: list[Rung], machine: str, commit: str, date: str) -> str:
+def report(rungs: list[Rung], machine: str, cmd: str) -> str:
+    """The document's text below its header line."""
     lines = [
-        f'<!-- results: generator=hops_slurm.tools.bench.scale:run command="{COMMAND}" commit={commit} date={date} -->',
         "# The planner at scale: cold plans with every node its own speed",
         "",
-        f"Written by `{COMMAND}` (`HOPS_BENCH_SEEDS` picks the seeds; the 16,384-GPU rung runs the first, cold only).",
+        f"Written by `{cmd}` (`HOPS_BENCH_SEEDS` picks the seeds; the 16,384-GPU rung runs the first, cold only).",
         "",
         "Instances: the solver bench's clusters and queues (five server classes over three GPU types, 8 GPUs per",
         "node, about a third of the nodes partly or fully held, requirement sets of 1-16 GPUs), each node its own",

@@ -12,10 +12,10 @@ def test_a_small_instance_measured_in_a_child_is_reported_with_its_header_and_ve
     cold_only = scale._in_child(64, 120, 1, "speeds", False)
     assert cold_only["warm"] is None and cold_only["objective"] == runs[0]["objective"]  # same instance, same plan
     rungs = [scale.Rung(64, 120, 1e6, 1e6, runs), scale.Rung(64, 120, 0.0, None, [cold_only])]
-    text = scale.report(rungs, "Machine: test.", "abc1234", "2026-11-28")
-    first = text.splitlines()[0]
-    assert first == ('<!-- results: generator=hops_slurm.tools.bench.scale:run command="hops-slurm bench scale" '
-                     'commit=abc1234 date=2026-11-28 -->')
+    text = scale.report(rungs, "Machine: test.", scale.command({"HOPS_BENCH_SEEDS": "1"}))
+    assert text.splitlines()[0].startswith("# The planner at scale")
+    assert "Written by `HOPS_BENCH_SEEDS=1 hops-slurm bench scale`" in text
+    assert scale.command({}) == "hops-slurm bench scale"
     assert "| 64 | 120 | entity | 1 |" in text and "| – | – |" in text
     verdicts = [line for line in text.splitlines() if line.startswith("- 64 GPUs")]
     assert ": met (CPU time" in verdicts[0]
