@@ -171,9 +171,11 @@ class EngineMetrics:
         jobs = list(jobs)
         with self._lock:
             for rec in ended:
-                lr = job_latency_ratio(rec, rec.end) if rec.end is not None else None
+                if rec.end is None:
+                    continue
+                lr = job_latency_ratio(rec, rec.end)
                 if lr is not None and math.isfinite(lr):
-                    self._ended.append((rec.end, lr))  # type: ignore[arg-type]
+                    self._ended.append((rec.end, lr))
             recent = [lr for end, lr in self._ended if now - self.raqlr_window < end <= now]
             self.raqlr.set(sum(recent) / len(recent) if recent else math.nan)
             running = 0

@@ -28,6 +28,7 @@ is created again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 import math
 import os
 import time
@@ -158,12 +159,12 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
     nodes = [n for n in api.nodes() if node_in(n, scope.partitions) and n.gpus_total]
     env_dir = config.paths.resolve(config.engine.env_dir)
 
-    def act(kind: str, job_id: str, args: dict[str, object], fn: object) -> None:
+    def act(kind: str, job_id: str, args: dict[str, object], fn: Callable[..., object]) -> None:
         if dry_run:
             return
         assert journal is not None
         with journal.action(kind, job_id, args, "failopen"):
-            fn()  # type: ignore[operator]
+            fn()
 
     offer_resv: list[str] = []  # [OFFER] once jobs go through the offer reservation (it could not be deleted)
     offer_checked = False

@@ -260,14 +260,15 @@ class ProfilerFlow:
                 continue
             self._collect(job, d, gpu_type, probe)
             changed = True
-            attempts = int(probe.get("attempts", 1))  # type: ignore[call-overload]
+            attempts = int(str(probe.get("attempts", 1)))
             if probe.get("status") == "failed" and probe.get("kind") in RETRYABLE \
                     and attempts <= self.settings.retries:
                 log.warning("job %s: probe on %s failed (%s); retrying (attempt %d of %d)", job.job_id, gpu_type,
                             probe.get("error"), attempts + 1, self.settings.retries + 1)
                 retry = self._submit(job, d, gpu_type, dedicated=bool(probe.get("dedicated")))
                 retry["attempts"] = attempts + 1
-                retry["previous_errors"] = [*probe.get("previous_errors", []), str(probe.get("error", ""))]  # type: ignore[misc]
+                before = probe.get("previous_errors", [])
+                retry["previous_errors"] = [*(before if isinstance(before, list) else []), str(probe.get("error", ""))]
                 job.probes[gpu_type] = retry
         return changed
 
@@ -401,7 +402,7 @@ class ProfilerFlow:
         from profiler.records import ProbeFailure, ProbeResult, parse_record
 
         out = Path(str(probe.get("out", "")))
-        uid = int(probe["uid"]) if "uid" in probe else self.owners(job.user).uid  # type: ignore[call-overload]
+        uid = int(str(probe["uid"])) if "uid" in probe else self.owners(job.user).uid
         record: object = None
         try:
             data = read_owned(out.parent, out.name, uid, cap=MAX_RECORD_BYTES + 1)
@@ -418,7 +419,7 @@ class ProfilerFlow:
             return
         if not isinstance(record, ProbeResult):
             failure = record if isinstance(record, ProbeFailure) else None
-            reason = (failure.reason if failure else "") or probe.get("error") or \
+            reason = (failure.reason if failure else "") or str(probe.get("error") or "") or \
                 f"probe job {probe.get('slurm_id')} ended without a result (see {out.with_suffix('.log')})"
             kind = str(failure.error) if failure is not None else "missing"
             probe.update(status="failed", error=str(reason)[:1000], kind=kind)

@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hops_slurm.engine.honesty_review import declared_samples
 from hops_slurm.engine.state import PROFILE_FAILED, PROFILE_INPLACE, SCHEDULABLE_PROFILES, EngineState
@@ -110,7 +111,7 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
     return rows
 
 
-def _value(row: QueueRow, f: str) -> object:
+def _value(row: QueueRow, f: str) -> Any:
     return getattr(row, _ATTR.get(f, f))
 
 

@@ -41,11 +41,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hops_slurm.core.processed import Window
 from hops_slurm.engine.record_limits import Claims, RefreshBudget, check_allocation, spaced
 from hops_slurm.engine.state import EngineState, JobState
 from hops_slurm.engine.userfiles import Stamp, owner_of, read_owned_stat, stamp
+
+if TYPE_CHECKING:
+    from profiler.ingest import StoreWriter
 
 log = logging.getLogger(__name__)
 
@@ -164,14 +168,14 @@ def read_new(state: EngineState, key: str, place: Path, uid: int, job_id: str) -
     return data, offset, stamp(st) if offset + len(data) >= size else None
 
 
-def ingest_job(store: object, state: EngineState, place_root: Path, job: JobState,
+def ingest_job(store: StoreWriter, state: EngineState, place_root: Path, job: JobState,
                node_types: Mapping[str, str], uid: int | None = None,
                budget: RefreshBudget | None = None, seen: SeenFiles | None = None) -> MetricsReport:
     """Ingest what ``job`` appended to its runtime file since the last refresh (see the module docstring).
     ``budget``: the refresh's per-user budget, shared by the owner's jobs (None: this job's alone);
     ``seen``: the engine's looks at the files (None: the file is read every time)."""
     from profiler.ingest import ingest_runtime
-    from profiler.records import CheckpointMark, parse_record
+    from profiler.records import CheckpointMark, RuntimeRecord, parse_record
 
     report = MetricsReport()
     key = metrics_key(job.job_id)
@@ -204,12 +208,14 @@ def ingest_job(store: object, state: EngineState, place_root: Path, job: JobStat
             if isinstance(record, CheckpointMark):
                 continue  # :func:`ingest_checkpoints` reads these
             check_runtime(record, job, node_types)
+            if not isinstance(record, RuntimeRecord):  # check_runtime refused every other kind already
+                raise ValueError(f"not a runtime record: {type(record).__name__}")
             claims.claim(record, job)
         except ValueError as exc:  # pydantic's ValidationError and UnicodeDecodeError are ValueErrors
             report.refused.append(_reason(exc))
             continue
         if claims.may_store(job, report.accepted) and budget.take(job.user):
-            ingest_runtime(store, record.model_copy(update={  # type: ignore[arg-type]
+            ingest_runtime(store, record.model_copy(update={
                 "data_times": spaced(record.data_times), "sync_waits": spaced(record.sync_waits)}))
             claims.stored += 1
             report.accepted += 1

@@ -38,12 +38,14 @@ _OTHERS = attrgetter(*(f.name for f in dataclasses.fields(JobState) if f.name no
 
 def fingerprint(js: JobState) -> tuple[Any, ...]:
     """Every field of ``js`` but :data:`CLOCK_FIELDS` (their values as they are now: :func:`kept` copies them)."""
-    return _OTHERS(js)  # type: ignore[no-any-return]
+    got: tuple[Any, ...] = _OTHERS(js)
+    return got
 
 
 def kept(fp: tuple[Any, ...]) -> tuple[Any, ...]:
     """A deep copy of a :func:`fingerprint` (placements and probes are changed in place afterwards)."""
-    return pickle.loads(pickle.dumps(fp, protocol=5))  # type: ignore[no-any-return]
+    copy: tuple[Any, ...] = pickle.loads(pickle.dumps(fp, protocol=5))
+    return copy
 
 
 @dataclass
