@@ -205,6 +205,88 @@ def caps_by_job(caps: Sequence[Cap]) -> dict[str, list[Cap]]:
     return out
 
 
+class _Sizes:
+    """What one trim asks of the cluster's shape, each answer computed once: GPUs outside a set of nodes,
+    the most GPUs a shape of job may take (no cluster: no bound)."""
+
+    def __init__(self, cluster: ClusterView | None) -> None:
+        self.cluster = cluster
+        self._outside: dict[frozenset[str], int] = {}
+        self._most: dict[tuple[int | None, int | None], int | None] = {}  # once per shape, not per job
+
+    def elsewhere(self, nodes: frozenset[str]) -> int:
+        """GPUs on the cluster's nodes outside ``nodes``."""
+        if self.cluster is None:
+            return 1 << 30
+        if nodes not in self._outside:
+            self._outside[nodes] = sum(n.total_gpus for n in self.cluster.nodes if n.name not in nodes)
+        return self._outside[nodes]
+
+    def most_gpus(self, max_nodes: int | None, max_per_node: int | None) -> int | None:
+        if self.cluster is None:
+            return None
+        if (max_nodes, max_per_node) not in self._most:
+            self._most[(max_nodes, max_per_node)] = Shape(max_nodes=max_nodes, max_per_node=max_per_node).most_gpus(self.cluster)
+        return self._most[(max_nodes, max_per_node)]
+
+
+def _shape_counts(job: JobView, limits: Limits, sizes: _Sizes) -> tuple[list[int], str]:
+    """The GPU counts of waiting ``job`` its per-job limits and its shape allow, and, when none, why."""
+    allowed = list(job.requirements)
+    why = ""
+    top = limits.per_job.get(job.job_id)
+    if top is not None:
+        allowed = [r for r in allowed if r <= top[0]]
+        why = why or (top[1] if not allowed else "")
+    shape = limits.shapes.get(job.job_id)
+    if shape is None:
+        return allowed, why
+    if shape.min_nodes is not None:
+        kept = [r for r in allowed if r >= shape.min_nodes]  # each node of a config holds one GPU or more
+        why = why or (shape.min_label if allowed and not kept else "")
+        allowed = kept
+    most = sizes.most_gpus(shape.max_nodes, shape.max_per_node)
+    if most is not None:
+        kept = [r for r in allowed if r <= most]
+        if allowed and not kept:  # named by the limit that makes it too small: the per-node one, or the nodes'
+            wide = sizes.most_gpus(shape.max_nodes, None) if shape.max_per_node else None
+            why = why or (shape.per_node_label if wide is not None and allowed[0] <= wide else shape.nodes_label)
+        allowed = kept
+    for bound in shape.bounds:  # a per-job per-type limit: the rest elsewhere
+        most = bound.limit + sizes.elsewhere(bound.nodes) if not bound.per_node else None
+        if most is not None and allowed and allowed[-1] > most:
+            kept = [r for r in allowed if r <= most]
+            why = why or (bound.label if not kept else "")
+            allowed = kept
+    return allowed, why
+
+
+def _cap_counts(allowed: list[int], why: str, caps: Sequence[Cap], room: Mapping[int, int],
+                sizes: _Sizes) -> tuple[list[int], str, list[Bound]]:
+    """``allowed`` less what the job's ``caps`` leave room for (``room``: id of a cap -> room left), why
+    when nothing is left, and the bounds its per-GPU-type caps put on its shape."""
+    typed: list[Bound] = []
+    for cap in caps:
+        left = room[id(cap)]
+        if cap.unit == "jobs":
+            if left < 1:
+                allowed, why = [], why or cap.label
+        elif cap.nodes is not None:  # at most ``left`` on the type's nodes, any number elsewhere
+            typed.append(Bound(cap.nodes, max(left, 0), cap.label))
+            most = max(left, 0) + sizes.elsewhere(cap.nodes)
+            if allowed and allowed[-1] > most:
+                kept = [r for r in allowed if r <= most]
+                if not kept:
+                    why = why or cap.label
+                allowed = kept
+        elif allowed and allowed[-1] > left:
+            kept = [r for r in allowed if r <= left]
+            if not kept:
+                why = why or cap.label
+            allowed = kept
+    return allowed, why, typed
+
+
 def trim(jobs: Sequence[JobView], limits: Limits,
          cluster: ClusterView | None = None) -> tuple[list[JobView], dict[str, str]]:
     """Step 1: waiting jobs with the counts their limits allow; the jobs no count fits (id -> reason). A
@@ -219,76 +301,18 @@ def trim(jobs: Sequence[JobView], limits: Limits,
                 room[id(cap)] -= cap.amount(job.current)
     out: list[JobView] = []
     blocked: dict[str, str] = {}
-    sizes: dict[tuple[int | None, int | None], int | None] = {}  # most GPUs of a shape: once per shape, not per job
+    sizes = _Sizes(cluster)
     typed_shapes: dict[tuple[Shape | None, tuple[Bound, ...]], Shape] = {}  # shapes are shared values
-    outside_type: dict[frozenset[str], int] = {}
-
-    def elsewhere(nodes: frozenset[str]) -> int:
-        """GPUs on the cluster's nodes outside ``nodes`` (no cluster: no bound)."""
-        if cluster is None:
-            return 1 << 30
-        if nodes not in outside_type:
-            outside_type[nodes] = sum(n.total_gpus for n in cluster.nodes if n.name not in nodes)
-        return outside_type[nodes]
-
-    def most_gpus(max_nodes: int | None, max_per_node: int | None) -> int | None:
-        if cluster is None:
-            return None
-        if (max_nodes, max_per_node) not in sizes:
-            sizes[(max_nodes, max_per_node)] = Shape(max_nodes=max_nodes, max_per_node=max_per_node).most_gpus(cluster)
-        return sizes[(max_nodes, max_per_node)]
-
     for job in jobs:
+        shape = limits.shapes.get(job.job_id)
         if job.current:  # running: Slurm runs it; the plan check (step 3) keeps the caps; a move stays in shape
-            shape = limits.shapes.get(job.job_id)
             out.append(_shaped(job, shape) if shape is not None else job)
             continue
         if job.job_id in limits.blocked:
             blocked[job.job_id] = limits.blocked[job.job_id]
             continue
-        allowed = list(job.requirements)
-        why = ""
-        top = limits.per_job.get(job.job_id)
-        if top is not None:
-            allowed = [r for r in allowed if r <= top[0]]
-            why = why or (top[1] if not allowed else "")
-        shape = limits.shapes.get(job.job_id)
-        if shape is not None and shape.min_nodes is not None:
-            kept = [r for r in allowed if r >= shape.min_nodes]  # each node of a config holds one GPU or more
-            why = why or (shape.min_label if allowed and not kept else "")
-            allowed = kept
-        most = most_gpus(shape.max_nodes, shape.max_per_node) if shape is not None else None
-        if shape is not None and most is not None:
-            kept = [r for r in allowed if r <= most]
-            if allowed and not kept:  # named by the limit that makes it too small: the per-node one, or the nodes'
-                wide = most_gpus(shape.max_nodes, None) if shape.max_per_node else None
-                why = why or (shape.per_node_label if wide is not None and allowed[0] <= wide else shape.nodes_label)
-            allowed = kept
-        for bound in shape.bounds if shape is not None else ():  # a per-job per-type limit: the rest elsewhere
-            most = bound.limit + elsewhere(bound.nodes) if not bound.per_node else None
-            if most is not None and allowed and allowed[-1] > most:
-                kept = [r for r in allowed if r <= most]
-                why = why or (bound.label if not kept else "")
-                allowed = kept
-        typed: list[Bound] = []
-        for cap in mine.get(job.job_id, ()):
-            left = room[id(cap)]
-            if cap.unit == "jobs":
-                if left < 1:
-                    allowed, why = [], why or cap.label
-            elif cap.nodes is not None:  # at most ``left`` on the type's nodes, any number elsewhere
-                typed.append(Bound(cap.nodes, max(left, 0), cap.label))
-                most = max(left, 0) + elsewhere(cap.nodes)
-                if allowed and allowed[-1] > most:
-                    kept = [r for r in allowed if r <= most]
-                    if not kept:
-                        why = why or cap.label
-                    allowed = kept
-            elif allowed and allowed[-1] > left:
-                kept = [r for r in allowed if r <= left]
-                if not kept:
-                    why = why or cap.label
-                allowed = kept
+        allowed, why = _shape_counts(job, limits, sizes)
+        allowed, why, typed = _cap_counts(allowed, why, mine.get(job.job_id, ()), room, sizes)
         if not allowed:
             blocked[job.job_id] = why or "limit"
             continue

@@ -8,6 +8,13 @@ fragment plans, the sensitivity adjustment (:mod:`planner.window`), candidate co
 (:mod:`planner.configs`) with throughput gains G (throughput / the job's smallest candidate
 throughput, Sia's normalisation), weights (prior + bias)^λ, and the ILP (:mod:`planner.ilp`).
 
+One planning is a list of named stages over a small plan state (:data:`PLAN_STAGES`, run by
+:func:`planner.stages.run_stages`): ``unservable``, ``hold`` (in place), ``priorities``, ``window``,
+``classes`` (entity and eligibility classes), ``candidates``, ``backfill``, ``weights``, ``solve`` (with
+its pin passes), ``fallback`` (the ladder below), ``fill`` (leftovers), ``explore`` (idle GPUs), ``fits``
+(the guard against over-allocation), ``same_nodes`` (running jobs keep their nodes) and ``outcome``
+(assignments and diagnostics). A caller that gives a timer (:attr:`HopsPolicy.timer`) gets each timed.
+
 Who is planned (``window="waiting"``, the default): a round plan plans every running job, with its
 LR weight, plus the service window cut from the *waiting* queue; a fragment plan sees waiting jobs
 only. Jobs that no configuration can serve on this cluster (every candidate config on the whole
@@ -61,7 +68,8 @@ compact solve's signatures, columns in the model, pricing rounds, dives and LP b
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from planner.backfill import fillers, reservation
 from planner.configs import SpanIndex, generate_configs, is_high_sensitivity, iter_configs
@@ -73,8 +81,9 @@ from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
+from planner.stages import StageTimer, run_stages
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
-from planner.window import select
+from planner.window import Window, select
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +230,11 @@ class HopsPolicy(Policy):
     supports_fragment_plans = True
     fragment_context = True  # its backfill step reads when running jobs end (planner.backfill)
 
-    def __init__(self, params: PlannerParams | None = None) -> None:
+    def __init__(self, params: PlannerParams | None = None, timer: StageTimer | None = None) -> None:
         self.params = params or PlannerParams()
+        #: times each stage of a planning (:data:`PLAN_STAGES`), when the caller wants them timed: the live
+        #: engine sets one that records into its metrics (planner/ itself reads no clock)
+        self.timer = timer
         self._previous: dict[str, Config] = {}
         self._plan_of_round = 0
         #: GPUs per node the previous round's plan left idle (planner.explore: idle for a whole round)
@@ -242,123 +254,11 @@ class HopsPolicy(Policy):
         return p.lambda_ if p.lambda_ is not None else default_lambda(p.priority)
 
     def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
-        p = self.params
+        """One planning: :data:`PLAN_STAGES` in order over a :class:`PlanState` (each timed by
+        :attr:`timer` when one is set)."""
         self._plan_of_round = self._plan_of_round + 1 if fragment else 0
-        unservable = self._unservable(cluster, jobs, p.sigma)
-        live = tuple(j for j in jobs if j.job_id not in unservable)
-        held: dict[str, str] = {}
-        # jobs that keep their GPUs through this planning: a fragment plan's running jobs (context only,
-        # never placed), a round plan's held ones; the backfill step reads when they end
-        keeping = [j for j in live if j.current] if fragment else []
-        if fragment:
-            live = tuple(j for j in live if not j.current)
-        else:  # running jobs a round may not move (planner.moves): planned around
-            cluster, held = hold_in_place(cluster, live, p.min_run_time, p.min_run_growth, p.sigma)
-            keeping = [j for j in live if j.job_id in held]
-            live = tuple(j for j in live if j.job_id not in held)
-        gpus = cluster.free_gpus
-        prios = priorities(live, now, p.priority, cluster.total_gpus, fairshare_weight=p.fairshare_weight)
-        running = [j for j in live if j.current and not fragment]
-        if p.window == "active":  # the earlier reading: the window cut from every active job
-            queue = queue_order(live, prios)
-            window = select(queue, gpus, rule="waiting", fragment=fragment, adjust=p.sensitivity_adjustment)
-            planned = list(window.jobs)
-        else:  # the paper's: the window over the waiting queue, running jobs always planned
-            queue = queue_order([j for j in live if not j.current], prios)
-            window = select(queue, gpus, rule=p.window, fragment=fragment, adjust=p.sensitivity_adjustment)
-            planned = queue_order(running, prios) + list(window.jobs)
-        planned = queue_order(planned, prios)  # highest priority first: entity probes, greedy fallbacks
-        cluster = entity_classes(cluster, planned, p.entity_tolerance)
-        cluster = eligibility_classes(cluster, live)  # jobs allowed different nodes never share a class
-        cands = candidates_for(planned, cluster, p.sigma, compact=p.formulation == "compact",
-                               restart_penalty=0.0 if fragment else p.restart_penalty, priced=not fragment,
-                               preempt_penalty=p.preempt_penalty, spans=p.spans)
-        backfilled = self._backfill(queue, window.jobs, planned, cands, cluster, keeping, now) if p.backfill else []
-        w = weights({j.job_id: prios[j.job_id] for j in planned}, self.lambda_)
-        capacity = {n.name: n.free_gpus for n in cluster.nodes}
-        current = {j.job_id: j.current for j in planned if j.current}
-        order = [j.job_id for j in planned]
-        # compact candidates stand for every interchangeable placement: greedy and fill may move them
-        sig_nodes = cluster.nodes if p.formulation == "compact" else None
-
-        sol = self._solve(cands, w, cluster, current)
-        fallback: str | None = None
-        chosen: dict[str, Config | None]
-        if sol.status == "optimal":
-            chosen = dict(sol.assignments)
-        elif sol.status == "feasible":
-            chosen, fallback = dict(sol.assignments), "incumbent"
-        else:
-            prev = self._previous_that_fits(order, cands, capacity, cluster)
-            if prev:
-                chosen, fallback = prev, "previous"
-            else:
-                chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
-        if fallback in (None, "incumbent"):
-            filled = fill_leftovers(chosen, order, cands, capacity, sig_nodes)
-            extra_gain = objective_of({j: c for j, c in filled.items() if not chosen.get(j)}, cands, w, sig_nodes)
-            chosen = filled
-        else:
-            extra_gain = 0.0
-        explored: dict[str, str] = {}
-        if p.explore:  # configs no record measured, on GPUs the plan leaves idle (planner.explore)
-            chosen, explored = explore_idle(chosen, planned, cluster, capacity, p.sigma, self._idle_before)
-        if not fits(chosen, capacity):  # defensive: never hand out more GPUs than a node has
-            log.error("planner: solution over-allocates a node; using the greedy plan instead")
-            chosen, fallback = greedy_plan(order, cands, capacity, sig_nodes), "greedy"
-        if current:
-            # a running job moved to an equivalent config (same classes and GPU counts: the same
-            # throughput) would pay a restart for nothing: re-map the same signatures so running jobs
-            # keep their nodes
-            chosen = keep_running_jobs(chosen, cluster.nodes, current)
-
-        idle_now = dict(capacity)  # capacity leaves out held jobs' GPUs: what this plan leaves idle
-        for cfg in chosen.values():
-            for n, g in (cfg or {}).items():
-                idle_now[n] = idle_now.get(n, 0) - g
-        idle_now = {n: max(0, g) for n, g in idle_now.items()}
-        chosen.update({j.job_id: freeze_config(j.current) for j in jobs if j.job_id in held and j.current})
-        assignments: dict[str, Config | None] = {j.job_id: chosen.get(j.job_id) for j in jobs
-                                                 if not (fragment and j.current)}
-        if not fragment:
-            self._previous = {j: c for j, c in assignments.items() if c}
-            self._idle_before = idle_now
-        # the solver's value for its own solution (the compact model may realise a signature on other
-        # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
-        objective = (sol.objective or 0.0) + extra_gain if fallback in (None, "incumbent") \
-            else objective_of(chosen, cands, w, sig_nodes)
-        diagnostics: dict[str, object] = {
-            "queue": [j.job_id for j in queue],
-            "priorities": prios,
-            "window": [j.job_id for j in window.jobs],
-            "window_size": window.size,
-            "fillers": list(window.fillers),
-            "backfilled": backfilled,
-            "running": [j.job_id for j in running],
-            "held": dict(held),
-            "unservable": dict(unservable),
-            "explored": explored,
-            "entity_classes": len({(n.gpu_type, n.server_class) for n in cluster.nodes}),
-            "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
-            "lambda": self.lambda_,
-            "objective": objective,
-            "bound": sol.bound,
-            "gap": sol.gap if fallback in (None, "incumbent") else None,
-            "solve_time": sol.solve_time,
-            "status": sol.status,
-            "fallback": fallback,
-            "formulation": sol.formulation,
-            "solver": sol.solver,
-            "n_vars": sol.n_vars,
-            "n_int_vars": sol.n_int_vars,
-            "n_constraints": sol.n_constraints,
-            "plan_of_round": self._plan_of_round,
-            "fragment": fragment,
-            "candidates": len(cands),
-            "method": sol.extra.get("method"),
-            "solve_extra": {k: v for k, v in sol.extra.items() if k in SOLVE_EXTRA},
-        }
-        return Plan(assignments=assignments, diagnostics=diagnostics)
+        state = run_stages(PLAN_STAGES, PlanState(self, cluster, jobs, now, fragment), self.timer)
+        return Plan(assignments=state.assignments, diagnostics=state.diagnostics)
 
     def _backfill(self, queue: Sequence[JobView], window: Sequence[JobView], planned: list[JobView],
                   cands: list[Candidate], cluster: ClusterView, keeping: Sequence[JobView], now: float) -> list[str]:
@@ -465,3 +365,225 @@ class HopsPolicy(Policy):
                     left[n] -= g
                 out[job_id] = cfg
         return out
+
+
+# ----- the planning as named stages ------------------------------------------------------------------
+
+
+@dataclass
+class PlanState:
+    """What one planning knows, stage by stage (:data:`PLAN_STAGES`). ``cluster`` is the cluster the
+    planning places on: less the GPUs of held jobs after ``hold``, refined node classes after ``classes``."""
+
+    policy: HopsPolicy
+    cluster: ClusterView
+    jobs: tuple[JobView, ...]
+    now: float
+    fragment: bool
+    live: tuple[JobView, ...] = ()  # servable, and neither held nor a fragment plan's running context
+    unservable: dict[str, str] = field(default_factory=dict)
+    held: dict[str, str] = field(default_factory=dict)
+    #: jobs that keep their GPUs through this planning: a fragment plan's running jobs (context only,
+    #: never placed), a round plan's held ones; the backfill stage reads when they end
+    keeping: list[JobView] = field(default_factory=list)
+    prios: dict[str, float] = field(default_factory=dict)
+    running: list[JobView] = field(default_factory=list)
+    queue: list[JobView] = field(default_factory=list)
+    window: Window = field(default_factory=lambda: Window(jobs=(), size=0, fillers=()))
+    planned: list[JobView] = field(default_factory=list)
+    cands: list[Candidate] = field(default_factory=list)
+    backfilled: list[str] = field(default_factory=list)
+    w: dict[str, float] = field(default_factory=dict)
+    capacity: dict[str, int] = field(default_factory=dict)
+    current: dict[str, Config] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    sig_nodes: tuple[NodeView, ...] | None = None  # compact: greedy and fill may move a signature's nodes
+    sol: Solution | None = None
+    fallback: str | None = None
+    chosen: dict[str, Config | None] = field(default_factory=dict)
+    extra_gain: float = 0.0  # what filling leftovers added to the solver's objective
+    explored: dict[str, str] = field(default_factory=dict)
+    assignments: dict[str, Config | None] = field(default_factory=dict)
+    diagnostics: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def solution(self) -> Solution:
+        assert self.sol is not None, "the solve stage runs first"
+        return self.sol
+
+
+def _unservable(s: PlanState) -> None:
+    """Jobs no configuration on this cluster serves leave the planning (:meth:`HopsPolicy._unservable`)."""
+    s.unservable = s.policy._unservable(s.cluster, s.jobs, s.policy.params.sigma)
+    s.live = tuple(j for j in s.jobs if j.job_id not in s.unservable)
+
+
+def _hold(s: PlanState) -> None:
+    """A fragment plan's running jobs are context only; a round plan's running jobs that may not move
+    (planner.moves) are held and planned around (:func:`hold_in_place`)."""
+    p = s.policy.params
+    if s.fragment:
+        s.keeping = [j for j in s.live if j.current]
+        s.live = tuple(j for j in s.live if not j.current)
+        return
+    s.cluster, s.held = hold_in_place(s.cluster, s.live, p.min_run_time, p.min_run_growth, p.sigma)
+    s.keeping = [j for j in s.live if j.job_id in s.held]
+    s.live = tuple(j for j in s.live if j.job_id not in s.held)
+
+
+def _priorities(s: PlanState) -> None:
+    p = s.policy.params
+    s.prios = priorities(s.live, s.now, p.priority, s.cluster.total_gpus, fairshare_weight=p.fairshare_weight)
+    s.running = [j for j in s.live if j.current and not s.fragment]
+
+
+def _window(s: PlanState) -> None:
+    """The service window (planner.window) and the jobs planned, highest priority first."""
+    p = s.policy.params
+    gpus = s.cluster.free_gpus
+    if p.window == "active":  # the earlier reading: the window cut from every active job
+        s.queue = queue_order(s.live, s.prios)
+        s.window = select(s.queue, gpus, rule="waiting", fragment=s.fragment, adjust=p.sensitivity_adjustment)
+        planned = list(s.window.jobs)
+    else:  # the paper's: the window over the waiting queue, running jobs always planned
+        s.queue = queue_order([j for j in s.live if not j.current], s.prios)
+        s.window = select(s.queue, gpus, rule=p.window, fragment=s.fragment, adjust=p.sensitivity_adjustment)
+        planned = queue_order(s.running, s.prios) + list(s.window.jobs)
+    s.planned = queue_order(planned, s.prios)  # highest priority first: entity probes, greedy fallbacks
+
+
+def _classes(s: PlanState) -> None:
+    """Node classes refined by estimated speed (planner.entities) and by the nodes jobs may use."""
+    s.cluster = entity_classes(s.cluster, s.planned, s.policy.params.entity_tolerance)
+    s.cluster = eligibility_classes(s.cluster, s.live)  # jobs allowed different nodes never share a class
+
+
+def _candidates(s: PlanState) -> None:
+    p = s.policy.params
+    s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
+                             restart_penalty=0.0 if s.fragment else p.restart_penalty, priced=not s.fragment,
+                             preempt_penalty=p.preempt_penalty, spans=p.spans)
+
+
+def _backfill(s: PlanState) -> None:
+    if s.policy.params.backfill:
+        s.backfilled = s.policy._backfill(s.queue, s.window.jobs, s.planned, s.cands, s.cluster, s.keeping, s.now)
+
+
+def _weights(s: PlanState) -> None:
+    """Weights (prior + bias)^λ, and what the solve and its fallbacks place on."""
+    s.w = weights({j.job_id: s.prios[j.job_id] for j in s.planned}, s.policy.lambda_)
+    s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
+    s.current = {j.job_id: j.current for j in s.planned if j.current}
+    s.order = [j.job_id for j in s.planned]
+    # compact candidates stand for every interchangeable placement: greedy and fill may move them
+    s.sig_nodes = s.cluster.nodes if s.policy.params.formulation == "compact" else None
+
+
+def _solve(s: PlanState) -> None:
+    s.sol = s.policy._solve(s.cands, s.w, s.cluster, s.current)
+
+
+def _fallback(s: PlanState) -> None:
+    """The solver's plan, else the fallback ladder: incumbent, the previous plan's placements that still
+    fit, the greedy plan."""
+    sol = s.solution
+    if sol.status == "optimal":
+        s.chosen = dict(sol.assignments)
+    elif sol.status == "feasible":
+        s.chosen, s.fallback = dict(sol.assignments), "incumbent"
+    else:
+        prev = s.policy._previous_that_fits(s.order, s.cands, s.capacity, s.cluster)
+        if prev:
+            s.chosen, s.fallback = prev, "previous"
+        else:
+            s.chosen, s.fallback = greedy_plan(s.order, s.cands, s.capacity, s.sig_nodes), "greedy"
+
+
+def _fill(s: PlanState) -> None:
+    """The solver's plan (or its incumbent) with the GPUs it leaves idle filled (planner.greedy)."""
+    if s.fallback in (None, "incumbent"):
+        filled = fill_leftovers(s.chosen, s.order, s.cands, s.capacity, s.sig_nodes)
+        s.extra_gain = objective_of({j: c for j, c in filled.items() if not s.chosen.get(j)}, s.cands, s.w,
+                                    s.sig_nodes)
+        s.chosen = filled
+
+
+def _explore(s: PlanState) -> None:
+    """Configs no record measured, on GPUs the plan leaves idle (planner.explore)."""
+    if s.policy.params.explore:
+        s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
+                                            s.policy._idle_before)
+
+
+def _fits(s: PlanState) -> None:
+    """Defensive: never hand out more GPUs than a node has."""
+    if not fits(s.chosen, s.capacity):
+        log.error("planner: solution over-allocates a node; using the greedy plan instead")
+        s.chosen, s.fallback = greedy_plan(s.order, s.cands, s.capacity, s.sig_nodes), "greedy"
+
+
+def _same_nodes(s: PlanState) -> None:
+    """A running job moved to an equivalent config (same classes and GPU counts: the same throughput)
+    would pay a restart for nothing: the same signatures re-mapped so running jobs stay on their nodes."""
+    if s.current:
+        s.chosen = keep_running_jobs(s.chosen, s.cluster.nodes, s.current)
+
+
+def _outcome(s: PlanState) -> None:
+    """The assignments (held jobs on their GPUs), what the next round remembers, the diagnostics."""
+    policy, sol = s.policy, s.solution
+    idle_now = dict(s.capacity)  # capacity leaves out held jobs' GPUs: what this plan leaves idle
+    for cfg in s.chosen.values():
+        for n, g in (cfg or {}).items():
+            idle_now[n] = idle_now.get(n, 0) - g
+    idle_now = {n: max(0, g) for n, g in idle_now.items()}
+    s.chosen.update({j.job_id: freeze_config(j.current) for j in s.jobs if j.job_id in s.held and j.current})
+    s.assignments = {j.job_id: s.chosen.get(j.job_id) for j in s.jobs if not (s.fragment and j.current)}
+    if not s.fragment:
+        policy._previous = {j: c for j, c in s.assignments.items() if c}
+        policy._idle_before = idle_now
+    solved = s.fallback in (None, "incumbent")
+    # the solver's value for its own solution (the compact model may realise a signature on other
+    # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
+    objective = (sol.objective or 0.0) + s.extra_gain if solved else objective_of(s.chosen, s.cands, s.w, s.sig_nodes)
+    s.diagnostics = {
+        "queue": [j.job_id for j in s.queue],
+        "priorities": s.prios,
+        "window": [j.job_id for j in s.window.jobs],
+        "window_size": s.window.size,
+        "fillers": list(s.window.fillers),
+        "backfilled": s.backfilled,
+        "running": [j.job_id for j in s.running],
+        "held": dict(s.held),
+        "unservable": dict(s.unservable),
+        "explored": s.explored,
+        "entity_classes": len({(n.gpu_type, n.server_class) for n in s.cluster.nodes}),
+        "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
+        "lambda": policy.lambda_,
+        "objective": objective,
+        "bound": sol.bound,
+        "gap": sol.gap if solved else None,
+        "solve_time": sol.solve_time,
+        "status": sol.status,
+        "fallback": s.fallback,
+        "formulation": sol.formulation,
+        "solver": sol.solver,
+        "n_vars": sol.n_vars,
+        "n_int_vars": sol.n_int_vars,
+        "n_constraints": sol.n_constraints,
+        "plan_of_round": policy._plan_of_round,
+        "fragment": s.fragment,
+        "candidates": len(s.cands),
+        "method": sol.extra.get("method"),
+        "solve_extra": {k: v for k, v in sol.extra.items() if k in SOLVE_EXTRA},
+    }
+
+
+#: one planning of :class:`HopsPolicy`, stage by stage (each timed under ``cycle="plan"`` by the live
+#: engine: :mod:`hops_slurm.engine.exporter`)
+PLAN_STAGES: tuple[tuple[str, Callable[[PlanState], None]], ...] = (
+    ("unservable", _unservable), ("hold", _hold), ("priorities", _priorities), ("window", _window),
+    ("classes", _classes), ("candidates", _candidates), ("backfill", _backfill), ("weights", _weights),
+    ("solve", _solve), ("fallback", _fallback), ("fill", _fill), ("explore", _explore), ("fits", _fits),
+    ("same_nodes", _same_nodes), ("outcome", _outcome))

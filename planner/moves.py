@@ -20,7 +20,8 @@ Two rules:
      policy checks that, :func:`planner.hops.hold_in_place`).
    A held job keeps its GPUs; the round plans the others around it. A job whose estimate where it runs
    is 0 (its records there show no progress, :mod:`estimator.progress`) is never held.
-2. **A move's worth** (:func:`move_rate`): moving a running job from its current config (rate ``r0``)
+2. **A move's worth** (:func:`move_price`, for each candidate config of a running job:
+   :func:`planner.hops.candidates_for`): moving a running job from its current config (rate ``r0``)
    to another (rate ``r1``) costs ``restart_cost`` seconds and re-does the unsaved work, so its
    remaining ``R`` samples take ``restart_cost + (R + unsaved * r0) / r1`` instead of ``R / r0``. A move
    pays when that is shorter; its worth to the ILP is the rate it achieves over the job's remaining
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.views import Config, JobView
+from planner.views import JobView
 
 #: why a running job is held in place (diagnostics ``held``)
 HELD_MIN_RUN_TIME = "min_run_time"
@@ -117,15 +118,5 @@ def move_price(job: JobView, rate_now: float, rate_new: float) -> MovePrice:
     return MovePrice(work / move, stay - move)
 
 
-def move_rate(job: JobView, config: Config) -> float:
-    """The worth of moving running ``job`` to ``config``: its rate over the remaining work, restart and
-    lost work included; 0.0 when the move does not pay."""
-    try:
-        rate_new = max(float(job.throughput(config)), 0.0)
-    except Exception:  # noqa: BLE001 - no estimate for that config: no move there
-        return 0.0
-    return move_price(job, current_rate(job), rate_new).rate
-
-
 __all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "HELD_ENDING", "MovePrice", "current_rate", "held_reason",
-           "move_price", "move_rate", "remaining_seconds"]
+           "move_price", "remaining_seconds"]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from planner.stages import StageTimer
+
 #: A placement: node name -> number of GPUs on that node (all nodes of one job, one GPU type or mixed).
 Config = Mapping[str, int]
 
@@ -167,12 +169,14 @@ class Policy:
     with ``fragment_context`` is handed them too, with ``current`` set, as context only, e.g. for when they
     end: it never places them).
     A running job left out of a round plan's placements (or given another config) is preempted.
-    Policies may keep state across calls (rounds received, leases); they never read a clock.
+    Policies may keep state across calls (rounds received, leases); they never read a clock: a policy
+    that plans in named stages (:mod:`planner.stages`) times each with the caller's ``timer`` when one is set.
     """
 
     name: str = "abstract"
     supports_fragment_plans: bool = False
     fragment_context: bool = False
+    timer: StageTimer | None = None
 
     def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
         raise NotImplementedError

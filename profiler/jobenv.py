@@ -1,5 +1,5 @@
 """The job's Hops environment, for training scripts: what the engine chose for this run (HOPS_GPUS,
-HOPS_LR, HOPS_CONFIG, the recorder and notice settings), waiting for it when it is not there yet.
+HOPS_LR, HOPS_PLACEMENT, the recorder and notice settings), waiting for it when it is not there yet.
 
 Where it sits: the engine writes ``$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env`` (``export KEY='value'`` lines)
 before it releases a held job, and a batch script sources it. A job the submit hook started on an offer

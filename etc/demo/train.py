@@ -2,7 +2,7 @@
 EMULATES the speed of the GPUs it was given.
 
 Where it sits: a job script in etc/demo/jobs/ sources the env file the engine wrote for it
-(``$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env``: HOPS_GPUS, HOPS_LR, HOPS_CONFIG, recorder settings) and runs
+(``$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env``: HOPS_GPUS, HOPS_LR, HOPS_PLACEMENT, recorder settings) and runs
 ``python train.py "$0"``; the script's own ``#HOPS`` lines say the model, batch size and total samples.
 A job started on an offer (unheld, before the engine saw it) finds no file yet and
 waits for it here (profiler.jobenv).
@@ -45,10 +45,11 @@ log = logging.getLogger("hops-demo-job")
 
 
 def _allocation() -> dict[str, int]:
-    """The allocation as {node: GPUs}: HOPS_CONFIG from the engine, else this node with HOPS_GPUS or
-    the GPUs Slurm lists."""
-    if os.environ.get("HOPS_CONFIG"):
-        return parse_config(os.environ["HOPS_CONFIG"])
+    """The allocation as {node: GPUs}: HOPS_PLACEMENT from the engine (HOPS_CONFIG, its old name, from an
+    engine of the release before), else this node with HOPS_GPUS or the GPUs Slurm lists."""
+    placement = os.environ.get("HOPS_PLACEMENT") or os.environ.get("HOPS_CONFIG")
+    if placement:
+        return parse_config(placement)
     node = os.environ.get("SLURMD_NODENAME", "unknown-0")
     gpus = os.environ.get("HOPS_GPUS") or str(len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",") if g]))
     return {node: int(gpus)}

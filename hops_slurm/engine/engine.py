@@ -114,6 +114,7 @@ class Engine(JobBookkeeping):
         self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed
         self.metrics = EngineMetrics(config.metrics.raqlr_window)  # served by the daemon ([metrics] port)
+        self.policy.timer = self.metrics.timer("plan")  # each planner stage timed (cycle="plan")
         self.restarts = RestartCosts(None, config.engine.restart_cost_default)  # over the store once opened
         self._round_no = 0
         self._estimator_memo: tuple[object, object, object, Any] | None = None  # (store view, nodes, node key, estimator)
@@ -179,7 +180,8 @@ class Engine(JobBookkeeping):
                                                      self.now, self.seen_files)
         self.enactor = Enactor(self.api, self.journal, managed_nodes=managed, env_dir=self.env_dir,
                                settle_timeout=e.settle_timeout, notice=NoticeSettings(e.preempt_signal, e.preempt_grace),
-                               listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered)
+                               listening=self.marks and self.marks.listening, answered=self.marks and self.marks.answered,
+                               timer=self.metrics.timer("enact"))  # each phase timed (cycle="enact")
         self.backend = SlurmBackend(self.api, self.enactor, partition=self.scope.partitions, governance=self._governance,
                                     stored=lambda: {j: s.directives for j, s in self.tracked.items() if s.directives})
         if self.store is not None and not self.dry_run:

@@ -5,7 +5,9 @@ Where it sits: :class:`hops_slurm.engine.engine.Engine` owns one :class:`EngineM
 engines) and hands it, after each step, what that step produced: the :class:`~hops_slurm.core.interface.Planning`
 of a round or fragment plan (its :class:`~hops_slurm.records.RoundRecord`, phase timings and planner
 diagnostics) with the :class:`~hops_slurm.slurm.enact.EnactResult`, the duration of each named step of the
-cycle (:mod:`hops_slurm.engine.cycle`), the refresh's job states and the
+cycle (:mod:`hops_slurm.engine.cycle`) and, through a :class:`CycleTimer`, of each stage of the planner
+(``cycle="plan"``: :data:`planner.hops.PLAN_STAGES`) and each phase of the enactor (``cycle="enact"``:
+:data:`hops_slurm.slurm.enact.ENACT_PHASES`), the refresh's job states and the
 JobRecords of jobs that ended, and the journal's finished actions (holds, releases, preemptions,
 failures; each counted once by id). Nothing here reads Slurm or recomputes a plan. ``hops-slurm daemon``
 serves the registry over HTTP when ``[metrics] port`` is set (:func:`serve`). Names follow Prometheus
@@ -18,15 +20,20 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from hops_slurm.records import JobRecord
+from hops_slurm.slurm.enact import ENACT_PHASES
+from planner.hops import PLAN_STAGES
 from planner.reasons import Code
+from planner.stages import stage_names
 
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, math.inf)
 STEP_BUCKETS = (0.001, 0.005, *DURATION_BUCKETS)
@@ -34,6 +41,9 @@ LR_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, math
 PHASES = ("read", "plan", "enact")
 KINDS = ("round", "fragment")
 ERROR_REASONS = ("action_failed", "refused", "mismatched")
+#: the named stages each timed under their own cycle: the planner's (planner.hops.PLAN_STAGES) and the
+#: enactor's phases (hops_slurm.slurm.enact.ENACT_PHASES)
+STAGED: dict[str, tuple[str, ...]] = {"plan": stage_names(PLAN_STAGES), "enact": ENACT_PHASES}
 MAX_ENDED = 100_000  # ended jobs kept for RAQLR (bounded memory whatever the window)
 
 
@@ -104,6 +114,9 @@ class EngineMetrics:
                 self.phase_seconds.labels(kind, phase)
         for reason in ERROR_REASONS:
             self.errors.labels(reason)
+        for cycle, names in STAGED.items():
+            for name in names:
+                self._steps[(cycle, name)] = self.step_seconds.labels(cycle, name)
         for state in ("in_use", "idle"):
             self.gpus.labels(state)
         self.raqlr.set(math.nan)
@@ -214,6 +227,10 @@ class EngineMetrics:
                 child = self._steps[(cycle, step)] = self.step_seconds.labels(cycle, step)
             child.observe(seconds)
 
+    def timer(self, cycle: str) -> CycleTimer:
+        """A :class:`planner.stages.StageTimer` whose stages go to :meth:`step` under ``cycle``."""
+        return CycleTimer(self, cycle)
+
     def step_failed(self, step: str) -> None:
         self.step_failures.labels(step).inc()
 
@@ -222,6 +239,22 @@ class EngineMetrics:
         with self._lock:
             for code, n in counts.items():
                 self.pending.labels(code).set(n)
+
+
+class CycleTimer:
+    """Times each stage of one cycle (``with timer.stage(name)``, also when it raises) into
+    ``hops_engine_step_duration_seconds{cycle, step=name}``: the planner's stages, the enactor's phases."""
+
+    def __init__(self, metrics: EngineMetrics, cycle: str) -> None:
+        self.metrics, self.cycle = metrics, cycle
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.metrics.step(self.cycle, name, time.perf_counter() - t0)
 
 
 def store_size(path: Path) -> int:

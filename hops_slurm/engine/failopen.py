@@ -214,7 +214,7 @@ def _release_all(config: SiteConfig, api: SlurmApi, journal: Journal | None, rep
                 lambda j=job.job_id, f=fields: api.update_job(j, f))
             act("failopen-request", job.job_id, {"fields": {"TresPerJob": f"gres:gpu:{gpus}"}},
                 lambda j=job.job_id, g=gpus, c=comment: api.update_job(j, {"TresPerJob": f"gres:gpu:{g}", "Comment": c}))
-            values = hops_job_env(job.directives, {"any": gpus})
+            values = hops_job_env(job.directives, {"any": gpus}, placed=False)  # Slurm picks the nodes
             act("env", job.job_id, {"values": values}, lambda j=job.job_id, v=values: write_job_env(env_dir, j, v))
             act("failopen-release", job.job_id, {"gpus": gpus}, lambda j=job.job_id: api.release(j))
         except (SlurmError, OSError) as exc:

@@ -202,9 +202,9 @@ def ensure_reservation(enactor: Enactor, reservations: Collection[SlurmReservati
 
 def adopt(jobs: Collection[SlurmJob], snap: Snapshot, env_dir: Path, extra: Mapping[str, Mapping[str, str]],
           failed: Callable[[str, Exception], None] | None = None) -> list[str]:
-    """Write the environment file of each offered job that has none yet (what a release writes: HOPS_GPUS,
-    HOPS_LR, HOPS_CONFIG, HOPS_GPU_TYPE and ``extra[job]``, the recorder and notice settings); the job waits
-    for it (``profiler.jobenv``). Each job alone: one whose file cannot be made (its ``lr=`` table has no
+    """Write the environment file of each offered job that has none yet (what a release writes,
+    :func:`hops_slurm.slurm.placement.hops_job_env`, with HOPS_GPU_TYPE and ``extra[job]``: the recorder and
+    notice settings); the job waits for it (``profiler.jobenv``). Each job alone: one whose file cannot be made (its ``lr=`` table has no
     rate for the GPUs it runs on, its directives do not read back) goes to ``failed(job, error)`` and the
     others go on; without ``failed`` the error is raised after the others were written. The jobs written."""
     done: list[str] = []
@@ -216,9 +216,8 @@ def adopt(jobs: Collection[SlurmJob], snap: Snapshot, env_dir: Path, extra: Mapp
         if not config:
             continue
         try:
-            values = hops_job_env(job.directives, config, {
-                "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in config.items()),
-                "HOPS_GPU_TYPE": snap.gpu_type_of(config), **extra[job.job_id]})
+            values = hops_job_env(job.directives, config, {"HOPS_GPU_TYPE": snap.gpu_type_of(config),
+                                                           **extra[job.job_id]})
             write_job_env(env_dir, job.job_id, values)
         except Exception as exc:  # noqa: BLE001 - this job's own failure; the caller decides what is per job
             errors.append((job.job_id, exc))

@@ -26,24 +26,28 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   with the gate, ``IGNORE_JOBS``): made first, then one ``scontrol update`` writes the placement and
   attaches the job to it, and the job is released right after (owners can edit pending jobs, so the
   placement is applied immediately before release; even an edited ``NodeList`` cannot leave the
-  reservation's nodes). Once running, the job is detached and the
-  reservation deleted (a running job keeps running; jobs attached when a reservation ends are killed).
-  GPU-level reservations do not exist in 22.05, so the gate is node-level.
-* **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement adds ``StartTime=now`` (requeue pushes the
-  eligible time ~2 min ahead). A running job whose config is unchanged is kept, untouched. Before the
-  plan's requeues, every job to be stopped that listens gets its notice and up to a grace to save a
-  checkpoint (:mod:`hops_slurm.slurm.notice`); one that ends meanwhile is not requeued (nor placed).
+  reservation's nodes). Once running, the job is detached and the reservation deleted (a running job
+  keeps running; jobs attached when a reservation ends are killed). GPU-level reservations do not exist
+  in 22.05, so the gate is node-level.
+* **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement
+  adds ``StartTime=now`` (requeue pushes the eligible time ~2 min ahead). A running job whose config is
+  unchanged is kept, untouched. Before the plan's requeues, every job to be stopped that listens gets its
+  notice and up to a grace to save a checkpoint (:mod:`hops_slurm.slurm.notice`); one that ends meanwhile
+  is not requeued (nor placed).
 * **Job environment.** ``scontrol update`` cannot set a pending job's environment in 22.05, so the engine
-  writes ``<env_dir>/<job_id>.env`` (``HOPS_GPUS``, ``HOPS_LR``, ``HOPS_CONFIG`` and any recorder
-  settings; shell ``KEY=value`` lines, world-readable) before releasing the job; the job script sources
-  it (``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"``) or reads it with :func:`read_job_env`.
+  writes ``<env_dir>/<job_id>.env`` (:func:`hops_job_env`: ``HOPS_GPUS``, ``HOPS_LR``, ``HOPS_PLACEMENT``,
+  recorder settings; world-readable shell lines) before releasing the job; the job script sources it
+  (``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"``) or reads it with :func:`read_job_env`.
+
+Each phase is timed by name (:data:`ENACT_PHASES`) when the enactor has a timer.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,13 +61,13 @@ from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split,
 from hops_slurm.slurm.notice import Answered, Listening, Notice, NoticeSettings, Notifier
 from hops_slurm.slurm.snapshot import (GATE, JOB_RESERVATION_PREFIX, OFFER, Snapshot, job_reservation, placed_config,  # noqa: F401
                                       released_config, reservation_job)
+from planner.stages import StageTimer
 
 log = logging.getLogger(__name__)
 
 
 def allocated(job: SlurmJob | None) -> bool:
-    """Slurm lists the job running with its GPUs allocated."""
-    return job is not None and job.active and bool(job.gpu_config())
+    return job is not None and job.active and bool(job.gpu_config())  # Slurm lists it running on its GPUs
 
 DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
 #: settling a start: once the nodes' GPU counts have stayed short this long, read the job listing (at
@@ -71,6 +75,10 @@ DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
 #: meanwhile, so the counts never get there). Slurm starts a released job at its next scheduling pass,
 #: within about a second (bf_interval=1), so before this the counts are simply not there yet.
 SETTLE_ASK_AFTER = 1.5
+#: the enactor's phases, timed by name (the engine's timer: ``cycle="enact"``): the journal's kinds and the
+#: waits between them (notice, requeued jobs pending again, grace, released jobs starting); none nested
+ENACT_PHASES = ("gate", "hold", "notice", "requeuehold", "requeue_wait", "detach", "unreserve", "reserve",
+                "place", "env", "grace", "release", "await_start", "allocations", "ungate")
 
 
 # ----- enactment ----------------------------------------------------------------------------------
@@ -106,22 +114,29 @@ class Enactor:
     incarnation's credential with one-second resolution, and a restart inside that second is killed
     ("Job credential revoked", job FAILED) -- observed on 22.05 when re-placing right after requeuehold.
     ``notice``, ``listening``, ``answered``: the notice before a planned requeue (:class:`Notifier`; without
-    ``notice`` none is given).
+    ``notice`` none is given). ``timer``: times each of :data:`ENACT_PHASES` (none: untimed).
     """
 
     def __init__(self, api: SlurmApi, journal: Journal, *, managed_nodes: list[str] | None = None,
                  env_dir: Path = DEFAULT_ENV_DIR, settle_timeout: float = 10.0, poll: float = 0.2,
                  requeue_grace: float = 2.0, notice: NoticeSettings | None = None,
-                 listening: Listening | None = None, answered: Answered | None = None) -> None:
-        self.api = api
-        self.journal = journal
-        self.managed_nodes = managed_nodes
-        self.env_dir = env_dir
-        self.settle_timeout = settle_timeout
-        self.poll = poll
+                 listening: Listening | None = None, answered: Answered | None = None,
+                 timer: StageTimer | None = None) -> None:
+        self.api, self.journal, self.managed_nodes, self.env_dir = api, journal, managed_nodes, env_dir
+        self.settle_timeout, self.poll, self.requeue_grace = settle_timeout, poll, requeue_grace
         self.round_id = ""
-        self.requeue_grace = requeue_grace
         self.notifier = Notifier(api, journal, notice or NoticeSettings(grace=0.0), listening=listening, answered=answered)
+        self.timer = timer
+
+    def _timed(self, phase: str) -> AbstractContextManager[None]:
+        """One of :data:`ENACT_PHASES`, timed by :attr:`timer` when there is one."""
+        return self.timer.stage(phase) if self.timer is not None else nullcontext()
+
+    @contextmanager
+    def _action(self, kind: str, job_id: str, args: Mapping[str, object]) -> Iterator[None]:
+        """One journaled action of ``kind`` (one job, or none: ``""``), timed as the phase of that name."""
+        with self._timed(kind), self.journal.action(kind, job_id, dict(args), self.round_id):
+            yield
 
     # ----- the gate and new jobs ------------------------------------------------------------------
     def gate_nodes(self) -> list[str]:
@@ -133,19 +148,19 @@ class Enactor:
         if any(r.name == GATE for r in (reservations if reservations is not None else self.api.reservations())):
             return False
         nodes = self.gate_nodes()
-        with self.journal.action("gate", "", {"nodes": nodes}, self.round_id):
+        with self._action("gate", "", {"nodes": nodes}):
             self.api.create_reservation(GATE, nodes, ["root"], ["IGNORE_JOBS"])
         return True
 
     def remove_gate(self) -> None:
         if any(r.name == GATE for r in self.api.reservations()):
-            with self.journal.action("ungate", "", {}, self.round_id):
+            with self._action("ungate", "", {}):
                 self.api.delete_reservation(GATE)
 
     def hold_new(self, jobs: Collection[SlurmJob] | None = None) -> list[str]:
         """Admin-hold every pending Hops job that is neither admin-held nor validly placed: fresh from the
         submit hook (user hold), released by its owner, or placed but edited by its owner since. One
-        journal phase and one ``scontrol hold`` for all of them (:meth:`_hold_jobs`)."""
+        journal phase and one ``scontrol hold`` for all of them (:meth:`batched`)."""
         todo = {}
         for job in jobs if jobs is not None else self.api.jobs():
             if not (job.is_hops and job.pending) or job.reason == "JobHeldAdmin":
@@ -153,7 +168,7 @@ class Enactor:
             if self._placed_pending(job):
                 continue
             todo[job.job_id] = job.reason
-        failed = self._hold_jobs({j: {"reason": r} for j, r in todo.items()})
+        failed = self.batched("hold", {j: {"reason": r} for j, r in todo.items()}, "hold")
         for job_id, error in failed.items():
             log.warning("job %s: cannot hold it: %s", job_id, error)
         return [j for j in todo if j not in failed]
@@ -165,7 +180,7 @@ class Enactor:
         (:func:`hops_slurm.slurm.batch.run_batch`). Job id -> why, for the jobs it failed on."""
         if not args:
             return {}
-        with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
+        with self._timed(kind), self.journal.phase(kind, list(args.items()), self.round_id) as ph:
             for job_id, error in run_batch(self.api, op, list(args), fields).items():
                 ph.failed(job_id, error)
         return dict(ph.errors)
@@ -178,7 +193,7 @@ class Enactor:
         input). Job id -> why, for the jobs it failed on."""
         if not args:
             return {}
-        with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
+        with self._timed(kind), self.journal.phase(kind, list(args.items()), self.round_id) as ph:
             for job_id, error in run_each(self.api, op, {j: calls[j] for j in args}).items():
                 ph.failed(job_id, error)
         return dict(ph.errors)
@@ -188,16 +203,13 @@ class Enactor:
         (an operation Slurm has no list form for). Job id -> why, for the jobs it failed on."""
         if not args:
             return {}
-        with self.journal.phase(kind, list(args.items()), self.round_id) as ph:
+        with self._timed(kind), self.journal.phase(kind, list(args.items()), self.round_id) as ph:
             for job_id in args:
                 try:
                     do(job_id)
                 except SlurmError as exc:
                     ph.failed(job_id, str(exc))
         return dict(ph.errors)
-
-    def _hold_jobs(self, args: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
-        return self.batched("hold", args, "hold")
 
     def evict_foreign(self, jobs: Collection[SlurmJob] | None = None, probes: Collection[str] | None = None) -> list[str]:
         """Jobs in a Hops reservation they were not given: :func:`hops_slurm.slurm.foreign.evict_foreign`."""
@@ -216,7 +228,7 @@ class Enactor:
               settle: bool = True, snapshot: Snapshot | None = None) -> EnactResult:
         """Enact ``{job_id: config or None}`` for the jobs named (others are left alone): keep unchanged
         running configs, requeue-hold changed or dropped ones, then place, gate and release the rest.
-        Each started job's env file gets :func:`hops_job_env` (HOPS_GPUS, HOPS_LR) plus ``job_env[job]``
+        Each started job's env file gets :func:`hops_job_env` (HOPS_GPUS, HOPS_LR, HOPS_PLACEMENT) plus ``job_env[job]``
         (e.g. runtime-recorder settings).
 
         ``snapshot``: the round's read of Slurm (else one is read here); the enactment acts on it and,
@@ -258,9 +270,10 @@ class Enactor:
             to_place.pop(job_id, None)
         free: dict[str, int] = {}
         if to_place:
-            free = self._place_all(to_place, result, job_env or {}, snap, pending, [*result.preempted, *result.ended])
+            free = self._place_planned(to_place, result, job_env or {}, snap, pending, [*result.preempted, *result.ended])
         if settle and result.started:
-            after = self._await_start(result.started, snap, free)
+            with self._timed("await_start"):
+                after = self._await_start(result.started, snap, free)
             self.settle(result.started, result, snapshot=after)
             result.after = (Snapshot.read(self.api) if result.mismatched else  # requeue-held again: read it all
                             after.detached(list(result.verified)).with_reservations(self.api.reservations()))
@@ -303,7 +316,8 @@ class Enactor:
         read once they are pending (empty when none was requeued)."""
         if not jobs:
             return {}
-        result.notices = self.notifier.notify(jobs, self.round_id)
+        with self._timed("notice"):
+            result.notices = self.notifier.notify(jobs, self.round_id)
         stop = []
         for job in jobs:
             if result.notices[job.job_id].ended:
@@ -322,7 +336,7 @@ class Enactor:
         return pending
 
     def _preempt(self, job: SlurmJob, attached: bool | None = None) -> None:
-        with self.journal.action("requeuehold", job.job_id, {"config": job.gpu_config()}, self.round_id):
+        with self._action("requeuehold", job.job_id, {"config": job.gpu_config()}):
             self.api.requeue_hold(job.job_id)
         self._drop_reservation(job.job_id, attached)
 
@@ -339,9 +353,10 @@ class Enactor:
         pending again, make it an admin hold. The job listing it waited on (empty when none was preempted)."""
         if not job_ids:
             return {}
-        jobs = self._wait_pending(job_ids)
+        with self._timed("requeue_wait"):
+            jobs = self._wait_pending(job_ids)
         todo = [j for j in job_ids if (job := jobs.get(j)) is not None and job.pending and job.reason != "JobHeldAdmin"]
-        failed = self._hold_jobs({j: {"reason": "after requeue"} for j in todo})
+        failed = self.batched("hold", {j: {"reason": "after requeue"} for j in todo}, "hold")
         if failed:
             raise SlurmError("; ".join(f"hold {j}: {e}" for j, e in failed.items()))
         for job_id in todo:
@@ -349,7 +364,7 @@ class Enactor:
         return jobs
 
     def _unplace(self, job: SlurmJob, attached: bool | None = None) -> None:
-        with self.journal.action("hold", job.job_id, {"reason": "withdrawn from plan"}, self.round_id):
+        with self._action("hold", job.job_id, {"reason": "withdrawn from plan"}):
             self.api.hold(job.job_id)
         self._drop_reservation(job.job_id, attached)
 
@@ -361,9 +376,9 @@ class Enactor:
             attached = any(r.name == name for r in self.api.reservations())
         if not attached:
             return
-        with self.journal.action("detach", job_id, {"reservation": name}, self.round_id):
+        with self._action("detach", job_id, {"reservation": name}):
             self.api.update_job(job_id, {"Reservation": ""})
-        with self.journal.action("unreserve", job_id, {"reservation": name}, self.round_id):
+        with self._action("unreserve", job_id, {"reservation": name}):
             self.api.delete_reservation(name)
 
     def _drop_reservations(self, job_ids: list[str]) -> None:
@@ -389,11 +404,13 @@ class Enactor:
                 return jobs
             time.sleep(self.poll)
 
-    def _place_all(self, to_place: dict[str, dict[str, int]], result: EnactResult,
-                   job_env: Mapping[str, Mapping[str, str]], snap: Snapshot, requeued: Mapping[str, SlurmJob],
-                   preempted: list[str]) -> dict[str, int]:
-        """Place, gate and release each job of ``to_place``; the free GPUs per node once they run.
-        ``requeued``: the listing read after the preempted jobs became pending (their state now)."""
+    def _place_planned(self, to_place: dict[str, dict[str, int]], result: EnactResult,
+                       job_env: Mapping[str, Mapping[str, str]], snap: Snapshot, requeued: Mapping[str, SlurmJob],
+                       preempted: list[str]) -> dict[str, int]:
+        """Check each planned config of ``to_place`` (the job still pending, Slurm's split of the free GPUs
+        exact, its environment buildable: else refused) and place and release the others
+        (:meth:`place_and_release`); the free GPUs per node once they run. ``requeued``: the listing read
+        after the preempted jobs became pending (their state now)."""
         jobs = {**snap.listing, **requeued}
         nodes = snap.node_map
         reservations = [r for r in snap.reservations if r.name not in {job_reservation(j) for j in preempted}]
@@ -424,7 +441,7 @@ class Enactor:
             ready.append(Placement(job, want, fields, env))
             for n, k in want.items():
                 free[n] -= k
-        failed = self.place_all(ready, reservations)
+        failed = self.place_and_release(ready, reservations)
         for p in ready:
             if p.job.job_id in failed:
                 result.refused[p.job.job_id] = failed[p.job.job_id]
@@ -437,12 +454,14 @@ class Enactor:
 
     def place(self, job: SlurmJob, config: Mapping[str, int], fields: Mapping[str, str],
               env: Mapping[str, str] | None = None, reservations: list[SlurmReservation] | None = None) -> None:
-        """Place one job (:meth:`place_all`); a failure raises :class:`SlurmError`."""
-        failed = self.place_all([Placement(job, dict(config), dict(fields), dict(env or {}))], reservations)
+        """Place one job (:meth:`place_and_release`; its environment :func:`hops_job_env` without a learning
+        rate, then ``env``); a failure raises :class:`SlurmError`."""
+        values = {**hops_job_env(None, config), **(env or {})}
+        failed = self.place_and_release([Placement(job, dict(config), dict(fields), values)], reservations)
         if failed:
             raise SlurmError(failed[job.job_id])
 
-    def place_all(self, placements: list[Placement], reservations: list[SlurmReservation] | None = None) -> dict[str, str]:
+    def place_and_release(self, placements: list[Placement], reservations: list[SlurmReservation] | None = None) -> dict[str, str]:
         """Hold, reserve, write the placement with its reservation, write the environment, release: each a
         journal phase over every job (its intents in one transaction before any is carried out, its
         outcomes in one after), hold and release one ``scontrol`` for all. A job whose step fails leaves
@@ -458,8 +477,8 @@ class Enactor:
         def alive() -> list[Placement]:
             return [p for p in placements if p.job.job_id not in failed]
 
-        failed.update(self._hold_jobs({p.job.job_id: {"reason": "before placement"} for p in alive()
-                                       if p.job.reason != "JobHeldAdmin"}))
+        failed.update(self.batched("hold", {p.job.job_id: {"reason": "before placement"} for p in alive()
+                                            if p.job.reason != "JobHeldAdmin"}, "hold"))
         existing = {r.name: r for r in (reservations if reservations is not None else self.api.reservations())}
         reserve: dict[str, dict[str, object]] = {}
         for p in alive():
@@ -482,15 +501,15 @@ class Enactor:
                   for p in alive()}
         failed.update(self.scripted("place", {j: {"config": dict(by_id[j].config), "fields": f} for j, f in fields.items()},
                                     "update_job", {j: (j, f) for j, f in fields.items()}))
-        values = {p.job.job_id: {"HOPS_GPUS": str(sum(p.config.values())),
-                                 "HOPS_CONFIG": ",".join(f"{n}:{k}" for n, k in p.config.items()), **p.env} for p in alive()}
+        values = {p.job.job_id: p.env for p in alive()}
         failed.update(self._each("env", {j: {"values": v} for j, v in values.items()},
-                                      lambda j: write_job_env(self.env_dir, j, values[j])))
+                                 lambda j: write_job_env(self.env_dir, j, values[j])))
         release = [p.job.job_id for p in alive()]
         waits = [self.journal.last_started(j, "requeuehold") for j in release]  # journaled: survives a restart
         last = max((w for w in waits if w is not None), default=None)
         if last is not None:
-            time.sleep(max(0.0, min(self.requeue_grace, last + self.requeue_grace - time.time())))
+            with self._timed("grace"):
+                time.sleep(max(0.0, min(self.requeue_grace, last + self.requeue_grace - time.time())))
         failed.update(self.batched("release", {j: {"config": dict(by_id[j].config)} for j in release}, "release"))
         for job_id in made:  # a reservation made for a job that was not released: deleted again
             if job_id in failed:
@@ -548,7 +567,7 @@ class Enactor:
             log.info("job %s: %s", job_id, exc)
             name = job_reservation(job_id)
             if any(r.name == name for r in self.api.reservations()):
-                with self.journal.action("unreserve", job_id, {"reservation": name}, self.round_id):
+                with self._action("unreserve", job_id, {"reservation": name}):
                     self.api.delete_reservation(name)
 
     def _verify_all(self, jobs: list[SlurmJob], result: EnactResult) -> None:
@@ -558,8 +577,9 @@ class Enactor:
         planned = {j.job_id: self.planned_config(j.job_id) or {} for j in jobs}
         matched = [j for j in jobs if j.gpu_config() == planned[j.job_id]]
         ok = {j.job_id for j in matched}
-        self.journal.record_allocations([(j.job_id, planned[j.job_id], j.gpu_alloc, j.job_id in ok) for j in jobs],
-                                        self.round_id)
+        with self._timed("allocations"):
+            self.journal.record_allocations([(j.job_id, planned[j.job_id], j.gpu_alloc, j.job_id in ok)
+                                             for j in jobs], self.round_id)
         for job in matched:
             result.verified[job.job_id] = dict(job.gpu_alloc)
         attached = [j.job_id for j in matched if j.reservation == job_reservation(j.job_id)]

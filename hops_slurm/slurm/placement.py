@@ -128,10 +128,25 @@ def read_job_env(env_dir: Path, job_id: str) -> dict[str, str]:
     return out
 
 
-def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a Hops job gets for ``config``: ``HOPS_GPUS``, ``HOPS_LR`` (the learning rate the
-    job's ``#HOPS lr=`` gives at that GPU count, when it set one) and ``extra`` (e.g. runtime-recorder
-    settings). ``directives``: the canonical form stored by the submit hook (``SlurmJob.directives``)."""
+#: the job's placement (``NODE:GPUS,...``, Slurm's node order) in its environment
+PLACEMENT_VAR = "HOPS_PLACEMENT"
+#: the placement's old name, still written beside it for one release (deprecated: ``$HOPS_CONFIG`` is the
+#: site's configuration file to every hops-slurm command, :mod:`hops_slurm.config_path`)
+OLD_PLACEMENT_VAR = "HOPS_CONFIG"
+
+
+def placement_text(config: Mapping[str, int]) -> str:
+    """A placement as the job reads it: ``a100-1:4,a100-2:4``."""
+    return ",".join(f"{n}:{k}" for n, k in config.items())
+
+
+def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mapping[str, str] | None = None, *,
+                 placed: bool = True) -> dict[str, str]:
+    """The environment a Hops job gets for ``config`` (the one builder: a release, an offer's adoption,
+    failopen): ``HOPS_GPUS``, ``HOPS_LR`` (the learning rate the job's ``#HOPS lr=`` gives at that GPU count,
+    when it set one), the placement ``HOPS_PLACEMENT`` (and ``HOPS_CONFIG``, its old name, for a release)
+    unless ``placed`` is False (only a GPU count is known), and ``extra`` (e.g. runtime-recorder settings).
+    ``directives``: the canonical form stored by the submit hook (``SlurmJob.directives``)."""
     from hops_slurm.directives import HopsDirectives, format_lr
 
     gpus = sum(int(k) for k in config.values() if k > 0)
@@ -140,6 +155,8 @@ def hops_job_env(directives: str | None, config: Mapping[str, int], extra: Mappi
         lr = HopsDirectives.from_canonical(directives).lr_for(gpus)
         if lr is not None:
             env["HOPS_LR"] = format_lr(lr)
+    if placed:
+        env[PLACEMENT_VAR] = env[OLD_PLACEMENT_VAR] = placement_text(config)
     env.update(extra or {})
     return env
 

@@ -38,7 +38,7 @@ import heapq
 import logging
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import mip
@@ -134,17 +134,7 @@ class ThemisPolicy(Policy):
         n_active = len(jobs) if not fragment else max(self._last_count, len(jobs))
         pool = {n.name: n.free_gpus for n in cluster.nodes}
         assignments: dict[str, Config | None] = {j.job_id: None for j in jobs}
-        held = []
-        eligible = []
-        for job in jobs:
-            lease = self._leases.get(job.job_id)
-            if (not fragment and job.current and lease is not None and lease.expiry > now
-                    and dict(lease.config) == dict(job.current) and fits(pool, job.current)):
-                take(pool, job.current)
-                assignments[job.job_id] = job.current
-                held.append(job.job_id)
-            else:
-                eligible.append(job)
+        held, eligible = self._keep_leases(jobs, pool, assignments, now, fragment)
 
         ideal = {j.job_id: self._t_cluster(cluster, j) for j in jobs}
         n_avg = {j.job_id: self._n_avg(j.job_id, n_active) for j in jobs}
@@ -172,35 +162,9 @@ class ThemisPolicy(Policy):
                   if math.isfinite(r) and math.isfinite(rho_old[jid]) and r < rho_old[jid]]
             for jid in bidders
         }
-        pf, value = _proportional_fair(gains, pool)
-        winners: dict[str, float] = {}
-        paid = []
         left = dict(pool)
-        for jid, (config, gain) in pf.items():
-            others = {o: g for o, g in gains.items() if o != jid}
-            _, value_without = _proportional_fair(others, pool)
-            log_c = (value - gain) - value_without  # Σ_{j≠i} gain_j(G_pf) − V_{-i} ≤ 0
-            c_i = math.exp(min(log_c, 0.0))
-            winners[jid] = c_i
-            if self._rng.random() < c_i:
-                assignments[jid] = config
-                take(left, config)
-            else:
-                paid.append(jid)
-
-        leftover_takers = []
-        non_bidders = [j for j in order[k:]]
-        self._rng.shuffle(non_bidders)
-        for job in non_bidders:
-            options = [(rho(job, c), c) for c in self._bid_configs(cluster, job, left)]
-            options = [(r, c) for r, c in options if math.isfinite(r)]
-            if not options:
-                continue
-            _r, config = min(options, key=lambda rc: (rc[0], sorted(rc[1].items())))
-            assignments[job.job_id] = config
-            take(left, config)
-            leftover_takers.append(job.job_id)
-
+        winners, paid = self._auction(gains, pool, left, assignments)
+        leftover_takers = self._leftovers(order[k:], cluster, left, rho, assignments)
         for jid, config in assignments.items():
             if config and jid not in held:
                 self._leases[jid] = _Lease(config, now + self.lease)
@@ -218,6 +182,64 @@ class ThemisPolicy(Policy):
         return Plan(assignments, diagnostics)
 
     # -- pieces --------------------------------------------------------------------------------
+    def _keep_leases(self, jobs: Sequence[JobView], pool: dict[str, int], assignments: dict[str, Config | None],
+                     now: float, fragment: bool) -> tuple[list[str], list[JobView]]:
+        """A round's running jobs whose lease has not expired keep their config (taken from ``pool``, set in
+        ``assignments``): their ids, and the jobs left to bid."""
+        held: list[str] = []
+        eligible: list[JobView] = []
+        for job in jobs:
+            lease = self._leases.get(job.job_id)
+            if (not fragment and job.current and lease is not None and lease.expiry > now
+                    and dict(lease.config) == dict(job.current) and fits(pool, job.current)):
+                take(pool, job.current)
+                assignments[job.job_id] = job.current
+                held.append(job.job_id)
+            else:
+                eligible.append(job)
+        return held, eligible
+
+    def _auction(self, gains: Mapping[str, Sequence[tuple[Config, float]]], pool: Mapping[str, int],
+                 left: dict[str, int], assignments: dict[str, Config | None]) -> tuple[dict[str, float], list[str]]:
+        """The partial-allocation auction over ``pool``: each proportional-fair winner keeps its config with
+        probability c_i (taken from ``left``, set in ``assignments``), else pays by going without. Winner ->
+        c_i, and the winners that paid."""
+        assert self._rng is not None
+        pf, value = _proportional_fair(gains, pool)
+        winners: dict[str, float] = {}
+        paid = []
+        for jid, (config, gain) in pf.items():
+            others = {o: g for o, g in gains.items() if o != jid}
+            _, value_without = _proportional_fair(others, pool)
+            log_c = (value - gain) - value_without  # Σ_{j≠i} gain_j(G_pf) − V_{-i} ≤ 0
+            c_i = math.exp(min(log_c, 0.0))
+            winners[jid] = c_i
+            if self._rng.random() < c_i:
+                assignments[jid] = config
+                take(left, config)
+            else:
+                paid.append(jid)
+        return winners, paid
+
+    def _leftovers(self, non_bidders: Sequence[JobView], cluster: ClusterView, left: dict[str, int],
+                   rho: Callable[[JobView, Config | None], float], assignments: dict[str, Config | None]) -> list[str]:
+        """The GPUs the auction leaves, offered to the jobs that did not bid, in random order: each takes
+        its best finite-ρ config that fits. Their ids."""
+        assert self._rng is not None
+        takers = []
+        shuffled = list(non_bidders)
+        self._rng.shuffle(shuffled)
+        for job in shuffled:
+            options = [(rho(job, c), c) for c in self._bid_configs(cluster, job, left)]
+            options = [(r, c) for r, c in options if math.isfinite(r)]
+            if not options:
+                continue
+            _r, config = min(options, key=lambda rc: (rc[0], sorted(rc[1].items())))
+            assignments[job.job_id] = config
+            take(left, config)
+            takers.append(job.job_id)
+        return takers
+
     def _update_contention(self, jobs: Sequence[JobView], now: float) -> None:
         if self._last_now is not None:
             dt = max(now - self._last_now, 0.0)

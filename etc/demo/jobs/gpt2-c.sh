@@ -2,6 +2,6 @@
 #SBATCH -J gpt2-c
 #HOPS gpus=8,16 samples=15K batch-size=8 model=gpt2
 #HOPS lr=0.0003@8 lr-scale=sqrt
-# A `make demo` job: export the allocation Hops chose (HOPS_GPUS, HOPS_LR, HOPS_CONFIG, ...), then train.
+# A `make demo` job: export the allocation Hops chose (HOPS_GPUS, HOPS_LR, HOPS_PLACEMENT, ...), then train.
 set -a; [ -r "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env" ] && . "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"; set +a
 exec "$HOPS_DEMO_PYTHON" "$HOPS_DEMO_ROOT/etc/demo/train.py" "$0"

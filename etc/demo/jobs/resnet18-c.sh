@@ -1,6 +1,6 @@
 #!/bin/bash
 #SBATCH -J resnet18-c
 #HOPS gpus=1 samples=26K batch-size=64 model=resnet18
-# A `make demo` job: export the allocation Hops chose (HOPS_GPUS, HOPS_LR, HOPS_CONFIG, ...), then train.
+# A `make demo` job: export the allocation Hops chose (HOPS_GPUS, HOPS_LR, HOPS_PLACEMENT, ...), then train.
 set -a; [ -r "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env" ] && . "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"; set +a
 exec "$HOPS_DEMO_PYTHON" "$HOPS_DEMO_ROOT/etc/demo/train.py" "$0"

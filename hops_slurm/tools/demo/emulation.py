@@ -90,12 +90,12 @@ def gpu_type_of(node: str) -> str:
 
 
 def parse_config(text: str) -> dict[str, int]:
-    """``HOPS_CONFIG`` (``a100-1:4,a100-2:4``, what the engine writes into a job's env file) as a dict."""
+    """``HOPS_PLACEMENT`` (``a100-1:4,a100-2:4``, what the engine writes into a job's env file) as a dict."""
     out: dict[str, int] = {}
     for part in text.split(","):
         node, sep, count = part.strip().partition(":")
         if not sep or not node or not count.isdigit():
-            raise ValueError(f"HOPS_CONFIG entry {part!r} is not NODE:GPUS")
+            raise ValueError(f"HOPS_PLACEMENT entry {part!r} is not NODE:GPUS")
         out[node] = out.get(node, 0) + int(count)
     return out
 

@@ -104,14 +104,14 @@ def rigid_script(job: RigidJob, original_text: str, minutes: int = TIME_LIMIT_MI
     """The batch script for Slurm's own scheduling: the original's ``#SBATCH`` lines, a rigid GPU request,
     and the demo's trainer on the original script (which still says the model, batch size and samples).
     It holds no Hops directive, so the submit hook leaves it alone; the allocation the trainer emulates
-    is the one Slurm gave (``HOPS_CONFIG`` from the nodes Slurm chose). ``account``: the Slurm account it
+    is the one Slurm gave (``HOPS_PLACEMENT`` from the nodes Slurm chose). ``account``: the Slurm account it
     is charged to (``--slurm-priority multifactor``: its team's, :mod:`hops_slurm.tools.demo.multifactor`)."""
     sbatch = [line for line in original_text.splitlines()[1:] if line.startswith("#SBATCH")]
     if job.nodes == 1:
-        config = f'export HOPS_CONFIG="$SLURMD_NODENAME:{job.per_node}"'
+        config = f'export HOPS_PLACEMENT="$SLURMD_NODENAME:{job.per_node}"'
     else:
-        config = (f'HOPS_CONFIG=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/$/:{job.per_node}/" | paste -sd,)'
-                  "; export HOPS_CONFIG")
+        config = (f'HOPS_PLACEMENT=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/$/:{job.per_node}/" | '
+                  'paste -sd,); export HOPS_PLACEMENT')
     lines = [
         "#!/bin/bash",
         *sbatch,

@@ -226,3 +226,61 @@ def test_the_store_signatures_are_counted_again_when_the_store_changed(tmp_path:
     finally:
         store.close()
         other.close()
+
+
+def step_labels(metrics: EngineMetrics, cycle: str) -> list[str]:
+    """The ``step`` labels the exporter exposes under ``cycle`` (series that exist before any observation)."""
+    steps = []
+    for family in metrics.registry.collect():
+        if family.name == "hops_engine_step_duration_seconds":
+            steps += [s.labels["step"] for s in family.samples
+                      if s.name.endswith("_count") and s.labels["cycle"] == cycle]
+    return steps
+
+
+def test_every_plan_stage_is_exported_and_timed_by_name() -> None:
+    from planner.hops import PLAN_STAGES, HopsPolicy
+    from planner.stages import stage_names
+    from planner.views import ClusterView, JobView, NodeView
+
+    metrics = EngineMetrics()
+    assert step_labels(metrics, "plan") == list(stage_names(PLAN_STAGES))  # every series from the start
+    policy = HopsPolicy(timer=metrics.timer("plan"))
+    job = JobView("j", (2,), 0.0, 1.0, 10.0, 1.2, lambda cfg: float(sum(cfg.values())))
+    policy.plan(ClusterView((NodeView("n0", "v100", "v100-a", 8, 8),)), (job,), now=0.0)
+    counts = {s.labels["step"]: s.value for f in metrics.registry.collect() if f.name == "hops_engine_step_duration_seconds"
+              for s in f.samples if s.name.endswith("_count") and s.labels["cycle"] == "plan"}
+    assert counts == {name: 1.0 for name in stage_names(PLAN_STAGES)}
+
+
+def test_every_enact_phase_is_exported_and_timed_by_name() -> None:
+    from hops_slurm.slurm.enact import ENACT_PHASES
+
+    metrics = EngineMetrics()
+    assert step_labels(metrics, "enact") == list(ENACT_PHASES)
+    timer = metrics.timer("enact")
+    with pytest.raises(RuntimeError), timer.stage("release"):  # timed also when the phase fails
+        raise RuntimeError("scontrol release failed")
+    counts = {s.labels["step"]: s.value for f in metrics.registry.collect() if f.name == "hops_engine_step_duration_seconds"
+              for s in f.samples if s.name.endswith("_count") and s.labels["cycle"] == "enact"}
+    assert counts == {name: 1.0 if name == "release" else 0.0 for name in ENACT_PHASES}
+
+
+def test_the_dashboard_graphs_each_staged_cycle() -> None:
+    from hops_slurm.engine.exporter import STAGED
+
+    dash = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert set(STAGED) == {"plan", "enact"}
+    for cycle in STAGED:
+        assert any("hops_engine_step_duration_seconds" in e and f'cycle="{cycle}"' in e for e in exprs), cycle
+
+
+def test_the_admin_guide_names_every_staged_step() -> None:
+    from hops_slurm.engine.exporter import STAGED
+
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "admin-guide.md").read_text()
+    row = next(line for line in guide.splitlines() if line.startswith("| `hops_engine_step_duration_seconds"))
+    for cycle, names in STAGED.items():
+        listed = row.split(f"`{cycle}` (", 1)[1].split(")", 1)[0]  # the cycle's parenthesis in the metrics table
+        assert [n for n in re.findall(r"`(\w+)`", listed) if n not in ("PLAN_STAGES", "ENACT_PHASES")] == list(names)

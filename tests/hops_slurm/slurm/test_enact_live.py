@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from hops_slurm.journal import Journal
 from hops_slurm.tools.minicluster.cluster import Minicluster
 from hops_slurm.slurm.cli import CliSlurm
-from hops_slurm.slurm.enact import GATE, Enactor, job_reservation, placement_fields, read_job_env
+from hops_slurm.slurm.enact import ENACT_PHASES, GATE, Enactor, job_reservation, placement_fields, read_job_env
 
 pytestmark = pytest.mark.slurm
 
@@ -22,13 +24,32 @@ def enactor(api: CliSlurm, tmp_path: Path) -> Enactor:
     return Enactor(api, Journal(tmp_path / "journal.db"), env_dir=tmp_path / "jobenv", settle_timeout=15.0)
 
 
+class PhaseRecorder:
+    """A timer (planner.stages.StageTimer) that records the phases it times, and fails on one inside another."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.depth = 0
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        assert self.depth == 0, f"phase {name} inside another"
+        self.names.append(name)
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
 def hops_reservations(api: CliSlurm) -> set[str]:
     return {r.name for r in api.reservations() if r.name.startswith("hops-")}
 
 
 def test_jobs_land_on_exactly_the_planned_nodes_and_gpus(api: CliSlurm, enactor: Enactor, submit, workdir: Path) -> None:  # noqa: ANN001
     # a child process (sh -c) must see the variables: the env file exports them
-    body = "sh -c 'echo \"$HOPS_GPUS $HOPS_LR $HOPS_CONFIG $HOPS_RECORDER\"' > hops-$SLURM_JOB_ID.out; sleep 300"
+    body = ("sh -c 'echo \"$HOPS_GPUS $HOPS_LR $HOPS_PLACEMENT $HOPS_CONFIG $HOPS_RECORDER\"' > hops-$SLURM_JOB_ID.out;"
+            " sleep 300")
     body = f'. "{enactor.env_dir}/$SLURM_JOB_ID.env"; {body}'
     one, two_even, two_uneven = submit(body), submit(body), submit(body)
     plan = {
@@ -57,7 +78,8 @@ def test_jobs_land_on_exactly_the_planned_nodes_and_gpus(api: CliSlurm, enactor:
     while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     # #HOPS lr=0.1@8, linear scaling: 4 GPUs -> 0.05, 3 GPUs -> 0.0375
-    assert out.read_text().split() == ["4", "0.05", "v100-1:3,v100-2:1", "/tmp/rec.db"]
+    # the placement, and under its old name for a release (HOPS_CONFIG is also the site's config path)
+    assert out.read_text().split() == ["4", "0.05", "v100-1:3,v100-2:1", "v100-1:3,v100-2:1", "/tmp/rec.db"]
     env = read_job_env(enactor.env_dir, one)
     assert (env["HOPS_GPUS"], env["HOPS_LR"]) == ("3", "0.0375")
 
@@ -136,8 +158,13 @@ def test_preemption_then_resume_on_a_new_config_and_unchanged_configs_keep_runni
     assert sorted(first.verified) == sorted([moved, stays_put])
     started_at = api.job(stays_put).start_time  # type: ignore[union-attr]
 
+    enactor.timer = phases = PhaseRecorder()
     second = enactor.apply({moved: {"a100-1": 2, "a100-2": 2}, stays_put: {"v100-2": 2}}, round_id="r2")
     assert second.preempted == [moved] and second.kept == [stays_put] and second.started == [moved]
+    # a move: every phase of a preemption and a placement, timed one after another, never one inside another
+    assert phases.depth == 0 and set(phases.names) <= set(ENACT_PHASES)
+    assert [n for n in phases.names if n not in ("detach", "unreserve", "hold", "grace")] == [
+        "notice", "requeuehold", "requeue_wait", "reserve", "place", "env", "release", "await_start", "allocations"]
     job = api.job(moved)
     assert job is not None and job.state == "RUNNING" and job.restart_count == 1
     assert job.gpu_config() == {"a100-1": 2, "a100-2": 2}

@@ -86,10 +86,18 @@ def test_job_env_file(tmp_path: Path) -> None:
 
 def test_hops_job_env_scales_the_learning_rate() -> None:
     linear = "gpus=1,2,4,8 samples=1000000 batch-size=32 model=resnet50 lr=0.1@8 lr-scale=linear"
-    assert hops_job_env(linear, {"a100-1": 2, "a100-2": 2}) == {"HOPS_GPUS": "4", "HOPS_LR": "0.05"}
+    where = {"HOPS_PLACEMENT": "a100-1:2,a100-2:2", "HOPS_CONFIG": "a100-1:2,a100-2:2"}
+    assert hops_job_env(linear, {"a100-1": 2, "a100-2": 2}) == {"HOPS_GPUS": "4", "HOPS_LR": "0.05", **where}
     sqrt = "gpus=1,2,4,8 samples=1000000 batch-size=32 model=resnet50 lr=0.1@8 lr-scale=sqrt"
-    assert hops_job_env(sqrt, {"v100-1": 2}, {"HOPS_RECORDER": "x"}) == {"HOPS_GPUS": "2", "HOPS_LR": "0.05", "HOPS_RECORDER": "x"}
-    assert hops_job_env("gpus=1,2 samples=10 batch-size=1 model=m", {"v100-1": 1}) == {"HOPS_GPUS": "1"}
+    assert hops_job_env(sqrt, {"v100-1": 2}, {"HOPS_RECORDER": "x"}, placed=False) == {
+        "HOPS_GPUS": "2", "HOPS_LR": "0.05", "HOPS_RECORDER": "x"}
+    assert hops_job_env("gpus=1,2 samples=10 batch-size=1 model=m", {"v100-1": 1}, placed=False) == {"HOPS_GPUS": "1"}
+
+
+def test_the_placement_variable_and_its_old_name_say_the_same_and_extras_come_last() -> None:
+    env = hops_job_env(None, {"v100-2": 3, "v100-1": 1}, {"HOPS_GPU_TYPE": "v100"})
+    assert list(env) == ["HOPS_GPUS", "HOPS_PLACEMENT", "HOPS_CONFIG", "HOPS_GPU_TYPE"]
+    assert env["HOPS_PLACEMENT"] == env["HOPS_CONFIG"] == "v100-2:3,v100-1:1" and env["HOPS_GPUS"] == "4"
 
 
 def test_an_env_value_with_line_breaks_of_any_kind_reads_back_whole(tmp_path: Path) -> None:

@@ -198,7 +198,7 @@ def test_train_checkpoints_resumes_on_a_new_allocation_and_records(tmp_path: Pat
     assert "checkpoint saved" in out1 and not (ckpt / "done.json").exists()
 
     second = subprocess.run([sys.executable, str(TRAIN), str(script)], text=True, capture_output=True, timeout=90,
-                            env=_job_env(tmp_path, "91", HOPS_CONFIG="a100-1:2,a100-2:2", HOPS_LR="0.04"))
+                            env=_job_env(tmp_path, "91", HOPS_PLACEMENT="a100-1:2,a100-2:2", HOPS_LR="0.04"))
     assert second.returncode == 0, second.stderr
     assert "resumed from checkpoint at" in second.stdout
     done = json.loads((ckpt / "done.json").read_text())
