@@ -102,7 +102,6 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
             if worth is None:
                 continue
             p_value = weights.get(p_id, 0.0) * worth
-            extra = preempt_penalty if p_job.current else 0.0
             if best is not None and p_value >= best[0]:
                 continue
             view = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
@@ -111,9 +110,7 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                 if config_gpus(cfg) <= held:
                     continue  # fills no idle GPU
                 w_value = weights[w_job.job_id] * _rate(w_job, cfg) / low
-                # the premium is paid on the GPUs taken from the placed job only, not on the idle ones
-                if w_value > p_value * (1.0 + extra * held / config_gpus(cfg)) \
-                        and (best is None or (p_value, -w_value) < best[:2]):
+                if w_value > p_value and (best is None or (p_value, -w_value) < best[:2]):
                     best = (p_value, -w_value, p_id, cfg)
         if best is None:
             continue
