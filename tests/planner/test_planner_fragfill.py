@@ -66,3 +66,16 @@ def test_fragment_plans_never_swap() -> None:
     idle = ClusterView((NodeView("n0", "t", "A", 8, 0), NodeView("n1", "t", "A", 8, 4)))
     p = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(idle, (x, r, w), 10_000.0, fragment=True)
     assert p.assignments.get("W") is None and "R" not in p.assignments
+
+
+def test_no_swap_when_the_waiting_job_fits_the_idle_gpus_alone() -> None:
+    # a plan that left W out though n1's 8 idle GPUs hold it: evicting R (on n0) would free nothing W needs
+    from planner.fragfill import swap_for_fragments
+    from planner.signatures import Candidate
+
+    r = job("R", (4,), 100.0, 1000.0, {"n0": 4})
+    w = job("W", (8,), 15.0, 100.0)
+    cands = [Candidate("R", freeze_config({"n0": 4}), 2.5), Candidate("W", freeze_config({"n1": 8}), 1.0)]
+    chosen: dict[str, Config | None] = {"R": freeze_config({"n0": 4}), "W": None}
+    out, swaps = swap_for_fragments(chosen, (w, r), cands, {"W": 1.0, "R": 0.1}, TWO, {"n0": 8, "n1": 8}, 1.4, 1.5)
+    assert swaps == {} and out == chosen
