@@ -59,10 +59,10 @@ moved to a config of the same GPU count that no record has measured, on GPUs the
 its optimistic estimate beats the planned rate (priced like a move for a running job); diagnostics
 ``explored`` names each with why.
 
-Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored, lambda,
-objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver, n_vars,
-n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method, solve_extra (the
-compact solve's signatures, columns in the model, pricing rounds, dives and LP bound).
+Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored,
+swapped, lambda, objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver,
+n_vars, n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method, solve_extra
+(the compact solve's signatures, columns in the model, pricing rounds, dives and LP bound).
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ from planner.configs import SpanIndex, generate_configs, is_high_sensitivity, it
 from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
+from planner.fragfill import swap_for_fragments
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
@@ -399,6 +400,7 @@ class PlanState:
     chosen: dict[str, Config | None] = field(default_factory=dict)
     extra_gain: float = 0.0  # what filling leftovers added to the solver's objective
     explored: dict[str, str] = field(default_factory=dict)
+    swapped: dict[str, str] = field(default_factory=dict)  # waiting job id -> the job it displaced (fragfill)
     assignments: dict[str, Config | None] = field(default_factory=dict)
     diagnostics: dict[str, object] = field(default_factory=dict)
 
@@ -526,6 +528,14 @@ def _same_nodes(s: PlanState) -> None:
         s.chosen = keep_running_jobs(s.chosen, s.cluster.nodes, s.current)
 
 
+def _swaps(s: PlanState) -> None:
+    """Round plans: a waiting job that also fills idle GPUs takes a placed job's (planner.fragfill)."""
+    p = s.policy.params
+    if not s.fragment and p.fragment_swaps:
+        s.chosen, s.swapped = swap_for_fragments(s.chosen, s.planned, s.cands, s.w, s.cluster, s.capacity,
+                                                 p.sigma, p.preempt_penalty)
+
+
 def _outcome(s: PlanState) -> None:
     """The assignments (held jobs on their GPUs), what the next round remembers, the diagnostics."""
     policy, sol = s.policy, s.solution
@@ -554,6 +564,7 @@ def _outcome(s: PlanState) -> None:
         "held": dict(s.held),
         "unservable": dict(s.unservable),
         "explored": s.explored,
+        "swapped": s.swapped,
         "entity_classes": len({(n.gpu_type, n.server_class) for n in s.cluster.nodes}),
         "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
         "lambda": policy.lambda_,
@@ -582,4 +593,4 @@ PLAN_STAGES: tuple[tuple[str, Callable[[PlanState], None]], ...] = (
     ("unservable", _unservable), ("in_place", _in_place), ("priorities", _priorities), ("window", _window),
     ("classes", _classes), ("candidates", _candidates), ("backfill", _backfill), ("weights", _weights),
     ("solve", _solve), ("fallback", _fallback), ("fill", _fill), ("explore", _explore), ("fits", _fits),
-    ("same_nodes", _same_nodes), ("outcome", _outcome))
+    ("same_nodes", _same_nodes), ("swaps", _swaps), ("outcome", _outcome))

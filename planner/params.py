@@ -39,6 +39,7 @@ class PlannerParams:
     preempt_penalty: float = 1.5
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
+    fragment_swaps: bool = False
     pin_running: bool = True
     explore: bool = True
     entity_tolerance: float = 0.05
@@ -127,6 +128,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
+    "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
+                       "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
     "pin_running": (_switch, "true or false"),
     "explore": (_switch, "true or false: try a config no record measured when its GPUs sit idle (planner.explore)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),

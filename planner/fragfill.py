@@ -1,0 +1,136 @@
+"""Fragment swaps: a round plan may preempt a running job when the job that takes its GPUs also fills idle ones.
+
+Where it sits: a step of :meth:`planner.hops.HopsPolicy.plan`, in round plans only, after the solve and
+the mapping that keeps running jobs on their nodes, before the plan's idle GPUs are counted. Pure: job
+views, weights and candidate gains in, assignments out.
+
+Why (docs/design.md, "Fragment swaps"): every candidate of a running job is worth
+``1 + preempt_penalty`` of its gain (:mod:`planner.moves`), a hysteresis against swapping one job for
+another of about the same worth. It also keeps GPUs idle: when the waiting job at the head of the queue
+needs 9 GPUs and 5 are idle, it needs a running job's GPUs too, and the premium protects that job even
+when the swap would put the 5 idle GPUs to work. Those are the fragments the paper counts (idle GPUs
+while a job waits, Avg.frag) and that no waiting job fits, so no fragment plan and no sensitivity
+adjustment can fill them. A swap that fills idle GPUs is not the churn the premium is there for: the
+cluster does more work after it. So, for the highest-priority waiting jobs the plan leaves out, in
+queue order: find a placed job whose GPUs, with the idle ones, hold a config of the waiting job that
+uses more GPUs than the placed job gives up (the swap fills at least one idle GPU; a waiting job that
+fits the idle GPUs alone is left to the fragment plans) and whose weighted
+gain beats the placed job's weighted gain *without* the premium (eq. 11 as printed still rises); take
+the one of lowest weighted gain, swap, and go on with the GPUs left idle. A placed job that the plan
+starts (not running yet) costs no preemption and is swapped by the same rule.
+
+Bounded: at most :data:`MAX_WAITING` waiting jobs are looked at per planning; placed jobs are tried
+lowest weighted gain first and the search stops at the first that makes a swap; a placed job is tried
+only when it holds GPUs of a type with idle GPUs, the waiting job's smallest request fits those plus its
+GPUs and the waiting job can use more GPUs than it holds; its configs are generated on those GPUs only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from planner.configs import generate_configs
+from planner.signatures import Candidate, signature
+from planner.views import ClusterView, Config, JobView, NodeView, config_gpus
+
+#: waiting jobs the plan left out that are looked at per planning, highest priority first
+MAX_WAITING = 16
+
+
+def _rate(job: JobView, config: Config) -> float:
+    try:
+        return max(float(job.throughput(config)), 0.0)
+    except Exception:  # noqa: BLE001 - no estimate there: no swap there
+        return 0.0
+
+
+def _lowest_rate(job: JobView, cands: Sequence[Candidate]) -> float | None:
+    """The throughput that G = 1 stands for with this job (G = throughput / its smallest candidate's)."""
+    for c in cands:
+        if c.job_id == job.job_id and c.gain > 0.0:
+            thr = _rate(job, c.config)
+            if thr > 0.0:
+                return thr / c.gain
+    return None
+
+
+def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[JobView], cands: Sequence[Candidate],
+                       weights: Mapping[str, float], cluster: ClusterView, capacity: Mapping[str, int],
+                       sigma: float, preempt_penalty: float) -> tuple[dict[str, Config | None], dict[str, str]]:
+    """``chosen`` with the fragment swaps of the module docstring made, and the swaps (waiting job id ->
+    the id of the job it displaced). ``planned``: the planning's jobs in priority order; ``capacity``:
+    the GPUs per node the planning distributes (jobs held in place excluded)."""
+    out: dict[str, Config | None] = dict(chosen)
+    idle = dict(capacity)
+    for cfg in out.values():
+        for n, g in (cfg or {}).items():
+            idle[n] = idle.get(n, 0) - g
+    idle = {n: max(0, g) for n, g in idle.items()}
+    jobs = {j.job_id: j for j in planned}
+    waiting = [j for j in planned if not j.current and not out.get(j.job_id)][:MAX_WAITING]
+    if not any(idle.values()) or not waiting:
+        return out, {}
+    by_name = {n.name: n for n in cluster.nodes}
+    gain: dict[tuple[str, object], float] = {}  # (job, signature) -> its best candidate gain
+    for c in cands:
+        key = (c.job_id, signature(c.config, by_name))
+        gain[key] = max(gain.get(key, 0.0), c.gain)
+    largest = {t: max(cluster.nodes_of_type(t), key=lambda n: n.total_gpus) for t in cluster.gpu_types}
+    premium = 1.0 + preempt_penalty
+    # the placed jobs, lowest weighted gain (without the premium) first: the first that makes a swap is the one
+    placed: list[tuple[float, str]] = []
+    for p_id, p_cfg in out.items():
+        p_job = jobs.get(p_id)
+        worth = gain.get((p_id, signature(p_cfg, by_name))) if p_cfg and p_job is not None else None
+        if worth is not None:
+            placed.append((weights.get(p_id, 0.0) * worth / (premium if p_job.current else 1.0), p_id))
+    placed.sort(key=lambda vp: vp[0])
+    swaps: dict[str, str] = {}
+    for w_job in waiting:
+        low = _lowest_rate(w_job, cands)
+        if low is None or w_job.job_id not in weights or not any(idle.values()):
+            continue
+        idle_of: dict[str, int] = {}
+        for n, g in idle.items():
+            if g:
+                idle_of[by_name[n].gpu_type] = idle_of.get(by_name[n].gpu_type, 0) + g
+        alone = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, idle.get(n.name, 0))
+                                  for n in cluster.nodes))
+        if any(_rate(w_job, cfg) > 0.0 for cfg in generate_configs(w_job, alone, sigma)):
+            continue  # it fits the idle GPUs alone: a fill for the fragment plans, not a swap
+        best: tuple[float, float, str, Config] | None = None  # (placed worth, -waiting worth, placed id, config)
+        for p_value, p_id in placed:
+            p_cfg = out.get(p_id)
+            if best is not None and p_value > best[0]:
+                break
+            if not p_cfg or p_id in swaps.values():
+                continue
+            held = config_gpus(p_cfg)
+            types = {by_name[n].gpu_type for n in p_cfg}
+            room = held + sum(idle_of.get(t, 0) for t in types)
+            if w_job.requirements[-1] <= held or w_job.requirements[0] > room or not any(t in idle_of for t in types):
+                continue  # no config of the waiting job there fills an idle GPU
+            free = {n: idle.get(n, 0) + p_cfg.get(n, 0) for n in by_name if by_name[n].gpu_type in types}
+            nodes = [nv for nv in cluster.nodes if free.get(nv.name) or nv is largest.get(nv.gpu_type)]
+            view = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, free.get(n.name, 0))
+                                     for n in nodes))
+            for cfg in generate_configs(w_job, view, sigma):
+                if config_gpus(cfg) <= held:
+                    continue  # fills no idle GPU
+                w_value = weights[w_job.job_id] * _rate(w_job, cfg) / low
+                if w_value > p_value and (best is None or (p_value, -w_value) < best[:2]):
+                    best = (p_value, -w_value, p_id, cfg)
+        if best is None:
+            continue
+        _, _, p_id, cfg = best
+        for n, g in (out[p_id] or {}).items():
+            idle[n] = idle.get(n, 0) + g
+        for n, g in cfg.items():
+            idle[n] = idle.get(n, 0) - g
+        out[p_id] = None
+        out[w_job.job_id] = cfg
+        swaps[w_job.job_id] = p_id
+    return out, swaps
+
+
+__all__ = ["MAX_WAITING", "swap_for_fragments"]

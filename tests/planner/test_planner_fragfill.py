@@ -1,0 +1,81 @@
+"""Fragment swaps (planner/fragfill.py through HopsPolicy): a round plan preempts a running job for a
+waiting job that also fills idle GPUs when eq. 11 without the running premium rises, and not otherwise."""
+
+from __future__ import annotations
+
+from planner.hops import HopsPolicy
+from planner.params import PlannerParams
+from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+
+#: two 8-GPU nodes of one type and class
+TWO = ClusterView((NodeView("n0", "t", "A", 8, 8), NodeView("n1", "t", "A", 8, 8)))
+
+
+def linear(cfg: Config) -> float:
+    return float(sum(cfg.values()))
+
+
+def job(job_id: str, reqs: tuple[int, ...], wait: float, age: float, current: dict[str, int] | None = None) -> JobView:
+    """A job with latency ratio wait / age (its LR priority); running where ``current`` says."""
+    return JobView(job_id, reqs, 0.0, wait, age, 1.1, linear, total_samples=1e6,
+                   current=freeze_config(current) if current else None,
+                   placed_for=10_000.0 if current else 0.0, run_time=10_000.0 if current else 0.0)
+
+
+def plan(jobs: tuple[JobView, ...], **params: object):
+    return HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(TWO, jobs, 10_000.0)  # type: ignore[arg-type]
+
+
+def cluster_of(r_gpus: int, w_reqs: tuple[int, ...], w_lr: float) -> tuple[JobView, ...]:
+    """X fills n0 and has the top priority; R (LR 0.1) holds ``r_gpus`` of n1, the rest of n1 idle;
+    W waits with latency ratio ``w_lr``."""
+    x = job("X", (8,), 500.0, 1000.0, {"n0": 8})
+    r = job("R", (r_gpus,), 100.0, 1000.0, {"n1": r_gpus})
+    w = job("W", w_reqs, w_lr * 100.0, 100.0)
+    return x, r, w
+
+
+def test_a_waiting_job_that_fills_the_idle_gpus_takes_a_running_jobs_place_without_the_premium() -> None:
+    # W (LR 0.15) is worth more than R (LR 0.1) but less than R with the 1.5 premium: the solve keeps R
+    # and leaves 4 GPUs idle while W waits; W on R's 4 GPUs and the 4 idle ones puts them to work
+    jobs = cluster_of(4, (8,), 0.15)
+    off = plan(jobs, fragment_swaps=False)
+    assert off.assignments["R"] == {"n1": 4} and off.assignments["W"] is None
+    on = plan(jobs)
+    assert on.assignments["R"] is None and on.assignments["W"] == {"n1": 8}
+    assert on.assignments["X"] == {"n0": 8}
+    assert on.diagnostics["swapped"] == {"W": "R"}
+
+
+def test_no_swap_when_the_waiting_job_is_worth_less_than_the_running_one() -> None:
+    p = plan(cluster_of(4, (8,), 0.05))  # eq. 11 without the premium would fall
+    assert p.assignments["R"] == {"n1": 4} and p.assignments["W"] is None
+    assert p.diagnostics["swapped"] == {}
+
+
+def test_no_swap_when_it_would_fill_no_idle_gpu() -> None:
+    # R holds 6 of n1 (2 idle); W needs exactly 6: taking R's GPUs leaves the 2 idle, a like-for-like
+    # swap the premium is there to stop
+    p = plan(cluster_of(6, (6,), 0.15))
+    assert p.assignments["R"] == {"n1": 6} and p.assignments["W"] is None
+    assert p.diagnostics["swapped"] == {}
+
+
+def test_fragment_plans_never_swap() -> None:
+    x, r, w = cluster_of(4, (8,), 0.15)
+    idle = ClusterView((NodeView("n0", "t", "A", 8, 0), NodeView("n1", "t", "A", 8, 4)))
+    p = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(idle, (x, r, w), 10_000.0, fragment=True)
+    assert p.assignments.get("W") is None and "R" not in p.assignments
+
+
+def test_no_swap_when_the_waiting_job_fits_the_idle_gpus_alone() -> None:
+    # a plan that left W out though n1's 8 idle GPUs hold it: evicting R (on n0) would free nothing W needs
+    from planner.fragfill import swap_for_fragments
+    from planner.signatures import Candidate
+
+    r = job("R", (4,), 100.0, 1000.0, {"n0": 4})
+    w = job("W", (8,), 15.0, 100.0)
+    cands = [Candidate("R", freeze_config({"n0": 4}), 2.5), Candidate("W", freeze_config({"n1": 8}), 1.0)]
+    chosen: dict[str, Config | None] = {"R": freeze_config({"n0": 4}), "W": None}
+    out, swaps = swap_for_fragments(chosen, (w, r), cands, {"W": 1.0, "R": 0.1}, TWO, {"n0": 8, "n1": 8}, 1.4, 1.5)
+    assert swaps == {} and out == chosen
