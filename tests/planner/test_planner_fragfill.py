@@ -23,6 +23,8 @@ def job(job_id: str, reqs: tuple[int, ...], wait: float, age: float, current: di
 
 
 def plan(jobs: tuple[JobView, ...], **params: object):
+    """A round plan with fragment swaps on (they are off by default: docs/design.md, "Fragment swaps")."""
+    params = {"fragment_swaps": True, **params}
     return HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(TWO, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
@@ -64,7 +66,7 @@ def test_no_swap_when_it_would_fill_no_idle_gpu() -> None:
 def test_fragment_plans_never_swap() -> None:
     x, r, w = cluster_of(4, (8,), 0.15)
     idle = ClusterView((NodeView("n0", "t", "A", 8, 0), NodeView("n1", "t", "A", 8, 4)))
-    p = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(idle, (x, r, w), 10_000.0, fragment=True)
+    p = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, fragment_swaps=True)).plan(idle, (x, r, w), 10_000.0, fragment=True)
     assert p.assignments.get("W") is None and "R" not in p.assignments
 
 
@@ -79,3 +81,9 @@ def test_no_swap_when_the_waiting_job_fits_the_idle_gpus_alone() -> None:
     chosen: dict[str, Config | None] = {"R": freeze_config({"n0": 4}), "W": None}
     out, swaps = swap_for_fragments(chosen, (w, r), cands, {"W": 1.0, "R": 0.1}, TWO, {"n0": 8, "n1": 8}, 1.4, 1.5)
     assert swaps == {} and out == chosen
+
+
+def test_swaps_are_off_by_default() -> None:
+    assert PlannerParams().fragment_swaps is False
+    x, r, w = cluster_of(4, (8,), 0.15)
+    assert HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(TWO, (x, r, w), 10_000.0).diagnostics.get("swapped", {}) == {}
