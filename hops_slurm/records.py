@@ -51,6 +51,9 @@ class JobRecord(BaseModel):
     reason: str = Field("", max_length=128)
     time_limit: float | None = Field(None, ge=0)  # seconds of its Slurm time limit (--time); None: unknown or none
     exit_code: str = Field("", max_length=16)  # Slurm's "code:signal" where the source knows it ("": unknown)
+    #: the first forecast start made for it after its submission (the engine's forecast,
+    #: hops_slurm.engine.forecaster; None: none made)
+    forecast_start: float | None = None
 
     @property
     def preemptions(self) -> int:

@@ -276,4 +276,5 @@ class JobBookkeeping:
                          total_samples=float(d.samples) if d else None, placements=placements,
                          processed_samples=js.processed if js.run_time > 0 else None,
                          reason=self.reasons.last_name(js.job_id) if state == "PENDING" else "",
-                         time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None)
+                         time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None,
+                         forecast_start=self.reasons.first_forecast(js.job_id))

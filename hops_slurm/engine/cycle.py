@@ -49,7 +49,7 @@ counted in ``hops_pending_jobs{reason}`` and written to the queue summary users 
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
 simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``),
 ``summary``* (as the refresh's, with the plannings' reasons; with ``[engine] forecast``, a round plan's
-first recomputes each waiting job's forecast start: :func:`hops_slurm.engine.reasons.forecast`).
+first hands its views to the forecast worker: :func:`hops_slurm.engine.reasons.start_forecast`).
 Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
 after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).
@@ -185,8 +185,8 @@ class Session:
         return {n: f"_{n}_one" for n in names if hasattr(cls, f"_{n}_one")}
 
 
-#: wall seconds a round's forecasts may take at most (and a quarter of the round length)
-FORECAST_BUDGET = 60.0
+#: wall seconds a round's forecast may take at most (in its worker, beside the rounds; and 90% of the round)
+FORECAST_BUDGET = 300.0
 
 
 def publish_reasons(e: Engine, listing: Mapping[str, SlurmJob], now: float) -> None:
@@ -514,18 +514,11 @@ class Round(Session):
         assert b is not None
         if e.dry_run:
             return
-        if e.config.engine.forecast and not self.fragment and b.views:  # once a round, after its plannings
+        if e.config.engine.forecast and not self.fragment and b.views:  # once a round: handed to its worker
             sched = e.config.scheduler
-            try:
-                e.reasons.forecasts = reasons.forecast(e.config.planner, b.cluster_view(fragment=False), b.views,
-                                                       e.now(), round_seconds=sched.round_length,
-                                                       budget=min(sched.round_length / 4.0, FORECAST_BUDGET))
-            except Exception as exc:  # no forecast this round; the reasons are published all the same
-                if not per_job_failure(exc):
-                    raise
-                e.reasons.forecasts = {}
-                log.warning("forecast failed (%s); the queue shows no forecast start this round",
-                            reason_text(type(exc).__name__, exc))
+            reasons.start_forecast(e.reasons, e.policy, b.cluster_view(fragment=False), b.views, e.now(),
+                                   round_seconds=sched.round_length, refresh_seconds=sched.queue_refresh,
+                                   budget=min(sched.round_length * 0.9, FORECAST_BUDGET))
         publish_reasons(e, b.listing, e.now())
 
     def _offer(self) -> None:  # what a new job may take unheld, as the plannings left Slurm

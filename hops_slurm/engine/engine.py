@@ -255,7 +255,7 @@ class Engine(JobBookkeeping):
                 self.offers.publish(None)
             except OSError as exc:
                 log.warning("cannot close the offer file %s: %s", self.offers.path, exc)
-        for thing in (self.store, self.journal, self.state, self.records_file):
+        for thing in (self.reasons.forecaster, self.store, self.journal, self.state, self.records_file):
             if thing is not None and hasattr(thing, "close"):
                 try:
                     thing.close()
