@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from planner.baselines.slurm_backfill import SlurmBackfillPolicy, place_first_fit, runs_on
 from planner.views import ClusterView, Config, JobView
 
@@ -21,20 +23,29 @@ from planner.views import ClusterView, Config, JobView
 Hold = tuple[Config, float, float]
 
 
-def _free_over(total: Mapping[str, int], holds: Sequence[Hold], t0: float, t1: float) -> dict[str, int]:
-    """GPUs per node free throughout [t0, t1) given ``holds``."""
-    points = [t0] + [h[1] for h in holds if t0 < h[1] < t1]
-    worst = dict.fromkeys(total, 0)
-    for p in points:
-        used: dict[str, int] = {}
+class _Timeline:
+    """GPUs held per node over time: a step function over the holds' breakpoints (numpy, one matrix)."""
+
+    def __init__(self, total: Mapping[str, int], holds: Sequence[Hold], now: float) -> None:
+        self.names = list(total)
+        index = {n: k for k, n in enumerate(self.names)}
+        self.total = np.array([total[n] for n in self.names], dtype=np.int64)
+        points = sorted({now, *(h[1] for h in holds if h[1] > now), *(h[2] for h in holds if h[2] > now)})
+        self.points = np.array(points, dtype=float)
+        used = np.zeros((len(points), len(self.names)), dtype=np.int64)  # row k: held over [points[k], points[k+1])
         for config, a, b in holds:
-            if a <= p < b:
-                for n, g in config.items():
-                    used[n] = used.get(n, 0) + g
-        for n, g in used.items():
-            if n in worst and g > worst[n]:
-                worst[n] = g
-    return {n: max(0, total[n] - worst[n]) for n in total}
+            lo = int(np.searchsorted(self.points, max(a, now), side="left"))
+            hi = int(np.searchsorted(self.points, b, side="left"))
+            for n, g in config.items():
+                if n in index:
+                    used[lo:hi, index[n]] += g
+        self.used = used
+
+    def free(self, k: int, length: float) -> dict[str, int]:
+        """GPUs per node free throughout [points[k], points[k] + length)."""
+        hi = max(k + 1, int(np.searchsorted(self.points, self.points[k] + length, side="left")))
+        worst = self.used[k:hi].max(axis=0)
+        return dict(zip(self.names, (int(x) for x in np.maximum(self.total - worst, 0)), strict=True))
 
 
 def expected_starts(cluster: ClusterView, jobs: Sequence[JobView], now: float,
@@ -54,15 +65,21 @@ def expected_starts(cluster: ClusterView, jobs: Sequence[JobView], now: float,
             pending.append(job)
     ordered = policy.order(pending, tuple(jobs), now, cluster, False)[:max_jobs]
     out: dict[str, float | None] = {}
+    whole = sum(total.values())
     for job in ordered:
         want, limit, usable = job.requirements[-1], max(policy._limit(job), 1.0), runs_on(job)  # noqa: SLF001
         found: float | None = None
-        for t in sorted({now, *(h[2] for h in holds if h[2] > now)}):
-            config = place_first_fit(_free_over(total, holds, t, t + limit), cluster, want, usable)
-            if config is not None:
-                holds.append((config, t, t + limit))
-                found = t
-                break
+        if want <= whole:
+            line = _Timeline(total, holds, now)
+            ends = {h[2] for h in holds if h[2] > now} | {now}
+            for k, t in enumerate(line.points.tolist()):
+                if t not in ends:
+                    continue  # GPUs come back only where a hold ends
+                config = place_first_fit(line.free(k, limit), cluster, want, usable)
+                if config is not None:
+                    holds.append((config, t, t + limit))
+                    found = t
+                    break
         out[job.job_id] = found
     return out
 

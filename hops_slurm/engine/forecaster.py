@@ -13,7 +13,9 @@ no start, only "later than" where it got to); a child still alive ``grace`` seco
 killed. One forecast at a time: a round that finds the last one still running skips its turn. So no
 input, however large or odd, makes a round wait for a forecast; what the round pays is one ``fork``.
 The child sends its result back in a temporary file (at most :data:`MAX_RESULT_BYTES`), read by the
-daemon only once the child has exited.
+daemon only once the child has exited; it runs none of the daemon's signal handlers (a stop of the
+service ends it) and leaves by ``os._exit`` (none of the daemon's exit handlers, no file of the daemon
+flushed or closed).
 
 How sure (the band, :class:`planner.forecast.ErrorBand`): each pending job's first forecast (the first
 made after its submission) and its latest are kept; when the job starts, their errors against its
@@ -133,6 +135,8 @@ class Forecaster:
         if pid == 0:  # the child: never returns
             code = 1
             try:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+                    signal.signal(sig, signal.SIG_DFL)  # never the daemon's handlers: a stop ends the child
                 os.nice(19)
                 logging.disable(logging.WARNING)
                 got = run_forecast(policy, cluster, views, now, timetable=self.timetable, budget=self.budget)

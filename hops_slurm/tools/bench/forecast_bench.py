@@ -80,10 +80,17 @@ class Run:
     jobs: list[JobOutcome] = field(default_factory=list)
     seconds: float = 0.0
     forecast_seconds: list[float] = field(default_factory=list)
+    cut_at: float | None = None  # simulated seconds where the run was stopped (None: it ran to the end)
 
 
-def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budget: float) -> Run:
-    """One run of ``policy_name`` with a forecast at every round boundary (see the module docstring)."""
+class OutOfTime(Exception):
+    """The run's wall-clock allowance is spent: it ends where it got (the jobs started by then count)."""
+
+
+def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budget: float,
+             allowance: float | None = None) -> Run:
+    """One run of ``policy_name`` with a forecast at every round boundary (see the module docstring);
+    ``allowance``: wall seconds after which the run stops at the next boundary (``Run.cut_at``)."""
     t0 = time.perf_counter()
     cluster = load_cluster(cluster_name)
     specs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
@@ -97,6 +104,8 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
     timetable = Timetable(round_seconds=ROUND, refresh_seconds=options.refresh_seconds)
 
     def tick(now: float) -> None:
+        if allowance is not None and time.perf_counter() - t0 > allowance:
+            raise OutOfTime
         views = backend.job_views(fragment=False)
         for v in views:  # the starts since the last boundary: their last forecasts' errors (the band)
             if v.current is not None and v.job_id not in started:
@@ -128,6 +137,8 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
 
     try:
         run_rounds(backend, policy, LoopSettings(ROUND, options.refresh_seconds), on_round=tick)
+    except OutOfTime:
+        run.cut_at = backend.now()
     finally:
         backend.close()
     for rec in backend.job_records():
@@ -177,7 +188,8 @@ def row(run: Run) -> str:
             f"{med(bef) if bef else float('nan'):.2f} | {quantile(bef, 0.9):.2f} | "
             f"{covered(waited) if run.policy == 'hops' else float('nan'):.2f} | {len(short)} | "
             f"{(med([e * j.wait for e, j in zip(short_err, short)]) if short_err else float('nan')):.0f} | "
-            f"{(max(fs) if fs else 0):.1f} | {run.seconds:.0f} |")
+            f"{(max(fs) if fs else 0):.1f} | {run.seconds:.0f} | "
+            f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'} |")
 
 
 def plot(runs: list[Run], path: Path) -> None:
@@ -243,8 +255,8 @@ def write(out_dir: Path, runs: list[Run], spec: str) -> Path:
              "(first) starts. Error = |forecast - actual start| / actual wait.", "",
              "| run | seed | scheduler | jobs | waited >= 1 round | no forecast | median at submission | "
              "p90 at submission | median one round before | p90 one round before | band coverage | "
-             "waited < 1 round | their median error (s) | slowest forecast (s) | wall (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "waited < 1 round | their median error (s) | slowest forecast (s) | wall (s) | simulated |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in runs]
     lines += ["", "![forecast vs actual wait](forecast/forecast-vs-actual.png)", "",
               "\"At submission\": the first forecast made after the job's submission (the first round boundary "
