@@ -18,7 +18,8 @@ waited at least one round; the others are counted apart. Writes ``forecast.md`` 
 
 ``HOPS_BENCH_FORECAST`` = ``;``-separated ``cluster:workload:seeds`` runs (default
 ``paper-512:paper:0,1;paper-64:gavel:0``), ``HOPS_BENCH_FORECAST_BUDGET`` (wall seconds per forecast,
-default 120). Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
+default 20), ``HOPS_BENCH_FORECAST_ALLOWANCE`` (wall seconds per run, then it stops at the next round
+boundary and the jobs started by then count; default none). Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
 (:mod:`hops_slurm.tools.bench.forecast_scale`).
 """
 
@@ -234,16 +235,19 @@ def run(out_dir: Path) -> Path:
     if os.environ.get("HOPS_BENCH_PARTS", "") == "scale":
         return forecast_scale.run(out_dir)
     spec = os.environ.get("HOPS_BENCH_FORECAST", DEFAULT_RUNS)
-    budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "120"))
-    runs = [simulate(c, w, s, p, budget) for c, w, seeds in parse_runs(spec) for s in seeds
+    budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "20"))
+    allowance = float(os.environ["HOPS_BENCH_FORECAST_ALLOWANCE"]) if os.environ.get("HOPS_BENCH_FORECAST_ALLOWANCE") else None
+    runs = [simulate(c, w, s, p, budget, allowance) for c, w, seeds in parse_runs(spec) for s in seeds
             for p in ("hops", "slurm-backfill")]
-    return write(out_dir, runs, spec)
+    return write(out_dir, runs, spec, budget, allowance)
 
 
-def write(out_dir: Path, runs: list[Run], spec: str) -> Path:
+def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: float | None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     plot(runs, out_dir / "forecast" / "forecast-vs-actual.png")
-    command = f"HOPS_BENCH_FORECAST='{spec}' hops-slurm bench forecast"
+    command = (f"HOPS_BENCH_FORECAST='{spec}' HOPS_BENCH_FORECAST_BUDGET={budget:g} "
+               + (f"HOPS_BENCH_FORECAST_ALLOWANCE={allowance:g} " if allowance is not None else "")
+               + "hops-slurm bench forecast")
     lines = [results_header("hops_slurm.tools.bench.forecast_bench:run", command),
              "# Forecast accuracy in the simulator: Hops's forecast and Slurm's expected start", "",
              f"Command: `{command}`.", "",
