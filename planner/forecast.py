@@ -8,9 +8,12 @@ module holds what the engine keeps of it (:class:`Forecast`, :class:`Banded`) an
 The error of a forecast made at ``made`` for a job forecast to start at ``start`` that started at
 ``actual`` is ``(actual - start) / scale``, ``scale = max(start - made, floor)`` (the forecast's horizon,
 at least one round: a job forecast to start now that waits a round is one round off, not infinitely).
-The band of a new forecast is ``start + q * scale`` for the ``low`` and ``high`` quantiles ``q`` of the last
-``window`` errors (never before ``made``); until ``min_errors`` are known it is the ``prior`` pair. So the
-band is as wide as the forecasts have been wrong on this cluster and workload, horizon for horizon.
+The errors are kept apart by horizon (``horizons``, in rounds: a start within 2 rounds, within 10, later):
+a forecast a round ahead is far closer, relative to its horizon, than one a day ahead. The band of a new
+forecast is ``start + q * scale`` for the ``low`` and ``high`` quantiles ``q`` of the last ``window``
+errors of its horizon (of every horizon while its own has fewer than ``min_errors``; the ``prior`` pair
+until all of them together have that many), never before ``made``. So the band is as wide as the
+forecasts have been wrong on this cluster and workload, horizon for horizon.
 Pure: no clock, no Slurm.
 """
 
@@ -58,35 +61,49 @@ class ErrorBand:
     low: float = 0.1
     high: float = 0.9
     prior: tuple[float, float] = (-0.5, 1.0)  # before enough errors: half the horizon earlier, twice it later
-    errors: deque[float] = field(default_factory=deque)
+    horizons: tuple[float, ...] = (2.0, 10.0)  # rounds: the edges between the horizon classes
+    errors: deque[float] = field(default_factory=deque)  # every horizon's, the last ``window``
 
     def __post_init__(self) -> None:
         if self.floor <= 0 or self.window < 1 or not 0.0 <= self.low <= self.high <= 1.0:
             raise ValueError("an error band needs a positive floor and window and 0 <= low <= high <= 1")
         self.errors = deque(self.errors, maxlen=self.window)
-        self._sorted: list[float] | None = None
+        self.by_horizon: list[deque[float]] = [deque(maxlen=self.window) for _ in range(len(self.horizons) + 1)]
+        self._sorted: dict[int, list[float]] = {}
 
     def scale(self, made: float, start: float) -> float:
         return max(start - made, self.floor)
 
+    def horizon(self, made: float, start: float) -> int:
+        """The horizon class of a forecast made at ``made`` for ``start``."""
+        rounds = (start - made) / self.floor
+        return sum(1 for edge in self.horizons if rounds >= edge)
+
     def add(self, made: float, start: float, actual: float) -> None:
         """A job forecast at ``made`` to start at ``start`` started at ``actual``."""
-        self.errors.append((actual - start) / self.scale(made, start))
-        self._sorted = None
+        err = (actual - start) / self.scale(made, start)
+        self.errors.append(err)
+        self.by_horizon[self.horizon(made, start)].append(err)
+        self._sorted = {}
 
-    def quantiles(self) -> tuple[float, float]:
-        """The (low, high) relative errors the band uses now."""
-        if len(self.errors) < self.min_errors:
+    def quantiles(self, horizon: int | None = None) -> tuple[float, float]:
+        """The (low, high) relative errors the band uses now (for a horizon class, else all)."""
+        key = -1
+        errors: deque[float] = self.errors
+        if horizon is not None and len(self.by_horizon[horizon]) >= self.min_errors:
+            key, errors = horizon, self.by_horizon[horizon]
+        if len(errors) < self.min_errors:
             return self.prior
-        if self._sorted is None:
-            self._sorted = sorted(self.errors)
-        return _quantile(self._sorted, self.low), _quantile(self._sorted, self.high)
+        if key not in self._sorted:
+            self._sorted[key] = sorted(errors)
+        got = self._sorted[key]
+        return _quantile(got, self.low), _quantile(got, self.high)
 
     def band(self, made: float, f: Forecast) -> Banded:
         """``f`` (made at ``made``) with its band."""
         if f.start is None:
             return Banded(None, f.end, None, None)
-        lo, hi = self.quantiles()
+        lo, hi = self.quantiles(self.horizon(made, f.start))
         s = self.scale(made, f.start)
         return Banded(f.start, f.end, max(made, f.start + lo * s), max(made, f.start + hi * s))
 

@@ -33,3 +33,17 @@ def test_a_forecast_without_a_start_has_no_band_and_bad_settings_are_refused() -
         ErrorBand(floor=0.0)
     with pytest.raises(ValueError):
         ErrorBand(low=0.9, high=0.1)
+
+
+def test_the_errors_are_kept_apart_by_horizon() -> None:
+    band = ErrorBand(floor=360.0, min_errors=2, low=0.0, high=1.0)
+    for _ in range(2):  # a round ahead: right to the second
+        band.add(0.0, 360.0, 360.0)
+    for late in (0.5, 1.0):  # a day ahead: up to twice as long
+        band.add(0.0, 86_400.0, 86_400.0 * (1 + late))
+    near, far = band.band(0.0, Forecast(360.0)), band.band(0.0, Forecast(86_400.0))
+    assert near.early == near.late == 360.0
+    assert far.early == pytest.approx(86_400.0 * 1.5) and far.late == pytest.approx(86_400.0 * 2)
+    # a horizon with too few errors of its own takes every horizon's
+    mid = band.band(0.0, Forecast(1800.0))  # 5 rounds ahead: none measured there yet
+    assert mid.early == pytest.approx(1800.0) and mid.late == pytest.approx(1800.0 * 2)
