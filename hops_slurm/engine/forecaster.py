@@ -81,9 +81,12 @@ def solver_capped(policy: Policy, seconds: float) -> Policy:
 
 
 def run_forecast(policy: Policy, cluster: ClusterView, views: Sequence[JobView], now: float, *,
-                 timetable: Timetable, budget: float) -> Outcome:
-    """One forecast within ``budget`` wall seconds, each solve capped at a twentieth of it."""
+                 timetable: Timetable | None, budget: float) -> Outcome:
+    """One forecast within ``budget`` wall seconds, each solve capped at a twentieth of it; ``timetable``
+    None: the engine's round and refresh, coarser for a long queue (:meth:`Timetable.for_queue`)."""
     deadline = time.monotonic() + budget
+    if timetable is None:
+        timetable = Timetable.for_queue(sum(1 for v in views if v.current is None))
     return forecast(solver_capped(policy, budget / 20.0), cluster, views, now, timetable=timetable,
                     stop=lambda: time.monotonic() > deadline)
 
@@ -121,7 +124,7 @@ class Forecaster:
         if not any(v.current is None for v in views):
             return False
         if self.inline:
-            self.take(run_forecast(policy, cluster, views, now, timetable=self.timetable, budget=self.budget))
+            self.take(run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget))
             return True
         if self.child is not None:
             self.skipped += 1
@@ -139,7 +142,7 @@ class Forecaster:
                     signal.signal(sig, signal.SIG_DFL)  # never the daemon's handlers: a stop ends the child
                 os.nice(19)
                 logging.disable(logging.WARNING)
-                got = run_forecast(policy, cluster, views, now, timetable=self.timetable, budget=self.budget)
+                got = run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget)
                 out.write(_encode(got))
                 out.flush()
                 code = 0
@@ -147,6 +150,10 @@ class Forecaster:
                 os._exit(code)
         self.child = _Child(pid, out, now, time.monotonic() + self.budget + self.grace)
         return True
+
+    def _timetable(self, views: Sequence[JobView]) -> Timetable:
+        t = self.timetable
+        return Timetable.for_queue(sum(1 for v in views if v.current is None), t.round_seconds, t.refresh_seconds)
 
     def poll(self) -> Outcome | None:
         """Take the child's forecast if it has ended (never waits); a child past its deadline is killed."""

@@ -11,8 +11,8 @@ is its forecast start.
 The timetable (:class:`Timetable`): the engine's round and refresh lengths for the first
 ``exact_rounds`` rounds, then each further ``exact_rounds`` rounds twice as long as the ones before
 (up to ``max_stretch`` times): a start hours ahead is resolved to a few minutes, which its uncertainty
-dwarfs, and a queue of 10,000 jobs is forecast in tens of plannings per simulated day instead of
-hundreds. ``stop()`` (the caller's wall-clock budget) ends it early: the jobs not started by then get
+dwarfs. A queue longer than :data:`LARGE_QUEUE` gets a coarser one (:meth:`Timetable.for_queue`), so
+10,000 jobs are forecast in tens of plannings per simulated day instead of hundreds. ``stop()`` (the caller's wall-clock budget) ends it early: the jobs not started by then get
 no forecast start, only ``after`` (the virtual time the forecast reached: they start later than that).
 """
 
@@ -26,6 +26,9 @@ from hops_slurm.sim.forecast_backend import ForecastBackend
 from planner.forecast import Forecast
 from planner.views import ClusterView, JobView, Policy
 
+#: waiting jobs beyond which a forecast plans on a coarser timetable (:meth:`Timetable.for_queue`)
+LARGE_QUEUE = 1000
+
 
 @dataclass(frozen=True)
 class Timetable:
@@ -37,6 +40,17 @@ class Timetable:
     max_stretch: float = 16.0
     #: virtual seconds ahead at most (a job not started by then: no forecast start)
     horizon_seconds: float = 30 * 86400.0
+    #: refresh ticks in the stretched rounds too (False: plannings at the rounds' instants only there)
+    ticks_beyond: bool = True
+
+    @classmethod
+    def for_queue(cls, waiting: int, round_seconds: float = 360.0, refresh_seconds: float = 30.0) -> Timetable:
+        """The timetable for a queue of ``waiting`` jobs: beyond :data:`LARGE_QUEUE`, 2 exact rounds, then
+        rounds doubling up to 64 times the engine's, planned at their instants only (each planning of a
+        queue that long costs about a second: a day ahead in tens of plannings, not hundreds)."""
+        if waiting <= LARGE_QUEUE:
+            return cls(round_seconds, refresh_seconds)
+        return cls(round_seconds, refresh_seconds, exact_rounds=2, max_stretch=64.0, ticks_beyond=False)
 
     def __post_init__(self) -> None:
         if self.round_seconds <= 0 or self.refresh_seconds <= 0 or self.exact_rounds < 1 or self.max_stretch < 1:
@@ -64,7 +78,9 @@ def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now:
     plannings = 0
     stretch = 1.0
     while not backend.done() and backend.now() - now < timetable.horizon_seconds:
-        settings = LoopSettings(timetable.round_seconds * stretch, timetable.refresh_seconds * stretch)
+        length = timetable.round_seconds * stretch
+        ticks = stretch == 1.0 or timetable.ticks_beyond
+        settings = LoopSettings(length, timetable.refresh_seconds * stretch if ticks else length)
         before = backend.now()
         plannings += len(run_rounds(backend, policy, settings, max_rounds=timetable.exact_rounds))
         if backend.now() <= before:  # nothing runs and nothing would start: it cannot go on
@@ -75,4 +91,4 @@ def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now:
     return Outcome(now, out, backend.now(), plannings, complete=not backend.waiting)
 
 
-__all__ = ["Outcome", "Timetable", "forecast"]
+__all__ = ["LARGE_QUEUE", "Outcome", "Timetable", "forecast"]

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from hops_slurm.engine.forecaster import run_forecast
-from hops_slurm.sim.forecast_run import Timetable
 from hops_slurm.tools.bench.solver_speeds import instance
 from planner.policies import make_policy
 
@@ -41,7 +40,7 @@ def run(out_dir: Path) -> Path:
     budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "324"))
     cluster, views = instance(gpus, jobs, 7)
     c0, t0 = time.process_time(), time.perf_counter()
-    out = run_forecast(make_policy("hops"), cluster, views, 0.0, timetable=Timetable(), budget=budget)
+    out = run_forecast(make_policy("hops"), cluster, views, 0.0, timetable=None, budget=budget)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     got = [f.start for f in out.forecasts.values() if f.start is not None]
     load = os.getloadavg()[0]
@@ -51,7 +50,8 @@ def run(out_dir: Path) -> Path:
     lines = [results_header("hops_slurm.tools.bench.forecast_scale:run", command),
              f"# Forecast speed: {jobs:,} pending jobs on {gpus} GPUs", "", f"Command: `{command}`.", "",
              "One forecast as the daemon's worker makes it (the round loop run forward in the simulator from "
-             "the instance's state; a copy of the Hops policy, solves capped at a twentieth of the budget).", "",
+             "the instance's state on the long queue's timetable, `Timetable.for_queue`; a copy of the Hops "
+             "policy, solves capped at a twentieth of the budget).", "",
              "| pending | GPUs | budget (s) | wall (s) | CPU (s) | plannings | forecast a start | complete | "
              "reached (h ahead) | latest start (h) | peak RSS (MiB) | load (1 min) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|",

@@ -73,3 +73,17 @@ def test_the_timetable_stretches_after_the_exact_rounds() -> None:
     assert got.plannings < 72_000.0 / ROUND  # fewer rounds than the engine's own timetable would take
     with pytest.raises(ValueError):
         Timetable(round_seconds=0.0)
+
+
+def test_a_long_queue_gets_the_coarser_timetable() -> None:
+    assert Timetable.for_queue(10) == Timetable()
+    long = Timetable.for_queue(10_000, 300.0, 20.0)
+    assert (long.round_seconds, long.refresh_seconds) == (300.0, 20.0)
+    assert long.exact_rounds < Timetable().exact_rounds and not long.ticks_beyond and long.max_stretch > 16.0
+    # past its exact rounds it plans at the rounds' instants only: the queued job starts at a round
+    running = _job("r", 4, 40.0 * 20_000.0, current={"n0": 4})
+    got = forecast(_held(), _cluster(), (running, _job("q", 4, 4_000.0, wait=1.0)), 0.0, timetable=long)
+    start = got.forecasts["q"].start
+    # rounds of 300 s x2, 600 x2, 1200 x2, 2400 x2, 4800 x2 (to 18,600 s), then 9600: the GPUs come back at
+    # 20,000 s and the next planning is the round at 28,200 s
+    assert start == 28_200.0
