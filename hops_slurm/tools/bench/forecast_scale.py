@@ -1,4 +1,4 @@
-"""Benchmark ``forecast`` part ``scale`` (issue 35): 10,000 pending jobs on 4096 GPUs forecast within a round?
+"""Benchmark ``forecast-scale`` (issue 35): 10,000 pending jobs on 4096 GPUs forecast within a round?
 
 Data flow: the solver bench's instance (:func:`hops_slurm.tools.bench.solver_speeds.instance`: 4096 GPUs of
 five classes, every node its own speed, a third of them partly held outside the planning; 10,000 pending
@@ -6,7 +6,7 @@ jobs of 1-16 GPUs, 0.2-40 h each) -> one forecast as the daemon's worker makes i
 (:func:`hops_slurm.engine.forecaster.run_forecast`: the round loop run forward in the simulator, 360 s
 rounds, a budget of ``HOPS_BENCH_FORECAST_BUDGET`` wall seconds, default 324 = 90% of a round) -> how
 long it took, how many plannings it made, how many of the 10,000 got a start, how far ahead it got.
-Writes ``forecast-scale.md``.
+Writes ``forecast-scale.md``. In ``make bench`` (``all``); also ``HOPS_BENCH_PARTS=scale hops-slurm bench forecast``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from pathlib import Path
 from hops_slurm.engine.forecaster import run_forecast
 from hops_slurm.tools.bench.solver_speeds import instance
 from planner.policies import make_policy
+
+NAME = "forecast-scale"
+IN_ALL = True
 
 
 def results_header(generator: str, command: str) -> str:
@@ -46,7 +49,7 @@ def run(out_dir: Path) -> Path:
     load = os.getloadavg()[0]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     command = (f"HOPS_BENCH_PARTS=scale HOPS_BENCH_FORECAST_GPUS={gpus} HOPS_BENCH_FORECAST_JOBS={jobs} "
-               f"HOPS_BENCH_FORECAST_BUDGET={budget:g} hops-slurm bench forecast")
+               f"HOPS_BENCH_FORECAST_BUDGET={budget:g} hops-slurm bench forecast-scale")
     lines = [results_header("hops_slurm.tools.bench.forecast_scale:run", command),
              f"# Forecast speed: {jobs:,} pending jobs on {gpus} GPUs", "", f"Command: `{command}`.", "",
              "One forecast as the daemon's worker makes it (the round loop run forward in the simulator from "
