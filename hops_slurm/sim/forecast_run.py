@@ -42,15 +42,19 @@ class Timetable:
     horizon_seconds: float = 30 * 86400.0
     #: refresh ticks in the stretched rounds too (False: plannings at the rounds' instants only there)
     ticks_beyond: bool = True
+    #: plannings at one instant at most (the engine's: a round plan and fragment plans while they place)
+    plans_per_instant: int = LoopSettings().max_plans_per_instant
 
     @classmethod
     def for_queue(cls, waiting: int, round_seconds: float = 360.0, refresh_seconds: float = 30.0) -> Timetable:
         """The timetable for a queue of ``waiting`` jobs: beyond :data:`LARGE_QUEUE`, 2 exact rounds, then
-        rounds doubling up to 64 times the engine's, planned at their instants only (each planning of a
-        queue that long costs about a second: a day ahead in tens of plannings, not hundreds)."""
+        rounds doubling up to 64 times the engine's, planned at their instants only, a round plan and one
+        fragment plan there (each planning of a queue that long costs seconds: a day ahead in tens of
+        plannings, not hundreds)."""
         if waiting <= LARGE_QUEUE:
             return cls(round_seconds, refresh_seconds)
-        return cls(round_seconds, refresh_seconds, exact_rounds=2, max_stretch=64.0, ticks_beyond=False)
+        return cls(round_seconds, refresh_seconds, exact_rounds=2, max_stretch=64.0, ticks_beyond=False,
+                   plans_per_instant=2)
 
     def __post_init__(self) -> None:
         if self.round_seconds <= 0 or self.refresh_seconds <= 0 or self.exact_rounds < 1 or self.max_stretch < 1:
@@ -80,7 +84,8 @@ def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now:
     while not backend.done() and backend.now() - now < timetable.horizon_seconds:
         length = timetable.round_seconds * stretch
         ticks = stretch == 1.0 or timetable.ticks_beyond
-        settings = LoopSettings(length, timetable.refresh_seconds * stretch if ticks else length)
+        settings = LoopSettings(length, timetable.refresh_seconds * stretch if ticks else length,
+                                max_plans_per_instant=timetable.plans_per_instant)
         before = backend.now()
         plannings += len(run_rounds(backend, policy, settings, max_rounds=timetable.exact_rounds))
         if backend.now() <= before:  # nothing runs and nothing would start: it cannot go on
