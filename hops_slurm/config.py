@@ -217,9 +217,10 @@ class EngineConfig(_Section):
     default_b_net: float = Field(1.0e9, ge=1e3, le=1e15, description="params/s across nodes until calibrated")
     restart_cost_default: float = Field(60.0, ge=0, le=DAY, description="seconds a restart costs a job whose model "
                                         "has no measured restart (start to first progress record) yet")
-    forecast: bool = Field(False, description="forecast each waiting job's start (and a band) at every round by "
-                           "replaying the planner forward on the estimates (planner.forecast), shown by "
-                           "`hops-slurm queue --start`; off until its accuracy is measured (docs/user-guide.md)")
+    forecast: bool = Field(False, description="forecast each waiting job's start (and a band) after every round "
+                           "by running the round loop forward in the simulator on the estimates, in a worker "
+                           "beside the rounds (hops_slurm.engine.forecaster), shown by `hops-slurm queue --start` "
+                           "(docs/user-guide.md; accuracy: docs/results/forecast.md)")
     preempt_signal: Literal[PREEMPT_SIGNALS] = Field(  # type: ignore[valid-type]
         "USR1", description="signal a running job gets before a planned requeue (docs/preemption.md)")
     preempt_grace: float = Field(120.0, ge=0, le=3600, description="seconds a job has after its notice to save a "

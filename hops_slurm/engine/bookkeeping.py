@@ -305,7 +305,8 @@ def job_record(r: Resources, js: JobState) -> JobRecord:
                      total_samples=float(d.samples) if d else None, placements=placements,
                      processed_samples=js.processed if js.run_time > 0 else None,
                      reason=r.reasons.last_name(js.job_id) if state == "PENDING" else "",
-                     time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None)
+                     time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None,
+                     forecast_start=r.reasons.first_forecast(js.job_id))
 
 
 def recorder_envs(r: Resources, job_ids: Iterable[str]) -> dict[str, dict[str, str]]:

@@ -56,7 +56,7 @@ counted in ``hops_pending_jobs{reason}`` and written to the queue summary users 
 fragment plan, then fragment plans at the same instant: :func:`hops_slurm.core.rounds.plan_instant`, the
 simulator's loop too), ``offer``* (the idle GPUs a new job may take unheld, with ``[engine] offer_file``),
 ``summary``* (as the refresh's, with the plannings' reasons; with ``[engine] forecast``, a round plan's
-first recomputes each waiting job's forecast start: :func:`hops_slurm.engine.reasons.forecast`).
+first hands its views to the forecast worker: :func:`hops_slurm.engine.reasons.start_forecast`).
 Each planning inside is itself timed by part under ``cycle="planning"``: ``plan``,
 ``enact`` (from its :class:`~hops_slurm.core.interface.Planning`), ``record`` and ``views`` (the views again
 after enactment, recomputed only for the jobs whose inputs changed: :class:`hops_slurm.engine.known_jobs.ViewCache`).

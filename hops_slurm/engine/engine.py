@@ -333,7 +333,7 @@ class Engine:
                 self.offers.publish(None)
             except OSError as exc:
                 log.warning("cannot close the offer file %s: %s", self.offers.path, exc)
-        for thing in getattr(self, "_closing", []):
+        for thing in [self.reasons.forecaster, *getattr(self, "_closing", [])]:
             if thing is not None and hasattr(thing, "close"):
                 try:
                     thing.close()

@@ -13,9 +13,7 @@ reason changes: :meth:`Reasons.log_changes`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -23,11 +21,10 @@ from typing import Protocol
 from hops_slurm.engine import queue_summary
 from hops_slurm.engine.state import SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
-from planner.forecast import Banded, band
-from planner.params import PlannerParams
-from planner.policies import make_policy
+from hops_slurm.engine.forecaster import Forecaster
+from planner.forecast import Banded
 from planner.reasons import Code, Why
-from planner.views import ClusterView, JobView
+from planner.views import ClusterView, JobView, Policy
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +66,13 @@ class Reasons:
         self.planned: dict[str, Why] = {}
         self.published: dict[str, Why] = {}
         self.order: list[str] = []  # the latest planning's queue order (waiting jobs, first = next)
-        #: the latest forecasts (``[engine] forecast``: :func:`forecast`), job id -> start, end and band
-        self.forecasts: dict[str, Banded] = {}
+        #: the forecast worker (``[engine] forecast``: :func:`start_forecast`); None until the first forecast
+        self.forecaster: Forecaster | None = None
+        self.forecast_inline = False  # the forecast in the engine's own process (the engine simulation)
+
+    def first_forecast(self, job_id: str) -> float | None:
+        """The first forecast start made for ``job_id`` after its submission (None: none)."""
+        return self.forecaster.first_start(job_id) if self.forecaster is not None else None
 
     def last_name(self, job_id: str) -> str:
         """The REASON last published for ``job_id`` ("" when none)."""
@@ -121,16 +123,26 @@ class Gauges(Protocol):
     def pending_reasons(self, counts: Mapping[str, int]) -> None: ...
 
 
-def forecast(params: PlannerParams, cluster: ClusterView, jobs: Sequence[JobView], now: float, *,
-             round_seconds: float, budget: float) -> dict[str, Banded]:
-    """Each waiting job's forecast start, end and band (:func:`planner.forecast.band`: the planner replayed
-    forward, on fresh policies of the site's parameters, each solve capped at a tenth of ``budget``),
-    within ``budget`` wall seconds in all: a replay that runs out leaves the starts it did not reach
-    unknown. Never raises for one job's estimate (:func:`planner.forecast.replay`)."""
-    deadline = time.monotonic() + budget
-    capped = dataclasses.replace(params, time_limit=max(0.05, min(params.time_limit, budget / 10.0)))
-    return band(lambda: make_policy("hops", capped), cluster, jobs, now, round_seconds=round_seconds,
-                stop=lambda: time.monotonic() > deadline)
+def start_forecast(reasons: Reasons, policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now: float, *,
+                   round_seconds: float, refresh_seconds: float, budget: float) -> bool:
+    """Hand this round's views to the forecast worker (:class:`hops_slurm.engine.forecaster.Forecaster`,
+    made on first use): it runs the round loop forward from them in the simulator, in a child process,
+    within ``budget`` wall seconds, and never holds the round up. False: the last forecast still runs."""
+    if reasons.forecaster is None:
+        reasons.forecaster = Forecaster(round_seconds=round_seconds, refresh_seconds=refresh_seconds, budget=budget,
+                                        inline=reasons.forecast_inline)
+    return reasons.forecaster.submit(policy, cluster, jobs, now)
+
+
+def _forecasts(reasons: Reasons, listing: Mapping[str, SlurmJob], now_reasons: Mapping[str, Why]) -> dict[str, Banded]:
+    """A finished forecast collected; the starts since measured against their forecasts (the band); the
+    pending jobs' latest forecasts, only where the planner decides when the job starts."""
+    f = reasons.forecaster
+    if f is None:
+        return {}
+    f.poll()
+    f.observe({j: s.start_time for j, s in listing.items() if j in f.last and s.active and s.start_time})
+    return f.shown(j for j, w in now_reasons.items() if w.code in FORECAST_CODES)
 
 
 def publish(reasons: Reasons, tracked: Mapping[str, JobState], listing: Mapping[str, SlurmJob], now: float, *,
@@ -142,8 +154,7 @@ def publish(reasons: Reasons, tracked: Mapping[str, JobState], listing: Mapping[
     metrics.pending_reasons(counts(now_reasons.values()))
     # a forecast only where the planner decides when the job starts (not for one Slurm or its owner holds)
     summary = queue_summary.build(tracked, listing, now_reasons, reasons.order, now, refresh_seconds,
-                                  {j: f for j, f in reasons.forecasts.items()
-                                   if j in now_reasons and now_reasons[j].code in FORECAST_CODES})
+                                  _forecasts(reasons, listing, now_reasons))
     return queue_summary.write(state_dir, summary)
 
 
@@ -155,4 +166,4 @@ def counts(reasons: Iterable[Why]) -> dict[str, int]:
     return out
 
 
-__all__ = ["LOG_CHANGES_MAX", "Reasons", "counts", "forecast", "publish", "slurm_reason", "waiting_reason"]
+__all__ = ["LOG_CHANGES_MAX", "Reasons", "counts", "publish", "start_forecast", "slurm_reason", "waiting_reason"]

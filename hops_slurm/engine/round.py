@@ -30,8 +30,8 @@ from hops_slurm.engine.state import JobState
 
 log = logging.getLogger(__name__)
 
-#: wall seconds a round's forecasts may take at most (and a quarter of the round length)
-FORECAST_BUDGET = 60.0
+#: wall seconds a round's forecast may take at most (in its worker, beside the rounds; and 90% of the round)
+FORECAST_BUDGET = 300.0
 S = RoundSession
 
 
@@ -102,18 +102,11 @@ def plannings(s: S, r: Resources) -> None:
 def summary(s: S, r: Resources) -> None:  # the reasons the plannings gave, published (as the refresh's step)
     if r.dry_run:
         return
-    if r.config.engine.forecast and not s.fragment and s.views:  # once a round, after its plannings
+    if r.config.engine.forecast and not s.fragment and s.views:  # once a round: handed to its worker
         sched = r.config.scheduler
-        try:
-            r.reasons.forecasts = reasons.forecast(r.config.planner, r.backend.cluster_view(fragment=False), s.views,
-                                                   r.now(), round_seconds=sched.round_length,
-                                                   budget=min(sched.round_length / 4.0, FORECAST_BUDGET))
-        except Exception as exc:  # no forecast this round; the reasons are published all the same
-            if not per_job_failure(exc):
-                raise
-            r.reasons.forecasts = {}
-            log.warning("forecast failed (%s); the queue shows no forecast start this round",
-                        reason_text(type(exc).__name__, exc))
+        reasons.start_forecast(r.reasons, r.policy, r.backend.cluster_view(fragment=False), s.views, r.now(),
+                               round_seconds=sched.round_length, refresh_seconds=sched.queue_refresh,
+                               budget=min(sched.round_length * 0.9, FORECAST_BUDGET))
     bk.publish_reasons(r, r.backend.listing, r.now())
 
 

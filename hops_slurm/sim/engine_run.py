@@ -246,6 +246,7 @@ def _open_engine(config: SiteConfig, ctl: SimSlurmctld, policy_name: str) -> Eng
     engine.records_file.db.execute("PRAGMA journal_mode=MEMORY")  # not a journal file made and deleted per write
     engine.enactor.settle_timeout, engine.enactor.poll, engine.enactor.requeue_grace = 0.0, 0.0, 0.0
     engine.enactor.notifier.pause = ctl.sleep  # a notice's grace passes in virtual time
+    engine.reasons.forecast_inline = True  # a forecast in virtual time: made at its round, not at wall-clock pace
     hops = policy_name == "hops" or policy_name.startswith(("hops:", "hops-"))
     engine.policy = make_policy(policy_name, config.planner) if hops else make_policy(policy_name)
     return engine

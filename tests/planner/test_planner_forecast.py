@@ -1,55 +1,49 @@
-"""planner.forecast: the policy replayed forward on the estimates gives each waiting job a start and a band."""
+"""planner.forecast: the band of a forecast comes from the measured errors of earlier forecasts."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.forecast import band, replay
-from planner.hops import HopsPolicy
-from planner.params import PlannerParams
-from planner.views import ClusterView, Config, JobView, NodeView
-
-ROUND = 360.0
+from planner.forecast import ErrorBand, Forecast
 
 
-def _job(job_id: str, gpus: int, samples: float, *, wait: float = 0.0, current: Config | None = None,
-         done: float = 0.0) -> JobView:
-    # 10 samples/s per GPU wherever it runs
-    return JobView(job_id, (gpus,), submit_time=0.0, wait=wait, age=samples / (10.0 * gpus), sensitivity=1.0,
-                   throughput=lambda cfg: 10.0 * sum(cfg.values()), total_samples=samples, done_samples=done,
-                   current=current)
+def test_before_enough_errors_the_band_is_the_prior() -> None:
+    band = ErrorBand(floor=360.0, min_errors=3, prior=(-0.5, 1.0))
+    got = band.band(1000.0, Forecast(1000.0 + 3600.0, 9000.0))
+    assert (got.start, got.end) == (4600.0, 9000.0)
+    assert got.early == pytest.approx(4600.0 - 1800.0) and got.late == pytest.approx(4600.0 + 3600.0)
 
 
-def _cluster(gpus: int = 4) -> ClusterView:
-    return ClusterView((NodeView("n0", "v100", "v100-a", gpus, gpus),))
+def test_the_band_follows_the_errors_measured_horizon_for_horizon() -> None:
+    band = ErrorBand(floor=360.0, min_errors=3, low=0.0, high=1.0)
+    band.add(0.0, 1000.0, 1100.0)  # 10% late
+    band.add(0.0, 1000.0, 900.0)  # 10% early
+    band.add(0.0, 100.0, 460.0)  # a start "now" one round late: scaled by the floor, +100%
+    lo, hi = band.quantiles()
+    assert lo == pytest.approx(-0.1) and hi == pytest.approx(1.0)
+    got = band.band(0.0, Forecast(2000.0))
+    assert got.early == pytest.approx(1800.0) and got.late == pytest.approx(4000.0)
+    # never before the forecast was made
+    assert band.band(500.0, Forecast(500.0)).early == 500.0
 
 
-def test_a_queued_job_starts_when_the_running_one_ends() -> None:
-    # the running job holds all 4 GPUs and needs 40 s x 25 = 1000 s more: it ends in round 3 (720..1080 s)
-    running = _job("r", 4, 40_000.0 * 2, done=40_000.0, current={"n0": 4})
-    queued = _job("q", 4, 4_000.0, wait=1.0)
-    # inside its minimum run time: the round may not preempt it for the queued one
-    got = replay(HopsPolicy(PlannerParams(min_run_time=1e5)), _cluster(), (running, queued), 0.0, round_seconds=ROUND)
-    assert set(got) == {"q"}
-    assert got["q"].start == 3 * ROUND  # the round after the GPUs came back
-    assert got["q"].end == pytest.approx(3 * ROUND + 100.0)  # 4000 samples at 40/s
-
-
-def test_a_job_that_fits_now_starts_now_and_the_queue_is_served_in_order() -> None:
-    jobs = (_job("a", 4, 4_000.0, wait=300.0), _job("b", 4, 4_000.0, wait=200.0), _job("c", 4, 4_000.0, wait=100.0))
-    got = replay(HopsPolicy(), _cluster(), jobs, 0.0, round_seconds=ROUND)
-    assert [got[j].start for j in "abc"] == [0.0, ROUND, 2 * ROUND]
-
-
-def test_the_band_holds_the_forecast_and_a_stop_leaves_the_rest_unknown() -> None:
-    running = _job("r", 4, 400_000.0, done=0.0, current={"n0": 4})  # 10,000 s at 40/s
-    queued = _job("q", 4, 4_000.0, wait=1.0)
-    held = lambda: HopsPolicy(PlannerParams(min_run_time=1e5))  # noqa: E731
-    got = band(held, _cluster(), (running, queued), 0.0, round_seconds=ROUND)["q"]
-    assert got.early is not None and got.late is not None and got.start is not None
-    assert got.early <= got.start <= got.late and got.early < got.late
-    calls = iter(range(100))
-    cut = replay(held(), _cluster(), (running, queued), 0.0, round_seconds=ROUND, stop=lambda: next(calls) >= 2)
-    assert cut["q"].start is None  # two rounds were all it had: not started within them
+def test_a_forecast_without_a_start_has_no_band_and_bad_settings_are_refused() -> None:
+    assert ErrorBand().band(0.0, Forecast(None)).early is None
     with pytest.raises(ValueError):
-        replay(HopsPolicy(), _cluster(), (queued,), 0.0, round_seconds=0.0)
+        ErrorBand(floor=0.0)
+    with pytest.raises(ValueError):
+        ErrorBand(low=0.9, high=0.1)
+
+
+def test_the_errors_are_kept_apart_by_horizon() -> None:
+    band = ErrorBand(floor=360.0, min_errors=2, low=0.0, high=1.0)
+    for _ in range(2):  # a round ahead: right to the second
+        band.add(0.0, 360.0, 360.0)
+    for late in (0.5, 1.0):  # a day ahead: up to twice as long
+        band.add(0.0, 86_400.0, 86_400.0 * (1 + late))
+    near, far = band.band(0.0, Forecast(360.0)), band.band(0.0, Forecast(86_400.0))
+    assert near.early == near.late == 360.0
+    assert far.early == pytest.approx(86_400.0 * 1.5) and far.late == pytest.approx(86_400.0 * 2)
+    # a horizon with too few errors of its own takes every horizon's
+    mid = band.band(0.0, Forecast(1800.0))  # 5 rounds ahead: none measured there yet
+    assert mid.early == pytest.approx(1800.0) and mid.late == pytest.approx(1800.0 * 2)

@@ -182,3 +182,14 @@ def _as_nobody(tmp_path: Path) -> None:
                                         "MPLCONFIGDIR": str(tmp_path / "mpl")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["JOBID|USER|REASON", "11|alice|HopsQueue"]
+
+
+def test_ten_thousand_pending_jobs_with_forecasts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--start`` over 10,000 forecast jobs (the daemon's forecast worker wrote a start and band for each)."""
+    now = time.time()
+    path = _summary(tmp_path, [_pending(str(i), f"user{i % 97}", i, start=now + 60.0 * i, end=now + 60.0 * i + 3600.0,
+                                        start_early=now + 30.0 * i, start_late=now + 120.0 * i)
+                               for i in range(1, 10_001)])
+    rc, out, _ = _run(capsys, "--summary", str(path), "--start", "--parsable2", "--noheader")
+    assert rc == 0 and len(out.splitlines()) == 10_000
+    assert "N/A" not in out

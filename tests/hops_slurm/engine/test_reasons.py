@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,14 @@ def test_forecasts_only_when_switched_on(tmp_path: Path, on: bool) -> None:
         engine.round()
         engine.refresh()
         engine.round()
+        if on:  # the forecast runs beside the round, in its worker: the next summary step publishes it
+            worker = engine.reasons.forecaster
+            assert worker is not None
+            end = time.monotonic() + 60.0
+            while worker.child is not None and time.monotonic() < end:
+                worker.poll()
+                time.sleep(0.02)
+            engine.refresh()
         rows = [r for r in queue_summary.read(engine.state_dir / queue_summary.NAME).jobs if r.state == "PENDING"]
         assert len(rows) == 2
         for row in rows:
@@ -160,5 +169,8 @@ def test_forecasts_only_when_switched_on(tmp_path: Path, on: bool) -> None:
             assert row.start_late is None or row.start <= row.start_late
         if on:
             assert rows[0].start < rows[1].start  # type: ignore[operator]
+            # the job's record carries its first forecast start (the report and the demo show it)
+            for row in rows:
+                assert engine._job_record(engine.tracked[row.job_id]).forecast_start is not None
     finally:
         engine.close()

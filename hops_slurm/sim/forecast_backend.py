@@ -1,0 +1,207 @@
+"""The simulated cluster of a forecast: the jobs of now, run forward on their estimates.
+
+Where it sits: behind :class:`hops_slurm.core.interface.Backend`, under the round loop
+(:func:`hops_slurm.core.rounds.run_rounds`) that ``hops-slurm simulate`` and the daemon's timetable run,
+driven by :func:`hops_slurm.sim.forecast_run.forecast`. It starts from what a round planned with (the
+cluster view of a round plan: each node's GPUs not held outside the planning; the job views: each job's
+estimates, wait, processed samples and current config) and knows nothing else: no ground truth, no
+arrivals. Where :class:`hops_slurm.sim.sim_backend.SimBackend` runs a job at its true speed, this one runs
+it at the speed the estimator gives the job's config (``JobView.throughput``, times ``speed``):
+
+* a job placed on a new config (a first start, or a move) holds its GPUs and makes no progress for its
+  ``restart_cost``, then progresses; a job a round plan leaves out is preempted at once (pending, its
+  wait grows as live);
+* a running job ends when its remaining samples are done at that rate (or, unmeasured, when its age
+  says: :func:`planner.moves.remaining_seconds`); its GPUs are free at once;
+* :meth:`done` is True once every job that was waiting at the start has started, or ``stop()`` says so
+  (the caller's wall-clock budget; nothing here reads a clock), or a round plan started nothing on a
+  cluster where nothing runs (the jobs left would wait for ever: no forecast start).
+
+Each waiting job's first start is its forecast start, the end of that run its forecast end.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hops_slurm.core.interface import Enactment
+from planner.moves import remaining_seconds
+from planner.views import ClusterView, Config, JobView, NodeView, Plan, freeze_config
+
+EPS = 1e-9
+
+
+@dataclass
+class _Run:
+    """One job of the forecast and where it stands."""
+
+    view: JobView  # as planned with at the start (its estimates); the fields below move on from it
+    config: Config | None
+    since: float  # when its current state (running on ``config``, or waiting) began
+    resume_at: float = 0.0  # running: when it progresses (after its restart cost)
+    rate: float = 0.0  # running: samples/s
+    done: float = 0.0  # samples processed at ``since``
+    wait: float = 0.0  # wait at ``since``
+    run_time: float = 0.0  # run time at ``since``
+    placed_at: float = 0.0  # running: when it was placed on ``config``
+    preemptions: int = 0
+    end_at: float | None = None  # running: when its remaining work is done
+
+    def at(self, t: float) -> JobView:
+        """The job's view at ``t``."""
+        running = self.config is not None
+        ran = max(0.0, t - self.resume_at) if running else 0.0
+        return _moved_on(self.view, wait=self.wait + (0.0 if running else max(0.0, t - self.since)),
+                         done_samples=self.done + self.rate * ran,
+                         run_time=self.run_time + (max(0.0, t - self.since) if running else 0.0),
+                         current=self.config, placed_for=max(0.0, t - self.placed_at) if running else 0.0,
+                         preemptions=self.preemptions)
+
+
+def _moved_on(view: JobView, **fields: object) -> JobView:
+    """``view`` with ``fields`` changed: what ``dataclasses.replace`` gives, without re-running the
+    checks of fields that do not change (its requirements; a forecast makes 10,000 views per planning)."""
+    out = copy.copy(view)
+    for name, value in fields.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+class ForecastBackend:
+    """A :class:`hops_slurm.core.interface.Backend` over the jobs of now (see the module docstring).
+
+    After a run: ``starts`` (job id -> forecast start) and :meth:`forecast_ends` for the jobs that were
+    waiting (``targets``)."""
+
+    def __init__(self, cluster: ClusterView, jobs: Sequence[JobView], now: float, *, speed: float = 1.0,
+                 stop: Callable[[], bool] = lambda: False) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.t = float(now)
+        self.speed = speed
+        self.stop = stop
+        self.nodes = cluster.nodes
+        self.base = {n.name: n.free_gpus for n in cluster.nodes}  # free when no job of the forecast holds it
+        self.runs: dict[str, _Run] = {}
+        self.targets: set[str] = set()
+        self.starts: dict[str, float] = {}
+        self.ends: dict[str, float] = {}
+        for view in jobs:
+            run = _Run(view, view.current, self.t, wait=view.wait, done=view.done_samples, run_time=view.run_time,
+                       preemptions=view.preemptions)
+            if view.current:
+                run.placed_at = self.t - view.placed_for
+                self._running(run, view.current, self.t, delay=0.0)
+            else:
+                self.targets.add(view.job_id)
+            self.runs[view.job_id] = run
+        self.waiting = set(self.targets)  # targets not started yet
+        self._stopped = False
+        self.stuck = False  # a round plan left every job waiting on an idle cluster: nothing will change
+
+    # --- Backend -----------------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.t
+
+    def done(self) -> bool:
+        if not self.waiting or self.stuck:
+            return True
+        if not self._stopped and self.stop():
+            self._stopped = True
+        return self._stopped
+
+    def next_activity(self) -> float | None:
+        ends = [r.end_at for r in self.runs.values() if r.end_at is not None]
+        return min(ends) if ends else None
+
+    def cluster_view(self, *, fragment: bool) -> ClusterView:
+        free = dict(self.base)
+        if fragment:
+            for run in self.runs.values():
+                for node, g in (run.config or {}).items():
+                    if node in free:
+                        free[node] -= g
+        return ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
+                                          max(0, min(n.total_gpus, free[n.name]))) for n in self.nodes))
+
+    def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
+        return tuple(run.at(self.t) for run in self.runs.values())
+
+    def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
+        out = Enactment()
+        placed = plan.placed()
+        for job_id, run in self.runs.items():
+            config = placed.get(job_id)
+            if run.config is not None:
+                if fragment:
+                    continue  # a fragment plan places waiting jobs only; the running keep what they have
+                if config is not None and dict(config) == dict(run.config):
+                    out.kept.append(job_id)
+                    continue
+                self._stop(run)
+                out.preempted.append(job_id)
+                if config is None:
+                    continue
+            elif config is None:
+                continue
+            self._running(run, freeze_config(config), self.t, delay=run.view.restart_cost)
+            out.started.append(job_id)
+            if job_id in self.waiting:
+                self.waiting.discard(job_id)
+                self.starts[job_id] = self.t
+        if not fragment and not out.started and all(run.config is None for run in self.runs.values()):
+            self.stuck = True
+        return out
+
+    def wait_until(self, t: float) -> None:
+        """The clock to ``t``: jobs whose work is done end on the way (their GPUs free at once)."""
+        for job_id, run in list(self.runs.items()):
+            if run.end_at is not None and run.end_at <= t + EPS:
+                del self.runs[job_id]
+                if job_id in self.targets:
+                    self.ends[job_id] = run.end_at
+        self.t = max(self.t, float(t))
+
+    def forecast_ends(self) -> dict[str, float]:
+        """Each started target's end: when it ended, or when the run it is in would end."""
+        out = dict(self.ends)
+        for job_id in self.targets:
+            run = self.runs.get(job_id)
+            if run is not None and run.end_at is not None and job_id in self.starts:
+                out[job_id] = run.end_at
+        return out
+
+    # --- internals -------------------------------------------------------------------------------------
+    def _rate(self, view: JobView, config: Config) -> float:
+        try:
+            rate = float(view.throughput(config))
+        except Exception:  # noqa: BLE001 - an estimate that fails is no progress there
+            return 0.0
+        return max(rate, 0.0) * self.speed if rate == rate else 0.0
+
+    def _running(self, run: _Run, config: Config, t: float, *, delay: float) -> None:
+        """``run`` starts (or, at the start of the forecast, goes on) on ``config`` at ``t``."""
+        view = run.at(t)
+        run.wait, run.done, run.run_time = view.wait, view.done_samples, view.run_time
+        if run.config is None or dict(run.config) != dict(config):
+            run.placed_at = t
+        run.config, run.since = config, t
+        run.resume_at = t + max(0.0, delay)
+        run.rate = self._rate(run.view, config)
+        left = remaining_seconds(dataclasses.replace(view, current=config), run.rate)
+        if left is not None and not (run.view.measured and run.view.total_samples > 0.0 and run.rate > 0.0):
+            left /= self.speed  # what its age says is left, at this forecast's speed
+        run.end_at = None if left is None else run.resume_at + left
+
+    def _stop(self, run: _Run) -> None:
+        """``run`` is preempted at ``self.t``: pending, its progress so far kept."""
+        view = run.at(self.t)
+        run.done, run.run_time, run.wait = view.done_samples, view.run_time, view.wait
+        run.config, run.since, run.rate, run.end_at = None, self.t, 0.0, None
+        run.preemptions += 1
+
+
+__all__ = ["ForecastBackend"]

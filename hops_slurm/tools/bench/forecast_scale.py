@@ -1,0 +1,64 @@
+"""Benchmark ``forecast-scale`` (issue 35): 10,000 pending jobs on 4096 GPUs forecast within a round?
+
+Data flow: the solver bench's instance (:func:`hops_slurm.tools.bench.solver_speeds.instance`: 4096 GPUs of
+five classes, every node its own speed, a third of them partly held outside the planning; 10,000 pending
+jobs of 1-16 GPUs, 0.2-40 h each) -> one forecast as the daemon's worker makes it
+(:func:`hops_slurm.engine.forecaster.run_forecast`: the round loop run forward in the simulator, 360 s
+rounds, a budget of ``HOPS_BENCH_FORECAST_BUDGET`` wall seconds, default 324 = 90% of a round) -> how
+long it took, how many plannings it made, how many of the 10,000 got a start, how far ahead it got.
+Writes ``forecast-scale.md``. In ``make bench`` (``all``); also ``HOPS_BENCH_PARTS=scale hops-slurm bench forecast``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from hops_slurm.engine.forecaster import run_forecast
+from hops_slurm.tools import results_header
+from hops_slurm.tools.bench.solver_speeds import instance
+from planner.policies import make_policy
+
+NAME = "forecast-scale"
+IN_ALL = True
+
+
+#: the HOPS_BENCH_* variables it reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_FORECAST_GPUS", "HOPS_BENCH_FORECAST_JOBS", "HOPS_BENCH_FORECAST_BUDGET")
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (:mod:`hops_slurm.tools.results_header`)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
+def run(out_dir: Path) -> Path:
+    gpus = int(os.environ.get("HOPS_BENCH_FORECAST_GPUS", "4096"))
+    jobs = int(os.environ.get("HOPS_BENCH_FORECAST_JOBS", "10000"))
+    budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "324"))
+    cluster, views = instance(gpus, jobs, 7)
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = run_forecast(make_policy("hops"), cluster, views, 0.0, timetable=None, budget=budget)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    got = [f.start for f in out.forecasts.values() if f.start is not None]
+    load = os.getloadavg()[0]
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    cmd = command(os.environ)
+    lines = [f"# Forecast speed: {jobs:,} pending jobs on {gpus} GPUs", "", f"Command: `{cmd}`.", "",
+             "One forecast as the daemon's worker makes it (the round loop run forward in the simulator from "
+             "the instance's state on the long queue's timetable, `Timetable.for_queue`; a copy of the Hops "
+             "policy, solves capped at a twentieth of the budget).", "",
+             "| pending | GPUs | budget (s) | wall (s) | CPU (s) | plannings | forecast a start | complete | "
+             "reached (h ahead) | latest start (h) | peak RSS (MiB) | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|",
+             f"| {jobs:,} | {gpus} | {budget:g} | {wall:.1f} | {cpu:.1f} | {out.plannings} | {len(got):,} | "
+             f"{'yes' if out.complete else 'no'} | {out.after / 3600:.1f} | {(max(got) / 3600 if got else 0):.1f} | "
+             f"{rss:.0f} | {load:.1f} |", "",
+             "\"Complete\": every pending job got a start within the budget; otherwise the jobs not reached are "
+             "shown as starting later than \"reached\". The forecast runs in a child process at nice 19 beside "
+             "the rounds (`hops_slurm/engine/forecaster.py`): its length never adds to a round's."]
+    return results_header.write(out_dir / "forecast-scale.md", "\n".join(lines) + "\n",
+                                generator=f"{__name__}:run", command=cmd)

@@ -1,0 +1,82 @@
+"""hops_slurm.engine.forecaster: the forecast worker runs beside the round in a child process, hands back
+each waiting job's start with a band, skips a round while it still runs, and is killed past its budget."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from hops_slurm.engine.forecaster import Forecaster, policy_copy
+from planner.forecast import Forecast
+from planner.hops import HopsPolicy
+from planner.views import ClusterView, JobView, NodeView, Plan, Policy
+
+
+def _job(job_id: str, gpus: int, samples: float, *, wait: float = 0.0) -> JobView:
+    return JobView(job_id, (gpus,), submit_time=0.0, wait=wait, age=samples / (10.0 * gpus), sensitivity=1.0,
+                   throughput=lambda cfg: 10.0 * sum(cfg.values()), total_samples=samples)
+
+
+CLUSTER = ClusterView((NodeView("n0", "v100", "v100-a", 4, 4),))
+JOBS = (_job("a", 4, 4_000.0, wait=300.0), _job("b", 4, 4_000.0, wait=200.0))
+
+
+def _until_taken(f: Forecaster, limit: float = 60.0) -> None:
+    end = time.monotonic() + limit
+    while f.child is not None and time.monotonic() < end:
+        f.poll()
+        time.sleep(0.02)
+
+
+class Sleeper(Policy):
+    """A policy that never answers in time."""
+
+    name = "sleeper"
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        time.sleep(120.0)
+        return Plan({})
+
+
+def test_the_child_hands_back_every_waiting_jobs_start_and_the_first_is_kept() -> None:
+    f = Forecaster(round_seconds=360.0, refresh_seconds=30.0, budget=30.0)
+    policy = HopsPolicy()
+    assert f.submit(policy, CLUSTER, JOBS, 100.0)
+    assert not f.submit(policy, CLUSTER, JOBS, 100.0) or f.child is None  # one at a time
+    _until_taken(f)
+    assert f.child is None and f.outcome is not None and f.outcome.complete
+    assert f.latest["a"].start == 100.0 and f.latest["b"].start is not None and f.latest["b"].start > 100.0
+    for b in f.latest.values():
+        assert b.early is not None and b.late is not None and b.early <= b.start <= b.late  # type: ignore[operator]
+    assert f.first_start("b") == f.latest["b"].start
+    assert policy._previous == {}  # the engine's policy is untouched: the child planned on its own copy
+    # b started 100 s late: its forecasts' errors go into the band
+    f.observe({"b": f.latest["b"].start + 100.0})  # type: ignore[operator]
+    assert len(f.band.errors) == 1 and f.band.errors[0] > 0
+
+
+def test_a_child_past_its_budget_is_killed_and_the_last_forecast_stays() -> None:
+    f = Forecaster(round_seconds=360.0, refresh_seconds=30.0, budget=0.2, grace=0.2)
+    f.latest = {"x": f.band.band(0.0, Forecast(10.0))}
+    assert f.submit(Sleeper(), CLUSTER, JOBS, 0.0)
+    pid = f.child.pid  # type: ignore[union-attr]
+    _until_taken(f)
+    assert f.child is None and f.outcome is None and set(f.latest) == {"x"}
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive
+
+
+def test_inline_and_the_policy_copy() -> None:
+    f = Forecaster(round_seconds=360.0, refresh_seconds=30.0, budget=30.0, inline=True)
+    assert f.submit(HopsPolicy(), CLUSTER, JOBS, 0.0) and f.child is None
+    assert set(f.latest) == {"a", "b"}
+    p = HopsPolicy()
+    p._previous["a"] = {"n0": 4}  # type: ignore[assignment]
+    q = policy_copy(p)
+    q._previous.clear()
+    assert p._previous == {"a": {"n0": 4}}
+    assert not f.submit(HopsPolicy(), CLUSTER, (), 0.0)  # nothing waits: nothing to forecast
