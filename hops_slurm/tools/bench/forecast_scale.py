@@ -6,7 +6,7 @@ jobs of 1-16 GPUs, 0.2-40 h each) -> one forecast as the daemon's worker makes i
 (:func:`hops_slurm.engine.forecaster.run_forecast`: the round loop run forward in the simulator, 360 s
 rounds, a budget of ``HOPS_BENCH_FORECAST_BUDGET`` wall seconds, default 324 = 90% of a round) -> how
 long it took, how many plannings it made, how many of the 10,000 got a start, how far ahead it got.
-Writes ``forecast-scale.md``. In ``make bench`` (``all``); also ``HOPS_BENCH_PARTS=scale hops-slurm bench forecast``.
+Writes ``forecast-scale.md``. In ``make bench`` (``all``); ``hops-slurm bench forecast`` runs it too when asked for the part ``scale``.
 """
 
 from __future__ import annotations

@@ -171,6 +171,6 @@ def test_forecasts_only_when_switched_on(tmp_path: Path, on: bool) -> None:
             assert rows[0].start < rows[1].start  # type: ignore[operator]
             # the job's record carries its first forecast start (the report and the demo show it)
             for row in rows:
-                assert engine._job_record(engine.tracked[row.job_id]).forecast_start is not None
+                assert job_record(engine.res, engine.tracked[row.job_id]).forecast_start is not None
     finally:
         engine.close()
