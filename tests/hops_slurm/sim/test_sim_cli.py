@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hops_slurm.cli import main
 from hops_slurm.records import JobRecord, RoundRecord
 from planner.policies import policy_names
@@ -43,3 +45,16 @@ def test_errors_are_reported_without_traceback(tmp_path, capsys):
     bad.write_text("arrival,model\n0,ResNet-50\n")
     assert main(["simulate", "--workload", str(bad), "--policies", "fifo-greedy", "--out", str(tmp_path)]) == 1
     assert "w.csv:2: missing 'requirements'" in capsys.readouterr().err
+
+
+def test_the_safety_stop_is_a_parameter(tmp_path, capsys):
+    """--max-days: a run still going after that much virtual time fails by name (a trace may span more than 90)."""
+    out = tmp_path / "sim"
+    argv = ["simulate", "--cluster", "paper-64", "--workload", "paper:jobs=3", "--policies", "fifo-greedy",
+            "--seeds", "0", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--max-days", "0.01"]) == 1
+    assert "simulation passed 0.01 days of virtual time" in (out / "fifo-greedy" / "seed0" / "error.txt").read_text()
+    assert main([*argv, "--max-days", "30"]) == 0
+    with pytest.raises(SystemExit):  # out of range: argparse's usage error
+        main([*argv, "--max-days", "0"])
+    assert "--max-days: 0 is outside" in capsys.readouterr().err
