@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
     p.add_argument("--workers", type=bounded_int(1, 64), default=1,
                    help="simulations run at once, each in its own process (default 1; the results are the same)")
+    p.add_argument("--plan-on-events", action="store_true",
+                   help="every policy also plans (fragment plans) at each arrival and job end between refresh ticks, "
+                        "as slurm-backfill and slurm-multifactor always do (for long traces with longer refresh ticks)")
     p.add_argument("--max-days", type=bounded_float(0, 3650, low_open=True), default=90.0,
                    help="the simulator's safety stop: a run still going after this many days of virtual time fails "
                         "(default 90; a replayed trace that spans longer, such as Alibaba's 145 days, needs more)")
@@ -71,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def options_of(args: argparse.Namespace) -> Options:
     """The simulation options the command's flags describe (the local run's and each Slurm task's)."""
     return Options(args.round_seconds, args.refresh_seconds, cost_model(args),
-                   fragment_at_once=args.fragment_plans == "at-once", max_days=getattr(args, "max_days", 90.0))
+                   fragment_at_once=args.fragment_plans == "at-once", max_days=getattr(args, "max_days", 90.0),
+                   plan_on_events=getattr(args, "plan_on_events", False))
 
 
 def runner_of(args: argparse.Namespace) -> Callable[..., RunResult] | None:

@@ -58,3 +58,18 @@ def test_the_safety_stop_is_a_parameter(tmp_path, capsys):
     with pytest.raises(SystemExit):  # out of range: argparse's usage error
         main([*argv, "--max-days", "0"])
     assert "--max-days: 0 is outside" in capsys.readouterr().err
+
+
+def test_every_policy_may_plan_at_events_between_ticks(tmp_path):
+    """--plan-on-events: Hops plans at arrivals and ends too, not only on the refresh grid (a long trace's
+    longer ticks then cost no wait)."""
+    def times(flag: list[str]) -> set[float]:
+        out = tmp_path / ("on" if flag else "off")
+        assert main(["simulate", "--cluster", "paper-64", "--workload", "paper:jobs=6", "--policies", "hops",
+                     "--seeds", "0", "--round-seconds", "3600", "--refresh-seconds", "600", "--out", str(out),
+                     "--no-progress", *flag]) == 0
+        return {RoundRecord.model_validate_json(line).time
+                for line in (out / "hops" / "seed0" / "rounds.jsonl").read_text().splitlines()}
+
+    assert all(t % 600 == 0 for t in times([]))
+    assert any(t % 600 != 0 for t in times(["--plan-on-events"]))
