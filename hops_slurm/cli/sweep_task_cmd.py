@@ -16,6 +16,7 @@ from pathlib import Path
 from hops_slurm.cli.simulate_cmd import options_of, runner_of
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.traces.specs import load_any_cluster
+from hops_slurm.text import printable
 from hops_slurm.tools.sweep.sim_cells import cell_path, read_spec, run_cell
 
 
@@ -36,5 +37,6 @@ def _run(args: argparse.Namespace) -> int:
     cluster, _imported = load_any_cluster(sim.cluster)
     got = run_cell(cluster, sim.workload, seed, policy, options_of(sim), sim.out,
                    cell_path(args.spec.parent, args.index), runner_of(sim))
-    print(f"{policy} seed {seed}: {'failed: ' + got.error if got.error else 'done'} ({got.wall_seconds:.1f} s)")
+    outcome = f"failed: {got.error}" if got.error else "done"
+    print(printable(f"{policy} seed {seed}: {outcome} ({got.wall_seconds:.1f} s)", 2000))
     return 0

@@ -31,6 +31,7 @@ from typing import TextIO
 
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
+from hops_slurm.text import printable
 
 #: the batch script: run this task's argv (cmd/<index>, NUL-separated), record its exit status atomically
 SCRIPT = """#!/bin/bash
@@ -119,7 +120,8 @@ def submit(clients: SlurmClients, script: Path, indices: Sequence[int], name: st
                 f"--chdir={os.getcwd()}", *sbatch_args, str(script)]
         done = clients.run(argv)
         if done.returncode != 0:
-            raise HopsError(f"sbatch refused the sweep: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            raise HopsError(f"sbatch refused the sweep: {printable(why, 500)}")
         ids.append(done.stdout.strip().split(";")[0])
     return ids
 
@@ -189,8 +191,8 @@ def run_array(commands: Sequence[Sequence[str]], state: Path, *, name: str = "ho
                 log = state / "logs" / f"{_job_of(ids, todo, i)}_{i}.log"
                 result.failed[i] = log
                 again = "; submitted again" if attempt < retries else ""
-                bar.print(f"hops-slurm: sweep task {i} ({labels[i]}) "
-                          f"{'exited ' + str(rc) if rc is not None else 'ended without an exit status'}; log {log}{again}",
+                ended = f"exited {rc}" if rc is not None else "ended without an exit status"
+                bar.print(printable(f"hops-slurm: sweep task {i} ({labels[i]}) {ended}; log {log}{again}", 2000),
                           stream=stream)
             for i in todo:
                 if i not in failed:
