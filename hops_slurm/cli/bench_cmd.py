@@ -1,4 +1,4 @@
-"""``hops-slurm bench NAME|all``: run benchmarks from :mod:`hops_slurm.tools.bench`, results as Markdown (a\nprogress bar on stderr when it is a terminal, :mod:`hops_slurm.progress`)."""
+"""``hops-slurm bench NAME|all``: run benchmarks from :mod:`hops_slurm.tools.bench`, results as Markdown (a\nprogress bar on stderr when it is a terminal, :mod:`hops_slurm.progress`); with --on-slurm each benchmark\nis a task of one Slurm job array (:mod:`hops_slurm.cli._sweep`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from hops_slurm.cli._sweep import add_slurm_arguments, self_argv, submit_cells
 from hops_slurm.tools.bench import discover
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
@@ -19,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("docs/results"), help="result folder (default docs/results)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="profiler only: cuda = check the 1-GPU predictions on this machine's GPU (profiler-gpu.md; never in CI)")
+    add_slurm_arguments(p, "each benchmark")
     p.set_defaults(func=_run)
 
 
@@ -47,6 +49,8 @@ def _run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if not chosen:
         print("no benchmarks defined yet")
+    if getattr(args, "on_slurm", False) and chosen:
+        return _on_slurm(args, chosen)
     with StepBar(len(chosen), "benchmarks") as bar:  # on a terminal only
         for name in chosen:
             bar.start(name)
@@ -55,3 +59,13 @@ def _run(args: argparse.Namespace) -> int:
             bar.done()
             bar.print(f"{name}: wrote {path} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _on_slurm(args: argparse.Namespace, chosen: list[str]) -> int:
+    """Each benchmark a task of one job array; each writes its own results under --out, as run here."""
+    out = str(args.out.resolve())
+    done = submit_cells(args, [self_argv("bench", name, "--out", out) for name in chosen], chosen, "hops-bench")
+    for i, name in enumerate(chosen):
+        where = f"failed; log {done.failed[i]}" if i in done.failed else f"done (array {','.join(done.job_ids)})"
+        print(f"{name}: {where}")
+    return 1 if done.failed else 0

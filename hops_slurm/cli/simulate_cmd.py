@@ -2,20 +2,23 @@
 
 Data flow: --cluster (etc/clusters name or TOML file) + --workload (generator spec or CSV/JSONL
 file) -> hops_slurm.sim.runner.compare for every policy x seed -> --out: per-run JobRecord /
-RoundRecord JSONL, summary.json, results.md and PNG plots.
+RoundRecord JSONL, summary.json, results.md and PNG plots. With --on-slurm each (policy, seed) run is a
+task of a Slurm job array (hops_slurm.tools.sweep), merged into the same outputs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from hops_slurm.cli._args import bounded_float, bounded_int
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
+from hops_slurm.cli._sweep import add_slurm_arguments, run_on_slurm
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
-from hops_slurm.sim.runner import Options, compare
+from hops_slurm.sim.runner import Options, RunResult, compare
 from hops_slurm.sim.traces.specs import is_trace, load_any_cluster, trace_workload
 from hops_slurm.text import printable
 from planner.policies import make_policy, policy_names, split_policy_list
@@ -57,8 +60,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only when stderr is a terminal)")
     p.add_argument("--workers", type=bounded_int(1, 64), default=1,
                    help="simulations run at once, each in its own process (default 1; the results are the same)")
+    p.add_argument("--plan-on-events", action="store_true",
+                   help="every policy also plans (fragment plans) at each arrival and job end between refresh ticks, "
+                        "as slurm-backfill and slurm-multifactor always do (for long traces with longer refresh ticks)")
+    p.add_argument("--max-days", type=bounded_float(0, 3650, low_open=True), default=90.0,
+                   help="the simulator's safety stop: a run still going after this many days of virtual time fails "
+                        "(default 90; a replayed trace that spans longer, such as Alibaba's 145 days, needs more)")
+    add_slurm_arguments(p, "each (policy, seed) run")
     add_cost_arguments(p)
     p.set_defaults(func=_run)
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    """The simulation options the command's flags describe (the local run's and each Slurm task's)."""
+    return Options(args.round_seconds, args.refresh_seconds, cost_model(args),
+                   fragment_at_once=args.fragment_plans == "at-once", max_days=getattr(args, "max_days", 90.0),
+                   plan_on_events=getattr(args, "plan_on_events", False))
+
+
+def runner_of(args: argparse.Namespace) -> Callable[..., RunResult] | None:
+    """How one run is simulated: the production engine with --engine, else the fast path (None)."""
+    if args.engine:
+        from hops_slurm.sim.engine_run import simulate_engine
+
+        return simulate_engine
+    return None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -80,17 +106,14 @@ def _run(args: argparse.Namespace) -> int:
             raise HopsError("--engine does not model GPU-type constraints; run this workload without --engine")
     for note in notes:  # what the import assumed: on stderr, and in results.md
         print(f"hops-slurm: note: {printable(note)}", file=sys.stderr)
-    options = Options(args.round_seconds, args.refresh_seconds, cost_model(args),
-                      fragment_at_once=args.fragment_plans == "at-once")
+    options = options_of(args)
     # the bar only on a terminal; in logs and pipes the command is quiet until its results
     progress = not args.no_progress and sys.stderr.isatty()
-    run = None
-    if args.engine:
-        from hops_slurm.sim.engine_run import simulate_engine
-
-        run = simulate_engine
-    results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress, run=run,
-                      workers=args.workers)
+    if args.on_slurm:
+        results = run_on_slurm(args, policies)
+    else:
+        results = compare(cluster, args.workload, policies, args.seeds, args.out, options, progress=progress,
+                          run=runner_of(args), workers=args.workers)
     header = (f"# Simulation: cluster {cluster.name} ({cluster.total_gpus} GPUs), workload {args.workload}, "
               f"seeds {','.join(map(str, args.seeds))}\n\nCosts: {options.costs.describe()}."
               + "".join(f"\n\nImport: {printable(n)}." for n in notes))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from hops_slurm import tomlfile
 from hops_slurm.bundled import bundle_root
@@ -95,6 +95,9 @@ class ClusterSpec(BaseModel):
     profiler: ProfilerSpec = ProfilerSpec()
     server_kind: list[ServerKind] = Field(min_length=1, max_length=1000)
     degraded: list[DegradedNode] = Field(default_factory=list, max_length=MAX_NODES)
+    #: the last view with given free GPUs, and those: asked again with the same (a quiet fleet of 1,000 nodes
+    #: between rounds), the same immutable view and the memos derived from it
+    _last_view: tuple[dict[str, int], ClusterView] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _bounded(self) -> ClusterSpec:
@@ -126,12 +129,17 @@ class ClusterSpec(BaseModel):
     def view(self, free: dict[str, int] | None = None) -> ClusterView:
         """The policy's view (what Slurm shows): every node with its GPU type and visible server class,
         ``free`` GPUs per node (all free when omitted)."""
-        return ClusterView(
+        if free is not None and self._last_view is not None and self._last_view[0] == free:
+            return self._last_view[1]
+        view = ClusterView(
             tuple(
                 NodeView(name, kind.gpu_type, kind.visible_class, kind.gpus, kind.gpus if free is None else free[name])
                 for name, kind in self.nodes()
             )
         )
+        if free is not None:
+            self._last_view = (dict(free), view)
+        return view
 
 
 def known_clusters() -> list[str]:

@@ -273,7 +273,7 @@ def simulate_engine(cluster: ClusterSpec, jobs: tuple[JobSpec, ...], policy_name
     ``site``: :func:`engine_simulation`)."""
     start = time.perf_counter()
     with engine_simulation(cluster, jobs, policy_name, options, site=site) as sim:
-        sim.run(on_round=on_round)
+        sim.run(on_round=on_round, max_seconds=options.max_days * 86400.0)
         job_records, rounds = sim.records()
         exits = sim.exits()
         specs = dict(sim.ctl.specs)

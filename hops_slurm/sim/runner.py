@@ -87,6 +87,9 @@ class Options:
     #: seconds (``[engine] monitor_interval``: an ended or newly submitted job -> refresh and fragment plan);
     #: None: no monitor step, plans at rounds and refresh ticks only
     monitor_seconds: float | None = None
+    #: the simulator's safety stop (:attr:`hops_slurm.sim.sim_backend.SimSettings.max_seconds`), in days of
+    #: virtual time: a replayed trace longer than 90 days (Alibaba's v2023 spans 145) needs more
+    max_days: float = 90.0
 
 
 def simulate(
@@ -103,7 +106,7 @@ def simulate(
     start = time.perf_counter()
     if options.site_as_slurm and is_site_policy(policy_name):
         cluster, options = as_slurm_runs(cluster, options)
-    settings = SimSettings(costs=options.costs)
+    settings = SimSettings(costs=options.costs, max_seconds=options.max_days * 86400.0)
     if options.honesty is not None:
         settings.honesty = options.honesty
     backend = SimBackend(cluster, jobs, settings)

@@ -341,7 +341,7 @@ class SimBackend(Declarations):
                 for j in list(self.active.values())[:5]
             )
             raise HopsError(
-                f"simulation passed {self.settings.max_seconds / 86400:.0f} days of virtual time with "
+                f"simulation passed {self.settings.max_seconds / 86400:g} days of virtual time with "
                 f"{len(self.active)} job(s) still active, e.g. {stuck}: the policy leaves them unplaced"
             )
         while self.t < t - EPS:

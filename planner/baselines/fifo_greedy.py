@@ -9,6 +9,7 @@ GPU type filled with their free GPUs. Supports fragment plans (fills GPUs freed 
 
 from __future__ import annotations
 
+from planner.eligible import confine
 from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
 
 
@@ -48,7 +49,7 @@ class FifoGreedy(Policy):
         for job in order:
             choice = None
             for n in reversed(job.requirements):
-                choice = first_fit(cluster, free, n)
+                choice = first_fit(confine(cluster, job), free, n)  # only its allowed nodes
                 if choice is not None:
                     break
             assignments[job.job_id] = choice

@@ -50,6 +50,7 @@ from planner.baselines.common import (
     solver_weights,
     take,
 )
+from planner.eligible import confine
 from planner.signatures import quiet_stdout
 from planner.views import ClusterView, Config, JobView, Plan, Policy
 
@@ -169,7 +170,7 @@ class GavelPolicy(Policy):
         thr: dict[tuple[str, str], float] = {}
         for job in jobs:
             for t in types:
-                rep = representative_config(cluster, t, sf[job.job_id])
+                rep = representative_config(confine(cluster, job), t, sf[job.job_id])  # its allowed nodes
                 thr[job.job_id, t] = max(job.throughput(rep), 0.0) if rep is not None else 0.0
 
         key = (frozenset(sf), tuple(sorted(workers.items())))
@@ -265,7 +266,7 @@ class GavelPolicy(Policy):
                 take(free, cur)
         order = sorted((jid for jid in selected if out[jid] is None), key=lambda jid: -sf[jid])
         for jid in order:
-            config = place_consolidated(free, cluster.nodes_of_type(selected[jid]), sf[jid])
+            config = place_consolidated(free, confine(cluster, by_id[jid]).nodes_of_type(selected[jid]), sf[jid])
             if config is None:  # cannot happen: the greedy step kept the type's GPU count
                 log.warning("gavel: no room for %s on %s despite type-level fit", jid, selected[jid])
                 continue

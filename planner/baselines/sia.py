@@ -52,6 +52,7 @@ from planner.baselines.common import (
     take,
 )
 from planner.baselines.gavel import SolverError
+from planner.eligible import confine
 from planner.signatures import quiet_stdout
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 
@@ -146,10 +147,11 @@ class SiaPolicy(Policy):
         offers: dict[str, list[tuple[SiaConfig, float]]] = {}
         for job in jobs:
             goodput = {}
-            for c in job_configs(cluster, job, self.per_requirement):
+            view = confine(cluster, job)  # only its allowed nodes (planner.eligible)
+            for c in job_configs(view, job, self.per_requirement):
                 if c.gpus > free_type[c.gpu_type]:
                     continue
-                rep = representative_config(cluster, c.gpu_type, c.gpus, nodes=c.nodes)
+                rep = representative_config(view, c.gpu_type, c.gpus, nodes=c.nodes)
                 thr = job.throughput(rep) if rep is not None else 0.0
                 if thr > 0:
                     goodput[c] = thr
@@ -228,7 +230,7 @@ class SiaPolicy(Policy):
                 take(free, cur)
         unplaced = []
         for jid, c in sorted(((j, c) for j, c in chosen.items() if out[j] is None), key=lambda jc: (-jc[1].gpus, jc[0])):
-            nodes = cluster.nodes_of_type(c.gpu_type)
+            nodes = confine(cluster, by_id[jid]).nodes_of_type(c.gpu_type)
             if c.nodes == 1:
                 config = place_consolidated(free, nodes, c.gpus)
                 if config is not None and len(config) != 1:

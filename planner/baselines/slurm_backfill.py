@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from planner.baselines.common import free_by_node, take
+from planner.eligible import confine
 from planner.hops import NO_USABLE_CONFIG
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 
@@ -127,8 +128,9 @@ class SlurmBackfillPolicy(Policy):
         for job in pending:
             want = job.requirements[-1]
             usable = runs_on(job)
-            config = place_first_fit(free, cluster, want, usable)
-            if config is None and place_first_fit(whole, cluster, want, usable) is None:
+            view = confine(cluster, job)  # only its allowed nodes (planner.eligible; a partition's)
+            config = place_first_fit(free, view, want, usable)
+            if config is None and place_first_fit(whole, view, want, usable) is None:
                 unservable[job.job_id] = (f"{NO_USABLE_CONFIG}: every placement of {want} GPU(s) Slurm would give "
                                           f"it is estimated at throughput 0 or made no progress (e.g. the model "
                                           f"cannot run on that many GPUs); allow other GPU counts")
@@ -141,7 +143,7 @@ class SlurmBackfillPolicy(Policy):
                     running_now[job.job_id] = (config, end)
                     started.append(job.job_id)
                     continue
-                found = self._reserve(cluster, free, running_now, want, now, usable)
+                found = self._reserve(view, free, running_now, want, now, usable)
                 if found is None:
                     log.info("slurm-backfill: %s asks %d GPUs, more than can ever be free; skipped", job.job_id, want)
                     continue
@@ -196,7 +198,8 @@ class SlurmBackfillPolicy(Policy):
             if config is not None:
                 break
             for n, g in held.items():
-                if n in future:  # capped: a remembered job may have ended already (fragment plans)
+                if n in total:  # capped: a remembered job may have ended already (fragment plans); nodes
+                    # outside ``cluster`` (a job's allowed ones) stay at their free GPUs now: never reserved
                     future[n] = min(future[n] + g, total[n])
             when = max(end, now)
             config = place_first_fit(future, cluster, want, usable)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import mip
 
 from planner.baselines.common import fits, place_consolidated, representative_config, take
+from planner.eligible import confine
 from planner.signatures import quiet_stdout
 from planner.views import ClusterView, Config, JobView, Plan, Policy, freeze_config
 
@@ -273,6 +274,7 @@ class ThemisPolicy(Policy):
         """Placements of the offered GPUs a job values: per (GPU count, type), the ``nodes_per_bid``
         best-fitting single nodes, or one consolidated-first spread when no node can hold the count."""
         out: list[Config] = []
+        cluster = confine(cluster, job)  # only its allowed nodes (planner.eligible)
         for r in job.requirements:
             for t in cluster.gpu_types:
                 nodes = cluster.nodes_of_type(t)

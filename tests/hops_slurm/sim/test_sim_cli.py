@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hops_slurm.cli import main
 from hops_slurm.records import JobRecord, RoundRecord
 from planner.policies import policy_names
@@ -43,3 +45,31 @@ def test_errors_are_reported_without_traceback(tmp_path, capsys):
     bad.write_text("arrival,model\n0,ResNet-50\n")
     assert main(["simulate", "--workload", str(bad), "--policies", "fifo-greedy", "--out", str(tmp_path)]) == 1
     assert "w.csv:2: missing 'requirements'" in capsys.readouterr().err
+
+
+def test_the_safety_stop_is_a_parameter(tmp_path, capsys):
+    """--max-days: a run still going after that much virtual time fails by name (a trace may span more than 90)."""
+    out = tmp_path / "sim"
+    argv = ["simulate", "--cluster", "paper-64", "--workload", "paper:jobs=3", "--policies", "fifo-greedy",
+            "--seeds", "0", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--max-days", "0.01"]) == 1
+    assert "simulation passed 0.01 days of virtual time" in (out / "fifo-greedy" / "seed0" / "error.txt").read_text()
+    assert main([*argv, "--max-days", "30"]) == 0
+    with pytest.raises(SystemExit):  # out of range: argparse's usage error
+        main([*argv, "--max-days", "0"])
+    assert "--max-days: 0 is outside" in capsys.readouterr().err
+
+
+def test_every_policy_may_plan_at_events_between_ticks(tmp_path):
+    """--plan-on-events: Hops plans at arrivals and ends too, not only on the refresh grid (a long trace's
+    longer ticks then cost no wait)."""
+    def times(flag: list[str]) -> set[float]:
+        out = tmp_path / ("on" if flag else "off")
+        assert main(["simulate", "--cluster", "paper-64", "--workload", "paper:jobs=6", "--policies", "hops",
+                     "--seeds", "0", "--round-seconds", "3600", "--refresh-seconds", "600", "--out", str(out),
+                     "--no-progress", *flag]) == 0
+        return {RoundRecord.model_validate_json(line).time
+                for line in (out / "hops" / "seed0" / "rounds.jsonl").read_text().splitlines()}
+
+    assert all(t % 600 == 0 for t in times([]))
+    assert any(t % 600 != 0 for t in times(["--plan-on-events"]))

@@ -1,0 +1,3 @@
+"""Sweeps (``hops-slurm simulate`` and ``bench`` over workloads, policies and seeds) run as the tasks of a
+Slurm job array: :mod:`.job_array` submits and follows the array, :mod:`.sim_cells` runs one simulation
+cell and merges the cells into the local run's result."""

@@ -1,0 +1,65 @@
+"""Live: a sweep submitted as a Slurm job array on the minicluster (``hops-slurm simulate --on-slurm``)
+merges into the same result as the local run, and a task that fails is submitted again.
+
+The tasks are ordinary batch jobs of the caller in the cluster's default partition, running the Python
+that runs the command; they write under --out only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hops_slurm.cli import main
+from hops_slurm.tools.minicluster.cluster import Minicluster
+from hops_slurm.tools.sweep.job_array import SlurmClients, run_array
+
+pytestmark = pytest.mark.slurm
+
+ROOT = Path(__file__).resolve().parents[4]
+CLI = [sys.executable, "-c", "import sys; from hops_slurm.cli import main; sys.exit(main())"]
+ARGS = ["simulate", "--cluster", "paper-64", "--workload", "paper:jobs=5", "--policies", "hops,slurm-backfill",
+        "--seeds", "0,1", "--no-progress"]
+WALL = ("wall_seconds", "planner_mean_seconds", "planner_max_seconds")
+
+
+def _summary(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    return {"runs": [{k: v for k, v in r.items() if k not in WALL} for r in data["runs"]], "failed": data["failed"]}
+
+
+def test_a_simulate_sweep_as_a_job_array_merges_into_the_local_result(minicluster: Minicluster, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    local, swept = tmp_path / "local", tmp_path / "swept"
+    assert main([*ARGS, "--out", str(local)]) == 0
+    capsys.readouterr()
+    done = subprocess.run([*CLI, *ARGS, "--out", str(swept), "--on-slurm"], cwd=ROOT, env=minicluster.env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "submitted 4 sweep task(s) as job array" in done.stderr
+    state = swept / ".slurm-sweep"
+    logs = sorted(p.name for p in (state / "logs").iterdir())
+    assert len(logs) == 4 and all(name.endswith(f"_{i}.log") for i, name in enumerate(logs)), logs
+    for policy in ("hops", "slurm-backfill"):
+        for seed in (0, 1):
+            a, b = (d / policy / f"seed{seed}" / "jobs.jsonl" for d in (local, swept))
+            assert a.read_text() == b.read_text(), (policy, seed)
+    assert _summary(swept / "summary.json") == _summary(local / "summary.json")
+    table = lambda text: [line.split("|")[1:6] for line in text.splitlines() if line.startswith("| ")]  # noqa: E731
+    assert table(done.stdout) == table((local / "results.md").read_text())
+
+
+def test_a_failed_task_is_submitted_again_and_one_that_keeps_failing_is_named(minicluster: Minicluster,
+                                                                             tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    mark = tmp_path / "failed-once"
+    commands = [["true"], ["sh", "-c", f'test -e "{mark}" || {{ touch "{mark}"; exit 3; }}'], ["false"]]
+    got = run_array(commands, tmp_path / "state", retries=1, poll_seconds=0.5,
+                    clients=SlurmClients(env=minicluster.env()), labels=["ok", "flaky", "broken"])
+    assert got.attempts == {0: 1, 1: 2, 2: 2}
+    assert list(got.failed) == [2] and got.failed[2].is_file()
+    assert len(got.job_ids) == 2  # the first array, then one of the two failed tasks
+    assert got.failed[2].name == f"{got.job_ids[1]}_2.log"
