@@ -66,3 +66,31 @@ def test_an_ordinary_user_sees_their_jobs_reasons_and_nothing_private(eng) -> No
     text = summary.read_text()
     for private in ("resnet18", "samples", "hops:", "admin_comment", "directives"):
         assert private not in text, private
+
+
+def test_with_forecasts_on_an_ordinary_user_sees_a_forecast_start_for_each_waiting_job(eng) -> None:  # noqa: ANN001
+    """The daemon with ``[engine] forecast = true``: after a round its worker runs the round loop forward in
+    the simulator and the next summary carries each waiting job's forecast start and band, which
+    ``queue -u <user> --start`` shows that user (no other user's job)."""
+    eng.config.write_text(eng.config.read_text().replace("[engine]\n", "[engine]\nforecast = true\n", 1))
+    user = eng.ensure_user()
+    eng.until_idle()
+    others = [eng.submit(gpus="8") for _ in range(3)]
+    theirs = [eng.submit(gpus="8", user=user) for _ in range(2)]
+    daemon = eng.daemon()
+    rows: list[dict[str, object]] = []
+
+    def forecast_shown() -> bool:
+        nonlocal rows
+        done = _as_user(eng, user, "queue", "--config", str(eng.config), "-u", user, "--start", "--json",
+                        "-o", "jobid,user,state,reason,start")
+        if done.returncode != 0:
+            return False
+        rows = json.loads(done.stdout)["jobs"]
+        waiting = [r for r in rows if r["state"] == "PENDING"]
+        return bool(waiting) and all(r["start"] is not None for r in waiting)
+
+    eng.wait(forecast_shown, timeout=150, what=f"a forecast start for the waiting jobs of {user}\n{eng.describe()}")
+    assert daemon.poll() is None, eng.output(daemon)[-3000:]
+    assert {r["jobid"] for r in rows} <= set(theirs) and all(r["user"] == user for r in rows), rows
+    assert not {r["jobid"] for r in rows} & set(others)
