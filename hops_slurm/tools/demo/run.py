@@ -438,8 +438,8 @@ def _report(dirs: DemoDirs, report_dir: Path | None, out: TextIO, total_gpus: in
     if not dirs.records.exists():
         raise DemoError(f"the daemon wrote no records ({dirs.records} is missing); see {dirs.logs / 'daemon.log'}")
     base = [*HOPS_SLURM, "report", "--records", str(dirs.records), "--utc"]
-    shown = ["--format", DEMO_REPORT_FORMAT]
-    for extra, title in ((shown, f"hops-slurm report --format {DEMO_REPORT_FORMAT}"),
+    with_forecast = ["--format", DEMO_REPORT_FORMAT]
+    for extra, title in ((with_forecast, f"hops-slurm report --format {DEMO_REPORT_FORMAT}"),
                          (["--summary"], "hops-slurm report --summary")):
         result = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:
