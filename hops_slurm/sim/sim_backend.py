@@ -61,6 +61,7 @@ from hops_slurm.sim.declared import Declarations
 from hops_slurm.sim.fairshare import sim_standing
 from hops_slurm.sim.groundtruth import GroundTruth, ideal_time
 from hops_slurm.sim.knowledge import Knowledge
+from hops_slurm.sim.split import splittable
 from hops_slurm.sim.measure import runtime_record, signature_of
 from hops_slurm.sim.workload import JobSpec
 from planner.views import ClusterView, Config, JobView, Plan, freeze_config
@@ -295,6 +296,8 @@ class SimBackend(Declarations):
         for job_id, reason in ({} if fragment else named_unservable(plan.diagnostics, placed)).items():
             if job_id in self.active and job_id not in self._drains:  # the policy's own verdict, at a round
                 self._set_aside(job_id, reason)
+        current = {j.spec.job_id: (j.config, j.running) for j in self.active.values() if j.config is not None}
+        placed = splittable(placed, current, self._draining(), self.capacity, self.order, fragment=fragment)  # as Slurm splits
         result = Enactment()
         if not fragment:
             for job in list(self.active.values()):

@@ -97,7 +97,8 @@ def test_a_crash_at_a_journaled_step_loses_no_job_and_the_restart_finishes_the_w
 
 def test_the_engine_and_the_fast_simulator_path_agree_on_the_same_workload() -> None:
     """The two ways to simulate share the planner, estimator, job views and accounting; the engine path
-    adds Slurm's part (probe jobs at refresh ticks, the enactor refusing splits Slurm would not make).
+    adds Slurm's part (probe jobs at refresh ticks; the fast path refuses the splits Slurm would not make
+    as the enactor does: hops_slurm.sim.split).
     They are deterministic; Hops' avg JCT differs by +0.3 % over Table 3's seeds (docs/results/engine-sim.md)."""
     engine = simulate_engine(CLUSTER, JOBS, "hops", 0, Options())
     fast = simulate(CLUSTER, JOBS, "hops", 0, Options())
