@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.config import load_config
-from hops_slurm.tools.demo.ab import GPU_USE, HOPS, JCT_CDF, SLURM, load_runs
+from hops_slurm.tools.demo.ab import GPU_USE, HOPS, JCT_CDF, SLURM, TIMELINE, load_runs
 from hops_slurm.tools.demo.emulation import Emulation, gpu_type_of, load_emulation, parse_config
 from hops_slurm.tools.demo.run import (
     JOBS_DIR,
@@ -319,7 +319,9 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     table = slurm_part.split("== Hops beside Slurm's own scheduling: the same 3 jobs on the same 24 GPUs\n", 1)[1].splitlines()
     assert table[0].split() == ["Hops", "Slurm", "backfill", "(rigid)"]
     assert table[2].split() == ["Jobs", "completed", "3", "of", "3", "3", "of", "3"]
-    assert all(re.fullmatch(r"\d+\.\d\d", x) for x in table[5].split()[-2:])  # max LR on both sides
+    assert table[5].split()[:3] == ["RAQLR", "(eq.", "7)"]  # the paper's eq. 7 on both sides
+    assert all(re.fullmatch(r"\d+\.\d\d\d", x) for x in table[5].split()[-2:])
+    assert all(re.fullmatch(r"\d+\.\d\d", x) for x in table[6].split()[-2:])  # max LR on both sides
     comparison = (tmp_path / "report" / "comparison.md").read_text()
     assert "| Jobs completed | 3 of 3 | 3 of 3 |" in comparison
     # both runs' records kept in the report folder, within the cluster; the A/B plots on the comparison page
@@ -328,7 +330,7 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     assert [len(records.jobs) for _, records in runs] == [3, 3]
     for _, records in runs:
         assert timeline_problems(list(records.jobs), total, records.last_time() or 0.0) == []
-    for png in (JCT_CDF, GPU_USE):
+    for png in (JCT_CDF, GPU_USE, TIMELINE):
         assert f"]({png})" in comparison and (tmp_path / "report" / png).stat().st_size > 10_000
     assert "GPUs in use: Hops: peak " in text
     assert leftover_processes(spec.state_dir) == []
