@@ -561,7 +561,7 @@ def _outcome(s: PlanState) -> None:
         "fillers": list(s.window.fillers),
         "backfilled": s.backfilled,
         "running": [j.job_id for j in s.running],
-        "held": dict(s.held),
+        "in_place": dict(s.held),  # running jobs held in place (planner.moves: why each)
         "unservable": dict(s.unservable),
         "explored": s.explored,
         "swapped": s.swapped,

@@ -138,7 +138,7 @@ def plan_reasons(assignments: Mapping[str, Config | None], diagnostics: Mapping[
     position = {j: k for k, j in enumerate(queue)}
     admitted = set(_ids(diagnostics.get("window"))) | set(_ids(diagnostics.get("fillers"))) \
         | set(_ids(diagnostics.get("backfilled")))
-    held = _map(diagnostics.get("held"))
+    held = _map(diagnostics.get("in_place"))
     by_id = {j.job_id: j for j in jobs}
     held_gpus = sum(sum((by_id[j].current or {}).values()) for j, why in held.items()
                     if why == HELD_MIN_RUN_TIME and j in by_id)

@@ -88,7 +88,7 @@ def test_round_plan_backfills_around_held_jobs_and_the_switch_turns_it_off() -> 
     head = job("head", (8,), samples=1e6, wait=500.0, per_gpu={"a100": 10.0, "v100": 0.0})
     short = job("short", (2,), samples=200.0, wait=10.0)  # 10 s on 2 A100s
     plan = HopsPolicy().plan(idle, (running, head, short), now=0.0)
-    assert plan.diagnostics["held"] == {"run": plan.diagnostics["held"]["run"]}
+    assert plan.diagnostics["in_place"] == {"run": plan.diagnostics["in_place"]["run"]}
     assert plan.diagnostics["window"] == ["head"]
     assert plan.diagnostics["backfilled"] == ["short"]
     assert plan.placed()["short"] and plan.placed()["run"] == {"a100-1": 8, "a100-2": 6}

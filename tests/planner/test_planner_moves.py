@@ -51,17 +51,17 @@ def test_the_minimum_run_time_holds_a_running_job_in_place(placed_for: float, pr
     p = plan(ONE_NODE, (r, w), min_run_time=600.0)
     if preempted:
         assert p.assignments["R"] is None and p.assignments["W"] == {"n0": 4}
-        assert p.diagnostics["held"] == {}
+        assert p.diagnostics["in_place"] == {}
     else:
         assert p.assignments["R"] == {"n0": 4} and p.assignments["W"] is None
-        assert p.diagnostics["held"] == {"R": HELD_MIN_RUN_TIME}
+        assert p.diagnostics["in_place"] == {"R": HELD_MIN_RUN_TIME}
 
 
 def test_a_job_at_its_declared_samples_is_never_requeued() -> None:
     r = running(done=1e6, total=1e6)
     p = plan(ONE_NODE, (r, waiting("W", wait=1e6)), min_run_time=0.0)
     assert p.assignments["R"] == {"n0": 4}
-    assert p.diagnostics["held"] == {"R": HELD_SAMPLES}
+    assert p.diagnostics["in_place"] == {"R": HELD_SAMPLES}
 
 
 def test_a_job_with_less_left_than_a_restart_costs_finishes() -> None:
@@ -136,7 +136,7 @@ def test_a_job_nearly_done_is_not_preempted_but_moves_to_idle_faster_gpus_when_t
     other = running("O", current={"fast": 4}, thr=by_node, placed_for=10.0)
     p = plan(SLOW_FAST, (nearly, other, waiting("W", wait=1e6)), min_run_time=120.0)
     assert p.assignments["R"] == {"slow": 4} and p.assignments["W"] is None
-    assert p.diagnostics["held"] == {"R": HELD_ENDING, "O": HELD_MIN_RUN_TIME}
+    assert p.diagnostics["in_place"] == {"R": HELD_ENDING, "O": HELD_MIN_RUN_TIME}
 
 
 @pytest.mark.parametrize(("waiting_lr", "penalty", "evicted"),

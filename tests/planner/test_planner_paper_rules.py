@@ -181,6 +181,6 @@ def test_a_running_job_that_makes_no_progress_is_not_held_and_leaves_the_plan() 
     r = JobView("R", (4,), 0.0, 0.0, 1000.0, 1.1, lambda cfg: 0.0, current=freeze_config({"n0": 4}), placed_for=10.0)
     w = job("W", (8,), linear, wait=100.0)
     plan = HopsPolicy(PlannerParams(min_run_time=3600.0)).plan(cluster, (r, w), 600.0)
-    assert "R" not in plan.diagnostics["held"]  # type: ignore[operator]
+    assert "R" not in plan.diagnostics["in_place"]  # type: ignore[operator]
     assert "no configuration serves it" in plan.diagnostics["unservable"]["R"]  # type: ignore[index]
     assert plan.assignments["R"] is None and plan.assignments["W"] == {"n0": 8}

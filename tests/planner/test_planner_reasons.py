@@ -65,7 +65,7 @@ def test_waiting_for_running_jobs_minimum_run_time() -> None:
     running = _job("r", (4,), current={"n0": 4}, placed_for=10.0)
     waiting = _job("w", (4,), wait=1e6)  # a far higher latency ratio: it would take the GPUs but may not
     plan = HopsPolicy(PlannerParams(min_run_time=600.0)).plan(cluster, (running, waiting), 0.0)
-    assert plan.diagnostics["held"] == {"r": "min_run_time"}
+    assert plan.diagnostics["in_place"] == {"r": "min_run_time"}
     why = plan_reasons(plan.assignments, plan.diagnostics, (running, waiting))["w"]
     assert why.code is Code.MIN_RUN_TIME
     assert "r" not in plan_reasons(plan.assignments, plan.diagnostics, (running, waiting))

@@ -87,4 +87,4 @@ def test_the_plan_state_is_what_the_stages_fill_in() -> None:
     assert {n.name: n.free_gpus for n in state.cluster.nodes} == {"n0": 8, "n1": 6}
     assert [j.job_id for j in state.planned] == ["w"] and state.cands
     assert state.assignments["r"] == {"n1": 2} and sum(state.assignments["w"].values()) == 4
-    assert state.diagnostics["held"] == state.held and state.diagnostics["candidates"] == len(state.cands)
+    assert state.diagnostics["in_place"] == state.held and state.diagnostics["candidates"] == len(state.cands)
