@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,25 +36,49 @@ def _summary(path: Path) -> dict:
     return {"runs": [{k: v for k, v in r.items() if k not in WALL} for r in data["runs"]], "failed": data["failed"]}
 
 
+def _cancel_one_task_before_it_runs(minicluster: Minicluster, index: int) -> str:
+    """With the default partition down, wait for the sweep's array and cancel its task ``index`` while it is
+    pending (as an admin or a dead node would end it: no exit status); the array's job id."""
+    for _ in range(600):
+        listed = minicluster.run(["squeue", "--noheader", "--array", "--name=hops-simulate", "--format=%i"]).stdout.split()
+        if listed:
+            array = listed[0].split("_")[0]
+            minicluster.run(["scancel", f"{array}_{index}"])
+            return array
+        time.sleep(0.1)
+    raise AssertionError("the sweep's job array never showed in squeue")
+
+
 def test_a_simulate_sweep_as_a_job_array_merges_into_the_local_result(minicluster: Minicluster, tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """... also when one task is cancelled before it runs: it is submitted again, and the merge is the same."""
     local, swept = tmp_path / "local", tmp_path / "swept"
     assert main([*ARGS, "--out", str(local)]) == 0
     capsys.readouterr()
-    done = subprocess.run([*CLI, *ARGS, "--out", str(swept), "--on-slurm"], cwd=ROOT, env=minicluster.env(),
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "submitted 4 sweep task(s) as job array" in done.stderr
+    minicluster.run(["scontrol", "update", "PartitionName=hops", "State=DOWN"])
+    try:
+        task = subprocess.Popen([*CLI, *ARGS, "--out", str(swept), "--on-slurm"], cwd=ROOT, env=minicluster.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        array = _cancel_one_task_before_it_runs(minicluster, 2)
+    finally:
+        minicluster.run(["scontrol", "update", "PartitionName=hops", "State=UP"])
+    stdout, stderr = task.communicate(timeout=600)
+    assert task.returncode == 0, stderr[-2000:]
+    assert f"submitted 4 sweep task(s) as job array {array}" in stderr
+    assert "sweep task 2 (hops seed 1) ended without an exit status" in stderr
+    assert "submitted 1 sweep task(s) as job array" in stderr
     state = swept / ".slurm-sweep"
     logs = sorted(p.name for p in (state / "logs").iterdir())
-    assert len(logs) == 4 and all(name.endswith(f"_{i}.log") for i, name in enumerate(logs)), logs
+    first = [name for name in logs if name.startswith(f"{array}_")]
+    again = [name for name in logs if not name.startswith(f"{array}_")]
+    assert first == [f"{array}_{i}.log" for i in (0, 1, 3)] and len(again) == 1 and again[0].endswith("_2.log"), logs
     for policy in ("hops", "slurm-backfill"):
         for seed in (0, 1):
             a, b = (d / policy / f"seed{seed}" / "jobs.jsonl" for d in (local, swept))
             assert a.read_text() == b.read_text(), (policy, seed)
     assert _summary(swept / "summary.json") == _summary(local / "summary.json")
     table = lambda text: [line.split("|")[1:6] for line in text.splitlines() if line.startswith("| ")]  # noqa: E731
-    assert table(done.stdout) == table((local / "results.md").read_text())
+    assert table(stdout) == table((local / "results.md").read_text())
 
 
 #: paper-tables cut to two cheap parts: Table 3 under slurm-backfill alone (seconds), and FTF, whose policies
