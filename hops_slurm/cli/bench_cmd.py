@@ -71,11 +71,19 @@ def _on_slurm(args: argparse.Namespace, chosen: list[str], benches: dict[str, Mo
     (:mod:`hops_slurm.tools.sweep.bench_cells`)."""
     out = args.out.resolve()
     todo = bench_cells.cells(chosen, benches, os.environ)
-    done = submit_cells(args, [bench_cells.argv(c, out, self_argv) for c in todo], [c.label for c in todo], "hops-bench")
-    for i, cell in enumerate(todo):
-        where = f"failed; log {done.failed[i]}" if i in done.failed else f"done (array {','.join(done.job_ids)})"
-        print(f"{cell.label}: {where}")
-    where = f"slurm job array {done.job_ids[0]} on cluster {cluster_name(SlurmClients())}, {len(todo)} tasks"
-    for path in bench_cells.assemble(todo, benches, out, where):
-        print(f"assembled {path} from its parts")
-    return 1 if done.failed else 0
+    failed = False
+    if todo:
+        done = submit_cells(args, [bench_cells.argv(c, out, self_argv) for c in todo], [c.label for c in todo],
+                            "hops-bench")
+        for i, cell in enumerate(todo):
+            where = f"failed; log {done.failed[i]}" if i in done.failed else f"done (array {','.join(done.job_ids)})"
+            print(f"{cell.label}: {where}")
+        where = f"slurm job array {done.job_ids[0]} on cluster {cluster_name(SlurmClients())}, {len(todo)} tasks"
+        for path in bench_cells.assemble(todo, benches, out, where):
+            print(f"assembled {path} from its parts")
+        failed = bool(done.failed)
+    for name in (n for n in chosen if bench_cells.local(benches[n])):
+        start = time.perf_counter()
+        path = benches[name].run(out)
+        print(f"{name}: wrote {path} in {time.perf_counter() - start:.1f} s here (it starts its own minicluster)")
+    return 1 if failed else 0

@@ -9,6 +9,8 @@ OUT`` (with ``HOPS_BENCH_PARTS=<part>`` for a part) -> :func:`hops_slurm.tools.s
 -> :func:`assemble`: each split benchmark's document assembled once every task has ended (tasks that end
 together may each have assembled it before the other's part was there), under the header
 ``ran_on="slurm job array ID on cluster NAME, N tasks"``; each part says in its own text where it ran.
+A benchmark that starts its own minicluster (``ON_SLURM = False``: root and the Slurm packages) is no task:
+the command runs it where it runs, once the array has ended.
 """
 
 from __future__ import annotations
@@ -38,11 +40,20 @@ def split(module: ModuleType) -> bool:
     return callable(getattr(module, "parts", None)) and callable(getattr(module, "assemble", None))
 
 
+def local(module: ModuleType) -> bool:
+    """Whether a benchmark runs where the command runs, never as a task: it says ``ON_SLURM = False`` (it
+    starts its own minicluster, which needs root and the Slurm packages, not a node of someone's cluster)."""
+    return getattr(module, "ON_SLURM", True) is False
+
+
 def cells(chosen: Sequence[str], benches: Mapping[str, ModuleType], env: Mapping[str, str]) -> list[BenchCell]:
-    """The tasks of ``chosen``, in order (a benchmark's parts in the order it runs them)."""
+    """The tasks of ``chosen``, in order (a benchmark's parts in the order it runs them); a :func:`local`
+    benchmark has none."""
     out: list[BenchCell] = []
     for name in chosen:
         module = benches[name]
+        if local(module):
+            continue
         parts = module.parts(env) if split(module) else []  # an unknown part fails here, before any submission
         out += [BenchCell(name, part) for part in parts] if len(parts) > 1 else [BenchCell(name)]
     return out
@@ -63,4 +74,4 @@ def assemble(all_cells: Sequence[BenchCell], benches: Mapping[str, ModuleType], 
     return paths
 
 
-__all__ = ["BenchCell", "argv", "assemble", "cells", "split"]
+__all__ = ["BenchCell", "argv", "assemble", "cells", "local", "split"]

@@ -27,6 +27,8 @@ def test_a_benchmark_with_parts_is_one_task_per_part_and_the_others_one_task() -
         [BenchCell("paper-tables", "ftf"), BenchCell("paper-tables", "table3")]
     for one in ({"HOPS_BENCH_PARTS": "table4"}, {"HOPS_BENCH_QUICK": "1"}):  # one part: the benchmark as it is
         assert cells(["paper-tables"], BENCHES, one) == [BenchCell("paper-tables")]
+    # a benchmark that starts its own minicluster runs where the command runs, never as a task
+    assert cells(["engine", "hook", "estimator"], BENCHES, {}) == [BenchCell("estimator")]
     with pytest.raises(HopsError, match="unknown part"):  # refused before anything is submitted
         cells(["paper-tables"], BENCHES, {"HOPS_BENCH_PARTS": "table3,table9"})
 
