@@ -78,8 +78,7 @@ def _on_slurm(args: argparse.Namespace, chosen: list[str], benches: dict[str, Mo
         for i, cell in enumerate(todo):
             where = f"failed; log {done.failed[i]}" if i in done.failed else f"done (array {','.join(done.job_ids)})"
             print(f"{cell.label}: {where}")
-        where = f"slurm job array {done.job_ids[0]} on cluster {cluster_name(SlurmClients())}, {len(todo)} tasks"
-        for path in bench_cells.assemble(todo, benches, out, where):
+        for path in bench_cells.assemble(todo, benches, out, done.job_ids[0], cluster_name(SlurmClients())):
             print(f"assembled {path} from its parts")
         failed = bool(done.failed)
     for name in (n for n in chosen if bench_cells.local(benches[n])):

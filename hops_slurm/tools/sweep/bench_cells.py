@@ -15,6 +15,7 @@ the command runs it where it runs, once the array has ended.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,11 +66,13 @@ def argv(cell: BenchCell, out: Path, self_argv: Callable[..., list[str]]) -> lis
     return command if cell.part is None else ["env", f"HOPS_BENCH_PARTS={cell.part}", *command]
 
 
-def assemble(all_cells: Sequence[BenchCell], benches: Mapping[str, ModuleType], out: Path, where: str) -> list[Path]:
-    """Every split benchmark's document, assembled from its parts under ``out``, its header saying ``where``."""
+def assemble(all_cells: Sequence[BenchCell], benches: Mapping[str, ModuleType], out: Path, array: str,
+             cluster: str) -> list[Path]:
+    """Every split benchmark's document, assembled from its parts under ``out``, its header saying it ran as
+    that many tasks of job array ``array`` on ``cluster``."""
     paths = []
-    with results_header.running_on(where):
-        for name in dict.fromkeys(c.bench for c in all_cells if c.part is not None):
+    for name, count in Counter(c.bench for c in all_cells if c.part is not None).items():
+        with results_header.running_on(f"slurm job array {array} on cluster {cluster}, {count} tasks"):
             paths.append(benches[name].assemble(out))
     return paths
 
