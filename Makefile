@@ -46,8 +46,12 @@ test: install slurm
 test-live: install slurm
 	HOPS_TEST_SLURM=$(SLURM) $(PY) -m pytest -m slurm $(PYTEST_ARGS)
 
+# BENCH=NAME: one benchmark (default all). ON_SLURM=1: each benchmark (each part of paper-tables and engine-sim)
+# a task of one Slurm job array on the cluster this runs on, the checkout on a file system its nodes share;
+# PARTITION=, TIME= (per task, as sbatch takes it), RETRIES= (docs/simulator.md, "Sweeps as Slurm job arrays").
+BENCH ?= all
 bench: install
-	$(HOPS) bench all --out docs/results
+	$(HOPS) bench $(BENCH) --out docs/results$(if $(ON_SLURM), --on-slurm$(if $(PARTITION), --partition $(PARTITION))$(if $(TIME), --time $(TIME))$(if $(RETRIES), --retries $(RETRIES)))
 
 clean:
 	-$(HOPS) minicluster down $(if $(SLURM),--slurm $(SLURM)) 2>/dev/null

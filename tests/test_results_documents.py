@@ -140,6 +140,30 @@ def test_write_puts_the_header_first(tmp_path: Path) -> None:
     assert command_env("B='1 2' A=3 hops-slurm bench x --out D=4") == {"B": "1 2", "A": "3"}
 
 
+def test_where_a_run_happened_is_written_and_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The optional ``ran_on``: outside Slurm ``local``, inside a job array's task the job, task and cluster
+    (from the task's own environment); read back by ``parse``; a header without it (older documents) stays
+    valid, and anything else in its place (a path, free text) is not a header."""
+    assert re.fullmatch(r"local, [1-9]\d* CPUs?", results_header.ran_on({}))
+    task = {"SLURM_ARRAY_JOB_ID": "4711", "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_ID": "4714",
+            "SLURM_CLUSTER_NAME": "hops", "SLURM_CPUS_ON_NODE": "1"}
+    assert results_header.ran_on(task) == "slurm job array 4711 task 3 on cluster hops, 1 CPU"
+    job = {"SLURM_JOB_ID": "12", "SLURM_CLUSTER_NAME": 'a b/"c', "SLURM_CPUS_ON_NODE": "1"}
+    assert results_header.ran_on(job) == "slurm job 12 on cluster a_b__c, 1 CPU"
+    h = Header("m.n:run", "hops-slurm bench x", "2b5165a", "2026-11-28", "slurm job array 4711 task 3 on cluster hops, 4 CPUs")
+    assert h.line().endswith(' date=2026-11-28 ran_on="slurm job array 4711 task 3 on cluster hops, 4 CPUs" -->')
+    assert parse(h.line()) == h
+    assert parse(replace(h, ran_on=None).line()).ran_on is None
+    for bad in ("on /work/x", "local", "local, 0 CPUs", "", "slurm job array 1 task 2 on cluster, 1 CPU"):
+        assert parse(replace(h, ran_on=None).line().replace(" -->", f' ran_on="{bad}" -->')) is None, bad
+        with pytest.raises(ValueError):
+            replace(h, ran_on=bad).line()
+    for key, value in task.items():
+        monkeypatch.setenv(key, value)
+    head = results_header.read(results_header.write(tmp_path / "x.md", "# T\n", generator="m.n:run", command="hops-slurm bench x"))
+    assert head is not None and head.ran_on == "slurm job array 4711 task 3 on cluster hops, 1 CPU"
+
+
 def _outputs() -> list[Path]:
     return sorted(p for folder in OUTPUTS for p in folder.rglob("*") if p.is_file() and p.suffix in TEXT)
 

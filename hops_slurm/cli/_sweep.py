@@ -1,7 +1,8 @@
 """The ``--on-slurm`` flags of ``hops-slurm simulate`` and ``bench``, and a simulate sweep run as a job array.
 
 Data flow: the command's parsed flags -> one argv per cell (a ``hops-slurm sweep-task`` per (seed, policy)
-of a simulation, a ``hops-slurm bench NAME`` per benchmark) -> :func:`hops_slurm.tools.sweep.job_array.run_array`
+of a simulation, a ``hops-slurm bench NAME`` per benchmark or part of one,
+:mod:`hops_slurm.tools.sweep.bench_cells`) -> :func:`hops_slurm.tools.sweep.job_array.run_array`
 on the cluster the command runs on -> for a simulation, the cells merged into the local run's
 :class:`hops_slurm.sim.runner.Comparison` (:func:`hops_slurm.tools.sweep.sim_cells.merge`). The tasks run
 the Python that runs this command, with its environment, as the caller.

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
+from types import ModuleType
 
 from hops_slurm.cli._sweep import add_slurm_arguments, self_argv, submit_cells
 from hops_slurm.tools.bench import discover
 from hops_slurm.errors import HopsError
 from hops_slurm.progress import StepBar
+from hops_slurm.tools.sweep import bench_cells
+from hops_slurm.tools.sweep.job_array import SlurmClients, cluster_name
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     if not chosen:
         print("no benchmarks defined yet")
     if getattr(args, "on_slurm", False) and chosen:
-        return _on_slurm(args, chosen)
+        return _on_slurm(args, chosen, benches)
     with StepBar(len(chosen), "benchmarks") as bar:  # on a terminal only
         for name in chosen:
             bar.start(name)
@@ -61,11 +65,24 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_slurm(args: argparse.Namespace, chosen: list[str]) -> int:
-    """Each benchmark a task of one job array; each writes its own results under --out, as run here."""
-    out = str(args.out.resolve())
-    done = submit_cells(args, [self_argv("bench", name, "--out", out) for name in chosen], chosen, "hops-bench")
-    for i, name in enumerate(chosen):
-        where = f"failed; log {done.failed[i]}" if i in done.failed else f"done (array {','.join(done.job_ids)})"
-        print(f"{name}: {where}")
-    return 1 if done.failed else 0
+def _on_slurm(args: argparse.Namespace, chosen: list[str], benches: dict[str, ModuleType]) -> int:
+    """Each benchmark (or each part of one that has parts) a task of one job array; each writes its results
+    under --out as run here, and a benchmark split in parts is assembled here once every task has ended
+    (:mod:`hops_slurm.tools.sweep.bench_cells`)."""
+    out = args.out.resolve()
+    todo = bench_cells.cells(chosen, benches, os.environ)
+    failed = False
+    if todo:
+        done = submit_cells(args, [bench_cells.argv(c, out, self_argv) for c in todo], [c.label for c in todo],
+                            "hops-bench")
+        for i, cell in enumerate(todo):
+            where = f"failed; log {done.failed[i]}" if i in done.failed else f"done (array {','.join(done.job_ids)})"
+            print(f"{cell.label}: {where}")
+        for path in bench_cells.assemble(todo, benches, out, done.job_ids[0], cluster_name(SlurmClients())):
+            print(f"assembled {path} from its parts")
+        failed = bool(done.failed)
+    for name in (n for n in chosen if bench_cells.local(benches[n])):
+        start = time.perf_counter()
+        path = benches[name].run(out)
+        print(f"{name}: wrote {path} in {time.perf_counter() - start:.1f} s here (it starts its own minicluster)")
+    return 1 if failed else 0

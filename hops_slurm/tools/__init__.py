@@ -10,5 +10,6 @@ checks), so a site installs and runs the scheduler without them.
 - :mod:`hops_slurm.tools.minicluster`: a real multi-node fake-GPU Slurm cluster on one host.
 - :mod:`hops_slurm.tools.slurm_latency`: what each Slurm command the engine enacts with costs.
 - :mod:`hops_slurm.tools.results_header`: the first line of every results document (generator, command,
-  commit, date), written by the benchmarks and checked by tests/test_results_documents.py.
+  commit, date, where it ran), written by the benchmarks and checked by tests/test_results_documents.py.
+- :mod:`hops_slurm.tools.sweep`: ``simulate`` and ``bench`` with ``--on-slurm``, as the tasks of a Slurm job array.
 """

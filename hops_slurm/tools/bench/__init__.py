@@ -5,7 +5,10 @@ benchmark; ``run`` writes its Markdown result under ``out_dir`` (``docs/results`
 and returns the path, under the header of :mod:`hops_slurm.tools.results_header`; ``command(env)`` returns,
 without running anything, the command that header names (``ENV``: the ``HOPS_BENCH_*`` variables it reads).
 A module with ``IN_ALL = False`` (a long one, e.g. ``load``) runs only by name, not
-in ``all``. Benchmarks measure; tests assert behaviour.
+in ``all``. With ``--on-slurm`` (:mod:`hops_slurm.tools.sweep.bench_cells`) each benchmark is a task of one
+Slurm job array; one with ``parts(env)`` and ``assemble(out_dir)`` is one task per part, assembled at the
+end; one with ``ON_SLURM = False`` (it starts its own minicluster) runs where the command runs. Benchmarks
+measure; tests assert behaviour.
 """
 
 from __future__ import annotations

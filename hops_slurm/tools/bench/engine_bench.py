@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from hops_slurm.engine.engine import Engine
 
 NAME = "engine"
+#: brings up its own minicluster (root, the Slurm packages): ``bench --on-slurm`` runs it here, not as a task
+ON_SLURM = False
 #: the environment variables this benchmark reads (they precede the command in its results header)
 ENV = ()
 

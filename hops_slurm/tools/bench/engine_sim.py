@@ -63,11 +63,17 @@ DIFFERENCES = [
 ]
 
 
-def run(out_dir: Path) -> Path:
-    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
+def parts(env: Mapping[str, str]) -> list[str]:
+    """The parts a run under ``env`` writes (``HOPS_BENCH_PARTS``, default all)."""
+    chosen = [p for p in env.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
     unknown = sorted(set(chosen) - set(PARTS))
     if unknown:
         raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
+    return chosen
+
+
+def run(out_dir: Path) -> Path:
+    chosen = parts(os.environ)
     for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty_review", "hops_slurm.engine.engine"):
         logging.getLogger(noisy).setLevel(logging.ERROR)  # refused splits and re-aged jobs show in the numbers
     data = out_dir / "engine-sim"
@@ -78,6 +84,12 @@ def run(out_dir: Path) -> Path:
         chosen_policies = [p for p in os.environ.get("HOPS_BENCH_POLICIES", ",".join(policies)).split(",") if p]
         text = _part(title, cluster, chosen_policies, [int(x) for x in seeds.split(",")])
         (data / f"{name}.md").write_text(text + "\n")
+    return assemble(out_dir)
+
+
+def assemble(out_dir: Path) -> Path:
+    """``out_dir/engine-sim.md`` from every part written so far under ``out_dir/engine-sim/``."""
+    data = out_dir / "engine-sim"
     lines = [
         "# The paper's tables through the production engine on a simulated slurmctld (issue 14)", "",
         "Written by `hops-slurm bench engine-sim` (parts `table3` and `table4`; `HOPS_BENCH_PARTS`, "
@@ -99,7 +111,8 @@ def run(out_dir: Path) -> Path:
 
 def _part(title: str, cluster_name: str, policies: list[str], seeds: list[int]) -> str:
     cluster = load_cluster(cluster_name)
-    lines = [f"## {title}", "", f"Cluster `{cluster_name}`, seeds {','.join(map(str, seeds))}, commit `{_commit()}`.", ""]
+    lines = [f"## {title}", "", f"Cluster `{cluster_name}`, seeds {','.join(map(str, seeds))}, commit `{_commit()}`; "
+             f"ran on: {results_header.ran_on()}.", ""]
     paths = {}
     for label, runner in (("engine", simulate_engine), ("fast", simulate)):
         start = time.perf_counter()

@@ -25,6 +25,8 @@ from hops_slurm.hooklua import HOOK, SITE_HOOK, run_batch
 from hops_slurm.tools import results_header
 
 NAME = "hook"
+#: brings up its own minicluster (root, the Slurm packages): ``bench --on-slurm`` runs it here, not as a task
+ON_SLURM = False
 #: the environment variables this benchmark reads (they precede the command in its results header)
 ENV = ()
 

@@ -37,6 +37,8 @@ from hops_slurm.tools import results_header
 from pathlib import Path
 
 NAME = "load"
+#: brings up its own minicluster (root, the Slurm packages): ``bench --on-slurm`` runs it here, not as a task
+ON_SLURM = False
 IN_ALL = False  # too long for `hops-slurm bench all` / `make bench`: run it by name
 #: the environment variables this benchmark reads (they precede the command in its results header)
 ENV = ()

@@ -101,7 +101,7 @@ def section(title: str, cluster: str, workload: str, names: list[str], seeds: li
     plots = write_plots(results, out, prefix=f"{tag}-")
     lines.append(markdown_table(results))
     lines += served_lines(results)
-    lines.append(f"Wall time {time.perf_counter() - start:.0f} s.")
+    lines.append(f"Wall time {time.perf_counter() - start:.0f} s; ran on: {results_header.ran_on()}.")
     lines += ["", *[f"![{p.stem}]({out.name}/{p.name})" for p in plots], ""]
     return "\n".join(lines)
 
@@ -160,20 +160,33 @@ def _part(name: str, seeds: list[int], data: Path) -> str:
                              seeds[:1], data, f"rate{rate}") for rate in RATES)
 
 
-def run(out_dir: Path) -> Path:
-    seeds = bench_seeds()
-    quick = os.environ.get("HOPS_BENCH_QUICK") == "1"
-    chosen = [p for p in os.environ.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
-    if quick:
-        seeds, chosen = seeds[:1], ["table3"]
+def parts(env: Mapping[str, str]) -> list[str]:
+    """The parts a run under ``env`` writes (``HOPS_BENCH_PARTS``; ``HOPS_BENCH_QUICK=1``: table3 only)."""
+    if env.get("HOPS_BENCH_QUICK") == "1":
+        return ["table3"]
+    chosen = [p for p in env.get("HOPS_BENCH_PARTS", ",".join(PARTS)).split(",") if p]
     unknown = sorted(set(chosen) - set(PARTS))
     if unknown:
         raise HopsError(f"HOPS_BENCH_PARTS: unknown part(s) {', '.join(unknown)}; known: {', '.join(PARTS)}")
+    return chosen
+
+
+def run(out_dir: Path) -> Path:
+    seeds = bench_seeds()
+    if os.environ.get("HOPS_BENCH_QUICK") == "1":
+        seeds = seeds[:1]
+    chosen = parts(os.environ)
     data = out_dir / "paper-tables"
     (data / "parts").mkdir(parents=True, exist_ok=True)
     for name in chosen:
         (data / "parts" / f"{name}.md").write_text(_part(name, seeds, data) + "\n")
-    parts = [
+    return assemble(out_dir)
+
+
+def assemble(out_dir: Path) -> Path:
+    """``out_dir/paper-tables.md`` from every part written so far under ``out_dir/paper-tables/parts/``."""
+    data = out_dir / "paper-tables"
+    texts = [
         "# The Hops paper's experiments, reproduced in the simulator",
         "",
         "Written by `hops-slurm bench paper-tables` (`make bench`). Ground truth: Gavel's measured throughputs "
@@ -189,7 +202,7 @@ def run(out_dir: Path) -> Path:
         "Sia with one config per requirement).",
         "",
     ]
-    parts += [(data / "parts" / f"{name}.md").read_text() for name in PARTS if (data / "parts" / f"{name}.md").is_file()]
+    texts += [(data / "parts" / f"{name}.md").read_text() for name in PARTS if (data / "parts" / f"{name}.md").is_file()]
     path = out_dir / "paper-tables.md"
-    return results_header.write(path, "\n".join(parts) + "\n", generator=f"{__name__}:run",
+    return results_header.write(path, "\n".join(texts) + "\n", generator=f"{__name__}:run",
                                  command=command(os.environ))

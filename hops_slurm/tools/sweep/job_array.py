@@ -21,6 +21,7 @@ belongs to the caller, and the tasks run as the caller.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -156,6 +157,16 @@ def exit_status(state: Path, index: int) -> int | None:
         return None
 
 
+def cluster_name(clients: SlurmClients) -> str:
+    """The cluster's ClusterName (``scontrol show config``), reduced to ``[\\w.-]``; ``unnamed`` when unknown."""
+    done = clients.run(["scontrol", "show", "config"])
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        key, _, value = line.partition("=")
+        if key.strip() == "ClusterName":
+            return re.sub(r"[^\w.-]", "_", value.strip())[:64] or "unnamed"
+    return "unnamed"
+
+
 def run_array(commands: Sequence[Sequence[str]], state: Path, *, name: str = "hops-sweep",
               sbatch_args: Sequence[str] = (), retries: int = 2, poll_seconds: float = 2.0,
               clients: SlurmClients | None = None, labels: Sequence[str] | None = None,
@@ -227,4 +238,4 @@ def _follow(clients: SlurmClients, ids: Sequence[str], todo: Sequence[int], stat
         time.sleep(poll_seconds)
 
 
-__all__ = ["ArrayResult", "SlurmClients", "exit_status", "prepare", "queued", "run_array", "submit"]
+__all__ = ["ArrayResult", "SlurmClients", "cluster_name", "exit_status", "prepare", "queued", "run_array", "submit"]
