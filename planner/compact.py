@@ -25,7 +25,7 @@ from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer,
 from planner.keep import keep_running_jobs
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
-                                shares_a_node, signature, stays)
+                                shares_a_node, signature, signature_on, stays)
 from planner.solution import NODE_LIMIT, Solution, finish, new_model, relative_gap
 from planner.views import Config, NodeView, freeze_config
 
@@ -109,7 +109,7 @@ class CompactSolve:
         """Signatures, node groups, patterns, rows and the starting columns; False when there is no column."""
         best: dict[Key, Candidate] = {}
         for c in self.cands:
-            key = (c.job_id, signature(c.config, self.by_name))
+            key = (c.job_id, signature_on(c, self.nodes, self.by_name))
             if key not in best or c.gain > best[key].gain:
                 best[key] = c
         self.best = best
@@ -295,7 +295,7 @@ class CompactSolve:
         return xval
 
     def _round(self, xval: Mapping[Key, float]) -> tuple[dict[str, Config | None], float]:
-        return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held)
+        return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held, self.gain_of)
 
     def round(self) -> Solution | None:
         """Round the LP optimum; when that falls short of the gap, LP dives: fix the most decided fractional

@@ -37,8 +37,10 @@ against). docs/design.md, "Spans per speed bucket and column generation".
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 
 from planner.eligible import confine
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
@@ -54,6 +56,14 @@ def aggregated_configs(nodes: Sequence[NodeView], requirement: int, *, one_per_c
             seen.add(n.server_class)
             out.append(freeze_config({n.name: requirement}))
     return out
+
+
+def aggregated_of(cluster: ClusterView, gpu_type: str, requirement: int, one_per_class: bool) -> list[Config]:
+    """:func:`aggregated_configs` on ``cluster``'s nodes of ``gpu_type``: the same for every job of the view,
+    made once per (type, requirement, ``one_per_class``) and view."""
+    return cluster._derived(f"aggregated:{gpu_type}:{requirement}:{one_per_class}",  # type: ignore[no-any-return]
+                            lambda: aggregated_configs(cluster.nodes_of_type(gpu_type), requirement,
+                                                       one_per_class=one_per_class))
 
 
 #: how spanning configs are generated: per speed bucket (compact default) or from every start (the paper's)
@@ -108,10 +118,20 @@ class SpanIndex:
         self.every_start = {t: sum(len(ns) for ns in of.values())
                             <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
                             for t, of in self.classes.items()}
+        self._fragment_free: dict[tuple[str, int], dict[str, int]] = {}
 
     def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
         """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
         return self.classes[gpu_type][server_class][bisect_right(self.negfree[gpu_type][server_class], -requirement):]
+
+    def fragment_free(self, gpu_type: str, requirement: int) -> dict[str, int]:
+        """Server class -> the free GPUs of its :meth:`fragments` (worked out once per type and requirement)."""
+        key = (gpu_type, requirement)
+        got = self._fragment_free.get(key)
+        if got is None:
+            got = self._fragment_free[key] = {c: sum(n.free_gpus for n in self.fragments(gpu_type, c, requirement))
+                                              for c in self.classes.get(gpu_type, {})}
+        return got
 
 
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
@@ -124,31 +144,82 @@ def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, flo
 
 def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float]) -> list[Config]:
     """Spanning configs of ``requirement`` GPUs on ``gpu_type``, one per (slowest class, variant): see the
-    module docstring. ``speed``: server class -> the job's speed there (:func:`class_speeds`)."""
+    module docstring. ``speed``: server class -> the job's speed there (:func:`class_speeds`).
+
+    For each slowest class the classes at least as fast are a suffix of the classes ordered by speed (found
+    by bisection, their free GPUs by suffix sums), and a span walks only the classes that add GPUs to it
+    (each at least one): a call costs O(C log C + C x requirement) for C classes, not O(C^2)."""
+    of_type = index.classes.get(gpu_type, {})
+    free = index.free.get(gpu_type, {})
+    by_speed = sorted(of_type, key=lambda c: (speed[c], c))
+    speeds = [speed[c] for c in by_speed]
+    if any(math.isnan(v) for v in speeds):  # no order to bisect: every class compared with every other
+        return _spans_compared(index, gpu_type, requirement, speed, by_speed)
+    frag = index.fragment_free(gpu_type, requirement)
+    total, fragments_total = _suffix_sums([free[c] for c in by_speed]), _suffix_sums([frag[c] for c in by_speed])
+    with_fragments = [i for i, c in enumerate(by_speed) if frag[c]]
+    out: dict[tuple[tuple[str, int], ...], Config] = {}
+    for i, slowest in enumerate(by_speed):
+        lo = bisect_left(speeds, speeds[i])  # the classes at least as fast as this one: by_speed[lo:]
+        if total[lo] < requirement:
+            continue
+        # slowest first, then the others at least as fast in speed order (lazily: a span stops once full)
+        faster = chain((slowest,), (by_speed[k] for k in range(lo, len(by_speed)) if k != i))
+        cfg = _span(lambda c: of_type[c], faster, requirement, False)
+        if cfg is not None:
+            out.setdefault(tuple(cfg.items()), cfg)
+        if fragments_total[lo] < requirement:
+            continue  # the fragments of these classes cannot hold it
+        first = bisect_left(with_fragments, lo)
+        for backwards in (False, True):  # the classes without fragments add nothing to these spans: skipped
+            walk = chain((slowest,) if frag[slowest] else (),
+                         (by_speed[with_fragments[m]] for m in range(first, len(with_fragments)) if with_fragments[m] != i))
+            cfg = _span(lambda c: index.fragments(gpu_type, c, requirement), walk, requirement, backwards)
+            if cfg is not None:
+                out.setdefault(tuple(cfg.items()), cfg)
+    return list(out.values())
+
+
+def _suffix_sums(values: Sequence[int]) -> list[int]:
+    out = [0] * (len(values) + 1)
+    for k in range(len(values) - 1, -1, -1):
+        out[k] = out[k + 1] + values[k]
+    return out
+
+
+def _span(nodes_of: Callable[[str], Sequence[NodeView]], classes: Iterable[str], requirement: int,
+          backwards: bool) -> Config | None:
+    """``requirement`` GPUs taken from ``classes`` in order (each class's ``nodes_of`` nodes, in order or
+    ``backwards``), each node all it has until the last; None when they fall short or one node holds it."""
+    placed: dict[str, int] = {}
+    left = requirement
+    for c in classes:
+        nodes = nodes_of(c)
+        for n in (reversed(nodes) if backwards else nodes):
+            take = min(n.free_gpus, left)
+            placed[n.name] = take
+            left -= take
+            if not left:
+                return freeze_config(placed) if len(placed) > 1 else None
+    return None
+
+
+def _spans_compared(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float],
+                    by_speed: list[str]) -> list[Config]:
+    """:func:`bucketed_spans` where some speed is not a number: each class's faster ones by comparison."""
     of_type = index.classes.get(gpu_type, {})
     free = index.free.get(gpu_type, {})
     out: dict[tuple[tuple[str, int], ...], Config] = {}
-    by_speed = sorted(of_type, key=lambda c: (speed[c], c))
     for slowest in by_speed:
         floor = speed[slowest]
         eligible = [slowest] + [c for c in by_speed if c != slowest and speed[c] >= floor]
         if sum(free[c] for c in eligible) < requirement:
             continue
         for fragments in (0, 1, 2):
-            placed: dict[str, int] = {}
-            left = requirement
-            for c in eligible:
-                nodes = of_type[c] if not fragments else index.fragments(gpu_type, c, requirement)
-                for n in (nodes if fragments < 2 else reversed(nodes)):
-                    take = min(n.free_gpus, left)
-                    placed[n.name] = take
-                    left -= take
-                    if not left:
-                        break
-                if not left:
-                    break
-            if not left and len(placed) > 1:
-                cfg = freeze_config(placed)
+            nodes_of = (lambda c: of_type[c]) if not fragments else \
+                (lambda c: index.fragments(gpu_type, c, requirement))
+            cfg = _span(nodes_of, eligible, requirement, fragments == 2)
+            if cfg is not None:
                 out.setdefault(tuple(cfg.items()), cfg)
     return list(out.values())
 
@@ -183,9 +254,8 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
     for gpu_type in cluster.gpu_types:
         of_type = cluster.nodes_of_type(gpu_type)
         largest = cluster.largest_node(gpu_type)
-        for r in job.requirements:  # the same for every job of the view: made once per (type, requirement)
-            for cfg in cluster._derived(f"aggregated:{gpu_type}:{r}:{one_per_class}",
-                                        lambda: aggregated_configs(of_type, r, one_per_class=one_per_class)):
+        for r in job.requirements:
+            for cfg in aggregated_of(cluster, gpu_type, r, one_per_class):
                 add(cfg)
         if not high or job.requirements[0] > largest:
             if index is not None and not index.every_start.get(gpu_type, True):
@@ -216,9 +286,9 @@ def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[C
     high = is_high_sensitivity(job, sigma)
     cluster = confine(cluster, job)
     types = [(t, cluster.nodes_of_type(t)) for t in cluster.gpu_types]
-    for _, of_type in types:
+    for t, _ in types:
         for r in job.requirements:
-            yield from aggregated_configs(of_type, r, one_per_class=True)
+            yield from aggregated_of(cluster, t, r, True)
     for t, of_type in types:
         if not high or job.requirements[0] > cluster.largest_node(t):
             for r in job.requirements:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from planner.ilp import Candidate, Packer, signature
+from planner.ilp import Candidate, Packer
+from planner.signatures import signature_on
 from planner.views import Config, NodeView
 
 
@@ -32,7 +33,7 @@ def greedy_plan(order: Sequence[str], cands: Sequence[Candidate], capacity: Mapp
         out[job_id] = None
         for _, c in ranked:
             if packer is not None:
-                cfg = packer.place(signature(c.config, by_name), c.config)
+                cfg = packer.place(signature_on(c, nodes, by_name), c.config)
                 if cfg is not None:
                     out[job_id] = cfg
                     break

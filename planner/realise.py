@@ -56,18 +56,20 @@ class Eligible:
 def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signature], Candidate],
            xval: Mapping[tuple[str, Signature], float], weights: Mapping[str, float],
            nodes: Sequence[NodeView], current: Mapping[str, Config],
-           held: Mapping[tuple[str, Signature], Config]) -> tuple[dict[str, Config | None], float]:
+           held: Mapping[tuple[str, Signature], Config],
+           score: Mapping[tuple[str, Signature], float] | None = None) -> tuple[dict[str, Config | None], float]:
     """Round an LP solution: (job, signature) pairs by LP value (then weighted gain) placed on real
     nodes while they fit (a ``held`` pair only on its own nodes); then every job still out tries its
     signatures by weighted gain. Of equally
     good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
-    end, :func:`keep_running_jobs`)."""
+    end, :func:`keep_running_jobs`). ``score``: each pair's weighted gain, when the caller has it."""
     by_name = {n.name: n for n in nodes}
     # where a running job stays (:func:`stays`, worked out once per job) and each pair's weighted gain
     here: dict[str, tuple[Signature, Config]] = {j: (signature(cur, by_name), freeze_config(cur))
                                                  for j, cur in current.items()
                                                  if cur and all(n in by_name for n in cur)}
-    score = {k: weights[k[0]] * best[k].gain for k in keys}
+    if score is None:
+        score = {k: weights[k[0]] * best[k].gain for k in keys}
 
     def prefer(k: tuple[str, Signature]) -> Config | None:
         cur = here.get(k[0])
@@ -81,17 +83,24 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
 
     ones = sorted((k for k in keys if xval[k] > 1 - 1e-6), key=lambda k: (*size(k), k[0]))
     fracs = sorted((k for k in keys if 1e-6 < xval[k] <= 1 - 1e-6), key=lambda k: (-xval[k], -score[k], k[0]))
-    by_gain = sorted(keys, key=lambda k: (-score[k], k[0]))
+    # by (-score, job id): sorted by the second key, then (stably) by the first, the same order
+    by_gain = sorted(keys, key=lambda k: k[0])
+    by_gain.sort(key=lambda k: -score[k])
     by_job: dict[str, list[tuple[str, Signature]]] = defaultdict(list)
     for k in keys:
         by_job[k[0]].append(k)
-    by_weight = [k for j in sorted(by_job, key=lambda j: (-weights[j], j))
-                 for k in sorted(by_job[j], key=lambda k: (-xval[k], -score[k]))]
+    by_weight: list[tuple[str, Signature]] = []
+    for j in sorted(by_job, key=lambda j: (-weights[j], j)):
+        of_job = sorted(by_job[j], key=lambda k: -score[k])
+        of_job.sort(key=lambda k: -xval[k])  # by (-xval, -score)
+        by_weight += of_job
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     best_moved = 0
     stay = [k for k in keys if k[0] in here and here[k[0]][0] == k[1]]  # warm start: running jobs where they are
-    for order in (ones + fracs + by_gain, ones + by_weight, stay + ones + by_weight):
+    # with no running job where it is, the warm start is the second order again (the same rounding)
+    orders = (ones + fracs + by_gain, ones + by_weight) + ((stay + ones + by_weight,) if stay else ())
+    for order in orders:
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
         value = 0.0
