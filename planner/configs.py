@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain
+from collections.abc import Iterator, Mapping, Sequence
 
 from planner.eligible import confine
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
@@ -118,19 +117,20 @@ class SpanIndex:
         self.every_start = {t: sum(len(ns) for ns in of.values())
                             <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
                             for t, of in self.classes.items()}
-        self._fragment_free: dict[tuple[str, int], dict[str, int]] = {}
+        self._fragment_free: dict[tuple[str, int], tuple[dict[str, int], dict[str, list[NodeView]]]] = {}
 
     def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
         """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
         return self.classes[gpu_type][server_class][bisect_right(self.negfree[gpu_type][server_class], -requirement):]
 
-    def fragment_free(self, gpu_type: str, requirement: int) -> dict[str, int]:
-        """Server class -> the free GPUs of its :meth:`fragments` (worked out once per type and requirement)."""
+    def fragment_free(self, gpu_type: str, requirement: int) -> tuple[dict[str, int], dict[str, list[NodeView]]]:
+        """Server class -> the free GPUs of its :meth:`fragments`, and class -> those fragments (worked out
+        once per type and requirement)."""
         key = (gpu_type, requirement)
         got = self._fragment_free.get(key)
         if got is None:
-            got = self._fragment_free[key] = {c: sum(n.free_gpus for n in self.fragments(gpu_type, c, requirement))
-                                              for c in self.classes.get(gpu_type, {})}
+            nodes = {c: self.fragments(gpu_type, c, requirement) for c in self.classes.get(gpu_type, {})}
+            got = self._fragment_free[key] = ({c: sum(n.free_gpus for n in ns) for c, ns in nodes.items()}, nodes)
         return got
 
 
@@ -144,40 +144,77 @@ def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, flo
 
 def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float]) -> list[Config]:
     """Spanning configs of ``requirement`` GPUs on ``gpu_type``, one per (slowest class, variant): see the
-    module docstring. ``speed``: server class -> the job's speed there (:func:`class_speeds`).
+    module docstring. ``speed``: server class -> the job's speed there (:func:`class_speeds`)."""
+    return list(_bucketed(index, gpu_type, requirement, speed).values())
 
-    For each slowest class the classes at least as fast are a suffix of the classes ordered by speed (found
-    by bisection, their free GPUs by suffix sums), and a span walks only the classes that add GPUs to it
-    (each at least one): a call costs O(C log C + C x requirement) for C classes, not O(C^2)."""
+
+def _bucketed(index: SpanIndex, gpu_type: str, requirement: int,
+              speed: Mapping[str, float]) -> dict[tuple[tuple[str, int], ...], Config]:
+    """:func:`bucketed_spans` by their items. For each slowest class the classes at least as fast are a
+    suffix of the classes ordered by speed (its start moves with the speed; their free GPUs are suffix
+    sums), and a span walks only the classes that add GPUs to it (each at least one): a call costs
+    O(C log C + C x requirement) for C classes, not O(C^2)."""
     of_type = index.classes.get(gpu_type, {})
     free = index.free.get(gpu_type, {})
     by_speed = sorted(of_type, key=lambda c: (speed[c], c))
     speeds = [speed[c] for c in by_speed]
-    if any(math.isnan(v) for v in speeds):  # no order to bisect: every class compared with every other
+    if any(math.isnan(v) for v in speeds):  # no order to walk: every class compared with every other
         return _spans_compared(index, gpu_type, requirement, speed, by_speed)
-    frag = index.fragment_free(gpu_type, requirement)
+    frag, frag_nodes = index.fragment_free(gpu_type, requirement)
     total, fragments_total = _suffix_sums([free[c] for c in by_speed]), _suffix_sums([frag[c] for c in by_speed])
-    with_fragments = [i for i, c in enumerate(by_speed) if frag[c]]
+    with_fragments = [k for k, c in enumerate(by_speed) if frag[c]]
     out: dict[tuple[tuple[str, int], ...], Config] = {}
+    n_classes, n_fragmented = len(by_speed), len(with_fragments)
+    lo = first = 0  # by_speed[lo:]: the classes at least as fast as this one; with_fragments[first:] of them
     for i, slowest in enumerate(by_speed):
-        lo = bisect_left(speeds, speeds[i])  # the classes at least as fast as this one: by_speed[lo:]
+        if speeds[i] != speeds[lo]:  # sorted: a new speed starts here
+            lo = i
+            while first < n_fragmented and with_fragments[first] < lo:
+                first += 1
         if total[lo] < requirement:
             continue
-        # slowest first, then the others at least as fast in speed order (lazily: a span stops once full)
-        faster = chain((slowest,), (by_speed[k] for k in range(lo, len(by_speed)) if k != i))
-        cfg = _span(lambda c: of_type[c], faster, requirement, False)
-        if cfg is not None:
-            out.setdefault(tuple(cfg.items()), cfg)
+        # slowest first, then the others at least as fast in speed order, until the span is full
+        placed: dict[str, int] = {}
+        left = _take(of_type[slowest], False, placed, requirement)
+        k = lo
+        while left and k < n_classes:
+            if k != i:
+                left = _take(of_type[by_speed[k]], False, placed, left)
+            k += 1
+        _keep(out, placed, left)
         if fragments_total[lo] < requirement:
             continue  # the fragments of these classes cannot hold it
-        first = bisect_left(with_fragments, lo)
         for backwards in (False, True):  # the classes without fragments add nothing to these spans: skipped
-            walk = chain((slowest,) if frag[slowest] else (),
-                         (by_speed[with_fragments[m]] for m in range(first, len(with_fragments)) if with_fragments[m] != i))
-            cfg = _span(lambda c: index.fragments(gpu_type, c, requirement), walk, requirement, backwards)
-            if cfg is not None:
-                out.setdefault(tuple(cfg.items()), cfg)
-    return list(out.values())
+            placed = {}
+            left = _take(frag_nodes[slowest], backwards, placed, requirement)
+            m = first
+            while left and m < n_fragmented:
+                if with_fragments[m] != i:
+                    left = _take(frag_nodes[by_speed[with_fragments[m]]], backwards, placed, left)
+                m += 1
+            _keep(out, placed, left)
+    return out
+
+
+def _take(nodes: Sequence[NodeView], backwards: bool, placed: dict[str, int], left: int) -> int:
+    """Each of ``nodes`` in order (or ``backwards``) gives the span all it has, the last what is ``left``;
+    what is left after them."""
+    for n in (reversed(nodes) if backwards else nodes):
+        take = n.free_gpus if n.free_gpus < left else left
+        placed[n.name] = take
+        left -= take
+        if not left:
+            return 0
+    return left
+
+
+def _keep(out: dict[tuple[tuple[str, int], ...], Config], placed: dict[str, int], left: int) -> None:
+    """A full span of more than one node joins ``out`` unless it is there (every piece is at least 1 GPU:
+    its sorted items are its config's)."""
+    if not left and len(placed) > 1:
+        key = tuple(sorted(placed.items()))
+        if key not in out:
+            out[key] = freeze_config(placed)
 
 
 def _suffix_sums(values: Sequence[int]) -> list[int]:
@@ -187,26 +224,9 @@ def _suffix_sums(values: Sequence[int]) -> list[int]:
     return out
 
 
-def _span(nodes_of: Callable[[str], Sequence[NodeView]], classes: Iterable[str], requirement: int,
-          backwards: bool) -> Config | None:
-    """``requirement`` GPUs taken from ``classes`` in order (each class's ``nodes_of`` nodes, in order or
-    ``backwards``), each node all it has until the last; None when they fall short or one node holds it."""
-    placed: dict[str, int] = {}
-    left = requirement
-    for c in classes:
-        nodes = nodes_of(c)
-        for n in (reversed(nodes) if backwards else nodes):
-            take = min(n.free_gpus, left)
-            placed[n.name] = take
-            left -= take
-            if not left:
-                return freeze_config(placed) if len(placed) > 1 else None
-    return None
-
-
 def _spans_compared(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float],
-                    by_speed: list[str]) -> list[Config]:
-    """:func:`bucketed_spans` where some speed is not a number: each class's faster ones by comparison."""
+                    by_speed: list[str]) -> dict[tuple[tuple[str, int], ...], Config]:
+    """:func:`_bucketed` where some speed is not a number: each class's faster ones by comparison."""
     of_type = index.classes.get(gpu_type, {})
     free = index.free.get(gpu_type, {})
     out: dict[tuple[tuple[str, int], ...], Config] = {}
@@ -216,12 +236,15 @@ def _spans_compared(index: SpanIndex, gpu_type: str, requirement: int, speed: Ma
         if sum(free[c] for c in eligible) < requirement:
             continue
         for fragments in (0, 1, 2):
-            nodes_of = (lambda c: of_type[c]) if not fragments else \
-                (lambda c: index.fragments(gpu_type, c, requirement))
-            cfg = _span(nodes_of, eligible, requirement, fragments == 2)
-            if cfg is not None:
-                out.setdefault(tuple(cfg.items()), cfg)
-    return list(out.values())
+            placed: dict[str, int] = {}
+            left = requirement
+            for c in eligible:
+                nodes = of_type[c] if not fragments else index.fragments(gpu_type, c, requirement)
+                left = _take(nodes, fragments == 2, placed, left)
+                if not left:
+                    break
+            _keep(out, placed, left)
+    return out
 
 
 def is_high_sensitivity(job: JobView, sigma: float) -> bool:
@@ -261,8 +284,8 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
             if index is not None and not index.every_start.get(gpu_type, True):
                 speed = class_speeds(job, index, gpu_type)
                 for r in job.requirements:
-                    for cfg in bucketed_spans(index, gpu_type, r, speed):
-                        add(cfg)
+                    for key, cfg in _bucketed(index, gpu_type, r, speed).items():
+                        seen.setdefault(key, cfg)  # add(cfg): the key is its items
             else:
                 for r in job.requirements:
                     for cfg in iter_distributed(of_type, r):

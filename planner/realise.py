@@ -105,9 +105,9 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
         out: dict[str, Config | None] = {}
         value = 0.0
         for k in order:
-            if k[0] in out:
+            if k[0] in out or packer.cannot(k[1]):  # (its preferred config, of that signature, cannot either)
                 continue
-            cfg = packer.place(k[1], prefer(k), only=k in held)
+            cfg = packer.place(k[1], prefer(k), only=bool(held) and k in held)
             if cfg is not None:
                 out[k[0]] = cfg
                 value += score[k]

@@ -195,6 +195,11 @@ class Packer:
         for key in self._keys_of.get(node, ()):
             self._most.pop(key, None)
 
+    def cannot(self, sig: Signature) -> bool:
+        """Whether some piece of ``sig`` exceeds what every node of its key has left: then no config of that
+        signature fits (:meth:`place` returns None whatever config it is offered of it)."""
+        return any(self._most_left(key) < g for key, g in sig)
+
     def place(self, sig: Signature, prefer: Config | None = None, *, only: bool = False) -> Config | None:
         """``sig`` on nodes with room: ``prefer`` when it fits, else (unless ``only``) best fit."""
         if prefer is not None and all(self.left.get(n, -1) >= g for n, g in prefer.items()):
