@@ -138,14 +138,12 @@ class Pricer:
         if not len(idx):
             return []
         order = idx[np.lexsort((idx, -rc[idx], self.job[idx]))]  # by job, best reduced cost first
-        out: list[tuple[str, Hashable]] = []
-        taken: dict[int, int] = {}
-        for i in order.tolist():
-            j = int(self.job[i])
-            if taken.get(j, 0) < per_job:
-                taken[j] = taken.get(j, 0) + 1
-                out.append(self.keys[i])
-        return out
+        # each job's entries are contiguous in that order: its first per_job ones enter
+        job = self.job[order]
+        at = np.arange(len(order))
+        start = np.maximum.accumulate(np.where(np.r_[True, job[1:] != job[:-1]], at, 0))
+        keys = self.keys
+        return [keys[i] for i in order[at - start < per_job].tolist()]
 
 
 def price_columns(keys: Sequence[tuple[str, Hashable]], present: Collection[tuple[str, Hashable]],

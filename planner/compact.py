@@ -75,6 +75,7 @@ class CompactSolve:
         self.extra: dict[str, object] = {}
         # the LP's best plan so far and its value; the root LP bound (None: nothing certifies)
         self.incumbent: dict[str, Config | None] | None = None
+        self.pricer: Pricer | None = None  # column generation's, when it ran (its index: each column's position)
         self.value = 0.0
         self.lp_bound: float | None = None
 
@@ -285,7 +286,7 @@ class CompactSolve:
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 if pricer is None:
-                    pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
+                    pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
                     for k in self.xs:
                         pricer.add(k)
                 enter = pricer.enter({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
@@ -302,16 +303,21 @@ class CompactSolve:
         return status
 
     # ------------------------------------------------------------------ round
-    def _xval(self) -> dict[Key, float]:
-        xval = dict.fromkeys(self.keys, 0.0)
+    def _xval(self) -> list[float]:
+        """Each column's LP value, in keys order (0 for the columns outside the model)."""
+        if self.pricer is not None:
+            pos = self.pricer.index
+        else:
+            pos = self.__dict__.get("_pos") or self.__dict__.setdefault("_pos", {k: i for i, k in enumerate(self.keys)})
+        xval = [0.0] * len(self.keys)
         for k, x in self.xs.items():
             value = x.x
             if value is not None:
-                xval[k] = float(value)
+                xval[pos[k]] = float(value)
         return xval
 
-    def _round(self, xval: Mapping[Key, float]) -> tuple[dict[str, Config | None], float]:
-        return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held, self.gain_of)
+    def _round(self, xval: Sequence[float]) -> tuple[dict[str, Config | None], float]:
+        return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held, self.gains)
 
     def round(self) -> Solution | None:
         """Round the LP optimum; when that falls short of the gap, LP dives: fix the most decided fractional
@@ -326,7 +332,8 @@ class CompactSolve:
             return self.result(self.incumbent, "optimal", self.value, lp_bound, "lp-rounding")
         fixed: list[mip.Var] = []
         for dive in range(self.dives):
-            frac = sorted((k for k in self.keys if 1e-6 < xval[k] < 1 - 1e-6), key=lambda k: -xval[k])
+            frac = [self.keys[i] for i in sorted((i for i, v in enumerate(xval) if 1e-6 < v < 1 - 1e-6),
+                                                 key=lambda i: -xval[i])]
             if not frac:
                 break
             picked: set[str] = set()

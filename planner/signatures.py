@@ -198,7 +198,12 @@ class Packer:
     def cannot(self, sig: Signature) -> bool:
         """Whether some piece of ``sig`` exceeds what every node of its key has left: then no config of that
         signature fits (:meth:`place` returns None whatever config it is offered of it)."""
-        return any(self._most_left(key) < g for key, g in sig)
+        most = self._most
+        for key, g in sig:
+            m = most.get(key)
+            if (m if m is not None else self._most_left(key)) < g:
+                return True
+        return False
 
     def place(self, sig: Signature, prefer: Config | None = None, *, only: bool = False) -> Config | None:
         """``sig`` on nodes with room: ``prefer`` when it fits, else (unless ``only``) best fit."""
