@@ -40,14 +40,16 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
         if compact:  # one config per signature: the first, or the current config for its own
             firsts: dict[Signature, Config] = {}
             for cfg in configs:
-                firsts.setdefault(known(cfg), cfg)
+                sig = known.seen.get(id(cfg))  # (known(cfg), its lookup inlined)
+                firsts.setdefault(known(cfg) if sig is None else sig[1], cfg)
             if job.current and freeze_config(job.current) in configs:  # the current config stands for its signature
                 firsts[signature(job.current, by_name)] = freeze_config(job.current)
             sigs, configs = list(firsts), list(firsts.values())
         else:
             sigs = [None] * len(configs)
-        rated = [(sig, cfg, float(job.throughput(cfg))) for sig, cfg in zip(sigs, configs, strict=True)]
-        rated = [(sig, cfg, thr) for sig, cfg, thr in rated if thr > 0.0]
+        throughput = job.throughput
+        rated = [(sig, cfg, thr) for sig, cfg in zip(sigs, configs, strict=True)
+                 if (thr := float(throughput(cfg))) > 0.0]
         if not rated:
             continue
         low = min(thr for _, _, thr in rated)

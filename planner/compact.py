@@ -111,7 +111,8 @@ class CompactSolve:
         best: dict[Key, Candidate] = {}
         nodes, by_name = self.nodes, self.by_name
         for c in self.cands:
-            key = (c.job_id, signature_on(c, nodes, by_name))
+            sig = c.sig if c.on is nodes and c.sig is not None else signature_on(c, nodes, by_name)
+            key = (c.job_id, sig)
             got = best.get(key)
             if got is None or c.gain > got.gain:
                 best[key] = c

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 from planner.eligible import confine
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
@@ -118,10 +119,21 @@ class SpanIndex:
                             <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
                             for t, of in self.classes.items()}
         self._fragment_free: dict[tuple[str, int], tuple[dict[str, int], dict[str, list[NodeView]]]] = {}
+        self._probes: dict[tuple[str, int], list[tuple[str, Config]]] = {}
 
     def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
         """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
         return self.classes[gpu_type][server_class][bisect_right(self.negfree[gpu_type][server_class], -requirement):]
+
+    def probes(self, gpu_type: str, requirement: int) -> list[tuple[str, Config]]:
+        """Per server class of ``gpu_type``, the config :func:`class_speeds` asks about: ``requirement`` GPUs
+        (at most the node's size) on its first node; made once per type and requirement."""
+        key = (gpu_type, requirement)
+        got = self._probes.get(key)
+        if got is None:
+            got = self._probes[key] = [(c, freeze_config({ns[0].name: min(requirement, ns[0].total_gpus)}))
+                                       for c, ns in self.classes.get(gpu_type, {}).items()]
+        return got
 
     def fragment_free(self, gpu_type: str, requirement: int) -> tuple[dict[str, int], dict[str, list[NodeView]]]:
         """Server class -> the free GPUs of its :meth:`fragments`, and class -> those fragments (worked out
@@ -137,9 +149,7 @@ class SpanIndex:
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
     """The job's estimated throughput on one node of each server class of ``gpu_type`` (its smallest
     request, at most the node's size): how :func:`bucketed_spans` orders the classes for this job."""
-    r = job.requirements[0]
-    return {c: float(job.throughput(freeze_config({ns[0].name: min(r, ns[0].total_gpus)})))
-            for c, ns in index.classes.get(gpu_type, {}).items()}
+    return {c: float(job.throughput(cfg)) for c, cfg in index.probes(gpu_type, job.requirements[0])}
 
 
 def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float]) -> list[Config]:
@@ -214,7 +224,7 @@ def _keep(out: dict[tuple[tuple[str, int], ...], Config], placed: dict[str, int]
     if not left and len(placed) > 1:
         key = tuple(sorted(placed.items()))
         if key not in out:
-            out[key] = freeze_config(placed)
+            out[key] = MappingProxyType({n: int(g) for n, g in key})  # freeze_config(placed): sorted, none 0
 
 
 def _suffix_sums(values: Sequence[int]) -> list[int]:
