@@ -119,3 +119,17 @@ def test_bucketed_spans_match_the_class_by_class_reading() -> None:
         for requirement in (2, 12):
             want = spans_by_comparison(index, "v100", requirement, speed)
             assert [tuple(c.items()) for c in bucketed_spans(index, "v100", requirement, speed)] == want
+
+
+def test_single_node_configs_are_made_once_per_view() -> None:
+    """The verdicts' lazy walk and the candidates read the same single-node configs of a view (made once
+    per GPU type and requirement, not once per job)."""
+    from planner.configs import iter_configs
+
+    cluster = ClusterView((node("n0", 8), node("n1", 4, cls="v100-b"), node("n2", 2)))
+    first = list(iter_configs(job((2,), sens=2.0), cluster, sigma=1.4))
+    again = list(iter_configs(job((2,), sens=1.0), cluster, sigma=1.4))
+    made = generate_configs(job((2,), sens=2.0), cluster, sigma=1.4, one_per_class=True)
+    assert as_set(first) == {(("n0", 2),), (("n1", 2),)}
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert all(a is b for a, b in zip(first, made, strict=True))
