@@ -39,9 +39,9 @@ Key = tuple[str, Signature]  # (job id, signature): one column of the model
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the duration (it is switched back on after if it was on).
 
-    A solve makes hundreds of thousands of small tuples and dicts that live until it ends and form no
-    cycles (reference counting frees them); the collector's full passes over them cost a fifth of a
-    4,096-GPU plan and do not change it."""
+    A planning (:meth:`planner.hops.HopsPolicy.plan`, and a solve on its own) makes hundreds of thousands of
+    small tuples and dicts that live until it ends and form no cycles (reference counting frees them); the
+    collector's full passes over them cost a fifth of a 4,096-GPU plan and do not change it."""
     was = gc.isenabled()
     gc.disable()
     try:
