@@ -29,18 +29,26 @@ MIN_SIGNATURES = 2000
 MAX_PRICING_ROUNDS = 50
 
 
-def first_columns(keys: Sequence[tuple[str, Hashable]], gain_of: Mapping[tuple[str, Hashable], float], per_job: int,
+def first_columns(keys: Sequence[tuple[str, Hashable]],
+                  gain_of: Mapping[tuple[str, Hashable], float] | Sequence[float], per_job: int,
                   current: Mapping[str, object],
                   pinned: Collection[tuple[str, Hashable]]) -> list[tuple[str, Hashable]]:
-    """The columns the restricted model starts with: each waiting job's ``per_job`` best by weighted gain,
-    every column of a running job (in ``current``) and every ``pinned`` one; in ``keys`` order."""
-    by_job: dict[str, list[tuple[str, Hashable]]] = defaultdict(list)
-    for k in keys:
-        by_job[k[0]].append(k)
-    keep: set[tuple[str, Hashable]] = set(pinned)
-    for j, ks in by_job.items():
-        keep.update(ks if j in current else sorted(ks, key=lambda k: -gain_of[k])[:per_job])
-    return [k for k in keys if k in keep]
+    """The columns the restricted model starts with: each waiting job's ``per_job`` best by weighted gain
+    (``gain_of``: per key, or a list in ``keys`` order), every column of a running job (in ``current``) and
+    every ``pinned`` one; in ``keys`` order."""
+    gains = [gain_of[k] for k in keys] if isinstance(gain_of, Mapping) else gain_of
+    by_job: dict[str, list[int]] = defaultdict(list)  # positions in keys
+    for i, k in enumerate(keys):
+        by_job[k[0]].append(i)
+    keep = [False] * len(keys)
+    for j, at in by_job.items():
+        for i in (at if j in current else sorted(at, key=lambda i: -gains[i])[:per_job]):
+            keep[i] = True
+    if pinned:
+        pins = set(pinned)
+        for i, k in enumerate(keys):
+            keep[i] = keep[i] or k in pins
+    return [k for k, kept in zip(keys, keep, strict=True) if kept]
 
 
 class Pricer:
@@ -70,7 +78,8 @@ class Pricer:
 
     @classmethod
     def shared(cls, keys: Sequence[tuple[str, Hashable]], templates: Sequence[Mapping[object, float]],
-               template_of: Sequence[int], gain_of: Mapping[tuple[str, Hashable], float]) -> Pricer:
+               template_of: Sequence[int],
+               gain_of: Mapping[tuple[str, Hashable], float] | Sequence[float]) -> Pricer:
         """A pricer for columns whose rows are their job's row (coefficient 1, first) and then the rows of a
         template many columns share (``templates[template_of[i]]`` for ``keys[i]``): the incidence is built
         per template, not per column, and the reduced costs come out as :meth:`enter` computes them for
@@ -90,7 +99,7 @@ class Pricer:
             for p, (row, coef) in enumerate(template.items()):
                 rids[t, p] = self.row_ids.setdefault(row, len(self.row_ids))
                 coefs[t, p] = float(coef)
-        self.gain = np.array([gain_of[k] for k in self.keys], dtype=float)
+        self.gain = np.array([gain_of[k] for k in self.keys] if isinstance(gain_of, Mapping) else gain_of, dtype=float)
         self.job = np.array([jobs[k[0]] for k in self.keys], dtype=np.int64)
         self.present = np.zeros(len(self.keys), dtype=bool)
         self._shared = (job_rows, rids, coefs, np.asarray(template_of, dtype=np.int64))
@@ -129,14 +138,12 @@ class Pricer:
         if not len(idx):
             return []
         order = idx[np.lexsort((idx, -rc[idx], self.job[idx]))]  # by job, best reduced cost first
-        out: list[tuple[str, Hashable]] = []
-        taken: dict[int, int] = {}
-        for i in order.tolist():
-            j = int(self.job[i])
-            if taken.get(j, 0) < per_job:
-                taken[j] = taken.get(j, 0) + 1
-                out.append(self.keys[i])
-        return out
+        # each job's entries are contiguous in that order: its first per_job ones enter
+        job = self.job[order]
+        at = np.arange(len(order))
+        start = np.maximum.accumulate(np.where(np.r_[True, job[1:] != job[:-1]], at, 0))
+        keys = self.keys
+        return [keys[i] for i in order[at - start < per_job].tolist()]
 
 
 def price_columns(keys: Sequence[tuple[str, Hashable]], present: Collection[tuple[str, Hashable]],

@@ -25,7 +25,7 @@ from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer,
 from planner.keep import keep_running_jobs
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
-                                shares_a_node, signature, stays)
+                                shares_a_node, signature, signature_on, stays)
 from planner.solution import NODE_LIMIT, Solution, finish, new_model, relative_gap
 from planner.views import Config, NodeView, freeze_config
 
@@ -39,9 +39,9 @@ Key = tuple[str, Signature]  # (job id, signature): one column of the model
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the duration (it is switched back on after if it was on).
 
-    A solve makes hundreds of thousands of small tuples and dicts that live until it ends and form no
-    cycles (reference counting frees them); the collector's full passes over them cost a fifth of a
-    4,096-GPU plan and do not change it."""
+    A planning (:meth:`planner.hops.HopsPolicy.plan`, and a solve on its own) makes hundreds of thousands of
+    small tuples and dicts that live until it ends and form no cycles (reference counting frees them); the
+    collector's full passes over them cost a fifth of a 4,096-GPU plan and do not change it."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -75,6 +75,7 @@ class CompactSolve:
         self.extra: dict[str, object] = {}
         # the LP's best plan so far and its value; the root LP bound (None: nothing certifies)
         self.incumbent: dict[str, Config | None] | None = None
+        self.pricer: Pricer | None = None  # column generation's, when it ran (its index: each column's position)
         self.value = 0.0
         self.lp_bound: float | None = None
 
@@ -108,9 +109,12 @@ class CompactSolve:
     def build(self) -> bool:
         """Signatures, node groups, patterns, rows and the starting columns; False when there is no column."""
         best: dict[Key, Candidate] = {}
+        nodes, by_name = self.nodes, self.by_name
         for c in self.cands:
-            key = (c.job_id, signature(c.config, self.by_name))
-            if key not in best or c.gain > best[key].gain:
+            sig = c.sig if c.on is nodes and c.sig is not None else signature_on(c, nodes, by_name)
+            key = (c.job_id, sig)
+            got = best.get(key)
+            if got is None or c.gain > got.gain:
                 best[key] = c
         self.best = best
         self.keys = list(best)
@@ -135,7 +139,7 @@ class CompactSolve:
         self.held: dict[Key, Config] = {k: freeze_config(current[k[0]]) for k in self.keys
                                         if k[0] in self.pin and stays(k[0], k[1], current, by_name)}
         shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys)}
-        self.pinned = {k for k in self.keys if shares[k[1]]} | set(self.held)
+        self.pinned = ({k for k in self.keys if shares[k[1]]} if any(shares.values()) else set()) | set(self.held)
         pinned_nodes = {n for k in self.pinned for n in self._pin_config(k)}
         self.group_of: dict[str, GroupKey] = {}
         self.groups: dict[GroupKey, list[str]] = defaultdict(list)
@@ -146,56 +150,70 @@ class CompactSolve:
                 self.groups[self.group_of[n.name]].append(n.name)
 
     def _patterns(self) -> None:
-        """Each column's model pieces, and each group's maximal packing patterns of the sizes it may hold."""
-        by_name = self.by_name
-        self.pieces: dict[Key, tuple[ModelPiece, ...]] = {}
-        shared: dict[Signature, tuple[ModelPiece, ...]] = {}  # an unpinned column's pieces are its signature's
+        """Each column's model pieces and their eq. 13 rows' template (:meth:`touch`), and each group's
+        maximal packing patterns of the sizes it may hold. An unpinned column's pieces and template are its
+        signature's (worked out once per signature); a pinned column's name its nodes."""
+        by_name, pinned = self.by_name, self.pinned
+        #: signature -> (its unpinned pieces, their template); pinned column -> (its pieces, their template)
+        self.of_signature: dict[Signature, tuple[tuple[ModelPiece, ...], int]] = {}
+        self.of_pinned: dict[Key, tuple[tuple[ModelPiece, ...], int]] = {}
+        of_pieces: dict[tuple[ModelPiece, ...], int] = {}  # a pinned tuple of pieces -> its template
+        distinct: list[tuple[ModelPiece, ...]] = []  # each tuple of pieces once, in the order columns first hold it
+        self.template_of: list[int] = []  # per column, in keys order
+        of_signature = self.of_signature
         for k in self.keys:
-            if k in self.pinned:
-                self.pieces[k] = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
-                                       for n, g in sorted(self._pin_config(k).items()))
-            elif (made := shared.get(k[1])) is not None:
-                self.pieces[k] = made
+            if pinned and k in pinned:
+                pieces = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
+                               for n, g in sorted(self._pin_config(k).items()))
+                t = of_pieces.get(pieces)
+                if t is None:  # (pieces naming a node never equal a signature's, which name none)
+                    t = of_pieces[pieces] = len(distinct)
+                    distinct.append(pieces)
+                hit = self.of_pinned[k] = (pieces, t)
             else:
-                self.pieces[k] = shared[k[1]] = tuple(((t, c, f, ""), g) for (t, c, f), g in k[1])
+                hit = of_signature.get(k[1])  # type: ignore[assignment]
+                if hit is None:
+                    hit = of_signature[k[1]] = (tuple(((t_, c, f, ""), g) for (t_, c, f), g in k[1]), len(distinct))
+                    distinct.append(hit[0])
+            self.template_of.append(hit[1])
         self.eligible = Eligible(self.groups)
         self.sizes: dict[GroupKey, set[int]] = defaultdict(set)
         # each distinct piece once, in the order the columns first hold it (the groups' order in the model)
-        for pk, g in dict.fromkeys(piece for k in self.keys for piece in self.pieces[k]):
+        for pk, g in dict.fromkeys(piece for pieces in distinct for piece in pieces):
             for grp in self.eligible(pk):
                 if g <= grp[2]:
                     self.sizes[grp].add(g)
         self.patterns = {grp: maximal_patterns(grp[2], sorted(ss)) for grp, ss in self.sizes.items()}
+        # each template: per piece, the (eligible set, size) rows holding it, summed over the pieces
+        self.templates: list[dict[object, float]] = []
+        for pieces in distinct:
+            made: dict[object, float] = defaultdict(float)
+            for (pk, g), cnt in Counter(pieces).items():
+                for scope in scopes(pk):
+                    made[(scope, g)] += cnt
+            self.templates.append(made)
+
+    def pieces_of(self, k: Key) -> tuple[ModelPiece, ...]:
+        """A column's model pieces (see :meth:`_patterns`)."""
+        return self._of(k)[0]
+
+    def _of(self, k: Key) -> tuple[tuple[ModelPiece, ...], int]:
+        return (self.of_pinned.get(k) if self.of_pinned else None) or self.of_signature[k[1]]
 
     def _touch(self) -> None:
-        """Each column's rows (:meth:`touch`: its job's eq. 12 row, then its pieces' template of eq. 13 rows);
-        its weighted gain; the columns the model starts with."""
-        self.index = {k: i for i, k in enumerate(self.keys)}
-        of_pieces: dict[tuple[ModelPiece, ...], int] = {}  # a tuple of pieces -> its eq. 13 rows' template
-        self.templates: list[dict[object, float]] = []
-        self.template_of: list[int] = []  # per column, in keys order
-        for k in self.keys:
-            pieces = self.pieces[k]
-            t = of_pieces.get(pieces)
-            if t is None:
-                t = of_pieces[pieces] = len(self.templates)
-                made: dict[object, float] = defaultdict(float)
-                for (pk, g), cnt in Counter(pieces).items():
-                    for scope in scopes(pk):
-                        made[(scope, g)] += cnt
-                self.templates.append(made)
-            self.template_of.append(t)
-        self.gain_of = {k: self.weights[k[0]] * self.best[k].gain for k in self.keys}
+        """Each column's weighted gain; the columns the model starts with."""
+        self.gains = [self.weights[k[0]] * c.gain for k, c in self.best.items()]  # in keys order
+        self.gain_of = dict(zip(self.keys, self.gains, strict=True))
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
         self.start_cols = (list(self.keys) if not (self.columns and self.lp_rounding)
-                           else first_columns(self.keys, self.gain_of, self.columns, self.current, self.pinned))
+                           else first_columns(self.keys, self.gains, self.columns, self.current, self.pinned))
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
         rows of the eligible sets holding it (one var may appear in several pieces of one row: summed)."""
         rows: dict[object, float] = {k[0]: 1.0}
-        rows.update(self.templates[self.template_of[self.index[k]]])
+        rows.update(self.templates[self._of(k)[1]])
         return rows
 
     def _model(self) -> None:
@@ -269,7 +287,7 @@ class CompactSolve:
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 if pricer is None:
-                    pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gain_of)
+                    pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
                     for k in self.xs:
                         pricer.add(k)
                 enter = pricer.enter({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
@@ -286,16 +304,21 @@ class CompactSolve:
         return status
 
     # ------------------------------------------------------------------ round
-    def _xval(self) -> dict[Key, float]:
-        xval = dict.fromkeys(self.keys, 0.0)
+    def _xval(self) -> list[float]:
+        """Each column's LP value, in keys order (0 for the columns outside the model)."""
+        if self.pricer is not None:
+            pos = self.pricer.index
+        else:
+            pos = self.__dict__.get("_pos") or self.__dict__.setdefault("_pos", {k: i for i, k in enumerate(self.keys)})
+        xval = [0.0] * len(self.keys)
         for k, x in self.xs.items():
             value = x.x
             if value is not None:
-                xval[k] = float(value)
+                xval[pos[k]] = float(value)
         return xval
 
-    def _round(self, xval: Mapping[Key, float]) -> tuple[dict[str, Config | None], float]:
-        return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held)
+    def _round(self, xval: Sequence[float]) -> tuple[dict[str, Config | None], float]:
+        return round_lp(self.keys, self.best, xval, self.weights, self.nodes, self.current, self.held, self.gains)
 
     def round(self) -> Solution | None:
         """Round the LP optimum; when that falls short of the gap, LP dives: fix the most decided fractional
@@ -310,7 +333,8 @@ class CompactSolve:
             return self.result(self.incumbent, "optimal", self.value, lp_bound, "lp-rounding")
         fixed: list[mip.Var] = []
         for dive in range(self.dives):
-            frac = sorted((k for k in self.keys if 1e-6 < xval[k] < 1 - 1e-6), key=lambda k: -xval[k])
+            frac = [self.keys[i] for i in sorted((i for i, v in enumerate(xval) if 1e-6 < v < 1 - 1e-6),
+                                                 key=lambda i: -xval[i])]
             if not frac:
                 break
             picked: set[str] = set()
@@ -392,7 +416,8 @@ class CompactSolve:
     def _take_mip(self) -> tuple[dict[str, Config | None], float]:
         chosen = {j: s for (j, s), x in self.xs.items() if x.x is not None and x.x >= 0.5}
         pattern_use = {gp: int(round(z.x or 0.0)) for gp, z in self.zs.items()}
-        return (realise(chosen, self.best, self.nodes, self.groups, pattern_use, self.current, self.pieces,
+        return (realise(chosen, self.best, self.nodes, self.groups, pattern_use, self.current,
+                        {(j, sig): self.pieces_of((j, sig)) for j, sig in chosen.items()},
                         self.eligible), float(self.m.objective_value))
 
     def result(self, assign: dict[str, Config | None], state: str, obj: float | None, bound: float | None,

@@ -37,8 +37,10 @@ against). docs/design.md, "Spans per speed bucket and column generation".
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 from planner.eligible import confine
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus, freeze_config
@@ -54,6 +56,14 @@ def aggregated_configs(nodes: Sequence[NodeView], requirement: int, *, one_per_c
             seen.add(n.server_class)
             out.append(freeze_config({n.name: requirement}))
     return out
+
+
+def aggregated_of(cluster: ClusterView, gpu_type: str, requirement: int, one_per_class: bool) -> list[Config]:
+    """:func:`aggregated_configs` on ``cluster``'s nodes of ``gpu_type``: the same for every job of the view,
+    made once per (type, requirement, ``one_per_class``) and view."""
+    return cluster._derived(f"aggregated:{gpu_type}:{requirement}:{one_per_class}",  # type: ignore[no-any-return]
+                            lambda: aggregated_configs(cluster.nodes_of_type(gpu_type), requirement,
+                                                       one_per_class=one_per_class))
 
 
 #: how spanning configs are generated: per speed bucket (compact default) or from every start (the paper's)
@@ -108,27 +118,128 @@ class SpanIndex:
         self.every_start = {t: sum(len(ns) for ns in of.values())
                             <= max(SPANS_PER_BUCKET * len(of), EVERY_START_NODES)
                             for t, of in self.classes.items()}
+        self._fragment_free: dict[tuple[str, int], tuple[dict[str, int], dict[str, list[NodeView]]]] = {}
+        self._probes: dict[tuple[str, int], list[tuple[str, Config]]] = {}
 
     def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
         """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
         return self.classes[gpu_type][server_class][bisect_right(self.negfree[gpu_type][server_class], -requirement):]
 
+    def probes(self, gpu_type: str, requirement: int) -> list[tuple[str, Config]]:
+        """Per server class of ``gpu_type``, the config :func:`class_speeds` asks about: ``requirement`` GPUs
+        (at most the node's size) on its first node; made once per type and requirement."""
+        key = (gpu_type, requirement)
+        got = self._probes.get(key)
+        if got is None:
+            got = self._probes[key] = [(c, freeze_config({ns[0].name: min(requirement, ns[0].total_gpus)}))
+                                       for c, ns in self.classes.get(gpu_type, {}).items()]
+        return got
+
+    def fragment_free(self, gpu_type: str, requirement: int) -> tuple[dict[str, int], dict[str, list[NodeView]]]:
+        """Server class -> the free GPUs of its :meth:`fragments`, and class -> those fragments (worked out
+        once per type and requirement)."""
+        key = (gpu_type, requirement)
+        got = self._fragment_free.get(key)
+        if got is None:
+            nodes = {c: self.fragments(gpu_type, c, requirement) for c in self.classes.get(gpu_type, {})}
+            got = self._fragment_free[key] = ({c: sum(n.free_gpus for n in ns) for c, ns in nodes.items()}, nodes)
+        return got
+
 
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
     """The job's estimated throughput on one node of each server class of ``gpu_type`` (its smallest
     request, at most the node's size): how :func:`bucketed_spans` orders the classes for this job."""
-    r = job.requirements[0]
-    return {c: float(job.throughput(freeze_config({ns[0].name: min(r, ns[0].total_gpus)})))
-            for c, ns in index.classes.get(gpu_type, {}).items()}
+    return {c: float(job.throughput(cfg)) for c, cfg in index.probes(gpu_type, job.requirements[0])}
 
 
 def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float]) -> list[Config]:
     """Spanning configs of ``requirement`` GPUs on ``gpu_type``, one per (slowest class, variant): see the
     module docstring. ``speed``: server class -> the job's speed there (:func:`class_speeds`)."""
+    return list(_bucketed(index, gpu_type, requirement, speed).values())
+
+
+def _bucketed(index: SpanIndex, gpu_type: str, requirement: int,
+              speed: Mapping[str, float]) -> dict[tuple[tuple[str, int], ...], Config]:
+    """:func:`bucketed_spans` by their items. For each slowest class the classes at least as fast are a
+    suffix of the classes ordered by speed (its start moves with the speed; their free GPUs are suffix
+    sums), and a span walks only the classes that add GPUs to it (each at least one): a call costs
+    O(C log C + C x requirement) for C classes, not O(C^2)."""
+    of_type = index.classes.get(gpu_type, {})
+    free = index.free.get(gpu_type, {})
+    by_speed = sorted(of_type, key=lambda c: (speed[c], c))
+    speeds = [speed[c] for c in by_speed]
+    if any(math.isnan(v) for v in speeds):  # no order to walk: every class compared with every other
+        return _spans_compared(index, gpu_type, requirement, speed, by_speed)
+    frag, frag_nodes = index.fragment_free(gpu_type, requirement)
+    total, fragments_total = _suffix_sums([free[c] for c in by_speed]), _suffix_sums([frag[c] for c in by_speed])
+    with_fragments = [k for k, c in enumerate(by_speed) if frag[c]]
+    out: dict[tuple[tuple[str, int], ...], Config] = {}
+    n_classes, n_fragmented = len(by_speed), len(with_fragments)
+    lo = first = 0  # by_speed[lo:]: the classes at least as fast as this one; with_fragments[first:] of them
+    for i, slowest in enumerate(by_speed):
+        if speeds[i] != speeds[lo]:  # sorted: a new speed starts here
+            lo = i
+            while first < n_fragmented and with_fragments[first] < lo:
+                first += 1
+        if total[lo] < requirement:
+            continue
+        # slowest first, then the others at least as fast in speed order, until the span is full
+        placed: dict[str, int] = {}
+        left = _take(of_type[slowest], False, placed, requirement)
+        k = lo
+        while left and k < n_classes:
+            if k != i:
+                left = _take(of_type[by_speed[k]], False, placed, left)
+            k += 1
+        _keep(out, placed, left)
+        if fragments_total[lo] < requirement:
+            continue  # the fragments of these classes cannot hold it
+        for backwards in (False, True):  # the classes without fragments add nothing to these spans: skipped
+            placed = {}
+            left = _take(frag_nodes[slowest], backwards, placed, requirement)
+            m = first
+            while left and m < n_fragmented:
+                if with_fragments[m] != i:
+                    left = _take(frag_nodes[by_speed[with_fragments[m]]], backwards, placed, left)
+                m += 1
+            _keep(out, placed, left)
+    return out
+
+
+def _take(nodes: Sequence[NodeView], backwards: bool, placed: dict[str, int], left: int) -> int:
+    """Each of ``nodes`` in order (or ``backwards``) gives the span all it has, the last what is ``left``;
+    what is left after them."""
+    for n in (reversed(nodes) if backwards else nodes):
+        take = n.free_gpus if n.free_gpus < left else left
+        placed[n.name] = take
+        left -= take
+        if not left:
+            return 0
+    return left
+
+
+def _keep(out: dict[tuple[tuple[str, int], ...], Config], placed: dict[str, int], left: int) -> None:
+    """A full span of more than one node joins ``out`` unless it is there (every piece is at least 1 GPU:
+    its sorted items are its config's)."""
+    if not left and len(placed) > 1:
+        key = tuple(sorted(placed.items()))
+        if key not in out:
+            out[key] = MappingProxyType({n: int(g) for n, g in key})  # freeze_config(placed): sorted, none 0
+
+
+def _suffix_sums(values: Sequence[int]) -> list[int]:
+    out = [0] * (len(values) + 1)
+    for k in range(len(values) - 1, -1, -1):
+        out[k] = out[k + 1] + values[k]
+    return out
+
+
+def _spans_compared(index: SpanIndex, gpu_type: str, requirement: int, speed: Mapping[str, float],
+                    by_speed: list[str]) -> dict[tuple[tuple[str, int], ...], Config]:
+    """:func:`_bucketed` where some speed is not a number: each class's faster ones by comparison."""
     of_type = index.classes.get(gpu_type, {})
     free = index.free.get(gpu_type, {})
     out: dict[tuple[tuple[str, int], ...], Config] = {}
-    by_speed = sorted(of_type, key=lambda c: (speed[c], c))
     for slowest in by_speed:
         floor = speed[slowest]
         eligible = [slowest] + [c for c in by_speed if c != slowest and speed[c] >= floor]
@@ -139,18 +250,11 @@ def bucketed_spans(index: SpanIndex, gpu_type: str, requirement: int, speed: Map
             left = requirement
             for c in eligible:
                 nodes = of_type[c] if not fragments else index.fragments(gpu_type, c, requirement)
-                for n in (nodes if fragments < 2 else reversed(nodes)):
-                    take = min(n.free_gpus, left)
-                    placed[n.name] = take
-                    left -= take
-                    if not left:
-                        break
+                left = _take(nodes, fragments == 2, placed, left)
                 if not left:
                     break
-            if not left and len(placed) > 1:
-                cfg = freeze_config(placed)
-                out.setdefault(tuple(cfg.items()), cfg)
-    return list(out.values())
+            _keep(out, placed, left)
+    return out
 
 
 def is_high_sensitivity(job: JobView, sigma: float) -> bool:
@@ -183,16 +287,15 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
     for gpu_type in cluster.gpu_types:
         of_type = cluster.nodes_of_type(gpu_type)
         largest = cluster.largest_node(gpu_type)
-        for r in job.requirements:  # the same for every job of the view: made once per (type, requirement)
-            for cfg in cluster._derived(f"aggregated:{gpu_type}:{r}:{one_per_class}",
-                                        lambda: aggregated_configs(of_type, r, one_per_class=one_per_class)):
+        for r in job.requirements:
+            for cfg in aggregated_of(cluster, gpu_type, r, one_per_class):
                 add(cfg)
         if not high or job.requirements[0] > largest:
             if index is not None and not index.every_start.get(gpu_type, True):
                 speed = class_speeds(job, index, gpu_type)
                 for r in job.requirements:
-                    for cfg in bucketed_spans(index, gpu_type, r, speed):
-                        add(cfg)
+                    for key, cfg in _bucketed(index, gpu_type, r, speed).items():
+                        seen.setdefault(key, cfg)  # add(cfg): the key is its items
             else:
                 for r in job.requirements:
                     for cfg in iter_distributed(of_type, r):
@@ -216,9 +319,9 @@ def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[C
     high = is_high_sensitivity(job, sigma)
     cluster = confine(cluster, job)
     types = [(t, cluster.nodes_of_type(t)) for t in cluster.gpu_types]
-    for _, of_type in types:
+    for t, _ in types:
         for r in job.requirements:
-            yield from aggregated_configs(of_type, r, one_per_class=True)
+            yield from aggregated_of(cluster, t, r, True)
     for t, of_type in types:
         if not high or job.requirements[0] > cluster.largest_node(t):
             for r in job.requirements:

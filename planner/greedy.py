@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from planner.ilp import Candidate, Packer, signature
+from planner.ilp import Candidate, Packer
+from planner.signatures import signature_on
 from planner.views import Config, NodeView
 
 
@@ -22,9 +23,10 @@ def greedy_plan(order: Sequence[str], cands: Sequence[Candidate], capacity: Mapp
     left = dict(capacity)
     packer = Packer(nodes, left) if nodes is not None else None
     by_name = {n.name: n for n in nodes} if nodes is not None else {}
-    by_job: dict[str, list[tuple[int, Candidate]]] = {}
+    by_job: dict[str, list[tuple[int, Candidate]]] = {job_id: [] for job_id in order}  # the jobs it places only
     for k, c in enumerate(cands):
-        by_job.setdefault(c.job_id, []).append((k, c))
+        if (of_job := by_job.get(c.job_id)) is not None:
+            of_job.append((k, c))
     out: dict[str, Config | None] = {}
     for job_id in order:
         ranked = sorted(by_job.get(job_id, []),
@@ -32,7 +34,9 @@ def greedy_plan(order: Sequence[str], cands: Sequence[Candidate], capacity: Mapp
         out[job_id] = None
         for _, c in ranked:
             if packer is not None:
-                cfg = packer.place(signature(c.config, by_name), c.config)
+                sig = signature_on(c, nodes, by_name)
+                # (no config of a signature that cannot be placed fits, its own included)
+                cfg = None if packer.cannot(sig) else packer.place(sig, c.config)
                 if cfg is not None:
                     out[job_id] = cfg
                     break

@@ -5,8 +5,8 @@ The paper rules as this module reads them are in docs/design.md ("Reading the pa
 This is what the engine and the simulator call (:class:`HopsPolicy`, a :class:`planner.views.Policy`).
 One planning: priorities and queue order (:mod:`planner.priorities`), the service window and, for
 fragment plans, the sensitivity adjustment (:mod:`planner.window`), candidate configs
-(:mod:`planner.configs`) with throughput gains G (throughput / the job's smallest candidate
-throughput, Sia's normalisation), weights (prior + bias)^λ, and the ILP (:mod:`planner.ilp`).
+(:mod:`planner.configs`) with throughput gains G (throughput / the job's smallest candidate throughput,
+Sia's normalisation; :mod:`planner.candidates`), weights (prior + bias)^λ, and the ILP (:mod:`planner.ilp`).
 
 One planning is a list of named stages over a small plan state (:data:`PLAN_STAGES`, run by
 :func:`planner.stages.run_stages`): ``unservable``, ``in_place`` (running jobs held where they are), ``priorities``, ``window``,
@@ -72,7 +72,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from planner.backfill import fillers, reservation
-from planner.configs import SpanIndex, generate_configs, is_high_sensitivity, iter_configs
+from planner.candidates import candidates_for
+from planner.compact import gc_paused
+from planner.configs import generate_configs, is_high_sensitivity, iter_configs
 from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
@@ -91,56 +93,6 @@ log = logging.getLogger(__name__)
 #: solves per round plan at most: the first, then, if it moved a running job to an equivalent
 #: placement, again with every running job's current signature pinned to the nodes it holds
 PIN_PASSES = 2
-
-
-def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
-                   compact: bool = False, restart_penalty: float = 0.0, priced: bool = False,
-                   preempt_penalty: float = 0.0, spans: str = "every") -> list[Candidate]:
-    """Every window job's configs with their gains G = throughput / the job's smallest candidate
-    throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
-    signature (what the compact ILP uses), so throughput is asked once per signature.
-    ``priced`` (a round plan; False = the paper's eq. 11 as printed): a running job's candidates other than
-    its current config (compact: its current signature) are moves, worth the rate they achieve over the
-    job's remaining work with its restart and lost work paid (:func:`planner.moves.move_price`), dropped
-    when they do not pay, and keep (1 - ``restart_penalty``) of that gain; every candidate of a running job
-    is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job.
-    ``spans`` (compact only; the plain model always takes every span): :data:`planner.configs.SPAN_RULES`."""
-    out: list[Candidate] = []
-    by_name = {n.name: n for n in cluster.nodes}
-    index = SpanIndex(cluster) if compact and spans == "bucketed" else None
-    for job in jobs:
-        configs = generate_configs(job, cluster, sigma, one_per_class=compact,
-                                   spans=spans if compact else "every", index=index)
-        if compact:
-            firsts: dict[object, Config] = {}
-            for cfg in configs:
-                firsts.setdefault(signature(cfg, by_name), cfg)
-            if job.current and freeze_config(job.current) in configs:  # the current config stands for its signature
-                firsts[signature(job.current, by_name)] = freeze_config(job.current)
-            configs = list(firsts.values())
-        rated = [(cfg, float(job.throughput(cfg))) for cfg in configs]
-        rated = [(cfg, thr) for cfg, thr in rated if thr > 0.0]
-        if not rated:
-            continue
-        low = min(thr for _, thr in rated)
-        if job.current and priced and all(n in by_name for n in job.current):
-            # a running job: its current config (compact: its signature) at its gain, every other config a
-            # move priced by what it costs this job (planner.moves); moves that do not pay are dropped
-            same = (lambda cfg, cur=freeze_config(job.current): signature(cfg, by_name) == signature(cur, by_name)) \
-                if compact else (lambda cfg, cur=dict(job.current): dict(cfg) == cur)
-            # every placement of a running job is worth (1 + preempt_penalty): leaving it out of the plan (a
-            # preemption for a waiting job) must gain that much more; its moves compete with staying as before
-            rate_now, keep = current_rate(job), 1.0 + preempt_penalty
-            for cfg, thr in rated:
-                if same(cfg):
-                    out.append(Candidate(job.job_id, cfg, thr / low * keep))
-                    continue
-                worth = move_price(job, rate_now, thr).rate
-                if worth > 0.0:
-                    out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty) * keep))
-        else:
-            out.extend(Candidate(job.job_id, cfg, thr / low) for cfg, thr in rated)
-    return out
 
 
 def _pays_to_move(job: JobView, idle: ClusterView, sigma: float) -> bool:
@@ -255,7 +207,8 @@ class HopsPolicy(Policy):
         """One planning: :data:`PLAN_STAGES` in order over a :class:`PlanState` (each timed by
         :attr:`timer` when one is set)."""
         self._plan_of_round = self._plan_of_round + 1 if fragment else 0
-        state = run_stages(PLAN_STAGES, PlanState(self, cluster, jobs, now, fragment), self.timer)
+        with gc_paused():  # a planning's many small objects form no cycles (planner.compact.gc_paused)
+            state = run_stages(PLAN_STAGES, PlanState(self, cluster, jobs, now, fragment), self.timer)
         return Plan(assignments=state.assignments, diagnostics=state.diagnostics)
 
     def _backfill(self, queue: Sequence[JobView], window: Sequence[JobView], planned: list[JobView],

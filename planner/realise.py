@@ -54,54 +54,74 @@ class Eligible:
 
 
 def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Signature], Candidate],
-           xval: Mapping[tuple[str, Signature], float], weights: Mapping[str, float],
-           nodes: Sequence[NodeView], current: Mapping[str, Config],
-           held: Mapping[tuple[str, Signature], Config]) -> tuple[dict[str, Config | None], float]:
+             xval: Mapping[tuple[str, Signature], float] | Sequence[float], weights: Mapping[str, float],
+             nodes: Sequence[NodeView], current: Mapping[str, Config],
+             held: Mapping[tuple[str, Signature], Config],
+             score: Sequence[float] | None = None) -> tuple[dict[str, Config | None], float]:
     """Round an LP solution: (job, signature) pairs by LP value (then weighted gain) placed on real
     nodes while they fit (a ``held`` pair only on its own nodes); then every job still out tries its
     signatures by weighted gain. Of equally
     good roundings the one moving the fewest running jobs wins (the solution is re-mapped once at the
-    end, :func:`keep_running_jobs`)."""
+    end, :func:`keep_running_jobs`). ``xval`` per pair, or a list in ``keys`` order; ``score``: each
+    pair's weighted gain in ``keys`` order, when the caller has it (orders are worked out on positions in
+    ``keys``: a pair is hashed once, not once per comparison)."""
     by_name = {n.name: n for n in nodes}
     # where a running job stays (:func:`stays`, worked out once per job) and each pair's weighted gain
     here: dict[str, tuple[Signature, Config]] = {j: (signature(cur, by_name), freeze_config(cur))
                                                  for j, cur in current.items()
                                                  if cur and all(n in by_name for n in cur)}
-    score = {k: weights[k[0]] * best[k].gain for k in keys}
+    xs = [xval[k] for k in keys] if isinstance(xval, Mapping) else xval
+    # each pair's candidate: best's own order when it is keys' (the compact solve's), else looked up
+    same = len(best) == len(keys) and all(a is b for a, b in zip(best, keys))
+    cand = list(best.values()) if same else [best[k] for k in keys]
+    if score is None:
+        score = [weights[k[0]] * c.gain for k, c in zip(keys, cand)]
+    neg_score, neg_x, job_of = [-v for v in score], [-v for v in xs], [k[0] for k in keys]
 
-    def prefer(k: tuple[str, Signature]) -> Config | None:
-        cur = here.get(k[0])
-        return cur[1] if cur is not None and cur[0] == k[1] else best[k].config
+    def prefer(i: int) -> Config | None:
+        cur = here.get(job_of[i])
+        return cur[1] if cur is not None and cur[0] == keys[i][1] else cand[i].config
 
     # integral LP choices first, biggest first (first-fit-decreasing keeps whole nodes for spanning
     # configs); then either the fractional ones by LP value and everything by weighted gain, or every
     # job by weight with its signatures by LP value. The better of the two is kept.
-    def size(k: tuple[str, Signature]) -> tuple[int, int]:
-        return (-len(k[1]), -sum(g for _, g in k[1]))
+    def size(i: int) -> tuple[int, int]:
+        return (-len(keys[i][1]), -sum(g for _, g in keys[i][1]))
 
-    ones = sorted((k for k in keys if xval[k] > 1 - 1e-6), key=lambda k: (*size(k), k[0]))
-    fracs = sorted((k for k in keys if 1e-6 < xval[k] <= 1 - 1e-6), key=lambda k: (-xval[k], -score[k], k[0]))
-    by_gain = sorted(keys, key=lambda k: (-score[k], k[0]))
-    by_job: dict[str, list[tuple[str, Signature]]] = defaultdict(list)
-    for k in keys:
-        by_job[k[0]].append(k)
-    by_weight = [k for j in sorted(by_job, key=lambda j: (-weights[j], j))
-                 for k in sorted(by_job[j], key=lambda k: (-xval[k], -score[k]))]
+    n = len(keys)
+    ones = sorted((i for i in range(n) if xs[i] > 1 - 1e-6), key=lambda i: (*size(i), job_of[i]))
+    fracs = sorted((i for i in range(n) if 1e-6 < xs[i] <= 1 - 1e-6),
+                   key=lambda i: (neg_x[i], neg_score[i], job_of[i]))
+    # by (-score, job id): sorted by the second key, then (stably) by the first, the same order
+    by_gain = sorted(range(n), key=job_of.__getitem__)
+    by_gain.sort(key=neg_score.__getitem__)
+    by_job: dict[str, list[int]] = defaultdict(list)
+    for i, j in enumerate(job_of):
+        by_job[j].append(i)
+    by_weight: list[int] = []
+    for j in sorted(by_job, key=lambda j: (-weights[j], j)):
+        of_job = sorted(by_job[j], key=neg_score.__getitem__)
+        of_job.sort(key=neg_x.__getitem__)  # by (-xval, -score)
+        by_weight += of_job
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     best_moved = 0
-    stay = [k for k in keys if k[0] in here and here[k[0]][0] == k[1]]  # warm start: running jobs where they are
-    for order in (ones + fracs + by_gain, ones + by_weight, stay + ones + by_weight):
+    # warm start: running jobs where they are
+    stay = [i for i in range(n) if job_of[i] in here and here[job_of[i]][0] == keys[i][1]] if here else []
+    # with no running job where it is, the warm start is the second order again (the same rounding)
+    orders = (ones + fracs + by_gain, ones + by_weight) + ((stay + ones + by_weight,) if stay else ())
+    for order in orders:
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
         value = 0.0
-        for k in order:
-            if k[0] in out:
+        for i in order:
+            j, sig = keys[i]
+            if j in out or packer.cannot(sig):  # (its preferred config, of that signature, cannot either)
                 continue
-            cfg = packer.place(k[1], prefer(k), only=k in held)
+            cfg = packer.place(sig, prefer(i), only=bool(held) and keys[i] in held)
             if cfg is not None:
-                out[k[0]] = cfg
-                value += score[k]
+                out[j] = cfg
+                value += score[i]
         n_moved = moved(out, current)
         tie = abs(value - best_value) <= 1e-9 * max(1.0, abs(value))
         if (value > best_value and not tie) or (tie and n_moved < best_moved):

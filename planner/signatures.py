@@ -18,7 +18,7 @@ import os
 import sys
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.views import Config, NodeView, freeze_config
 
@@ -36,6 +36,18 @@ class Candidate:
     job_id: str
     config: Config
     gain: float
+    #: the config's signature and the nodes (the very tuple) it was read on, when whoever made the candidate
+    #: worked it out (:func:`planner.hops.candidates_for`): :func:`signature_on` reuses it on those nodes
+    sig: Signature | None = field(default=None, compare=False, repr=False)
+    on: Sequence[NodeView] | None = field(default=None, compare=False, repr=False)
+
+
+def signature_on(c: Candidate, nodes: Sequence[NodeView] | None, by_name: Mapping[str, NodeView]) -> Signature:
+    """``c.config``'s signature on ``nodes`` (``by_name``: the same nodes by name): the one the candidate
+    carries when it was read on these very nodes, else worked out."""
+    if c.sig is not None and c.on is nodes and nodes is not None:
+        return c.sig
+    return signature(c.config, by_name)
 
 
 
@@ -46,13 +58,15 @@ def objective_of(assignments: Mapping[str, Config | None], cands: Sequence[Candi
     if nodes is not None:
         by_name = {n.name: n for n in nodes}
         key = lambda j, cfg: (j, signature(cfg, by_name))  # noqa: E731
+        key_of = lambda c: (c.job_id, signature_on(c, nodes, by_name))  # noqa: E731
     else:
         key = lambda j, cfg: (j, tuple(cfg.items()))  # noqa: E731
+        key_of = lambda c: key(c.job_id, c.config)  # noqa: E731
     gain: dict[object, float] = {}
     for c in cands:
         if not assignments.get(c.job_id):
             continue  # only the chosen jobs' candidates count
-        k = key(c.job_id, c.config)
+        k = key_of(c)
         gain[k] = max(gain.get(k, 0.0), c.gain)
     return sum(weights[j] * gain[key(j, cfg)] for j, cfg in assignments.items() if cfg)
 
@@ -180,6 +194,16 @@ class Packer:
         self.left[node] += delta
         for key in self._keys_of.get(node, ()):
             self._most.pop(key, None)
+
+    def cannot(self, sig: Signature) -> bool:
+        """Whether some piece of ``sig`` exceeds what every node of its key has left: then no config of that
+        signature fits (:meth:`place` returns None whatever config it is offered of it)."""
+        most = self._most
+        for key, g in sig:
+            m = most.get(key)
+            if (m if m is not None else self._most_left(key)) < g:
+                return True
+        return False
 
     def place(self, sig: Signature, prefer: Config | None = None, *, only: bool = False) -> Config | None:
         """``sig`` on nodes with room: ``prefer`` when it fits, else (unless ``only``) best fit."""

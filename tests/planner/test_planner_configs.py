@@ -68,3 +68,68 @@ def test_current_config_is_a_candidate_and_one_per_class_option() -> None:
     assert (("n0", 1), ("n1", 1)) in got
     one = as_set(generate_configs(job((2,), sens=2.0), cluster, sigma=1.4, one_per_class=True))
     assert one == {(("n0", 2),), (("n2", 2),)}
+
+
+def spans_by_comparison(index, gpu_type: str, requirement: int, speed) -> list:
+    """Spans per speed bucket as the module docstring states them, class against class (O(C^2) per call):
+    the reference the bisected walk of ``bucketed_spans`` must reproduce, configs and order."""
+    of_type, free = index.classes[gpu_type], index.free[gpu_type]
+    by_speed = sorted(of_type, key=lambda c: (speed[c], c))
+    out: dict = {}
+    for slowest in by_speed:
+        eligible = [slowest] + [c for c in by_speed if c != slowest and speed[c] >= speed[slowest]]
+        if sum(free[c] for c in eligible) < requirement:
+            continue
+        for fragments in (0, 1, 2):
+            placed: dict[str, int] = {}
+            left = requirement
+            for c in eligible:
+                nodes = of_type[c] if not fragments else index.fragments(gpu_type, c, requirement)
+                for n in (nodes if fragments < 2 else reversed(nodes)):
+                    placed[n.name] = min(n.free_gpus, left)
+                    left -= placed[n.name]
+                    if not left:
+                        break
+                if not left:
+                    break
+            if not left and len(placed) > 1:
+                out.setdefault(tuple(sorted(placed.items())), placed)
+    return [tuple(sorted(p.items())) for p in out.values()]
+
+
+def test_bucketed_spans_match_the_class_by_class_reading() -> None:
+    """Many classes, tied speeds, fragments in some classes only, a class whose nodes alone fall short: the
+    same spans in the same order as comparing every class with every other."""
+    import math
+    import random
+
+    from planner.configs import SpanIndex, bucketed_spans
+
+    rng = random.Random(3)
+    for trial in range(40):
+        classes = [f"c{k}" for k in range(rng.randint(1, 30))]
+        nodes = tuple(node(f"n{i:03d}", rng.choice((1, 2, 3, 5, 8, 8, 8)), cls=rng.choice(classes))
+                      for i in range(rng.randint(1, 120)))
+        index = SpanIndex(ClusterView(nodes))
+        speed = {c: rng.choice((0.5, 1.0, 1.0, 1.5)) if trial % 2 else rng.uniform(0.5, 1.5) for c in classes}
+        for requirement in (2, 3, 4, 8, 12, 16, 40):
+            want = spans_by_comparison(index, "v100", requirement, speed)
+            assert [tuple(c.items()) for c in bucketed_spans(index, "v100", requirement, speed)] == want
+        speed[classes[0]] = math.nan  # an estimate that is not a number: compared as before, no crash
+        for requirement in (2, 12):
+            want = spans_by_comparison(index, "v100", requirement, speed)
+            assert [tuple(c.items()) for c in bucketed_spans(index, "v100", requirement, speed)] == want
+
+
+def test_single_node_configs_are_made_once_per_view() -> None:
+    """The verdicts' lazy walk and the candidates read the same single-node configs of a view (made once
+    per GPU type and requirement, not once per job)."""
+    from planner.configs import iter_configs
+
+    cluster = ClusterView((node("n0", 8), node("n1", 4, cls="v100-b"), node("n2", 2)))
+    first = list(iter_configs(job((2,), sens=2.0), cluster, sigma=1.4))
+    again = list(iter_configs(job((2,), sens=1.0), cluster, sigma=1.4))
+    made = generate_configs(job((2,), sens=2.0), cluster, sigma=1.4, one_per_class=True)
+    assert as_set(first) == {(("n0", 2),), (("n1", 2),)}
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert all(a is b for a, b in zip(first, made, strict=True))

@@ -1,0 +1,24 @@
+"""Candidates with their gains: each compact candidate carries its signature on the planning's nodes."""
+
+from __future__ import annotations
+
+from hops_slurm.tools.bench.solver_speeds import instance  # the bench's instances: every node its own speed
+from planner.candidates import candidates_for
+from planner.entities import entity_classes
+from planner.ilp import solve_compact
+from planner.signatures import Candidate, signature, signature_on
+
+
+def test_compact_candidates_carry_their_signature_and_the_solve_reads_it() -> None:
+    cluster, jobs = instance(256, 40, 4)
+    ent = entity_classes(cluster, jobs, 0.05)
+    by_name = {n.name: n for n in ent.nodes}
+    cands = candidates_for(jobs, ent, 1.4, compact=True, spans="bucketed")
+    assert cands and all(c.on is ent.nodes and c.sig == signature(c.config, by_name) for c in cands)
+    # on other nodes (another view, equal or not) the signature is worked out again, not taken on trust
+    wrong = Candidate(cands[0].job_id, cands[0].config, cands[0].gain, sig=(), on=ent.nodes)
+    assert signature_on(wrong, tuple(list(ent.nodes)), by_name) == signature(cands[0].config, by_name)
+    # the solve over candidates that carry signatures plans as over bare ones
+    bare = [Candidate(c.job_id, c.config, c.gain) for c in cands]
+    w = {j.job_id: 1.0 + k / 10 for k, j in enumerate(jobs)}
+    assert solve_compact(cands, w, ent.nodes).assignments == solve_compact(bare, w, ent.nodes).assignments
