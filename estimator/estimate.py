@@ -1,8 +1,9 @@
 """Estimates the planner and the simulator call (Hops §3.5, eq. 9, eq. 10), with plain values.
 
 Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
-(entity layer → type layer → the job's own communication time measured at another count on the type,
-:mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
+(entity layer → type layer → the job's own rate at another count on the type carried with its family's
+scaling, :mod:`estimator.family_refine` → the job's own communication time measured at another count on
+the type, :mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
 :mod:`estimator.extrapolate`, for a job measured where it ran but never probed there):
 
 Entity speed across jobs: where this job has no record on a server, the type or theoretical layer's
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from estimator.errors import CalibrationMissing, EstimateUnavailable
 from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
+from estimator.family_refine import FAMILY, family_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
 from estimator.progress import no_progress
@@ -92,6 +94,9 @@ def per_gpu_estimate(
             f"job {snap.signature}: nothing known on GPU type {gpu_type!r} (no profile, no measurement); "
             "profile the job on that type"
         )
+    carried = family_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and gpus > 1 else None
+    if carried is not None:
+        return Estimate(carried * factor, FAMILY)
     refined = refined_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and gpus > 1 else None
     if refined is not None:
         return Estimate(refined * factor, REFINED)
