@@ -35,6 +35,7 @@ def test_the_family_key_is_the_signature_without_the_batch_size():
     assert fam != family_signature("resnet18", 25_600_000, (3, 224, 224))
     assert fam != family_signature("resnet50", 11_170_000, (3, 224, 224))
     assert family_signature("", 1, ()) == ""
+    assert family_signature("pkg.mod:build", 1, (), "alice") != family_signature("pkg.mod:build", 1, (), "bob")
 
 
 def test_a_snapshot_carries_what_the_family_measured_and_nothing_of_other_families(tmp_path):

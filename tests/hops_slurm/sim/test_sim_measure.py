@@ -62,3 +62,15 @@ def test_the_variants_of_one_network_probe_as_one_family(tmp_path):
         snap = store.snapshot("u/r50-64")
         assert snap.family and snap.family == store.family_of("u/r50-32") != store.family_of("u/r18-64")
         assert [(s.signature, s.batch_size) for s in snap.siblings] == [("u/r50-32", 32)]
+
+
+def test_an_entrypoints_family_is_its_owners_only(tmp_path):
+    """A user's own code (an entrypoint) shares what its runs measured only with that user's jobs."""
+    truth = GroundTruth()
+    with ThroughputStore(tmp_path / "s.sqlite") as store:
+        base = probe_result(truth, R50, "v100", "x", at=0.0, probe_seconds=60.0)
+        assert base is not None
+        for sig, batch in (("alice/a", 32), ("alice/b", 64), ("bob/c", 64)):
+            ingest_probe(store, base.model_copy(update={"model": "pkg.net:build", "source": "entrypoint",
+                                                        "signature": sig, "batch_size": batch}))
+        assert store.family_of("alice/a") == store.family_of("alice/b") != store.family_of("bob/c")
