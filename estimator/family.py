@@ -50,24 +50,29 @@ def family_of(db: sqlite_utils.Database, signature: str) -> tuple[str, int] | No
 
 def siblings(db: sqlite_utils.Database, signature: str) -> tuple[str, tuple[Sibling, ...]]:
     """``signature``'s family key and the type-layer measurements of the other signatures of its family
-    (at most :data:`MAX_SIBLINGS`, nearest in batch size; those with no measurement are left out)."""
+    (at most :data:`MAX_SIBLINGS`, nearest in batch size; those with no measurement are left out). Three
+    queries whatever the family's size."""
     own = family_of(db, signature)
     if own is None:
         return "", ()
     fam, batch = own
-    rows = db.execute("SELECT signature, batch_size FROM family WHERE family = ? AND signature != ?",
-                      [fam, signature]).fetchall()
-    rows.sort(key=lambda r: (abs(math.log(max(int(r[1]), 1) / max(batch, 1))), r[0]))
-    out = []
-    for sig, sib_batch in rows[:MAX_SIBLINGS]:
-        tables = []
-        for table, count in (("type_aggregated", "gpus"), ("type_distributed", "nodes")):
-            got = db.execute(f"SELECT gpu_type, {count}, sum(total) / sum(n) FROM {table} WHERE signature = ? "
-                             "GROUP BY 1, 2", [sig]).fetchall()
-            tables.append({(str(t), int(c)): float(v) for t, c, v in got})
-        if tables[0] or tables[1]:
-            out.append(Sibling(str(sig), int(sib_batch), tables[0], tables[1]))
-    return fam, tuple(out)
+    members = "SELECT signature FROM family WHERE family = ? AND signature != ?"
+    tables: list[dict[str, dict[tuple[str, int], float]]] = []
+    for table, count in (("type_aggregated", "gpus"), ("type_distributed", "nodes")):
+        rows = db.execute(f"SELECT signature, gpu_type, {count}, sum(total) / sum(n) FROM {table} "
+                          f"WHERE signature IN ({members}) GROUP BY 1, 2, 3", [fam, signature]).fetchall()
+        got: dict[str, dict[tuple[str, int], float]] = {}
+        for sig, gpu_type, c, v in rows:
+            got.setdefault(str(sig), {})[(str(gpu_type), int(c))] = float(v)
+        tables.append(got)
+    measured = set(tables[0]) | set(tables[1])
+    if not measured:
+        return fam, ()
+    rows = [(str(r[0]), int(r[1])) for r in db.execute(
+        "SELECT signature, batch_size FROM family WHERE family = ? AND signature != ?", [fam, signature]).fetchall()
+        if str(r[0]) in measured]
+    rows.sort(key=lambda r: (abs(math.log(max(r[1], 1) / max(batch, 1))), r[0]))
+    return fam, tuple(Sibling(sig, b, tables[0].get(sig, {}), tables[1].get(sig, {})) for sig, b in rows[:MAX_SIBLINGS])
 
 
 __all__ = ["MAX_SIBLINGS", "family_of", "migrate", "put", "siblings"]
