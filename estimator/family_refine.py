@@ -27,7 +27,7 @@ import math
 
 from estimator.extrapolate import measured_points
 from estimator.refine import carried_per_gpu
-from estimator.snapshot import JobSnapshot, Sibling
+from estimator.snapshot import JobSnapshot, TypeTheory
 
 #: the layer of an estimate carried with the family's scaling
 FAMILY = "family"
@@ -42,20 +42,39 @@ def batch_weight(batch: int, other: int) -> float:
     return (min(batch, other) / max(batch, other)) ** 2
 
 
-def _rates(sib: Sibling, gpu_type: str, aggregated: bool) -> dict[int, float]:
-    table = sib.type_aggregated if aggregated else sib.type_distributed
-    return {c: v for (t, c), v in table.items() if t == gpu_type and c >= 1 and math.isfinite(v) and v > 0}
+#: per snapshot, kept on it (a snapshot is immutable): its siblings' rates by (type, one server?) and the answers
+_MEMO = "_family_memo"
+_Rates = list[tuple[float, dict[int, float]]]
+
+
+def _rates(snap: JobSnapshot, batch: int, gpu_type: str, aggregated: bool) -> _Rates:
+    """(weight, count -> per-GPU rate) of each sibling with at least two counts on the type and scope, read
+    once per snapshot: the planner asks many configs of one job between two of its records."""
+    memo: dict = snap.__dict__[_MEMO] if _MEMO in snap.__dict__ else _new_memo(snap)
+    key = ("rates", batch, gpu_type, aggregated)
+    got = memo.get(key)
+    if got is None:
+        got = []
+        for sib in snap.siblings:
+            table = sib.type_aggregated if aggregated else sib.type_distributed
+            rates = {c: v for (t, c), v in table.items() if t == gpu_type and c >= 1 and math.isfinite(v) and v > 0}
+            if len(rates) >= 2:
+                got.append((batch_weight(batch, sib.batch_size), rates))
+        memo[key] = got
+    return got
+
+
+def _new_memo(snap: JobSnapshot) -> dict:
+    memo: dict = {}
+    object.__setattr__(snap, _MEMO, memo)  # a cache beside the frozen fields, never compared or shown
+    return memo
 
 
 def sibling_ratios(snap: JobSnapshot, batch: int, gpu_type: str, aggregated: bool, count0: int,
                    count: int) -> list[tuple[float, float]]:
     """(weight, rate(count) / rate(count0)) of every sibling that ran at both counts (same type and scope)."""
-    out = []
-    for sib in snap.siblings:
-        rates = _rates(sib, gpu_type, aggregated)
-        if count0 in rates and count in rates:
-            out.append((batch_weight(batch, sib.batch_size), rates[count] / rates[count0]))
-    return out
+    return [(w, rates[count] / rates[count0]) for w, rates in _rates(snap, batch, gpu_type, aggregated)
+            if count0 in rates and count in rates]
 
 
 def family_per_gpu(snap: JobSnapshot, gpu_type: str, *, gpus: int, nodes: int) -> float | None:
@@ -64,12 +83,23 @@ def family_per_gpu(snap: JobSnapshot, gpu_type: str, *, gpus: int, nodes: int) -
     theory = snap.theory.get(gpu_type)
     if theory is None or not snap.siblings or gpus < 2 or not 1 <= nodes <= gpus:
         return None
+    memo: dict = snap.__dict__[_MEMO] if _MEMO in snap.__dict__ else _new_memo(snap)
+    key = ("answer", gpu_type, gpus, nodes)
+    if key not in memo:
+        memo[key] = _family_per_gpu(snap, theory, gpu_type, gpus, nodes)
+    return memo[key]
+
+
+def _family_per_gpu(snap: JobSnapshot, theory: TypeTheory, gpu_type: str, gpus: int, nodes: int) -> float | None:
     aggregated = nodes == 1
     count = gpus if aggregated else nodes
+    batch = theory.components.batch_size
+    if not any(count in rates for _, rates in _rates(snap, batch, gpu_type, aggregated)):
+        return None
     own = sorted((p for p in measured_points(snap, gpu_type) if p[0] == aggregated and p[1] >= 2 and p[1] != count),
                  key=lambda p: (abs(math.log(p[1] / count)), -p[1]))
     for _, count0, per_gpu0 in own:
-        ratios = sibling_ratios(snap, theory.components.batch_size, gpu_type, aggregated, count0, count)
+        ratios = sibling_ratios(snap, batch, gpu_type, aggregated, count0, count)
         if not ratios:
             continue
         answers = [(w, per_gpu0 * r) for w, r in ratios]

@@ -8,7 +8,7 @@ Either way the estimate functions stay pure: they never touch SQLite.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from estimator.mixture import Mixture, fit_mixture
@@ -136,11 +136,16 @@ class CachedSource:
     def __init__(self, source: SnapshotSource) -> None:
         self.source = source
         self._snaps: dict[str, JobSnapshot] = {}
+        self._stale: set[str] = set()  # cached snapshots whose siblings learned since they were read
         self._cal: dict[str, Calibration] | None = None
         self._factors: dict[str, float] | None = None
 
     def snapshot(self, signature: str) -> JobSnapshot:
         snap = self._snaps.get(signature)
+        if snap is not None and signature in self._stale:
+            self._stale.discard(signature)
+            read = getattr(self.source, "siblings", None)
+            snap = self._snaps[signature] = replace(snap, siblings=read(signature)) if callable(read) else None
         if snap is None:
             snap = self._snaps[signature] = self.source.snapshot(signature)
         return snap
@@ -157,17 +162,17 @@ class CachedSource:
         return dict(self._factors)
 
     def forget(self, signature: str) -> None:
-        """A record of ``signature`` was written: its snapshot, those of its family (they carry its
-        measurements as a sibling's), the entity factors and the calibrations (refitted from runtime
-        records, :meth:`estimator.store.ThroughputStore.calibrations`) are read again."""
+        """A record of ``signature`` was written: its snapshot, the siblings of those of its family (they
+        carry its measurements), the entity factors and the calibrations (refitted from runtime records,
+        :meth:`estimator.store.ThroughputStore.calibrations`) are read again."""
         snap = self._snaps.pop(signature, None)
+        self._stale.discard(signature)
         fam = snap.family if snap is not None else ""
         if not fam:
             read = getattr(self.source, "family_of", None)
             fam = read(signature) if callable(read) else ""
         if fam:
-            for sig in [s for s, v in self._snaps.items() if v.family == fam]:
-                del self._snaps[sig]
+            self._stale.update(s for s, v in self._snaps.items() if v.family == fam)
         self._factors = None
         self._cal = None
 

@@ -49,7 +49,7 @@ from estimator.calibration import refit
 from estimator.entity_factors import EntityFactors
 from estimator.errors import SchemaVersionError, StoreCorruptError, StoreError, StoreLockedError
 from estimator.model import TimeComponents
-from estimator.snapshot import Calibration, JobSnapshot, TypeTheory
+from estimator.snapshot import Calibration, JobSnapshot, Sibling, TypeTheory
 
 log = logging.getLogger(__name__)
 
@@ -557,6 +557,11 @@ class ThroughputStore:
             entity_distributed=self._means("entity_distributed", "server", "nodes", signature),
             family=family, siblings=siblings,
         )
+
+    def siblings(self, signature: str) -> tuple[Sibling, ...]:
+        """What the other signatures of ``signature``'s family measured (:mod:`estimator.family`)."""
+        with self._guard("read the family"):
+            return _family.siblings(self.db, signature)[1]
 
     def family_of(self, signature: str) -> str:
         """``signature``'s family key (:mod:`estimator.family`; empty: none)."""

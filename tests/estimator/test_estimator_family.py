@@ -76,12 +76,19 @@ def test_a_cached_view_rereads_the_family_when_a_sibling_learns(tmp_path):
         _probe(store, "u/b", 64, "f")
         _probe(store, "u/c", 64, "g")
         source = CachedSource(store)
-        assert source.snapshot("u/a").siblings == ()
+        first = source.snapshot("u/a")
+        assert first.siblings == ()
         other = source.snapshot("u/c")
         store.add_runtime_samples("u/b", "v100", "n1", gpus=2, nodes=1, throughput=200.0)
         source.forget("u/b")  # never read through this view: its family comes from the store
-        assert [s.signature for s in source.snapshot("u/a").siblings] == ["u/b"]
+        again = source.snapshot("u/a")
+        assert [s.signature for s in again.siblings] == ["u/b"]
+        assert again.theory["v100"] is first.theory["v100"]  # only the siblings were read again
+        assert source.snapshot("u/a") is again
         assert source.snapshot("u/c") is other  # another family's snapshot is kept
+        store.add_runtime_samples("u/a", "v100", "n1", gpus=2, nodes=1, throughput=90.0)
+        source.forget("u/a")
+        assert source.snapshot("u/a").type_aggregated == {("v100", 2): 45.0}
 
 
 def _snap(own: dict[int, float], siblings: tuple[Sibling, ...]) -> JobSnapshot:
