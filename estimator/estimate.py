@@ -1,8 +1,9 @@
 """Estimates the planner and the simulator call (Hops §3.5, eq. 9, eq. 10), with plain values.
 
 Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
-(entity layer → type layer → the job's own communication time measured at another count on the type,
-:mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
+(entity layer → type layer → the job's own rate at another count on the type carried with its family's
+scaling, :mod:`estimator.family_refine` → the job's own communication time measured at another count on
+the type, :mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
 :mod:`estimator.extrapolate`, for a job measured where it ran but never probed there):
 
 Entity speed across jobs: where this job has no record on a server, the type or theoretical layer's
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from estimator.errors import CalibrationMissing, EstimateUnavailable
 from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
+from estimator.family_refine import FAMILY, family_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
 from estimator.progress import no_progress
@@ -61,11 +63,14 @@ def per_gpu_estimate(
     server: str | None = None,
     entity_factors: Mapping[str, float] | None = None,
     refine: bool = True,
+    family: bool = True,
 ) -> Estimate:
     """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
     config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
     distributed ones by node count. Below the entity layer the answer is scaled by ``server``'s entity
-    factor (module docstring). Without a profile on ``gpu_type`` the job's measurements are carried
+    factor (module docstring); ``refine`` False: without :mod:`estimator.refine` and
+    :mod:`estimator.family_refine`, ``family`` False: without the latter (reports). Without a profile on
+    ``gpu_type`` the job's measurements are carried
     over (:func:`estimator.extrapolate.extrapolated_per_gpu`, layer ``extrapolated``). Raises
     :class:`EstimateUnavailable` when no layer can answer."""
     if gpus < 1 or not 1 <= nodes <= gpus:
@@ -92,6 +97,9 @@ def per_gpu_estimate(
             f"job {snap.signature}: nothing known on GPU type {gpu_type!r} (no profile, no measurement); "
             "profile the job on that type"
         )
+    carried = family_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and family and gpus > 1 else None
+    if carried is not None:
+        return Estimate(carried * factor, FAMILY)
     refined = refined_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and gpus > 1 else None
     if refined is not None:
         return Estimate(refined * factor, REFINED)
@@ -120,10 +128,11 @@ def per_gpu_throughput(
     server: str | None = None,
     entity_factors: Mapping[str, float] | None = None,
     refine: bool = True,
+    family: bool = True,
 ) -> float:
     """:func:`per_gpu_estimate`'s value (samples/s per GPU)."""
     return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
-                            entity_factors=entity_factors, refine=refine).per_gpu
+                            entity_factors=entity_factors, refine=refine, family=family).per_gpu
 
 
 def config_throughput(
@@ -133,12 +142,13 @@ def config_throughput(
     nodes: Mapping[str, tuple[str, str]],
     entity_factors: Mapping[str, float] | None = None,
     refine: bool = True,
+    family: bool = True,
 ) -> float:
     """Samples/s of the job in ``config`` (node -> GPUs): min over its nodes of the per-GPU throughput,
     times the config's GPU count (§3.5: the slowest GPU paces synchronous data parallelism).
 
     ``nodes`` maps node name -> (gpu_type, server); server keys the entity layer. Empty config: 0.0.
-    ``refine``: as :func:`per_gpu_estimate`'s.
+    ``refine``, ``family``: as :func:`per_gpu_estimate`'s.
     """
     used = {n: int(g) for n, g in config.items() if g > 0}
     if not used:
@@ -150,7 +160,7 @@ def config_throughput(
             raise EstimateUnavailable(f"config names node {node!r}, which the estimator's node map does not know")
         gpu_type, server = nodes[node]
         value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server,
-                                   entity_factors=entity_factors, refine=refine)
+                                   entity_factors=entity_factors, refine=refine, family=family)
         slowest = min(slowest, value)
     return slowest * total
 

@@ -54,8 +54,24 @@ def own_comm_time(snap: JobSnapshot, gpu_type: str, *, gpus: int, nodes: int) ->
     if not points:
         return None
     _, count0, per_gpu0 = min(points, key=lambda p: (abs(math.log(p[1] / count)), -p[1]))
-    t_c0 = _measured_comm_time(theory.components, theory.data, per_gpu0, count0, aggregated)
+    return carried_comm_time(theory.components, theory.data, per_gpu0, count0, count, aggregated)
+
+
+def carried_comm_time(tc: TimeComponents, data: Mixture, per_gpu0: float, count0: int, count: int,
+                      aggregated: bool) -> float | None:
+    """The communication time (s) at ``count`` of a profile ``tc`` that measured ``per_gpu0`` at ``count0``
+    (GPUs in one server if ``aggregated``, else nodes), carried with the ring share; None where none carries."""
+    t_c0 = _measured_comm_time(tc, data, per_gpu0, count0, aggregated)
     return None if t_c0 is None else t_c0 * ring_share(count) / ring_share(count0)
+
+
+def carried_per_gpu(tc: TimeComponents, data: Mixture, per_gpu0: float, count0: int, *, gpus: int,
+                    nodes: int) -> float | None:
+    """Per-GPU samples/s at ``gpus`` GPUs on ``nodes`` node(s) of a profile ``tc`` that measured ``per_gpu0`` at
+    ``count0`` in the same scope, with :func:`carried_comm_time` in eq. (1)-(5); None where none carries."""
+    aggregated = nodes == 1
+    t_c = carried_comm_time(tc, data, per_gpu0, count0, gpus if aggregated else nodes, aggregated)
+    return None if t_c is None else throughput(tc.batch_size, expected_iter_time(tc, data, t_c, gpus=gpus))
 
 
 @lru_cache(maxsize=65536)
@@ -81,4 +97,4 @@ def refined_per_gpu(snap: JobSnapshot, gpu_type: str, *, gpus: int, nodes: int) 
     return throughput(theory.components.batch_size, expected_iter_time(theory.components, theory.data, t_c, gpus=gpus))
 
 
-__all__ = ["REFINED", "own_comm_time", "refined_per_gpu", "ring_share"]
+__all__ = ["REFINED", "carried_comm_time", "carried_per_gpu", "own_comm_time", "refined_per_gpu", "ring_share"]

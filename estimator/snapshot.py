@@ -8,7 +8,7 @@ Either way the estimate functions stay pure: they never touch SQLite.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from estimator.mixture import Mixture, fit_mixture
@@ -51,6 +51,21 @@ class TypeTheory:
         return TypeTheory(components, mixture)
 
 
+@dataclass(frozen=True)
+class Sibling:
+    """Another job signature of the same family (same network, another per-GPU batch size) and its
+    type-layer measurements, per-GPU samples/s keyed as :class:`JobSnapshot`'s (:mod:`estimator.family`)."""
+
+    signature: str
+    batch_size: int
+    type_aggregated: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (gpu_type, gpus)
+    type_distributed: Mapping[tuple[str, int], float] = field(default_factory=dict)  # (gpu_type, nodes)
+
+    def __post_init__(self) -> None:
+        for name in ("type_aggregated", "type_distributed"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+
 def _frozen(m: Mapping | None) -> Mapping:
     return dict(m or {})
 
@@ -74,6 +89,10 @@ class JobSnapshot:
     #: counts as one record (estimator.explore: model-only, one record, many)
     type_aggregated_n: Mapping[tuple[str, int], int] = field(default_factory=dict)
     type_distributed_n: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    #: the family key its probe named (:mod:`estimator.family`; empty: none) and what the family's other
+    #: signatures measured (:mod:`estimator.family_refine` reads them)
+    family: str = ""
+    siblings: tuple[Sibling, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("theory", "type_aggregated", "type_distributed", "entity_aggregated", "entity_distributed",
@@ -117,11 +136,16 @@ class CachedSource:
     def __init__(self, source: SnapshotSource) -> None:
         self.source = source
         self._snaps: dict[str, JobSnapshot] = {}
+        self._stale: set[str] = set()  # cached snapshots whose siblings learned since they were read
         self._cal: dict[str, Calibration] | None = None
         self._factors: dict[str, float] | None = None
 
     def snapshot(self, signature: str) -> JobSnapshot:
         snap = self._snaps.get(signature)
+        if snap is not None and signature in self._stale:
+            self._stale.discard(signature)
+            read = getattr(self.source, "siblings", None)
+            snap = self._snaps[signature] = replace(snap, siblings=read(signature)) if callable(read) else None
         if snap is None:
             snap = self._snaps[signature] = self.source.snapshot(signature)
         return snap
@@ -138,9 +162,17 @@ class CachedSource:
         return dict(self._factors)
 
     def forget(self, signature: str) -> None:
-        """A record of ``signature`` was written: its snapshot, the entity factors and the calibrations
-        (refitted from runtime records, :meth:`estimator.store.ThroughputStore.calibrations`) are read again."""
-        self._snaps.pop(signature, None)
+        """A record of ``signature`` was written: its snapshot, the siblings of those of its family (they
+        carry its measurements), the entity factors and the calibrations (refitted from runtime records,
+        :meth:`estimator.store.ThroughputStore.calibrations`) are read again."""
+        snap = self._snaps.pop(signature, None)
+        self._stale.discard(signature)
+        fam = snap.family if snap is not None else ""
+        if not fam:
+            read = getattr(self.source, "family_of", None)
+            fam = read(signature) if callable(read) else ""
+        if fam:
+            self._stale.update(s for s, v in self._snaps.items() if v.family == fam)
         self._factors = None
         self._cal = None
 

@@ -13,7 +13,8 @@ Layers, keyed by job signature:
   (:meth:`ThroughputStore.calibrations`) is that pair refitted with the bandwidths the newest multi-GPU
   runtime records imply (:func:`estimator.calibration.refit`: physical, median, within what was measured);
 - ``restart_cost``: observed restart costs per signature (:mod:`estimator.restart_cost`,
-  :meth:`ThroughputStore.put_restart_cost`, :meth:`ThroughputStore.restart_cost`).
+  :meth:`ThroughputStore.put_restart_cost`, :meth:`ThroughputStore.restart_cost`);
+- ``family``: per signature, the family key its probe named (:mod:`estimator.family`, schema version 5).
 
 Bounded (:mod:`estimator.bounds`, schema version 4): the records come from users' jobs, as many as the
 engine accepts, so every table keeps a bounded summary: one running aggregate per (signature, type,
@@ -42,13 +43,13 @@ from pathlib import Path
 
 import sqlite_utils
 
-from estimator import bounds as _bounds, restart_cost as _restarts
+from estimator import bounds as _bounds, family as _family, restart_cost as _restarts
 from estimator import calibration_records as _records
 from estimator.calibration import refit
 from estimator.entity_factors import EntityFactors
 from estimator.errors import SchemaVersionError, StoreCorruptError, StoreError, StoreLockedError
 from estimator.model import TimeComponents
-from estimator.snapshot import Calibration, JobSnapshot, TypeTheory
+from estimator.snapshot import Calibration, JobSnapshot, Sibling, TypeTheory
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,10 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
 
 
 #: Ordered migrations: MIGRATIONS[i] brings the schema from version i to version i + 1 (version 3: the
-#: restart costs of :mod:`estimator.restart_cost`; version 4: the bounded layers of :mod:`estimator.bounds`).
+#: restart costs of :mod:`estimator.restart_cost`; version 4: the bounded layers of :mod:`estimator.bounds`;
+#: version 5: the families of :mod:`estimator.family`).
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _restarts.migrate,
-                                                                   _bounds.migrate)
+                                                                   _bounds.migrate, _family.migrate)
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The eq. (3) fit uses at most this many of a (job, type)'s most recent samples (as many as are kept).
 MAX_FIT_SAMPLES = _bounds.KEEP_SAMPLES
@@ -313,8 +315,10 @@ class ThroughputStore:
         batch_size: int,
         data_samples: Sequence[float] = (),
         sync_samples: Sequence[float] = (),
+        family: str = "",
     ) -> None:
-        """Record a profile: the stable components and the profile's data-time / sync-wait samples.
+        """Record a profile: the stable components and the profile's data-time / sync-wait samples;
+        ``family``: the job's family key (:mod:`estimator.family`; empty: none).
 
         Replaces an earlier profile of the same (signature, GPU type) and its profile samples; samples
         recorded in running mode are kept. Paired samples (equal lengths) are stored row by row so T_w
@@ -333,6 +337,7 @@ class ThroughputStore:
                 "delete from samples where signature = ? and gpu_type = ? and source = 'profile'", [signature, gpu_type]
             )
             self._insert_samples(signature, gpu_type, "profile", "", data_samples, sync_samples)
+            _family.put(self.db, signature, family, tc.batch_size)
 
     def _insert_samples(
         self, signature: str, gpu_type: str, source: str, server: str,
@@ -539,6 +544,8 @@ class ThroughputStore:
             assert tc is not None
             data, sync, sync_data = self.samples(signature, gpu_type, limit=max_samples)
             theory[gpu_type] = TypeTheory.from_samples(tc, data, sync, sync_data_times=sync_data)
+        with self._guard("read the family"):
+            family, siblings = _family.siblings(self.db, signature)
         return JobSnapshot(
             signature,
             theory=theory,
@@ -548,7 +555,19 @@ class ThroughputStore:
             type_distributed_n=self._counts("type_distributed", "gpu_type", "nodes", signature),
             entity_aggregated=self._means("entity_aggregated", "server", "gpus", signature),
             entity_distributed=self._means("entity_distributed", "server", "nodes", signature),
+            family=family, siblings=siblings,
         )
+
+    def siblings(self, signature: str) -> tuple[Sibling, ...]:
+        """What the other signatures of ``signature``'s family measured (:mod:`estimator.family`)."""
+        with self._guard("read the family"):
+            return _family.siblings(self.db, signature)[1]
+
+    def family_of(self, signature: str) -> str:
+        """``signature``'s family key (:mod:`estimator.family`; empty: none)."""
+        with self._guard("read the family"):
+            known = _family.family_of(self.db, signature)
+        return known[0] if known else ""
 
     def entity_factors(self) -> dict[str, float]:
         """Per server: how fast jobs ran there, over every job (§3.3's entity layer, shared across jobs).

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from estimator.calibration import physical_pair
 from hops_slurm.errors import HopsError
+from profiler.signature import family_signature
 from profiler.records import CalibrationRecord, CheckpointMark, ProbeFailure, ProbeResult, RuntimeRecord, read_records
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ class IngestError(HopsError):
 class StoreWriter(Protocol):
     def put_theory(
         self, signature: str, gpu_type: str, *, t_f: float, t_b: float, t_u: float, pattern: int, params: float,
-        batch_size: int, data_samples: Sequence[float] = (), sync_samples: Sequence[float] = (),
+        batch_size: int, data_samples: Sequence[float] = (), sync_samples: Sequence[float] = (), family: str = "",
     ) -> None: ...
 
     def add_runtime_samples(
@@ -51,11 +52,15 @@ class IngestSummary:
 
 def ingest_probe(store: StoreWriter, result: ProbeResult) -> None:
     """Theoretical layer: T_f, T_b, T_u, pattern, params, batch size and the probe's data-time samples
-    (a single-process probe has no sync wait, so no sync samples)."""
+    (a single-process probe has no sync wait, so no sync samples), and the job's family (the probe's model,
+    parameter count and input shape without the batch size: :func:`profiler.signature.family_signature`;
+    an entrypoint's only among its owner's jobs, the ``<owner>/`` of the engine's signatures)."""
+    owner = result.signature.split("/", 1)[0] if result.source == "entrypoint" and "/" in result.signature else ""
     store.put_theory(
         result.signature, result.gpu_type, t_f=result.t_forward, t_b=result.t_backward, t_u=result.t_update,
         pattern=result.pattern, params=result.params, batch_size=result.batch_size,
         data_samples=list(result.data_samples), sync_samples=[],
+        family=family_signature(result.model, int(result.params), result.input_shape, owner),
     )
 
 

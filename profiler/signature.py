@@ -28,3 +28,14 @@ def job_signature(model: str, params: int, batch_size: int, input_shape: Sequenc
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def family_signature(model: str, params: int, input_shape: Sequence[int], owner: str = "") -> str:
+    """The key of a job's *family*: its signature's facts without the per-GPU batch size (the same network
+    at other batch sizes; :mod:`estimator.family`), within ``owner``'s jobs when given (a user's own code,
+    an entrypoint, is a family only with that user's jobs). Empty for an empty model name."""
+    if not model:
+        return ""
+    canonical = json.dumps({"model": model, "params": int(params), "input_shape": [int(d) for d in input_shape],
+                            "owner": owner}, sort_keys=True, separators=(",", ":"))
+    return "family:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]

@@ -63,7 +63,10 @@ def _at(t: float) -> datetime:
 
 def probe_result(truth: GroundTruth, model: str, gpu_type: str, signature: str, *, at: float,
                  probe_seconds: float) -> ProbeResult | None:
-    """The probe of ``model`` on one GPU of ``gpu_type``; None where the model cannot run on that type."""
+    """The probe of ``model`` on one GPU of ``gpu_type``; None where the model cannot run on that type. The
+    probe names the model as a job's ``#HOPS model=`` directive does: the network (``'ResNet-50'``), its
+    per-GPU batch size apart (``batch-size=``), so the variants of one network share a family
+    (:func:`profiler.signature.family_signature`)."""
     thr = truth.samples_per_second(model, gpu_type, 1, False)
     if thr <= 0:
         return None
@@ -71,7 +74,7 @@ def probe_result(truth: GroundTruth, model: str, gpu_type: str, signature: str, 
     t = b / thr
     t_f, t_b, t_u = (share * t for share in SPLIT)
     return ProbeResult(
-        model=model[:256], source="zoo", signature=signature, gpu_type=gpu_type, device="cuda:0",
+        model=family(model)[:256], source="zoo", signature=signature, gpu_type=gpu_type, device="cuda:0",
         node=f"profiler-{gpu_type}", batch_size=b, input_shape=(), params=params_of(model), iterations=1, warmup=0,
         t_data=0.0, t_forward=t_f, t_backward=t_b, t_update=t_u, t_iter_observed=t, t_wait_observed=0.0,
         data_samples=[], forward_samples=[t_f], backward_samples=[t_b], update_samples=[t_u], pattern=1,

@@ -59,7 +59,7 @@ from hops_slurm.engine.userfiles import Owner
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import ClusterSpec
 from hops_slurm.sim.costs import CostModel, JobProgress
-from hops_slurm.sim.groundtruth import GroundTruth, batch_size
+from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from hops_slurm.sim.measure import params_of, probe_result, runtime_record
 from hops_slurm.sim.workload import JobSpec
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmJob, SlurmNode, SlurmReservation
@@ -140,7 +140,8 @@ class SimSlurmctld:
         self._drains: dict[str, tuple[float, dict[str, tuple[int, ...]]]] = {}
         self._ended_at: dict[str, float] = {}
         self._next_id = 1
-        self.models = {directive_model(j.model): j.model for j in self.workload}
+        #: (directive model, batch size) -> the simulator's model (:func:`directives`)
+        self.models = {(directive_model(family(j.model)), batch_size(j.model)): j.model for j in self.workload}
         self.calls: dict[str, int] = {}
         self.ended = 0  # workload jobs ended so far
         self.specs: dict[str, JobSpec] = {}  # Slurm job id -> its workload job (kept after Slurm forgets it)
@@ -352,7 +353,7 @@ class SimSlurmctld:
     def _finish_probe(self, p: _Probe) -> None:
         """The probe's record, as ``python -m profiler.probe`` writes it (its model and batch size as asked)."""
         pr = p.probe
-        model = self.models.get(pr.model)
+        model = self.models.get((pr.model, pr.batch_size))
         result = probe_result(self.truth, model, pr.gpu_type, "", at=EPOCH + self.t,
                               probe_seconds=self.cluster.profiler.probe_seconds) if model else None
         if result is not None:
@@ -563,7 +564,7 @@ def directives(spec: JobSpec) -> HopsDirectives:
     the model's batch size; HopsError naming the job if the hook would refuse it."""
     try:
         return HopsDirectives(gpus=tuple(spec.requirements), samples=max(1, round(spec.declared)),
-                              batch_size=batch_size(spec.model), model=directive_model(spec.model))
+                              batch_size=batch_size(spec.model), model=directive_model(family(spec.model)))
     except ValueError as exc:
         raise HopsError(f"workload job {spec.job_id}: its #HOPS line would be refused: {str(exc).splitlines()[0]}") from None
 

@@ -49,7 +49,7 @@ def test_a_version_3_store_is_folded_into_aggregates_with_the_same_estimates(tmp
                               "data_time": float(i), "sync_wait": None} for i in range(KEEP_SAMPLES + 50))
     db.close()
     with ThroughputStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         snap = store.snapshot("s")
         assert snap.entity_aggregated == {("n1", 1): pytest.approx(3.0)} and snap.type_aggregated == {("v100", 1): pytest.approx(3.0)}
         assert store.row_counts()["entity_aggregated"] == 1 and store.record_counts("s")["entity_aggregated"] == 3

@@ -62,7 +62,7 @@ def test_a_version_2_store_migrates_and_keeps_its_measurements(tmp_path: Path) -
     db["type_aggregated"].insert({"signature": "sig", "gpu_type": "v100", "gpus": 1, "nodes": 1, "per_gpu": 7.0})
     db.close()
     with ThroughputStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         assert store.snapshot("sig").type_aggregated == {("v100", 1): 7.0}
         assert store.restart_cost("sig") is None
         store.put_restart_cost("sig", 12.0, measured_at=0.0)

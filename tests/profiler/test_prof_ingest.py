@@ -11,6 +11,7 @@ import pytest
 from estimator.store import ThroughputStore
 from profiler.ingest import IngestError, ingest_calibration, ingest_files
 from profiler.probe import run_probe
+from profiler.signature import family_signature
 from profiler.records import CalibrationPoint, CalibrationRecord, ProbeFailure, write_record
 from profiler.runtime import Recorder
 from profiler.zoo import build_zoo_job
@@ -49,6 +50,8 @@ def test_probe_runtime_and_failure_files(tmp_path: Path, store: ThroughputStore)
     assert theory is not None
     assert (theory.t_f, theory.t_b, theory.t_u) == pytest.approx((probe.t_forward, probe.t_backward, probe.t_update))
     assert (theory.pattern, theory.params, theory.batch_size) == (probe.pattern, probe.params, 4)
+    # the probe's model, parameters and input shape name its family (estimator.family)
+    assert store.family_of(probe.signature) == family_signature(probe.model, int(probe.params), probe.input_shape) != ""
     data, _, _ = store.samples(probe.signature, "cpu")
     assert len(data) == len(probe.data_samples) + 4  # the probe's samples, then 2 x 2 runtime iterations
     assert data[: len(probe.data_samples)] == pytest.approx(probe.data_samples)

@@ -7,8 +7,9 @@ replay per held-out family, leave-one-family-out: every variant of the family is
 ``docs/results/estimator-learning.md``: per cell (GPU type x count x layout) the error of the estimate for
 a model's first job (formula only), after one run of the model on the same type and layout at another
 count, and after one run on that very configuration, with the same store read without
-:mod:`estimator.refine` beside it; the learning curve per model; and, for every cell over a target, the
-reason from its own points.
+:mod:`estimator.refine` beside it; the family layer (:mod:`estimator.family_refine`) per cell with and
+without it (:mod:`hops_slurm.tools.bench.learning_family`); the learning curve per model; and, for every cell
+over a target, the reason from its own points.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import subprocess
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from hops_slurm.sim.workload import MULTI_GPU_FAMILIES
+from hops_slurm.tools.bench.learning_family import FamilyPoint, family_table, verdict
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, multi_gpu_models, plan_runs, replay
 from hops_slurm.tools import results_header
 
@@ -58,11 +61,22 @@ def _err(estimate: float, measured: float) -> float:
     return abs(estimate - measured) / measured
 
 
-def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS,
-            held_out: bool = False) -> tuple[dict[str, list[Point]], dict[str, list[list[tuple[float, float]]]]]:
+class Collected(NamedTuple):
+    """What :func:`collect` gathers over the seeds."""
+
+    #: per stage, every (model, cell) point
+    stages: dict[str, list[Point]]
+    #: per model, its learning curves (one per seed)
+    curves: dict[str, list[list[tuple[float, float]]]]
+    #: the points of the stage "type", with and without the family layer
+    family: list[FamilyPoint]
+
+
+def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS, held_out: bool = False) -> Collected:
     """Per stage, every (model, cell) point over the seeds; per model, its learning curves."""
     stages: dict[str, list[Point]] = defaultdict(list)
     curves: dict[str, list[list[tuple[float, float]]]] = defaultdict(list)
+    fam_points: list[FamilyPoint] = []
     for seed in seeds:
         runs = plan_runs(truth, seed, jobs)
         outcomes: list[Outcome] = []
@@ -75,9 +89,12 @@ def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS
         for out in outcomes:
             for (model, cell, stage), (est, plain, meas) in out.first_at.items():
                 stages[stage].append((model, cell, est, plain, meas))
+                if stage == "type":
+                    key = (model, cell, stage)
+                    fam_points.append(FamilyPoint(model, cell, est, out.no_family[key], meas, out.layers[key]))
             for model, curve in out.curve.items():
                 curves[model].append(curve)
-    return stages, curves
+    return Collected(stages, curves, fam_points)
 
 
 def _cells(truth: GroundTruth) -> list[Cell]:
@@ -114,7 +131,8 @@ def stage_table(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str]
 
 
 def before_after(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str]:
-    lines = ["| stage | points | without estimator.refine | with (production) |", "|---|---:|---:|---:|"]
+    lines = ["| stage | points | without estimator.refine (nor the family layer) | with (production) |",
+             "|---|---:|---:|---:|"]
     names = {"first": "model's first job (formula only)", "type": "one run on the type and layout, another count",
              "other_layout": "runs on the type, other layout or 1 GPU only", "elsewhere": "runs on other types only",
              "config": "one run on this configuration"}
@@ -125,7 +143,8 @@ def before_after(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str
 
 
 def curve_table(curves: dict[str, list[list[tuple[float, float]]]]) -> list[str]:
-    lines = ["| runs of the model so far | models (x seeds) | mean error (production) | without estimator.refine |",
+    lines = ["| runs of the model so far | models (x seeds) | mean error (production) | without estimator.refine "
+             "(nor the family layer) |",
              "|---:|---:|---:|---:|"]
     for k in CURVE_POINTS:
         now = [c[k] for runs in curves.values() for c in runs if len(c) > k]
@@ -243,8 +262,8 @@ def ceiling_table(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[st
 
 def run(out_dir: Path) -> Path:
     truth = GroundTruth()
-    inside, curves = collect(truth)
-    held, held_curves = collect(truth, held_out=True)
+    inside, curves, fam_inside = collect(truth)
+    held, held_curves, fam_held = collect(truth, held_out=True)
     seeds = ",".join(str(s) for s in SEEDS)
     lines = [
         "# Estimator: the learning curve (how fast the store corrects the formula)",
@@ -290,12 +309,13 @@ def run(out_dir: Path) -> Path:
         "",
         regular_line(truth, inside),
         "",
-        "## What the refinement does (same store, read with and without `estimator.refine`)",
+        "## What the refinement does (same store, read with and without `estimator.refine` and the family layer)",
         "",
         "The store alone answered a count a model had not run with the formula and the type's bandwidths, "
         "refitted as a median over every job's records: one run of the model barely moved it. "
         "`estimator.refine` carries the model's own communication time from its nearest measured count "
-        "on the type and scope, with the ring all-reduce's share (N-1)/N (no fitted constant).",
+        "on the type and scope, with the ring all-reduce's share (N-1)/N (no fitted constant); where the model's "
+        "siblings ran both counts, the family layer (below) answers first.",
         "",
         "In-sample:",
         "",
@@ -324,6 +344,25 @@ def run(out_dir: Path) -> Path:
         "moves with the count, so no rule carrying a measured point across counts reaches the target.",
         "",
         *ceiling_table(truth, inside),
+        "",
+        "## The family layer: the model's siblings at both counts (one run on the type at another count)",
+        "",
+        "`estimator.family_refine` answers a count the model has not run on the type and layout when some other "
+        "signature of its family (`estimator.family`: the same network at another batch size, as the jobs' "
+        "`#HOPS model=` and the probe name it; Gavel's variants in the simulator) has run there at both the "
+        "model's own count N0 and the asked N: the weighted geometric mean of the model's N0 rate times each "
+        "sibling's measured N/N0 ratio, weight (min/max batch size)^2, and of `estimator.refine`'s carry, "
+        "weight 1 (a sibling at the model's own batch size). Nothing is fitted, so the held-out calibration "
+        "does not touch it. Per cell, the points of that stage:",
+        "",
+        *family_table(truth, _cells(truth), fam_inside, TYPE_TARGET),
+        "",
+        "Held out (calibration without the family under test):",
+        "",
+        *family_table(truth, _cells(truth), fam_held, TYPE_TARGET),
+        "",
+        verdict(truth, _cells(truth), fam_inside, TYPE_TARGET,
+                statistics.mean(sibling_ceiling(truth, c)[1] for c in _cells(truth))),
         "",
         "## Cells over a target, with the reason from their own points (in-sample)",
         "",

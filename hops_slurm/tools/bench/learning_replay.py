@@ -137,6 +137,8 @@ class Outcome:
     curve: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     #: (model, cell) -> layer that answered at each stage reached (reports)
     layers: dict[tuple[str, Cell, str], str] = field(default_factory=dict)
+    #: (model, cell, stage) -> the estimate without estimator.family_refine (samples/s), when first reached
+    no_family: dict[tuple[str, Cell, str], float] = field(default_factory=dict)
     jobs: int = 0
 
 
@@ -181,11 +183,12 @@ class Replay:
         """The planner's estimate (samples/s) of ``model`` on ``nodes``."""
         return float(self.knowledge.throughput_fn(self.signature(model))(dict(nodes)))
 
-    def unrefined(self, model: str, nodes: tuple[tuple[str, int], ...]) -> float:
-        """The same estimate from the same store without :mod:`estimator.refine` (the comparison)."""
+    def unrefined(self, model: str, nodes: tuple[tuple[str, int], ...], *, family_only: bool = False) -> float:
+        """The same estimate from the same store without :mod:`estimator.refine` and
+        :mod:`estimator.family_refine` (``family_only``: without the latter only), the comparisons."""
         est, source = self.knowledge.estimator, self.knowledge.source
         return config_throughput(dict(nodes), source.snapshot(self.signature(model)), source.calibrations(),
-                                 est.nodes, source.entity_factors(), refine=False)
+                                 est.nodes, source.entity_factors(), refine=family_only, family=False)
 
     def layer(self, model: str, cell: Cell, nodes: tuple[tuple[str, int], ...]) -> str:
         source = self.knowledge.source
@@ -246,6 +249,7 @@ def _observe(rep: Replay, out: Outcome, model: str, cells: dict[Cell, tuple[tupl
         if key not in out.first_at:
             out.first_at[key] = (estimate, plain, measured)
             out.layers[key] = rep.layer(model, cell, nodes)
+            out.no_family[key] = rep.unrefined(model, nodes, family_only=True)
     if errors:
         out.curve.setdefault(model, []).append((sum(errors) / len(errors), sum(before) / len(before)))
 

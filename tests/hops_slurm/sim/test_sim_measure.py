@@ -45,3 +45,32 @@ def test_runtime_records_are_valid_recorder_windows_and_teach_the_entity_layer(t
     # no progress at all (ground truth has no measurement there): one step in the longest window
     stuck = runtime_record("u/r50", R50, "v100", "slow", gpus=2, nodes=1, throughput=0.0, window=300.0, at=10.0)
     assert stuck.steps == 1 and stuck.throughput > 0
+
+
+def test_the_variants_of_one_network_probe_as_one_family(tmp_path):
+    """A probe names the model as a job's #HOPS model= does (the network, its batch size apart), so the
+    store finds a variant's siblings (estimator.family)."""
+    truth = GroundTruth()
+    with ThroughputStore(tmp_path / "s.sqlite") as store:
+        for model, sig in ((R50, "u/r50-64"), ("ResNet-50 (batch size 32)", "u/r50-32"),
+                           ("ResNet-18 (batch size 64)", "u/r18-64")):
+            result = probe_result(truth, model, "v100", sig, at=0.0, probe_seconds=60.0)
+            assert result is not None and "batch size" not in result.model
+            ingest_probe(store, result)
+        store.add_runtime_samples("u/r50-32", "v100", "n1", gpus=2, nodes=1, throughput=100.0)
+        store.add_runtime_samples("u/r18-64", "v100", "n1", gpus=2, nodes=1, throughput=100.0)
+        snap = store.snapshot("u/r50-64")
+        assert snap.family and snap.family == store.family_of("u/r50-32") != store.family_of("u/r18-64")
+        assert [(s.signature, s.batch_size) for s in snap.siblings] == [("u/r50-32", 32)]
+
+
+def test_an_entrypoints_family_is_its_owners_only(tmp_path):
+    """A user's own code (an entrypoint) shares what its runs measured only with that user's jobs."""
+    truth = GroundTruth()
+    with ThroughputStore(tmp_path / "s.sqlite") as store:
+        base = probe_result(truth, R50, "v100", "x", at=0.0, probe_seconds=60.0)
+        assert base is not None
+        for sig, batch in (("alice/a", 32), ("alice/b", 64), ("bob/c", 64)):
+            ingest_probe(store, base.model_copy(update={"model": "pkg.net:build", "source": "entrypoint",
+                                                        "signature": sig, "batch_size": batch}))
+        assert store.family_of("alice/a") == store.family_of("alice/b") != store.family_of("bob/c")

@@ -9,6 +9,7 @@ from estimator.store import ThroughputStore
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.measure import runtime_record
 from hops_slurm.tools.bench.estimator_learning import _cells, collect, regular, sibling_ceiling
+from hops_slurm.tools.bench.learning_family import full_knowledge
 from hops_slurm.tools.bench.learning_replay import WINDOW, Cell, Replay, Run, place, replay, stage_of
 from profiler.ingest import ingest_runtime
 
@@ -81,7 +82,7 @@ def test_stages():
 
 
 def test_every_cell_is_reported_at_every_stage(truth):
-    stages, curves = collect(truth, seeds=(0,), jobs=500)
+    stages, curves, _ = collect(truth, seeds=(0,), jobs=500)
     for stage in ("first", "type", "config"):
         assert {p[1] for p in stages[stage]} == set(_cells(truth))
     assert all(e == pytest.approx(0.0, abs=1e-9) for p in stages["config"] for e in [abs(p[2] - p[4]) / p[4]])
@@ -103,3 +104,28 @@ def test_the_sibling_ceiling_reads_the_familys_ratio(truth):
         assert sibling < held and sibling <= 0.10
     held, sibling = sibling_ceiling(truth, Cell("v100", 4, False))
     assert sibling > 0.10 and held > 0.5
+
+
+def test_a_sibling_that_ran_both_counts_moves_the_estimate_through_the_family_layer(truth):
+    """ResNet-50 at batch 32 on consolidated V100s, after its batch-64 sibling ran on 2 and 4 GPUs: its own
+    2-GPU run is carried to 4 GPUs with the sibling's measured 4/2 ratio (estimator.family_refine), nearer
+    the measured value than the ring share alone."""
+    c2, c4 = Cell("v100", 2, False), Cell("v100", 4, False)
+    model, sibling = "ResNet-50 (batch size 32)", MODEL
+    runs = [Run("s2", sibling, c2, 0, place(c2, 0)), Run("s4", sibling, c4, 1, place(c4, 1)),
+            Run("j2", model, c2, 2, place(c2, 2)), Run("j4", model, c4, 3, place(c4, 3))]
+    out = replay(truth, runs, evaluate=[model])
+    key = (model, c4, "type")
+    estimate, _, measured = out.first_at[key]
+    assert out.layers[key] == "family"
+    assert abs(estimate - measured) < abs(out.no_family[key] - measured)
+    alone = replay(truth, runs[2:])  # no sibling has run: the refinement answers, as without the layer
+    assert alone.layers[key] == "refined" and alone.first_at[key][0] == pytest.approx(out.no_family[key])
+
+
+def test_the_family_rule_with_every_sibling_point_known_sits_between_holding_and_the_nearest_ratio(truth):
+    """The production rule on Gavel's table with every sibling point known: far better than holding the per-GPU
+    rate, not as good as the nearest sibling's ratio alone (its own carry keeps weight 1)."""
+    for cell in (Cell("k80", 4, True), Cell("p100", 4, False), Cell("v100", 4, False)):
+        held, nearest = sibling_ceiling(truth, cell)
+        assert nearest < full_knowledge(truth, cell) < held
