@@ -61,14 +61,20 @@ class ErrorBand:
     low: float = 0.1
     high: float = 0.9
     prior: tuple[float, float] = (-0.5, 1.0)  # before enough errors: half the horizon earlier, twice it later
-    horizons: tuple[float, ...] = (2.0, 10.0)  # rounds: the edges between the horizon classes
+    horizons: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)  # rounds: the edges between the horizon classes
+    gain: float = 0.02  # how far one start inside or outside its band moves its class's quantile levels
     errors: deque[float] = field(default_factory=deque)  # every horizon's, the last ``window``
 
     def __post_init__(self) -> None:
         if self.floor <= 0 or self.window < 1 or not 0.0 <= self.low <= self.high <= 1.0:
             raise ValueError("an error band needs a positive floor and window and 0 <= low <= high <= 1")
+        if self.prior[0] > 0.0 or self.prior[1] < 0.0 or not 0.0 <= self.gain < 1.0:
+            raise ValueError("an error band needs a prior around 0 and 0 <= gain < 1")
         self.errors = deque(self.errors, maxlen=self.window)
-        self.by_horizon: list[deque[float]] = [deque(maxlen=self.window) for _ in range(len(self.horizons) + 1)]
+        n = len(self.horizons) + 1
+        self.by_horizon: list[deque[float]] = [deque(maxlen=self.window) for _ in range(n)]
+        #: per horizon class, the quantile levels the band uses now (they follow its coverage so far)
+        self.levels: list[tuple[float, float]] = [(self.low, self.high)] * n
         self._sorted: dict[int, list[float]] = {}
 
     def scale(self, made: float, start: float) -> float:
@@ -80,24 +86,43 @@ class ErrorBand:
         return sum(1 for edge in self.horizons if rounds >= edge)
 
     def add(self, made: float, start: float, actual: float) -> None:
-        """A job forecast at ``made`` to start at ``start`` started at ``actual``."""
+        """A job forecast at ``made`` to start at ``start`` started at ``actual``: its error is kept, and
+        its class's quantile levels move by ``gain`` towards the nominal coverage (out of the band below:
+        the low level down by ``gain * (1 - low)``, inside it: up by ``gain * low``; the same above)."""
         err = (actual - start) / self.scale(made, start)
+        h = self.horizon(made, start)
+        if self._measured(h):
+            lo, hi = self.quantiles(h)
+            lv_lo, lv_hi = self.levels[h]
+            lv_lo -= self.gain * ((1.0 if err < lo else 0.0) - self.low)
+            lv_hi += self.gain * ((1.0 if err > hi else 0.0) - (1.0 - self.high))
+            self.levels[h] = (min(max(lv_lo, 0.0), 0.5), min(max(lv_hi, 0.5), 1.0))
         self.errors.append(err)
-        self.by_horizon[self.horizon(made, start)].append(err)
+        self.by_horizon[h].append(err)
         self._sorted = {}
 
-    def quantiles(self, horizon: int | None = None) -> tuple[float, float]:
-        """The (low, high) relative errors the band uses now (for a horizon class, else all)."""
-        key = -1
-        errors: deque[float] = self.errors
-        if horizon is not None and len(self.by_horizon[horizon]) >= self.min_errors:
-            key, errors = horizon, self.by_horizon[horizon]
-        if len(errors) < self.min_errors:
-            return self.prior
+    def _measured(self, horizon: int) -> bool:
+        return len(self.by_horizon[horizon]) >= self.min_errors
+
+    def _quantiles_of(self, key: int, errors: deque[float], levels: tuple[float, float]) -> tuple[float, float]:
         if key not in self._sorted:
             self._sorted[key] = sorted(errors)
         got = self._sorted[key]
-        return _quantile(got, self.low), _quantile(got, self.high)
+        return _quantile(got, levels[0]), _quantile(got, levels[1])
+
+    def quantiles(self, horizon: int | None = None) -> tuple[float, float]:
+        """The (low, high) relative errors the band uses now: for a horizon class with ``min_errors`` of
+        its own, their quantiles at the class's levels; for one with fewer, every class's quantiles
+        widened to at least the prior (a class not yet measured is not trusted to be as good as the
+        others); without a class, every class's; the prior until all of them together have ``min_errors``."""
+        if horizon is not None and self._measured(horizon):
+            return self._quantiles_of(horizon, self.by_horizon[horizon], self.levels[horizon])
+        if len(self.errors) < self.min_errors:
+            return self.prior
+        lo, hi = self._quantiles_of(-1, self.errors, (self.low, self.high))
+        if horizon is None:
+            return lo, hi
+        return min(lo, self.prior[0]), max(hi, self.prior[1])
 
     def band(self, made: float, f: Forecast) -> Banded:
         """``f`` (made at ``made``) with its band."""
