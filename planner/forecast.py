@@ -8,12 +8,24 @@ module holds what the engine keeps of it (:class:`Forecast`, :class:`Banded`) an
 The error of a forecast made at ``made`` for a job forecast to start at ``start`` that started at
 ``actual`` is ``(actual - start) / scale``, ``scale = max(start - made, floor)`` (the forecast's horizon,
 at least one round: a job forecast to start now that waits a round is one round off, not infinitely).
-The errors are kept apart by horizon (``horizons``, in rounds: a start within 2 rounds, within 10, later):
+The errors are kept apart by horizon (``horizons``, in rounds: a start within 1 round, 3, 10, 30, later):
 a forecast a round ahead is far closer, relative to its horizon, than one a day ahead. The band of a new
-forecast is ``start + q * scale`` for the ``low`` and ``high`` quantiles ``q`` of the last ``window``
-errors of its horizon (of every horizon while its own has fewer than ``min_errors``; the ``prior`` pair
-until all of them together have that many), never before ``made``. So the band is as wide as the
-forecasts have been wrong on this cluster and workload, horizon for horizon.
+forecast is ``start + q * scale`` for the quantiles ``q`` of the last ``window`` errors of its horizon
+class, never before ``made``. Three things keep it honest (as often outside as ``low`` and ``high`` say):
+
+* A class with fewer than ``min_errors`` errors of its own takes every class's quantiles, widened to at
+  least the ``prior``; the prior alone until all classes together have ``min_errors``. The errors come
+  mostly from near forecasts (each started job gives its latest forecast's, made a round before its
+  start, and most jobs start at once), and those are right to the second: the far classes, filled last,
+  were given a band of almost no width from them.
+* The quantile levels follow the coverage seen so far, class by class (adaptive conformal inference,
+  Gibbs and Candes 2021): a start below its class's band moves the low level down by ``gain * (1 - low)``,
+  one inside up by ``gain * low``; the same above. Over many starts each side is missed about as often
+  as nominal, also when the errors drift (a queue growing through the day) and the past ones alone
+  would be too narrow.
+* Errors are relative to the horizon, so one class holds forecasts hours and days ahead alike.
+
+So the band is as wide as the forecasts have been wrong on this cluster and workload, horizon for horizon.
 Pure: no clock, no Slurm.
 """
 
