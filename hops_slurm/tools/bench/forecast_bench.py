@@ -17,7 +17,8 @@ its submission ("at submission") and at the last boundary at least one round bef
 round before"), error = |forecast - actual| / actual wait. Median and 90th percentile over the jobs that
 waited at least one round; the others are counted apart. The band's coverage (the fraction of starts
 inside it) at submission over all jobs, over those that waited a round, and over every forecast made,
-and its median width at submission relative to the wait. Writes ``forecast.md`` and a plot.
+and its median width at submission relative to the wait (of the jobs that waited a round). Writes
+``forecast.md`` and a plot.
 
 ``HOPS_BENCH_FORECAST`` = ``;``-separated ``cluster:workload:seeds`` runs (default
 ``paper-512:paper:0,1;paper-64:gavel:0``), ``HOPS_BENCH_FORECAST_BUDGET`` (wall seconds per forecast,
@@ -218,7 +219,7 @@ def covered(jobs: list[JobOutcome], which: str = "first") -> float:
 
 
 def width(jobs: list[JobOutcome]) -> float:
-    """The median width of the band at submission, as a fraction of the job's wait (at least one round)."""
+    """The median width of the band at submission of ``jobs``, as a fraction of each one's wait (at least a round)."""
     got = banded(jobs, "first")
     return statistics.median((m.late - m.early) / max(j.wait, ROUND) for m, j in got) if got else float("nan")  # type: ignore[operator]
 
@@ -247,7 +248,7 @@ def _band(run: Run) -> str:
         return "| | |"
     waited = [j for j in run.jobs if j.wait >= ROUND]
     return (f"{covered(run.jobs):.2f} | {covered(waited):.2f} | {covered(run.jobs, 'every'):.2f} | "
-            f"{width(run.jobs):.2f}")
+            f"{width(waited):.2f}")
 
 
 def medians(run: Run) -> tuple[float, float]:
@@ -347,7 +348,7 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
              "(first) starts. Error = |forecast - actual start| / actual wait.", "",
              "| run | seed | scheduler | jobs | waited >= 1 round | no forecast | median at submission | "
              "p90 at submission | median one round before | p90 one round before | band coverage at submission | "
-             "of those that waited a round | of every forecast | band width / wait | "
+             "of those that waited a round | of every forecast | band width / wait (those that waited) | "
              "waited < 1 round | their median error (s) | slowest forecast (s) | wall (s) | simulated |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in runs]
@@ -360,8 +361,8 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
               "relative errors measured so far in the forecast's horizon class, `planner/forecast.py`); then the "
               "same over the jobs that waited at least a round (a selection by outcome: those a forecast of an "
               "immediate start missed are all in it), and over every forecast made at every boundary. \"Band "
-              "width / wait\": the median of the band's width at submission over the job's wait (at least one "
-              "round). \"No forecast\": jobs that waited but got no start within the "
+              "width / wait\": over the jobs that waited at least a round, the median of the band's width at "
+              "submission over the job's wait. \"No forecast\": jobs that waited but got no start within the "
               "forecast's budget or horizon. A run stopped at its allowance (\"simulated\" says how far it got, "
               "else \"to the end\") counts only the jobs started by then: the longest waits of that workload "
               "are not in it. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
