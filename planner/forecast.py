@@ -24,6 +24,9 @@ class, never before ``made``. Three things keep it honest (as often outside as `
   as nominal, also when the errors drift (a queue growing through the day) and the past ones alone
   would be too narrow.
 * Errors are relative to the horizon, so one class holds forecasts hours and days ahead alike.
+* Given the jobs forecast to start before it (``ahead``), a forecast's class is apart also by those: fewer
+  than ``ahead_edge``, or more (in the simulator, within a horizon, the median error of the first is
+  near 0, of the second a third of the horizon). Without it (None), the horizon's class alone.
 
 So the band is as wide as the forecasts have been wrong on this cluster and workload, horizon for horizon.
 Pure: no clock, no Slurm.
@@ -75,6 +78,7 @@ class ErrorBand:
     prior: tuple[float, float] = (-0.5, 1.0)  # before enough errors: half the horizon earlier, twice it later
     horizons: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)  # rounds: the edges between the horizon classes
     gain: float = 0.02  # how far one start inside or outside its band moves its class's quantile levels
+    ahead_edge: int = 4  # jobs forecast to start before it: fewer, or this many and more (two classes)
     errors: deque[float] = field(default_factory=deque)  # every horizon's, the last ``window``
 
     def __post_init__(self) -> None:
@@ -83,7 +87,7 @@ class ErrorBand:
         if self.prior[0] > 0.0 or self.prior[1] < 0.0 or not 0.0 <= self.gain < 1.0:
             raise ValueError("an error band needs a prior around 0 and 0 <= gain < 1")
         self.errors = deque(self.errors, maxlen=self.window)
-        n = len(self.horizons) + 1
+        n = 3 * (len(self.horizons) + 1)  # per horizon: the jobs ahead unknown, fewer than the edge, more
         self.by_horizon: list[deque[float]] = [deque(maxlen=self.window) for _ in range(n)]
         #: per horizon class, the quantile levels the band uses now (they follow its coverage so far)
         self.levels: list[tuple[float, float]] = [(self.low, self.high)] * n
@@ -92,17 +96,21 @@ class ErrorBand:
     def scale(self, made: float, start: float) -> float:
         return max(start - made, self.floor)
 
-    def horizon(self, made: float, start: float) -> int:
-        """The horizon class of a forecast made at ``made`` for ``start``."""
+    def horizon(self, made: float, start: float, ahead: int | None = None) -> int:
+        """The class of a forecast made at ``made`` for ``start`` with ``ahead`` jobs forecast to start
+        before it (None: not known): its horizon class, apart by the jobs ahead when known."""
         rounds = (start - made) / self.floor
-        return sum(1 for edge in self.horizons if rounds >= edge)
+        h = sum(1 for edge in self.horizons if rounds >= edge)
+        if ahead is None:
+            return h
+        return h + (len(self.horizons) + 1) * (1 if ahead < self.ahead_edge else 2)
 
-    def add(self, made: float, start: float, actual: float) -> None:
+    def add(self, made: float, start: float, actual: float, ahead: int | None = None) -> None:
         """A job forecast at ``made`` to start at ``start`` started at ``actual``: its error is kept, and
         its class's quantile levels move by ``gain`` towards the nominal coverage (out of the band below:
         the low level down by ``gain * (1 - low)``, inside it: up by ``gain * low``; the same above)."""
         err = (actual - start) / self.scale(made, start)
-        h = self.horizon(made, start)
+        h = self.horizon(made, start, ahead)
         if self._measured(h):
             lo, hi = self.quantiles(h)
             lv_lo, lv_hi = self.levels[h]
@@ -136,11 +144,11 @@ class ErrorBand:
             return lo, hi
         return min(lo, self.prior[0]), max(hi, self.prior[1])
 
-    def band(self, made: float, f: Forecast) -> Banded:
-        """``f`` (made at ``made``) with its band."""
+    def band(self, made: float, f: Forecast, ahead: int | None = None) -> Banded:
+        """``f`` (made at ``made``, ``ahead`` jobs forecast to start before it) with its band."""
         if f.start is None:
             return Banded(None, f.end, None, None)
-        lo, hi = self.quantiles(self.horizon(made, f.start))
+        lo, hi = self.quantiles(self.horizon(made, f.start, ahead))
         s = self.scale(made, f.start)
         return Banded(f.start, f.end, max(made, f.start + lo * s), max(made, f.start + hi * s))
 

@@ -60,6 +60,20 @@ def test_a_horizon_not_yet_measured_is_never_narrower_than_the_prior() -> None:
     assert far.early == pytest.approx(3600.0) and far.late == pytest.approx(14_400.0)
 
 
+def test_the_errors_are_kept_apart_by_the_jobs_ahead_when_known() -> None:
+    """Within one horizon, a job with few jobs forecast ahead of it starts on time far more often than one
+    far back in the queue: given the jobs ahead, each gets the band of its own."""
+    band = ErrorBand(floor=360.0, min_errors=2, low=0.0, high=1.0, gain=0.0, ahead_edge=4)
+    for _ in range(2):
+        band.add(0.0, 3600.0, 3600.0, ahead=1)  # next in line: on time
+        band.add(0.0, 3600.0, 7200.0, ahead=30)  # far back: twice as late
+    front, back = band.band(0.0, Forecast(3600.0), ahead=0), band.band(0.0, Forecast(3600.0), ahead=10)
+    assert front.early == front.late == 3600.0
+    assert back.early == back.late == pytest.approx(7200.0)
+    unknown = band.band(0.0, Forecast(3600.0))  # not known: the horizon's own class (none measured yet)
+    assert unknown.early == pytest.approx(1800.0) and unknown.late == pytest.approx(7200.0)
+
+
 def _stream(n: int) -> list[float]:
     """``n`` relative errors, spread evenly over [-1, 1] and growing in size along the stream."""
     return [((i * 0.6180339887) % 1.0 * 2.0 - 1.0) * (0.1 + i / n) for i in range(n)]

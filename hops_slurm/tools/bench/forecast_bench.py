@@ -29,6 +29,7 @@ boundary and the jobs started by then count; default none). Not in ``all``: tens
 
 from __future__ import annotations
 
+import bisect
 import os
 import statistics
 import time
@@ -69,6 +70,7 @@ class Made:
     start: float | None
     early: float | None = None
     late: float | None = None
+    ahead: int | None = None  # the jobs forecast then to start before it
 
 
 @dataclass
@@ -94,11 +96,12 @@ class JobOutcome:
         return got[-1] if got else self.first
 
 
-def replay_band(jobs: list[JobOutcome], band: ErrorBand) -> None:
+def replay_band(jobs: list[JobOutcome], band: ErrorBand, by_ahead: bool = False) -> None:
     """Give every forecast its band as the daemon's forecaster does, in time order: at each boundary the
     jobs started by then put their first and latest forecasts' errors into ``band``
     (:meth:`~planner.forecast.ErrorBand.add`), then that boundary's forecasts get their band from it
-    (the band never shapes the run, so it is made after it, from the same forecasts in the same order)."""
+    (the band never shapes the run, so it is made after it, from the same forecasts in the same order).
+    ``by_ahead``: its classes apart also by the jobs forecast to start before each (the daemon's do not yet)."""
     at: dict[float, list[tuple[JobOutcome, Made]]] = {}
     for j in jobs:
         for m in j.made:
@@ -112,11 +115,13 @@ def replay_band(jobs: list[JobOutcome], band: ErrorBand) -> None:
             known = [m for m in j.made if m.start is not None]
             if known:
                 if known[0] is not known[-1]:
-                    band.add(known[0].at, known[0].start, j.start)  # type: ignore[arg-type]
-                band.add(known[-1].at, known[-1].start, j.start)  # type: ignore[arg-type]
+                    band.add(known[0].at, known[0].start, j.start,  # type: ignore[arg-type]
+                             known[0].ahead if by_ahead else None)
+                band.add(known[-1].at, known[-1].start, j.start,  # type: ignore[arg-type]
+                         known[-1].ahead if by_ahead else None)
         for _, m in at[now]:
             if m.start is not None:
-                b = band.band(now, Forecast(m.start))
+                b = band.band(now, Forecast(m.start), m.ahead if by_ahead else None)
                 m.early, m.late = b.early, b.late
 
 
@@ -163,9 +168,11 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
         f0 = time.perf_counter()
         if policy_name == "hops":
             out = run_forecast(policy_copy(policy), cview, views, now, timetable=timetable, budget=budget)
+            starts = sorted(f.start for f in out.forecasts.values() if f.start is not None)
             for j, f in out.forecasts.items():
                 if j not in started:
-                    made.setdefault(j, []).append(Made(now, f.start))
+                    ahead = None if f.start is None else bisect.bisect_left(starts, f.start)
+                    made.setdefault(j, []).append(Made(now, f.start, ahead=ahead))
         else:
             assert isinstance(policy, SlurmBackfillPolicy)
             for j, s in expected_starts(cview, views, now, policy).items():
