@@ -244,7 +244,7 @@ def row(run: Run) -> str:
             f"{med(bef) if bef else float('nan'):.2f} | {quantile(bef, 0.9):.2f} | "
             f"{_band(run)} | {len(short)} | "
             f"{(med([e * j.wait for e, j in zip(short_err, short)]) if short_err else float('nan')):.0f} | "
-            f"{(max(fs) if fs else 0):.1f} | {run.seconds:.0f} | "
+            f"{(max(fs) if fs else 0):.1f} | {sum(fs):.0f} | {run.seconds:.0f} | "
             f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'} |")
 
 
@@ -356,8 +356,8 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
              "| run | seed | scheduler | jobs | waited >= 1 round | no forecast | median at submission | "
              "p90 at submission | median one round before | p90 one round before | band coverage at submission | "
              "of those that waited a round | of every forecast | band width / wait (those that waited) | "
-             "waited < 1 round | their median error (s) | slowest forecast (s) | wall (s) | simulated |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "waited < 1 round | their median error (s) | slowest forecast (s) | forecasting (s) | wall (s) | simulated |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in runs]
     lines += ["", "Targets (issue 35), per run:", ""] + targets(runs)
     lines += ["", "![forecast vs actual wait](forecast/forecast-vs-actual.png)", "",
@@ -369,7 +369,8 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
               "same over the jobs that waited at least a round (a selection by outcome: those a forecast of an "
               "immediate start missed are all in it), and over every forecast made at every boundary. \"Band "
               "width / wait\": over the jobs that waited at least a round, the median of the band's width at "
-              "submission over the job's wait. \"No forecast\": jobs that waited but got no start within the "
+              "submission over the job's wait. \"Forecasting\": the run's wall seconds spent forecasting (the "
+              "rest is the run itself). \"No forecast\": jobs that waited but got no start within the "
               "forecast's budget or horizon. A run stopped at its allowance (\"simulated\" says how far it got, "
               "else \"to the end\") counts only the jobs started by then: the longest waits of that workload "
               "are not in it. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
