@@ -8,12 +8,27 @@ module holds what the engine keeps of it (:class:`Forecast`, :class:`Banded`) an
 The error of a forecast made at ``made`` for a job forecast to start at ``start`` that started at
 ``actual`` is ``(actual - start) / scale``, ``scale = max(start - made, floor)`` (the forecast's horizon,
 at least one round: a job forecast to start now that waits a round is one round off, not infinitely).
-The errors are kept apart by horizon (``horizons``, in rounds: a start within 2 rounds, within 10, later):
+The errors are kept apart by horizon (``horizons``, in rounds: a start within 1 round, 3, 10, 30, later):
 a forecast a round ahead is far closer, relative to its horizon, than one a day ahead. The band of a new
-forecast is ``start + q * scale`` for the ``low`` and ``high`` quantiles ``q`` of the last ``window``
-errors of its horizon (of every horizon while its own has fewer than ``min_errors``; the ``prior`` pair
-until all of them together have that many), never before ``made``. So the band is as wide as the
-forecasts have been wrong on this cluster and workload, horizon for horizon.
+forecast is ``start + q * scale`` for the quantiles ``q`` of the last ``window`` errors of its horizon
+class, never before ``made``. Three things keep it honest (as often outside as ``low`` and ``high`` say):
+
+* A class with fewer than ``min_errors`` errors of its own takes every class's quantiles, widened to at
+  least the ``prior``; the prior alone until all classes together have ``min_errors``. The errors come
+  mostly from near forecasts (each started job gives its latest forecast's, made a round before its
+  start, and most jobs start at once), and those are right to the second: the far classes, filled last,
+  were given a band of almost no width from them.
+* The quantile levels follow the coverage seen so far, class by class (adaptive conformal inference,
+  Gibbs and Candes 2021): a start below its class's band moves the low level down by ``gain * (1 - low)``,
+  one inside up by ``gain * low``; the same above. Over many starts each side is missed about as often
+  as nominal, also when the errors drift (a queue growing through the day) and the past ones alone
+  would be too narrow.
+* Errors are relative to the horizon, so one class holds forecasts hours and days ahead alike.
+* Given the jobs forecast to start before it (``ahead``), a forecast's class is apart also by those: fewer
+  than ``ahead_edge``, or more (in the simulator, within a horizon, the median error of the first is
+  near 0, of the second a third of the horizon). Without it (None), the horizon's class alone.
+
+So the band is as wide as the forecasts have been wrong on this cluster and workload, horizon for horizon.
 Pure: no clock, no Slurm.
 """
 
@@ -61,49 +76,79 @@ class ErrorBand:
     low: float = 0.1
     high: float = 0.9
     prior: tuple[float, float] = (-0.5, 1.0)  # before enough errors: half the horizon earlier, twice it later
-    horizons: tuple[float, ...] = (2.0, 10.0)  # rounds: the edges between the horizon classes
+    horizons: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)  # rounds: the edges between the horizon classes
+    gain: float = 0.02  # how far one start inside or outside its band moves its class's quantile levels
+    ahead_edge: int = 4  # jobs forecast to start before it: fewer, or this many and more (two classes)
     errors: deque[float] = field(default_factory=deque)  # every horizon's, the last ``window``
 
     def __post_init__(self) -> None:
         if self.floor <= 0 or self.window < 1 or not 0.0 <= self.low <= self.high <= 1.0:
             raise ValueError("an error band needs a positive floor and window and 0 <= low <= high <= 1")
+        if self.prior[0] > 0.0 or self.prior[1] < 0.0 or not 0.0 <= self.gain < 1.0:
+            raise ValueError("an error band needs a prior around 0 and 0 <= gain < 1")
         self.errors = deque(self.errors, maxlen=self.window)
-        self.by_horizon: list[deque[float]] = [deque(maxlen=self.window) for _ in range(len(self.horizons) + 1)]
+        n = 3 * (len(self.horizons) + 1)  # per horizon: the jobs ahead unknown, fewer than the edge, more
+        self.by_horizon: list[deque[float]] = [deque(maxlen=self.window) for _ in range(n)]
+        #: per horizon class, the quantile levels the band uses now (they follow its coverage so far)
+        self.levels: list[tuple[float, float]] = [(self.low, self.high)] * n
         self._sorted: dict[int, list[float]] = {}
 
     def scale(self, made: float, start: float) -> float:
         return max(start - made, self.floor)
 
-    def horizon(self, made: float, start: float) -> int:
-        """The horizon class of a forecast made at ``made`` for ``start``."""
+    def horizon(self, made: float, start: float, ahead: int | None = None) -> int:
+        """The class of a forecast made at ``made`` for ``start`` with ``ahead`` jobs forecast to start
+        before it (None: not known): its horizon class, apart by the jobs ahead when known."""
         rounds = (start - made) / self.floor
-        return sum(1 for edge in self.horizons if rounds >= edge)
+        h = sum(1 for edge in self.horizons if rounds >= edge)
+        if ahead is None:
+            return h
+        return h + (len(self.horizons) + 1) * (1 if ahead < self.ahead_edge else 2)
 
-    def add(self, made: float, start: float, actual: float) -> None:
-        """A job forecast at ``made`` to start at ``start`` started at ``actual``."""
+    def add(self, made: float, start: float, actual: float, ahead: int | None = None) -> None:
+        """A job forecast at ``made`` to start at ``start`` started at ``actual``: its error is kept, and
+        its class's quantile levels move by ``gain`` towards the nominal coverage (out of the band below:
+        the low level down by ``gain * (1 - low)``, inside it: up by ``gain * low``; the same above)."""
         err = (actual - start) / self.scale(made, start)
+        h = self.horizon(made, start, ahead)
+        if self._measured(h):
+            lo, hi = self.quantiles(h)
+            lv_lo, lv_hi = self.levels[h]
+            lv_lo -= self.gain * ((1.0 if err < lo else 0.0) - self.low)
+            lv_hi += self.gain * ((1.0 if err > hi else 0.0) - (1.0 - self.high))
+            self.levels[h] = (min(max(lv_lo, 0.0), 0.5), min(max(lv_hi, 0.5), 1.0))
         self.errors.append(err)
-        self.by_horizon[self.horizon(made, start)].append(err)
+        self.by_horizon[h].append(err)
         self._sorted = {}
 
-    def quantiles(self, horizon: int | None = None) -> tuple[float, float]:
-        """The (low, high) relative errors the band uses now (for a horizon class, else all)."""
-        key = -1
-        errors: deque[float] = self.errors
-        if horizon is not None and len(self.by_horizon[horizon]) >= self.min_errors:
-            key, errors = horizon, self.by_horizon[horizon]
-        if len(errors) < self.min_errors:
-            return self.prior
+    def _measured(self, horizon: int) -> bool:
+        return len(self.by_horizon[horizon]) >= self.min_errors
+
+    def _quantiles_of(self, key: int, errors: deque[float], levels: tuple[float, float]) -> tuple[float, float]:
         if key not in self._sorted:
             self._sorted[key] = sorted(errors)
         got = self._sorted[key]
-        return _quantile(got, self.low), _quantile(got, self.high)
+        return _quantile(got, levels[0]), _quantile(got, levels[1])
 
-    def band(self, made: float, f: Forecast) -> Banded:
-        """``f`` (made at ``made``) with its band."""
+    def quantiles(self, horizon: int | None = None) -> tuple[float, float]:
+        """The (low, high) relative errors the band uses now: for a horizon class with ``min_errors`` of
+        its own, their quantiles at the class's levels; for one with fewer, every class's quantiles
+        widened to at least the prior (a class not yet measured is not trusted to be as good as the
+        others); without a class, every class's; the prior until all of them together have ``min_errors``."""
+        if horizon is not None and self._measured(horizon):
+            return self._quantiles_of(horizon, self.by_horizon[horizon], self.levels[horizon])
+        if len(self.errors) < self.min_errors:
+            return self.prior
+        lo, hi = self._quantiles_of(-1, self.errors, (self.low, self.high))
+        if horizon is None:
+            return lo, hi
+        return min(lo, self.prior[0]), max(hi, self.prior[1])
+
+    def band(self, made: float, f: Forecast, ahead: int | None = None) -> Banded:
+        """``f`` (made at ``made``, ``ahead`` jobs forecast to start before it) with its band."""
         if f.start is None:
             return Banded(None, f.end, None, None)
-        lo, hi = self.quantiles(self.horizon(made, f.start))
+        lo, hi = self.quantiles(self.horizon(made, f.start, ahead))
         s = self.scale(made, f.start)
         return Banded(f.start, f.end, max(made, f.start + lo * s), max(made, f.start + hi * s))
 

@@ -7,14 +7,18 @@ truth):
 
 * ``hops``: the engine's forecast (:func:`hops_slurm.engine.forecaster.run_forecast`: the round loop run
   forward in the simulator from now, with a copy of the policy), its band from the errors of the
-  forecasts of the jobs started so far (:class:`planner.forecast.ErrorBand`, as the daemon makes it);
+  forecasts of the jobs started so far (:class:`planner.forecast.ErrorBand`, as the daemon makes it;
+  :func:`replay_band` gives it after the run, in the run's order: the band never shapes the run);
 * ``slurm-backfill``: Slurm's expected start (``squeue --start``: :func:`planner.slurm_start.expected_starts`,
   from the jobs' time limits) under the simulator's Slurm backfill policy.
 
 After the run, per job, against its actual (first) start: the forecast made at the first boundary after
 its submission ("at submission") and at the last boundary at least one round before its start ("one
 round before"), error = |forecast - actual| / actual wait. Median and 90th percentile over the jobs that
-waited at least one round; the others are counted apart. Writes ``forecast.md`` and a plot.
+waited at least one round; the others are counted apart. The band's coverage (the fraction of starts
+inside it) at submission over all jobs, over those that waited a round, and over every forecast made,
+and its median width at submission relative to the wait (of the jobs that waited a round). Writes
+``forecast.md`` and a plot.
 
 ``HOPS_BENCH_FORECAST`` = ``;``-separated ``cluster:workload:seeds`` runs (default
 ``paper-512:paper:0,1;paper-64:gavel:0``), ``HOPS_BENCH_FORECAST_BUDGET`` (wall seconds per forecast,
@@ -25,6 +29,7 @@ boundary and the jobs started by then count; default none). Not in ``all``: tens
 
 from __future__ import annotations
 
+import bisect
 import os
 import statistics
 import time
@@ -42,7 +47,7 @@ from hops_slurm.sim.workload import load_workload
 from hops_slurm.tools.bench import forecast_scale
 from hops_slurm.tools import results_header
 from planner.baselines.slurm_backfill import SlurmBackfillPolicy
-from planner.forecast import ErrorBand
+from planner.forecast import ErrorBand, Forecast
 from planner.policies import make_policy
 from planner.slurm_start import expected_starts
 
@@ -65,6 +70,7 @@ class Made:
     start: float | None
     early: float | None = None
     late: float | None = None
+    ahead: int | None = None  # the jobs forecast then to start before it
 
 
 @dataclass
@@ -72,12 +78,51 @@ class JobOutcome:
     job_id: str
     submit: float
     start: float
-    first: Made | None
-    before: Made | None
+    made: list[Made]  # every forecast made for it between its submission and its start, in time order
 
     @property
     def wait(self) -> float:
         return self.start - self.submit
+
+    @property
+    def first(self) -> Made | None:
+        """The forecast at submission (the first boundary after it)."""
+        return self.made[0] if self.made else None
+
+    @property
+    def before(self) -> Made | None:
+        """The last forecast made at least one round before the start (else the first)."""
+        got = [m for m in self.made if m.at <= self.start - ROUND]
+        return got[-1] if got else self.first
+
+
+def replay_band(jobs: list[JobOutcome], band: ErrorBand, by_ahead: bool = False) -> None:
+    """Give every forecast its band as the daemon's forecaster does, in time order: at each boundary the
+    jobs started by then put their first and latest forecasts' errors into ``band``
+    (:meth:`~planner.forecast.ErrorBand.add`), then that boundary's forecasts get their band from it
+    (the band never shapes the run, so it is made after it, from the same forecasts in the same order).
+    ``by_ahead``: its classes apart also by the jobs forecast to start before each (the daemon's do not yet)."""
+    at: dict[float, list[tuple[JobOutcome, Made]]] = {}
+    for j in jobs:
+        for m in j.made:
+            at.setdefault(m.at, []).append((j, m))
+    pending = sorted(jobs, key=lambda j: j.start)
+    nxt = 0
+    for now in sorted(at):
+        while nxt < len(pending) and pending[nxt].start <= now:
+            j = pending[nxt]
+            nxt += 1
+            known = [m for m in j.made if m.start is not None]
+            if known:
+                if known[0] is not known[-1]:
+                    band.add(known[0].at, known[0].start, j.start,  # type: ignore[arg-type]
+                             known[0].ahead if by_ahead else None)
+                band.add(known[-1].at, known[-1].start, j.start,  # type: ignore[arg-type]
+                         known[-1].ahead if by_ahead else None)
+        for _, m in at[now]:
+            if m.start is not None:
+                b = band.band(now, Forecast(m.start), m.ahead if by_ahead else None)
+                m.early, m.late = b.early, b.late
 
 
 @dataclass
@@ -107,7 +152,6 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
     backend = SimBackend(cluster, specs, SimSettings(costs=options.costs))
     policy = make_policy(policy_name)
     made: dict[str, list[Made]] = {}
-    band = ErrorBand(floor=ROUND)
     started: set[str] = set()
     run = Run(cluster_name, workload, seed, policy_name)
     timetable = Timetable(round_seconds=ROUND, refresh_seconds=options.refresh_seconds)
@@ -116,15 +160,7 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
         if allowance is not None and time.perf_counter() - t0 > allowance:
             raise OutOfTime
         views = backend.job_views(fragment=False)
-        for v in views:  # the starts since the last boundary: their last forecasts' errors (the band)
-            if v.current is not None and v.job_id not in started:
-                started.add(v.job_id)
-                got = made.get(v.job_id)
-                if got and got[-1].start is not None:
-                    actual = now - v.run_time
-                    if got[0].start is not None and got[0] is not got[-1]:
-                        band.add(got[0].at, got[0].start, actual)
-                    band.add(got[-1].at, got[-1].start, actual)
+        started.update(v.job_id for v in views if v.current is not None)
         waiting = [v for v in views if v.current is None and v.job_id not in started]
         if not waiting:
             return
@@ -132,11 +168,11 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
         f0 = time.perf_counter()
         if policy_name == "hops":
             out = run_forecast(policy_copy(policy), cview, views, now, timetable=timetable, budget=budget)
+            starts = sorted(f.start for f in out.forecasts.values() if f.start is not None)
             for j, f in out.forecasts.items():
-                if j in started:
-                    continue
-                b = band.band(now, f)
-                made.setdefault(j, []).append(Made(now, f.start, b.early, b.late))
+                if j not in started:
+                    ahead = None if f.start is None else bisect.bisect_left(starts, f.start)
+                    made.setdefault(j, []).append(Made(now, f.start, ahead=ahead))
         else:
             assert isinstance(policy, SlurmBackfillPolicy)
             for j, s in expected_starts(cview, views, now, policy).items():
@@ -154,9 +190,9 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
         if rec.start is None:
             continue
         seen = [m for m in made.get(rec.job_id, []) if rec.submit <= m.at <= rec.start]
-        before = [m for m in seen if m.at <= rec.start - ROUND]
-        run.jobs.append(JobOutcome(rec.job_id, rec.submit, rec.start, seen[0] if seen else None,
-                                   before[-1] if before else (seen[0] if seen else None)))
+        run.jobs.append(JobOutcome(rec.job_id, rec.submit, rec.start, seen))
+    if policy_name == "hops":
+        replay_band(run.jobs, ErrorBand(floor=ROUND))
     run.seconds = time.perf_counter() - t0
     return run
 
@@ -177,11 +213,22 @@ def quantile(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def covered(jobs: list[JobOutcome]) -> float:
-    """Of the forecasts at submission that have a band: the fraction whose job started inside it."""
-    inside = [j.first.early <= j.start <= j.first.late for j in jobs  # type: ignore[operator]
-              if j.first is not None and j.first.early is not None and j.first.late is not None]
-    return sum(inside) / len(inside) if inside else float("nan")
+def banded(jobs: list[JobOutcome], which: str) -> list[tuple[Made, JobOutcome]]:
+    """The forecasts with a band: each job's at submission (``first``) or every one made (``every``)."""
+    pairs = [(m, j) for j in jobs for m in (j.made if which == "every" else [j.first]) if m is not None]
+    return [(m, j) for m, j in pairs if m.early is not None and m.late is not None]
+
+
+def covered(jobs: list[JobOutcome], which: str = "first") -> float:
+    """Of the forecasts with a band (see :func:`banded`): the fraction whose job started inside it."""
+    got = banded(jobs, which)
+    return sum(m.early <= j.start <= m.late for m, j in got) / len(got) if got else float("nan")  # type: ignore[operator]
+
+
+def width(jobs: list[JobOutcome]) -> float:
+    """The median width of the band at submission of ``jobs``, as a fraction of each one's wait (at least a round)."""
+    got = banded(jobs, "first")
+    return statistics.median((m.late - m.early) / max(j.wait, ROUND) for m, j in got) if got else float("nan")  # type: ignore[operator]
 
 
 def row(run: Run) -> str:
@@ -195,10 +242,20 @@ def row(run: Run) -> str:
     return (f"| {run.cluster} {run.workload} | {run.seed} | {run.policy} | {len(run.jobs)} | {len(waited)} | {unknown} | "
             f"{med(sub) if sub else float('nan'):.2f} | {quantile(sub, 0.9):.2f} | "
             f"{med(bef) if bef else float('nan'):.2f} | {quantile(bef, 0.9):.2f} | "
-            f"{covered(waited) if run.policy == 'hops' else float('nan'):.2f} | {len(short)} | "
+            f"{_band(run)} | {len(short)} | "
             f"{(med([e * j.wait for e, j in zip(short_err, short)]) if short_err else float('nan')):.0f} | "
-            f"{(max(fs) if fs else 0):.1f} | {run.seconds:.0f} | "
+            f"{(max(fs) if fs else 0):.1f} | {sum(fs):.0f} | {run.seconds:.0f} | "
             f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'} |")
+
+
+def _band(run: Run) -> str:
+    """The band columns: coverage at submission of all jobs, of those that waited a round, of every
+    forecast made; the median width at submission relative to the wait."""
+    if run.policy != "hops":
+        return "| | |"
+    waited = [j for j in run.jobs if j.wait >= ROUND]
+    return (f"{covered(run.jobs):.2f} | {covered(waited):.2f} | {covered(run.jobs, 'every'):.2f} | "
+            f"{width(waited):.2f}")
 
 
 def medians(run: Run) -> tuple[float, float]:
@@ -297,20 +354,26 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
              "start at which its request fits for its whole time limit). Each against its own run's actual "
              "(first) starts. Error = |forecast - actual start| / actual wait.", "",
              "| run | seed | scheduler | jobs | waited >= 1 round | no forecast | median at submission | "
-             "p90 at submission | median one round before | p90 one round before | band coverage | "
-             "waited < 1 round | their median error (s) | slowest forecast (s) | wall (s) | simulated |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "p90 at submission | median one round before | p90 one round before | band coverage at submission | "
+             "of those that waited a round | of every forecast | band width / wait (those that waited) | "
+             "waited < 1 round | their median error (s) | slowest forecast (s) | forecasting (s) | wall (s) | simulated |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in runs]
     lines += ["", "Targets (issue 35), per run:", ""] + targets(runs)
     lines += ["", "![forecast vs actual wait](forecast/forecast-vs-actual.png)", "",
               "\"At submission\": the first forecast made after the job's submission (the first round boundary "
               "after it, what the daemon publishes first); \"one round before\": the last one made at least one "
-              "round before its start. \"Band coverage\": of Hops's forecasts at submission, the fraction whose "
-              "job started inside the band (10th to 90th percentile of the errors measured so far, "
-              "`planner/forecast.py`). \"No forecast\": jobs that waited but got no start within the "
+              "round before its start. \"Band coverage at submission\": of Hops's forecasts at submission that have a band, "
+              "the fraction whose job started inside it (nominal 0.8: the band is the 10th to 90th percentile of the "
+              "relative errors measured so far in the forecast's horizon class, `planner/forecast.py`); then the "
+              "same over the jobs that waited at least a round (a selection by outcome: those a forecast of an "
+              "immediate start missed are all in it), and over every forecast made at every boundary. \"Band "
+              "width / wait\": over the jobs that waited at least a round, the median of the band's width at "
+              "submission over the job's wait. \"Forecasting\": the run's wall seconds spent forecasting (the "
+              "rest is the run itself). \"No forecast\": jobs that waited but got no start within the "
               "forecast's budget or horizon. A run stopped at its allowance (\"simulated\" says how far it got, "
               "else \"to the end\") counts only the jobs started by then: the longest waits of that workload "
-              "are not in it. The band starts each run from nothing (the prior until 20 jobs have started), "
+              "are not in it. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
               "as a daemon does on its first day. Targets (issue 35): Hops's median at submission <= 0.25, one round "
               "before <= 0.10, and below Slurm's."]
     return results_header.write(out_dir / "forecast.md", "\n".join(lines) + "\n",
