@@ -83,6 +83,7 @@ from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, si
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
+from planner.stretch import stretch_priors
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 from planner.window import Window, select
 
@@ -470,7 +471,9 @@ def _backfill(s: PlanState) -> None:
 
 def _weights(s: PlanState) -> None:
     """Weights (prior + bias)^λ, and what the solve and its fallbacks place on."""
-    s.w = weights({j.job_id: s.prios[j.job_id] for j in s.planned}, s.policy.lambda_)
+    p = s.policy.params
+    prior = {j.job_id: s.prios[j.job_id] for j in s.planned}
+    s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
     s.current = {j.job_id: j.current for j in s.planned if j.current}
     s.order = [j.job_id for j in s.planned]
