@@ -514,7 +514,7 @@ def _explore(s: PlanState) -> None:
     """Configs no record measured, on GPUs the plan leaves idle (planner.explore)."""
     if s.policy.params.explore:
         s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
-                                            s.policy._idle_before)
+                                            s.policy._idle_before, move_running=s.policy.params.explore_moves)
 
 
 def _fits(s: PlanState) -> None:
