@@ -514,7 +514,8 @@ def _explore(s: PlanState) -> None:
     """Configs no record measured, on GPUs the plan leaves idle (planner.explore)."""
     if s.policy.params.explore:
         s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
-                                            s.policy._idle_before, move_running=s.policy.params.explore_moves)
+                                            s.policy._idle_before, move_running=s.policy.params.explore_moves,
+                                            move_spanning=s.policy.params.explore_spanning)
 
 
 def _fits(s: PlanState) -> None:

@@ -44,6 +44,7 @@ class PlannerParams:
     pin_running: bool = True
     explore: bool = True
     explore_moves: bool = True
+    explore_spanning: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -138,6 +139,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "explore": (_switch, "true or false: try a config no record measured when its GPUs sit idle (planner.explore)"),
     "explore_moves": (_switch, "true or false: a running job never preempted may be moved to explore an unmeasured config; "
                       "false = running jobs explore only onto GPUs idle for a whole round (planner.explore)"),
+    "explore_spanning": (_switch, "true or false: a running job may be moved to explore an unmeasured config on several "
+                         "servers; false = only at a (re)start (its optimistic rate has no communication in it)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "
