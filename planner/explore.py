@@ -63,10 +63,14 @@ def _spreads(cand: Config, cfg: Config, types: Mapping[str, str]) -> bool:
 
 def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
                  capacity: Mapping[str, int], sigma: float, idle_before: Mapping[str, int] | None = None,
-                 ) -> tuple[dict[str, Config | None], dict[str, str]]:
+                 move_running: bool = True, move_spanning: bool = True) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why.
     ``idle_before``: GPUs per node left idle by the previous round's plan (None: unknown, so a job
-    preempted or moved before does not explore while it runs)."""
+    preempted or moved before does not explore while it runs). ``move_running`` False
+    (``PlannerParams.explore_moves``): no running job pays a move to explore, except onto GPUs idle for a
+    whole round; jobs explore at their (re)starts. ``move_spanning`` False (``PlannerParams.explore_spanning``):
+    a running job is never moved to explore a config on more than one server: the optimistic rate has no
+    communication in it, so there it is no bound worth a restart (a job starting still tries it)."""
     out: dict[str, Config | None] = dict(chosen)
     free = dict(capacity)
     for cfg in out.values():
@@ -80,7 +84,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         cfg = out.get(job.job_id)
         # exploring is free at a (re)start; a running job pays a move for it before its first preemption,
         # and after it only onto GPUs idle for a whole round
-        settled = bool(job.current and job.preemptions > 0)
+        settled = bool(job.current and (job.preemptions > 0 or not move_running))
         if not cfg or job.explore is None or (settled and idle_before is None):
             continue
         rate = _rate(job.throughput, cfg)
@@ -94,6 +98,8 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
                 continue
             opt = _rate(job.explore, cand)
             if opt <= best_rate:
+                continue
+            if job.current and not move_spanning and len(cand) > 1:
                 continue
             if job.current and move_price(job, rate, opt).saves <= 0.0:
                 continue

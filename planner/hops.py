@@ -85,6 +85,7 @@ from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, si
 from planner.params import PlannerParams
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
+from planner.stretch import stretch_priors
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 from planner.window import Window, select
 
@@ -423,7 +424,9 @@ def _backfill(s: PlanState) -> None:
 
 def _weights(s: PlanState) -> None:
     """Weights (prior + bias)^λ, and what the solve and its fallbacks place on."""
-    s.w = weights({j.job_id: s.prios[j.job_id] for j in s.planned}, s.policy.lambda_)
+    p = s.policy.params
+    prior = {j.job_id: s.prios[j.job_id] for j in s.planned}
+    s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
     s.current = {j.job_id: j.current for j in s.planned if j.current}
     s.order = [j.job_id for j in s.planned]
@@ -464,7 +467,8 @@ def _explore(s: PlanState) -> None:
     """Configs no record measured, on GPUs the plan leaves idle (planner.explore)."""
     if s.policy.params.explore:
         s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
-                                            s.policy._idle_before)
+                                            s.policy._idle_before, move_running=s.policy.params.explore_moves,
+                                            move_spanning=s.policy.params.explore_spanning)
 
 
 def _fits(s: PlanState) -> None:

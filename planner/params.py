@@ -40,8 +40,11 @@ class PlannerParams:
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
     fragment_swaps: bool = False
+    stretch_weights: bool = False
     pin_running: bool = True
     explore: bool = True
+    explore_moves: bool = True
+    explore_spanning: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -130,8 +133,14 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                        "each earlier preemption of the job (1 = the same for every run)"),
     "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
+    "stretch_weights": (_switch, "true or false: eq. 11 weights a job by 1 + its latency ratio (its slowdown so far) "
+                        "instead of the latency ratio (planner.stretch; the lr priority only)"),
     "pin_running": (_switch, "true or false"),
     "explore": (_switch, "true or false: try a config no record measured when its GPUs sit idle (planner.explore)"),
+    "explore_moves": (_switch, "true or false: a running job never preempted may be moved to explore an unmeasured config; "
+                      "false = running jobs explore only onto GPUs idle for a whole round (planner.explore)"),
+    "explore_spanning": (_switch, "true or false: a running job may be moved to explore an unmeasured config on several "
+                         "servers; false = only at a (re)start (its optimistic rate has no communication in it)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "

@@ -163,3 +163,59 @@ def test_a_preempted_job_on_a_slow_type_reaches_the_fast_one_within_rounds_on_an
         types.append(t)
     # round 1 only learns what is idle; from round 2 on the V100s have been idle a whole round
     assert types[0] == "k80" and "v100" in types[1:4] and types[-1] == "v100"
+
+
+def test_without_explore_moves_a_running_job_explores_only_onto_gpus_idle_for_a_whole_round() -> None:
+    # explore_moves=false: a running job never preempted no longer pays a move to explore GPUs that just
+    # became idle; GPUs idle for a whole round it still tries, and a job that starts explores at its start
+    k = Knowledge()
+    k.measured.add("k80")
+    j = view(k, freeze_config({"k0": 2}), 3600.0)
+    now_free = {"k0": 4, "p0": 4, "v0": 4}
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, now_free, 1.4,
+                            idle_before={"k0": 2, "p0": 0, "v0": 0})
+    assert out["j"] == {"v0": 2}  # the default: it explores at the price of a move
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, now_free, 1.4,
+                            idle_before={"k0": 2, "p0": 0, "v0": 0}, move_running=False)
+    assert out["j"] == {"k0": 2} and why == {}
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (j,), CLUSTER, now_free, 1.4,
+                            idle_before={"k0": 2, "p0": 0, "v0": 4}, move_running=False)
+    assert out["j"] == {"v0": 2} and "optimistic" in why["j"]
+    starting = view(k, None, 0.0)
+    out, why = explore_idle({"j": freeze_config({"k0": 2})}, (starting,), CLUSTER, now_free, 1.4, move_running=False)
+    assert out["j"] == {"v0": 2}
+
+
+def test_explore_moves_reach_the_planner() -> None:
+    assert PlannerParams().explore_moves is True
+    k = Knowledge()
+    k.measured.add("k80")
+    plan = HopsPolicy(PlannerParams(explore_moves=False)).plan(CLUSTER, (view(k, freeze_config({"k0": 2}), 3600.0),), 360.0)
+    assert plan.assignments["j"] == {"k0": 2}  # the first plan of a planner: no round of idle GPUs known yet
+    assert run(PlannerParams(explore_moves=True), 1) != ["k80"]
+
+
+def test_without_explore_spanning_a_running_job_is_not_moved_to_explore_a_config_on_several_servers() -> None:
+    # an 8-GPU job on two 4-GPU K80 servers (measured); two idle V100 servers, unmeasured: the optimistic rate
+    # (8 x the single-GPU rate, no communication) beats the measured one, but a restart for it is no bargain
+    four = ClusterView(tuple(NodeView(f"{t}{i}", t, t, 4, 4) for t in ("k80", "v100") for i in range(2)))
+
+    def measured(cfg: Config) -> float:
+        return 300.0 if all(n.startswith("k80") for n in cfg) else 100.0
+
+    def optimistic(cfg: Config) -> float:
+        return 0.0 if all(n.startswith("k80") for n in cfg) else 8 * 480.0
+
+    def job(current: Config | None) -> JobView:
+        return JobView("j", (8,), 0.0, 0.0, 3600.0 * 100, 1.0, measured, total_samples=1.0e8, done_samples=1.0e6,
+                       current=current, placed_for=3600.0, restart_cost=60.0, explore=optimistic)
+
+    on_k80 = freeze_config({"k800": 4, "k801": 4})
+    free = {n.name: 4 for n in four.nodes}
+    out, _ = explore_idle({"j": on_k80}, (job(on_k80),), four, free, 1.4, idle_before=free)
+    assert out["j"] == {"v1000": 4, "v1001": 4}  # the default: it pays a move to explore them
+    out, why = explore_idle({"j": on_k80}, (job(on_k80),), four, free, 1.4, idle_before=free, move_spanning=False)
+    assert out["j"] == on_k80 and why == {}
+    out, _ = explore_idle({"j": on_k80}, (job(None),), four, free, 1.4, move_spanning=False)
+    assert out["j"] == {"v1000": 4, "v1001": 4}  # at a start it costs nothing: still tried
+    assert PlannerParams().explore_spanning is True
