@@ -216,17 +216,21 @@ class ForecastBackend:
         plannable = idle if fragment else self.cluster_view(fragment=False).free_gpus
         gpus = self.window.gpus(idle + ending, plannable) * self._widen
         keep: list[_Run] = []
-        acc = 0
+        acc = fit = 0  # smallest requests of the head; of the jobs that fit the idle GPUs
         self._cut = False
-        for j in self._order:  # the waiting jobs in the order, until their smallest requests reach ``gpus``
+        for j in self._order:  # the waiting jobs in the order: the head, and the first that fit the idle GPUs
             run = runs.get(j)
             if run is None or run.config is not None:
                 continue
-            if acc >= gpus:
+            need = run.view.requirements[0]
+            if acc >= gpus and (fit >= gpus or need > idle):
                 self._cut = True
-                break
+                if fit >= gpus:
+                    break
+                continue
             keep.append(run)
-            acc += need if (need := run.view.requirements[0]) <= self.total_gpus else 0
+            acc += need if need <= self.total_gpus else 0
+            fit += need if need <= idle else 0
         kept = {run.view.job_id for run in keep}
         # in the jobs' own order, as without a window (the planner breaks ties by it)
         return tuple(run.at(t) for j, run in runs.items() if j in kept or j in self._active)

@@ -11,9 +11,21 @@ is its forecast start.
 The timetable (:class:`Timetable`): the engine's round and refresh lengths for the first
 ``exact_rounds`` rounds, then each further ``exact_rounds`` rounds twice as long as the ones before
 (up to ``max_stretch`` times): a start hours ahead is resolved to a few minutes, which its uncertainty
-dwarfs. A queue longer than :data:`LARGE_QUEUE` gets a coarser one (:meth:`Timetable.for_queue`), so
-10,000 jobs are forecast in tens of plannings per simulated day instead of hundreds. ``stop()`` (the caller's wall-clock budget) ends it early: the jobs not started by then get
+dwarfs. ``stop()`` (the caller's wall-clock budget) ends it early: the jobs not started by then get
 no forecast start, only ``after`` (the virtual time the forecast reached: they start later than that).
+
+A queue longer than :data:`LARGE_QUEUE` (approximations of the forecast only, never of a round):
+
+* a coarser timetable (:meth:`Timetable.for_queue`): 2 exact rounds, then each round twice as long as
+  the one before, its refresh ticks too up to 32 times the engine's. A round plan of a cluster such a
+  queue keeps full costs seconds (it plans every running job), so they come at doubling intervals (about
+  a dozen for a week ahead); the fragment plans at the ticks start jobs on the GPUs that come back;
+* a queue window (:func:`window_for`, :mod:`hops_slurm.sim.forecast_window`): each planning sees every
+  running job and the head of the waiting queue in the policy's order, four times the idle GPUs' worth of
+  smallest requests, so a planning costs in proportion to the cluster, not the queue.
+
+docs/results/forecast-scale.md measures both on 10,000 jobs on 4096 GPUs, and what the window changes to
+each job's start on a smaller instance.
 """
 
 from __future__ import annotations

@@ -11,19 +11,22 @@ every running job and only a window of the waiting queue, cut in the policy's ow
 
 * walking the queue from its head, each job's smallest request R_1 is added up (jobs asking for more
   than the cluster has are kept but not counted) until the sum reaches :meth:`QueueWindow.gpus`:
-  ``factor`` times the GPUs that can be handed out by the next instant (idle now, plus those of running
-  jobs that end before it), and never less than ``floor`` times the GPUs the planning sees (so a round
-  plan's window still holds every job that the planner's own service window, cut at the cluster's
-  free GPUs, would plan: :mod:`planner.window`);
-* the order is recomputed at each round plan (every waiting job's view at that instant), and at a
-  fragment plan only when a job the order does not know waits (a preempted job); otherwise a fragment
-  plan reads the last order, which the next round plan refreshes.
+  ``factor`` (4) times the GPUs that can be handed out at this instant (the idle ones; with ``ahead``,
+  also those of running jobs that end before the next instant), and at least ``floor`` (0) times the
+  GPUs the planning sees; never fewer than one job. Behind that head, the window also holds the first
+  jobs whose smallest request fits the idle GPUs, until theirs add up to as much (the ones the planner's
+  backfill and sensitivity fillers would take: :mod:`planner.backfill`, :mod:`planner.window`). A round plan that starts nothing on an idle cluster
+  while the window left jobs out doubles it for the next (so jobs no configuration serves at the head
+  never block the ones behind);
+* the order is made at each round plan (every waiting job's view at that instant), and at a fragment
+  plan only when a job it does not know waits (a preempted one); otherwise a fragment plan reads the last
+  order, which the next round plan refreshes. The views keep the jobs' own order (the planner breaks
+  ties by it), so a window that holds the whole queue changes nothing.
 
-What it changes: a job behind the window is never a backfill filler or a sensitivity filler
-(:mod:`planner.window`, :mod:`planner.backfill`) at that planning, and the fillers' mean sensitivity of
-the queue is the window's. With ``factor`` several times the GPUs in play those jobs would rarely
-start there; docs/results/forecast-scale.md measures the difference the window makes to each job's
-forecast start.
+What it changes: at a round plan of a full cluster, a waiting job behind the window cannot take a
+running job's GPUs (a preemption for a higher latency ratio); fillers are chosen among fewer jobs, and
+the fillers' mean sensitivity of the queue is the window's. docs/results/forecast-scale.md measures the difference
+the window makes to each job's forecast start.
 """
 
 from __future__ import annotations

@@ -58,8 +58,8 @@ def run(out_dir: Path) -> Path:
              "the budget). A queue this long is forecast on the long queue's timetable (`Timetable.for_queue`: "
              "2 rounds as the engine's, then each round twice as long as the one before, refresh ticks up to 32 "
              "times the engine's) and each planning sees every running job and only the head of the waiting "
-             "queue in the policy's order, 4 times the idle GPUs' worth of smallest requests "
-             "(`hops_slurm/sim/forecast_window.py`).", "",
+             "queue in the policy's order, 4 times the idle GPUs' worth of smallest requests, and as much again of "
+             "the jobs behind it that fit the idle GPUs (`hops_slurm/sim/forecast_window.py`).", "",
              "| pending | GPUs | budget (s) | wall (s) | CPU (s) | plannings | most jobs in a planning | "
              "forecast a start | complete | reached (h ahead) | latest start (h) | peak RSS (MiB) | load (1 min) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
