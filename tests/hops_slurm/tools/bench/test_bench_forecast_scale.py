@@ -18,8 +18,8 @@ def test_the_window_check_compares_every_job_that_waits() -> None:
 
 
 def test_the_document_has_the_speed_row_and_the_window_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in (("GPUS", "64"), ("JOBS", "80"), ("BUDGET", "60"), ("CHECK", "60:64")):
+    for name, value in (("GPUS", "32"), ("JOBS", "40"), ("BUDGET", "60"), ("CHECK", "30:32")):
         monkeypatch.setenv(f"HOPS_BENCH_FORECAST_{name}", value)
     text = forecast_scale.run(tmp_path).read_text()
-    assert "HOPS_BENCH_FORECAST_CHECK=60:64" in text.splitlines()[0]
-    assert "| 80 | 64 | 60 |" in text and "## What the window changes" in text and "| 60 | 64 |" in text
+    assert "HOPS_BENCH_FORECAST_CHECK=30:32" in text.splitlines()[0]
+    assert "| 40 | 32 | 60 |" in text and "## What the window changes" in text and "| 30 | 32 |" in text
