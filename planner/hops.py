@@ -501,15 +501,16 @@ def _outcome(s: PlanState) -> None:
         for n, g in (cfg or {}).items():
             idle_now[n] = idle_now.get(n, 0) - g
     idle_now = {n: max(0, g) for n, g in idle_now.items()}
+    solved = s.fallback in (None, "incumbent")
+    # the solver's value for its own solution (the compact model may realise a signature on other
+    # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks (over
+    # the jobs planned: the held ones, added next, have no weight)
+    objective = (sol.objective or 0.0) + s.extra_gain if solved else objective_of(s.chosen, s.cands, s.w, s.sig_nodes)
     s.chosen.update({j.job_id: freeze_config(j.current) for j in s.jobs if j.job_id in s.held and j.current})
     s.assignments = {j.job_id: s.chosen.get(j.job_id) for j in s.jobs if not (s.fragment and j.current)}
     if not s.fragment:
         policy._previous = {j: c for j, c in s.assignments.items() if c}
         policy._idle_before = idle_now
-    solved = s.fallback in (None, "incumbent")
-    # the solver's value for its own solution (the compact model may realise a signature on other
-    # interchangeable nodes than the candidate standing for it); eq. 11 recomputed for fallbacks
-    objective = (sol.objective or 0.0) + s.extra_gain if solved else objective_of(s.chosen, s.cands, s.w, s.sig_nodes)
     s.diagnostics = {
         "queue": [j.job_id for j in s.queue],
         "priorities": s.prios,

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from hops_slurm.sim.forecast_run import Outcome, Timetable, forecast
+from hops_slurm.sim.forecast_run import Outcome, Timetable, forecast, window_for
 from planner.forecast import Banded, ErrorBand, Forecast
 from planner.views import ClusterView, JobView, Policy
 
@@ -83,12 +83,14 @@ def solver_capped(policy: Policy, seconds: float) -> Policy:
 def run_forecast(policy: Policy, cluster: ClusterView, views: Sequence[JobView], now: float, *,
                  timetable: Timetable | None, budget: float) -> Outcome:
     """One forecast within ``budget`` wall seconds, each solve capped at a twentieth of it; ``timetable``
-    None: the engine's round and refresh, coarser for a long queue (:meth:`Timetable.for_queue`)."""
+    None: the engine's round and refresh, coarser for a long queue (:meth:`Timetable.for_queue`). A long
+    queue is seen through a window (:func:`hops_slurm.sim.forecast_run.window_for`)."""
     deadline = time.monotonic() + budget
+    waiting = sum(1 for v in views if v.current is None)
     if timetable is None:
-        timetable = Timetable.for_queue(sum(1 for v in views if v.current is None))
+        timetable = Timetable.for_queue(waiting)
     return forecast(solver_capped(policy, budget / 20.0), cluster, views, now, timetable=timetable,
-                    stop=lambda: time.monotonic() > deadline)
+                    stop=lambda: time.monotonic() > deadline, window=window_for(policy, waiting))
 
 
 def _encode(o: Outcome) -> bytes:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hops_slurm.core.interface import Enactment
+from hops_slurm.sim.forecast_window import QueueWindow
 from planner.moves import remaining_seconds
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, freeze_config
 
@@ -77,7 +78,7 @@ class ForecastBackend:
     waiting (``targets``)."""
 
     def __init__(self, cluster: ClusterView, jobs: Sequence[JobView], now: float, *, speed: float = 1.0,
-                 stop: Callable[[], bool] = lambda: False) -> None:
+                 stop: Callable[[], bool] = lambda: False, window: QueueWindow | None = None) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.t = float(now)
@@ -86,18 +87,32 @@ class ForecastBackend:
         self.nodes = cluster.nodes
         self.base = {n.name: n.free_gpus for n in cluster.nodes}  # free when no job of the forecast holds it
         self.runs: dict[str, _Run] = {}
+        self._active: dict[str, None] = {}  # the running jobs' ids (in the order they started)
+        self.window = window
+        #: seconds to the next instant of the timetable (the driver sets it): the window counts the GPUs of
+        #: running jobs that end before it
+        self.lookahead = 0.0
+        self._order: list[str] = []  # the waiting queue in the policy's order (the window's)
+        self._ordered: set[str] = set()
+        self._stale = False  # a job waits that the order does not know (a preempted one)
+        self._changes = 0  # starts, preemptions and ends so far
+        self._order_key: tuple[float, int] | None = None  # (when, changes) the order was made at
+        self._cut = False  # the last views left waiting jobs out (a stuck round plan widens the window)
+        self._widen = 1.0
+        self.total_gpus = sum(n.total_gpus for n in cluster.nodes)
+        self.widest = 0  # the most job views a planning got
         self.targets: set[str] = set()
         self.starts: dict[str, float] = {}
         self.ends: dict[str, float] = {}
         for view in jobs:
             run = _Run(view, view.current, self.t, wait=view.wait, done=view.done_samples, run_time=view.run_time,
                        preemptions=view.preemptions)
+            self.runs[view.job_id] = run
             if view.current:
                 run.placed_at = self.t - view.placed_for
                 self._running(run, view.current, self.t, delay=0.0)
             else:
                 self.targets.add(view.job_id)
-            self.runs[view.job_id] = run
         self.waiting = set(self.targets)  # targets not started yet
         self._stopped = False
         self.stuck = False  # a round plan left every job waiting on an idle cluster: nothing will change
@@ -114,26 +129,31 @@ class ForecastBackend:
         return self._stopped
 
     def next_activity(self) -> float | None:
-        ends = [r.end_at for r in self.runs.values() if r.end_at is not None]
+        ends = [e for j in self._active if (e := self.runs[j].end_at) is not None]
         return min(ends) if ends else None
 
     def cluster_view(self, *, fragment: bool) -> ClusterView:
         free = dict(self.base)
         if fragment:
-            for run in self.runs.values():
-                for node, g in (run.config or {}).items():
+            for j in self._active:
+                for node, g in (self.runs[j].config or {}).items():
                     if node in free:
                         free[node] -= g
         return ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
                                           max(0, min(n.total_gpus, free[n.name]))) for n in self.nodes))
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
-        return tuple(run.at(self.t) for run in self.runs.values())
+        views = tuple(run.at(self.t) for run in self.runs.values()) if self.window is None else self._windowed(fragment)
+        self.widest = max(self.widest, len(views))
+        return views
 
     def apply(self, plan: Plan, *, fragment: bool) -> Enactment:
         out = Enactment()
         placed = plan.placed()
-        for job_id, run in self.runs.items():
+        for job_id in [*self._active, *(j for j in placed if j not in self._active)]:
+            run = self.runs.get(job_id)
+            if run is None:
+                continue
             config = placed.get(job_id)
             if run.config is not None:
                 if fragment:
@@ -152,15 +172,20 @@ class ForecastBackend:
             if job_id in self.waiting:
                 self.waiting.discard(job_id)
                 self.starts[job_id] = self.t
-        if not fragment and not out.started and all(run.config is None for run in self.runs.values()):
-            self.stuck = True
+        if not fragment and not out.started and not self._active:
+            if self._cut:  # the window left jobs out: the next round plan sees twice as many
+                self._widen *= 2.0
+            else:
+                self.stuck = True
         return out
 
     def wait_until(self, t: float) -> None:
         """The clock to ``t``: jobs whose work is done end on the way (their GPUs free at once)."""
-        for job_id, run in list(self.runs.items()):
+        for job_id in list(self._active):
+            run = self.runs[job_id]
             if run.end_at is not None and run.end_at <= t + EPS:
-                del self.runs[job_id]
+                del self.runs[job_id], self._active[job_id]
+                self._changes += 1
                 if job_id in self.targets:
                     self.ends[job_id] = run.end_at
         self.t = max(self.t, float(t))
@@ -175,6 +200,41 @@ class ForecastBackend:
         return out
 
     # --- internals -------------------------------------------------------------------------------------
+    def _windowed(self, fragment: bool) -> tuple[JobView, ...]:
+        """Every running job and the head of the waiting queue (:mod:`hops_slurm.sim.forecast_window`)."""
+        assert self.window is not None
+        t, runs = self.t, self.runs
+        key = (t, self._changes)
+        if (not fragment and key != self._order_key) or self._stale:
+            # a round plan (unless nothing changed since the order was made), or a waiting job it does not know
+            views = [run.at(t) for j, run in runs.items() if j not in self._active]
+            self._order = [v.job_id for v in self.window.order(views, t, self.total_gpus)]
+            self._ordered, self._stale, self._order_key = set(self._order), False, key
+        idle = self.cluster_view(fragment=True).free_gpus
+        ending = sum(sum(runs[j].config.values()) for j in self._active  # type: ignore[union-attr]
+                     if (e := runs[j].end_at) is not None and e <= t + self.lookahead) if self.window.ahead else 0
+        plannable = idle if fragment else self.cluster_view(fragment=False).free_gpus
+        gpus = self.window.gpus(idle + ending, plannable) * self._widen
+        keep: list[_Run] = []
+        acc = fit = 0  # smallest requests of the head; of the jobs that fit the idle GPUs
+        self._cut = False
+        for j in self._order:  # the waiting jobs in the order: the head, and the first that fit the idle GPUs
+            run = runs.get(j)
+            if run is None or run.config is not None:
+                continue
+            need = run.view.requirements[0]
+            if acc >= gpus and (fit >= gpus or need > idle):
+                self._cut = True
+                if fit >= gpus:
+                    break
+                continue
+            keep.append(run)
+            acc += need if need <= self.total_gpus else 0
+            fit += need if need <= idle else 0
+        kept = {run.view.job_id for run in keep}
+        # in the jobs' own order, as without a window (the planner breaks ties by it)
+        return tuple(run.at(t) for j, run in runs.items() if j in kept or j in self._active)
+
     def _rate(self, view: JobView, config: Config) -> float:
         try:
             rate = float(view.throughput(config))
@@ -184,6 +244,8 @@ class ForecastBackend:
 
     def _running(self, run: _Run, config: Config, t: float, *, delay: float) -> None:
         """``run`` starts (or, at the start of the forecast, goes on) on ``config`` at ``t``."""
+        self._active[run.view.job_id] = None
+        self._changes += 1
         view = run.at(t)
         run.wait, run.done, run.run_time = view.wait, view.done_samples, view.run_time
         if run.config is None or dict(run.config) != dict(config):
@@ -198,6 +260,10 @@ class ForecastBackend:
 
     def _stop(self, run: _Run) -> None:
         """``run`` is preempted at ``self.t``: pending, its progress so far kept."""
+        job_id = run.view.job_id
+        self._active.pop(job_id, None)
+        self._changes += 1
+        self._stale = self._stale or job_id not in self._ordered
         view = run.at(self.t)
         run.done, run.run_time, run.wait = view.done_samples, view.run_time, view.wait
         run.config, run.since, run.rate, run.end_at = None, self.t, 0.0, None

@@ -11,9 +11,21 @@ is its forecast start.
 The timetable (:class:`Timetable`): the engine's round and refresh lengths for the first
 ``exact_rounds`` rounds, then each further ``exact_rounds`` rounds twice as long as the ones before
 (up to ``max_stretch`` times): a start hours ahead is resolved to a few minutes, which its uncertainty
-dwarfs. A queue longer than :data:`LARGE_QUEUE` gets a coarser one (:meth:`Timetable.for_queue`), so
-10,000 jobs are forecast in tens of plannings per simulated day instead of hundreds. ``stop()`` (the caller's wall-clock budget) ends it early: the jobs not started by then get
+dwarfs. ``stop()`` (the caller's wall-clock budget) ends it early: the jobs not started by then get
 no forecast start, only ``after`` (the virtual time the forecast reached: they start later than that).
+
+A queue longer than :data:`LARGE_QUEUE` (approximations of the forecast only, never of a round):
+
+* a coarser timetable (:meth:`Timetable.for_queue`): 2 exact rounds, then each round twice as long as
+  the one before, its refresh ticks too up to 32 times the engine's. A round plan of a cluster such a
+  queue keeps full costs seconds (it plans every running job), so they come at doubling intervals (about
+  a dozen for a week ahead); the fragment plans at the ticks start jobs on the GPUs that come back;
+* a queue window (:func:`window_for`, :mod:`hops_slurm.sim.forecast_window`): each planning sees every
+  running job and the head of the waiting queue in the policy's order, four times the idle GPUs' worth of
+  smallest requests, so a planning costs in proportion to the cluster, not the queue.
+
+docs/results/forecast-scale.md measures both on 10,000 jobs on 4096 GPUs, and what the window changes to
+each job's start on a smaller instance.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from dataclasses import dataclass
 
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.sim.forecast_backend import ForecastBackend
+from hops_slurm.sim.forecast_window import QueueWindow, policy_order
 from planner.forecast import Forecast
 from planner.views import ClusterView, JobView, Policy
 
@@ -44,21 +57,38 @@ class Timetable:
     ticks_beyond: bool = True
     #: plannings at one instant at most (the engine's: a round plan and fragment plans while they place)
     plans_per_instant: int = LoopSettings().max_plans_per_instant
+    #: rounds at each stretch after the exact ones (None: ``exact_rounds``)
+    stretch_rounds: int | None = None
+    #: refresh ticks stretch up to this many times the engine's (None: as the rounds)
+    max_tick_stretch: float | None = None
 
     @classmethod
     def for_queue(cls, waiting: int, round_seconds: float = 360.0, refresh_seconds: float = 30.0) -> Timetable:
         """The timetable for a queue of ``waiting`` jobs: beyond :data:`LARGE_QUEUE`, 2 exact rounds, then
-        rounds doubling up to 64 times the engine's, planned at their instants only, a round plan and one
-        fragment plan there (each planning of a queue that long costs seconds: a day ahead in tens of
-        plannings, not hundreds)."""
+        each round twice as long as the one before (its refresh ticks too), a round plan and one fragment
+        plan at an instant: a round plan of a cluster that such a queue keeps full costs seconds, so they
+        come at doubling intervals (a few tens for a month ahead), while the fragment plans at the ticks,
+        cheap with the queue's window (:mod:`hops_slurm.sim.forecast_window`), start the jobs on the GPUs
+        that come back, to a few percent of how far ahead that is."""
         if waiting <= LARGE_QUEUE:
             return cls(round_seconds, refresh_seconds)
-        return cls(round_seconds, refresh_seconds, exact_rounds=2, max_stretch=64.0, ticks_beyond=False,
-                   plans_per_instant=2)
+        return cls(round_seconds, refresh_seconds, exact_rounds=2, max_stretch=4096.0, stretch_rounds=1,
+                   max_tick_stretch=32.0, plans_per_instant=2)
 
     def __post_init__(self) -> None:
-        if self.round_seconds <= 0 or self.refresh_seconds <= 0 or self.exact_rounds < 1 or self.max_stretch < 1:
-            raise ValueError("a forecast's timetable needs positive lengths, at least one exact round, a stretch >= 1")
+        if self.round_seconds <= 0 or self.refresh_seconds <= 0 or self.exact_rounds < 1 or self.max_stretch < 1 \
+                or (self.stretch_rounds is not None and self.stretch_rounds < 1) \
+                or (self.max_tick_stretch is not None and self.max_tick_stretch < 1):
+            raise ValueError("a forecast's timetable needs positive lengths, at least one round at each stretch, "
+                             "a stretch >= 1")
+
+
+def window_for(policy: Policy, waiting: int) -> QueueWindow | None:
+    """The queue window of a forecast of ``waiting`` jobs planned by ``policy``: beyond :data:`LARGE_QUEUE`
+    waiting jobs, the head of the queue in the policy's order (:mod:`hops_slurm.sim.forecast_window`); None
+    (every planning sees the whole queue) for a shorter queue or a policy whose order is not known here."""
+    order = policy_order(policy)
+    return QueueWindow(order) if order is not None and waiting > LARGE_QUEUE else None
 
 
 @dataclass(frozen=True)
@@ -71,29 +101,34 @@ class Outcome:
     after: float
     plannings: int
     complete: bool
+    #: the most jobs (running and waiting) a planning saw
+    widest: int = 0
 
 
 def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now: float, *,
              timetable: Timetable = Timetable(), speed: float = 1.0,
-             stop: Callable[[], bool] = lambda: False) -> Outcome:
+             stop: Callable[[], bool] = lambda: False, window: QueueWindow | None = None) -> Outcome:
     """Run the round loop forward from ``now`` (see the module docstring); ``policy`` is used up (pass a
-    copy of the engine's). ``speed``: every estimated rate times it (1.0: as estimated)."""
-    backend = ForecastBackend(cluster, jobs, now, speed=speed, stop=stop)
+    copy of the engine's). ``speed``: every estimated rate times it (1.0: as estimated). ``window``: each
+    planning sees only the head of the waiting queue (:mod:`hops_slurm.sim.forecast_window`); None: all of it."""
+    backend = ForecastBackend(cluster, jobs, now, speed=speed, stop=stop, window=window)
     plannings = 0
     stretch = 1.0
     while not backend.done() and backend.now() - now < timetable.horizon_seconds:
         length = timetable.round_seconds * stretch
         ticks = stretch == 1.0 or timetable.ticks_beyond
-        settings = LoopSettings(length, timetable.refresh_seconds * stretch if ticks else length,
-                                max_plans_per_instant=timetable.plans_per_instant)
+        tick = timetable.refresh_seconds * min(stretch, timetable.max_tick_stretch or stretch)
+        settings = LoopSettings(length, tick if ticks else length, max_plans_per_instant=timetable.plans_per_instant)
+        backend.lookahead = settings.refresh_seconds
         before = backend.now()
-        plannings += len(run_rounds(backend, policy, settings, max_rounds=timetable.exact_rounds))
+        rounds = timetable.exact_rounds if stretch == 1.0 or timetable.stretch_rounds is None else timetable.stretch_rounds
+        plannings += len(run_rounds(backend, policy, settings, max_rounds=rounds))
         if backend.now() <= before:  # nothing runs and nothing would start: it cannot go on
             break
         stretch = min(stretch * 2.0, timetable.max_stretch)
     ends = backend.forecast_ends()
     out = {j: Forecast(backend.starts.get(j), ends.get(j)) for j in sorted(backend.targets)}
-    return Outcome(now, out, backend.now(), plannings, complete=not backend.waiting)
+    return Outcome(now, out, backend.now(), plannings, complete=not backend.waiting, widest=backend.widest)
 
 
-__all__ = ["LARGE_QUEUE", "Outcome", "Timetable", "forecast"]
+__all__ = ["LARGE_QUEUE", "Outcome", "Timetable", "forecast", "window_for"]

@@ -166,6 +166,17 @@ def test_no_solution_falls_back_to_previous_then_greedy() -> None:
     assert second.placed() == first.placed()
 
 
+def test_a_fallback_round_with_a_job_held_in_place_keeps_it_and_values_the_rest() -> None:
+    # h runs inside its minimum run time (held in place); the solver returns nothing: the greedy plan
+    # places w beside it, and the plan's objective is that of the jobs it planned (held ones are not)
+    cluster = ClusterView((node("n0", 8), node("n1", 8)))
+    held = simple_job("h", (8,), 1.0, 5.0, current={"n0": 8})
+    plan = FailingSolver(ok=0).plan(cluster, (held, simple_job("w", (8,), 1.0, 30.0)), now=0.0)
+    assert plan.diagnostics["fallback"] == "greedy" and plan.diagnostics["in_place"] == {"h": "min_run_time"}
+    assert dict(plan.assignments["h"] or {}) == {"n0": 8} and dict(plan.assignments["w"] or {}) == {"n1": 8}
+    assert plan.diagnostics["objective"] > 0.0
+
+
 def test_hops_is_a_policy_and_params_are_checked() -> None:
     policy = HopsPolicy()
     assert isinstance(policy, Policy) and policy.name == "hops" and policy.supports_fragment_plans

@@ -79,11 +79,19 @@ def test_a_long_queue_gets_the_coarser_timetable() -> None:
     assert Timetable.for_queue(10) == Timetable()
     long = Timetable.for_queue(10_000, 300.0, 20.0)
     assert (long.round_seconds, long.refresh_seconds) == (300.0, 20.0)
-    assert long.exact_rounds < Timetable().exact_rounds and not long.ticks_beyond and long.max_stretch > 16.0
-    # past its exact rounds it plans at the rounds' instants only: the queued job starts at a round
+    assert long.exact_rounds < Timetable().exact_rounds and long.stretch_rounds == 1 and long.max_stretch > 16.0
+    # past its exact rounds each round is twice the one before, its ticks too up to 32 x 20 s: the queued
+    # job starts at the first tick after the GPUs come back
     running = _job("r", 4, 40.0 * 20_000.0, current={"n0": 4})
     got = forecast(_held(), _cluster(), (running, _job("q", 4, 4_000.0, wait=1.0)), 0.0, timetable=long)
     start = got.forecasts["q"].start
-    # rounds of 300 s x2, 600 x2, 1200 x2, 2400 x2, 4800 x2 (to 18,600 s), then 9600: the GPUs come back at
-    # 20,000 s and the next planning is the round at 28,200 s
-    assert start == 28_200.0
+    # rounds of 300 s x2, then 600, 1200, ..., 9600 (to 19,200 s), then 38,400 s with ticks every 640 s:
+    # the GPUs come back at 20,000 s, the next tick is at 20,480 s
+    assert start == 20_480.0
+    # a round plan at each doubling and a fragment plan at the ticks with GPUs idle: tens, not the
+    # hundreds of the engine's own timetable
+    assert got.plannings < 20
+    with pytest.raises(ValueError):
+        Timetable(stretch_rounds=0)
+    with pytest.raises(ValueError):
+        Timetable(max_tick_stretch=0.5)
