@@ -106,3 +106,18 @@ def test_step_table_has_a_row_per_step_that_ran_in_the_cycles_order() -> None:
     assert table == ["| refresh step | round 1 | round 2 |", "|---|---|---|",
                      "| read | 1.00 | 2.00 |", "| ages | 0.50 | 0.00 |"]
     assert load.step_table([], ["read"]) == []
+
+
+def test_cpu_seconds_grow_with_work_and_count_children_once_waited() -> None:
+    import subprocess
+    import sys
+
+    before = load.cpu_seconds()
+    deadline = load.cpu_seconds() + 0.05
+    while load.cpu_seconds() < deadline:  # spin until the kernel has counted 50 ms more of this process
+        pass
+    assert load.cpu_seconds() >= before + 0.05
+    waited = load.children_cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import os, time\nt = os.times()\nwhile sum(os.times()[:2]) < sum(t[:2]) + 0.05: pass"],
+                   check=True)
+    assert load.children_cpu_seconds() >= waited + 0.05
