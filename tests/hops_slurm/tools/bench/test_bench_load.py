@@ -83,3 +83,41 @@ def test_slurm_processes_counts_the_cli_backends_commands_through_the_retry_wrap
     assert slurm_processes(Engine()) == 7  # type: ignore[arg-type]
     Engine.api = object()  # type: ignore[assignment]  # a backend that runs no processes
     assert slurm_processes(Engine()) == 0  # type: ignore[arg-type]
+
+
+def test_refresh_step_seconds_are_read_from_the_engines_histogram_per_cycle() -> None:
+    from hops_slurm.engine.exporter import EngineMetrics
+
+    metrics = EngineMetrics()
+    assert load.step_seconds(metrics.registry, "refresh") == {}
+    metrics.step("refresh", "read", 1.5)
+    metrics.step("refresh", "read", 0.25)
+    metrics.step("refresh", "ages", 0.5)
+    metrics.step("round", "read", 9.0)  # another cycle's step of the same name
+    before = load.step_seconds(metrics.registry, "refresh")
+    assert before == {"read": 1.75, "ages": 0.5}
+    metrics.step("refresh", "ages", 2.0)
+    after = load.step_seconds(metrics.registry, "refresh")
+    assert {k: v - before.get(k, 0.0) for k, v in after.items()} == {"read": 0.0, "ages": 2.0}
+
+
+def test_step_table_has_a_row_per_step_that_ran_in_the_cycles_order() -> None:
+    table = load.step_table([{"ages": 0.5, "read": 1.0}, {"read": 2.0}], ["read", "gate", "ages"])
+    assert table == ["| refresh step | round 1 | round 2 |", "|---|---|---|",
+                     "| read | 1.00 | 2.00 |", "| ages | 0.50 | 0.00 |"]
+    assert load.step_table([], ["read"]) == []
+
+
+def test_cpu_seconds_grow_with_work_and_count_children_once_waited() -> None:
+    import subprocess
+    import sys
+
+    before = load.cpu_seconds()
+    deadline = load.cpu_seconds() + 0.05
+    while load.cpu_seconds() < deadline:  # spin until the kernel has counted 50 ms more of this process
+        pass
+    assert load.cpu_seconds() >= before + 0.05
+    waited = load.children_cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import os, time\nt = os.times()\nwhile sum(os.times()[:2]) < sum(t[:2]) + 0.05: pass"],
+                   check=True)
+    assert load.children_cpu_seconds() >= waited + 0.05
