@@ -19,7 +19,7 @@ from hops_slurm.cli._sweep import add_slurm_arguments, run_on_slurm
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
 from hops_slurm.sim.runner import Options, RunResult, compare
-from hops_slurm.sim.traces.specs import is_trace, load_any_cluster, trace_workload
+from hops_slurm.sim.traces.specs import has_notes, load_any_cluster, workload_and_notes
 from hops_slurm.text import printable
 from planner.policies import make_policy, policy_names, split_policy_list
 
@@ -42,8 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload", default="paper",
                    help="paper[:jobs=N,rate=R,mix=S/M/L/XL], sweep:rate=R, gavel[:jobs=N,rate=R], "
                         "philly[:trace=ID,jobs=N], a .csv/.jsonl trace file, sia:WORKLOAD_CSV_OR_DIR[,profiles=DIR] "
-                        "(Sia's artifact) or alibaba:POD_CSV[,jobs=N] (Alibaba GPU trace v2023; docs/traces.md) "
-                        "(default paper)")
+                        "(Sia's artifact) or alibaba:POD_CSV[,jobs=N] (Alibaba GPU trace v2023; docs/traces.md); "
+                        "any of them may end in ,speedup=K,start=S,end=E: a time-scaled replay of the arrivals "
+                        "in [S, E) with gaps K times shorter (docs/traces.md) (default paper)")
     p.add_argument("--policies", default=None, help="comma-separated policy names (default: all available); a Hops policy may carry "
                    "planner parameters: hops:restart_penalty=0.1,sigma=1.2")
     p.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default 0)")
@@ -99,8 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         make_policy(name)  # fail on a bad name before any run starts
     cluster, imported = load_any_cluster(args.cluster)
     notes = list(imported.notes)
-    if is_trace(args.workload):
-        jobs, assumed = trace_workload(args.workload, args.seeds[0], cluster)
+    if has_notes(args.workload):
+        jobs, assumed = workload_and_notes(args.workload, args.seeds[0], cluster)
         notes += assumed.notes
         if args.engine and any(j.classes for j in jobs):
             raise HopsError("--engine does not model GPU-type constraints; run this workload without --engine")

@@ -2,7 +2,9 @@
 
 Data flow: ``hops-slurm simulate`` / :func:`hops_slurm.sim.runner.compare` -> :func:`load_any_workload`
 (``sia:PATH[,profiles=DIR]``, ``alibaba:PATH[,jobs=N]``; anything else goes to
-:func:`hops_slurm.sim.workload.load_workload`) and :func:`load_any_cluster` (``alibaba:NODE_CSV``; anything
+:func:`hops_slurm.sim.workload.load_workload`; any of them may end in the time-scaled replay's keys,
+``speedup=K``, ``start=S``, ``end=E``: :mod:`hops_slurm.sim.traces.timescale`) and
+:func:`load_any_cluster` (``alibaba:NODE_CSV``; anything
 else to :func:`hops_slurm.sim.cluster_spec.load_cluster`). The notes say what each import assumed; the
 command prints them (docs/traces.md).
 """
@@ -16,6 +18,7 @@ from hops_slurm.errors import HopsError
 from hops_slurm.sim.classes import allowed_nodes
 from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.sim.traces.alibaba import import_nodes, import_pods
+from hops_slurm.sim.traces.timescale import split_replay
 from hops_slurm.sim.traces.rows import Imported
 from hops_slurm.sim.traces.sia import import_sia
 from hops_slurm.sim.workload import JobSpec, load_workload
@@ -26,6 +29,11 @@ PREFIXES = ("sia:", "alibaba:")
 
 def is_trace(spec: str) -> bool:
     return spec.startswith(PREFIXES)
+
+
+def has_notes(spec: str) -> bool:
+    """Whether loading ``spec`` says what it assumed: an imported trace, or any time-scaled replay."""
+    return is_trace(spec) or split_replay(spec)[1] is not None
 
 
 def _split(spec: str, allowed: set[str]) -> tuple[Path, dict[str, str]]:
@@ -60,7 +68,27 @@ def sia_file(path: Path, seed: int) -> Path:
     return files[seed]
 
 
+def workload_and_notes(spec: str, seed: int, cluster: ClusterSpec) -> tuple[tuple[JobSpec, ...], Imported]:
+    """The jobs of any workload spec and what loading it assumed, after its time-scaled replay if any."""
+    base, replay = split_replay(spec)
+    if is_trace(base):
+        jobs, notes = _trace(base, seed, cluster)
+    else:
+        jobs, notes = load_workload(base, seed, cluster_gpus=cluster.total_gpus), Imported()
+    if replay is not None:
+        jobs, note = replay.apply(jobs)
+        notes.notes.append(note)
+    return jobs, notes
+
+
 def trace_workload(spec: str, seed: int, cluster: ClusterSpec) -> tuple[tuple[JobSpec, ...], Imported]:
+    """The jobs of a ``sia:`` or ``alibaba:`` spec (with its replay keys, if any) and what the import assumed."""
+    if not is_trace(spec):
+        raise HopsError(f"not a trace workload: {printable(spec, 200)!r} (use {' or '.join(PREFIXES)})")
+    return workload_and_notes(spec, seed, cluster)
+
+
+def _trace(spec: str, seed: int, cluster: ClusterSpec) -> tuple[tuple[JobSpec, ...], Imported]:
     """The jobs of a ``sia:`` or ``alibaba:`` spec and what the import assumed; jobs whose GPU-type
     constraint names no class of ``cluster`` are left out (and counted in the notes)."""
     if spec.startswith("sia:"):
@@ -84,10 +112,8 @@ def trace_workload(spec: str, seed: int, cluster: ClusterSpec) -> tuple[tuple[Jo
 
 
 def load_any_workload(spec: str, seed: int, cluster: ClusterSpec) -> tuple[JobSpec, ...]:
-    """A trace spec's jobs (:func:`trace_workload`), else :func:`hops_slurm.sim.workload.load_workload`'s."""
-    if is_trace(spec):
-        return trace_workload(spec, seed, cluster)[0]
-    return load_workload(spec, seed, cluster_gpus=cluster.total_gpus)
+    """A trace spec's jobs, else :func:`hops_slurm.sim.workload.load_workload`'s; replayed as its keys ask."""
+    return workload_and_notes(spec, seed, cluster)[0]
 
 
 def load_any_cluster(spec: str) -> tuple[ClusterSpec, Imported]:
