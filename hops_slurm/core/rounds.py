@@ -126,10 +126,13 @@ def run_rounds(
     max_rounds: int | None = None,
     on_instant: Callable[[Instant], None] | None = None,
     exits: dict[str, int] | None = None,
+    hold_running: bool = False,
 ) -> list[RoundRecord]:
     """Plan rounds until the backend is done (or ``max_rounds``) on the timetable
     (:func:`hops_slurm.core.timetable.round_instants`); returns every planning's record. ``on_instant``
-    sees each instant as the loop reaches it; ``exits`` counts why each instant's plannings stopped."""
+    sees each instant as the loop reaches it; ``exits`` counts why each instant's plannings stopped.
+    ``hold_running``: a round's own instant makes fragment plans, as a tick does (running jobs stay where
+    they are; a forecast far ahead, :mod:`hops_slurm.sim.forecast_run`)."""
     records: list[RoundRecord] = []
     rounds = 0
     clock = _BackendClock(backend)
@@ -151,10 +154,11 @@ def run_rounds(
                 on_instant(instant)
             if instant.kind is Kind.END:
                 break
-            if instant.fragment and not policy.supports_fragment_plans:
+            fragment = instant.fragment or (hold_running and instant.kind is Kind.ROUND)
+            if fragment and not policy.supports_fragment_plans:
                 continue
-            limit, follow = settings.plannings(instant.kind)
-            this = plan_instant(backend, policy, fragment=instant.fragment, index=index, limit=limit, follow=follow)
+            limit, follow = settings.plannings(Kind.TICK if fragment else instant.kind)
+            this = plan_instant(backend, policy, fragment=fragment, index=index, limit=limit, follow=follow)
             records += [p.record for p in this]
             index = max(1, index + len(this))
             if exits is not None:

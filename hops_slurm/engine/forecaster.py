@@ -20,12 +20,15 @@ flushed or closed).
 How sure (the band, :class:`planner.forecast.ErrorBand`): each pending job's first forecast (the first
 made after its submission) and its latest are kept; when the job starts, their errors against its
 actual start go into the band, so the band of the next forecasts is as wide as the last ones were wrong.
+Each forecast's band is that of its class: its horizon and the jobs forecast in the same run to start
+before it (``ahead``), kept with the forecast for the error it gives later.
 ``inline``: run the forecast in the calling process instead (the engine simulation, where wall-clock
 asynchrony would make results depend on the machine's speed).
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import logging
@@ -115,8 +118,9 @@ class Forecaster:
         self.band = band if band is not None else ErrorBand(floor=round_seconds)
         self.child: _Child | None = None
         self.latest: dict[str, Banded] = {}  # job id -> its latest forecast with its band
-        self.first: OrderedDict[str, tuple[float, float]] = OrderedDict()  # job id -> (made, start): its first
-        self.last: OrderedDict[str, tuple[float, float]] = OrderedDict()  # job id -> (made, start): its latest
+        #: job id -> (made, start, jobs forecast then to start before it): its first forecast; its latest
+        self.first: OrderedDict[str, tuple[float, float, int]] = OrderedDict()
+        self.last: OrderedDict[str, tuple[float, float, int]] = OrderedDict()
         self.skipped = 0  # rounds that found the last forecast still running
         self.outcome: Outcome | None = None  # the latest taken
 
@@ -199,15 +203,17 @@ class Forecaster:
         """A forecast's results become the latest, each start with its band."""
         self.outcome = o
         latest: dict[str, Banded] = {}
+        starts = sorted(f.start for f in o.forecasts.values() if f.start is not None)
         for job_id, f in o.forecasts.items():
             if f.start is None:
                 latest[job_id] = Banded(None, None, o.after, None)  # later than where the forecast got
                 continue
-            latest[job_id] = self.band.band(o.made, f)
+            ahead = bisect.bisect_left(starts, f.start)  # the jobs forecast to start before it
+            latest[job_id] = self.band.band(o.made, f, ahead)
             if job_id not in self.first:
-                self.first[job_id] = (o.made, f.start)
+                self.first[job_id] = (o.made, f.start, ahead)
                 _cap(self.first)
-            self.last[job_id] = (o.made, f.start)
+            self.last[job_id] = (o.made, f.start, ahead)
             _cap(self.last)
         self.latest = latest
 
@@ -219,8 +225,8 @@ class Forecaster:
                 continue
             first = self.first.get(job_id)
             if first is not None and first != last:
-                self.band.add(first[0], first[1], actual)
-            self.band.add(last[0], last[1], actual)
+                self.band.add(first[0], first[1], actual, first[2])
+            self.band.add(last[0], last[1], actual, last[2])
 
     def first_start(self, job_id: str) -> float | None:
         """The first forecast start made for ``job_id`` (None: none made, or forgotten)."""
@@ -242,7 +248,7 @@ class Forecaster:
             self._close()
 
 
-def _cap(d: OrderedDict[str, tuple[float, float]]) -> None:
+def _cap(d: OrderedDict[str, tuple[float, float, int]]) -> None:
     while len(d) > MAX_KEPT:
         d.popitem(last=False)
 

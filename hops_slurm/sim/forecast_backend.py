@@ -13,6 +13,10 @@ it at the speed the estimator gives the job's config (``JobView.throughput``, ti
   wait grows as live);
 * a running job ends when its remaining samples are done at that rate (or, unmeasured, when its age
   says: :func:`planner.moves.remaining_seconds`); its GPUs are free at once;
+* far ahead the driver may ``hold`` the running jobs in place (:mod:`hops_slurm.sim.forecast_run`: every
+  planning is a fragment plan); then a fragment plan that placed nothing is not made again until a job
+  starts, ends or is preempted (the same idle GPUs and the same queue would plan the same), and the
+  queue's order is made again once it is ``reorder_after`` seconds old (at a round plan otherwise);
 * :meth:`done` is True once every job that was waiting at the start has started, or ``stop()`` says so
   (the caller's wall-clock budget; nothing here reads a clock), or a round plan started nothing on a
   cluster where nothing runs (the jobs left would wait for ever: no forecast start).
@@ -99,6 +103,12 @@ class ForecastBackend:
         self._order_key: tuple[float, int] | None = None  # (when, changes) the order was made at
         self._cut = False  # the last views left waiting jobs out (a stuck round plan widens the window)
         self._widen = 1.0
+        #: running jobs are held in place (the driver sets it far ahead: every planning is a fragment plan);
+        #: then a fragment plan that placed nothing is not made again until a job starts, ends or is preempted
+        self.hold = False
+        #: while holding, the queue's order is made again when it is this many seconds old (None: never)
+        self.reorder_after: float | None = None
+        self._quiet: int | None = None  # changes so far when the last held fragment plan placed nothing
         self.total_gpus = sum(n.total_gpus for n in cluster.nodes)
         self.widest = 0  # the most job views a planning got
         self.targets: set[str] = set()
@@ -143,6 +153,8 @@ class ForecastBackend:
                                           max(0, min(n.total_gpus, free[n.name]))) for n in self.nodes))
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
+        if fragment and self.hold and self._quiet == self._changes:
+            return ()  # nothing started, ended or was preempted since a fragment plan placed nothing
         views = tuple(run.at(self.t) for run in self.runs.values()) if self.window is None else self._windowed(fragment)
         self.widest = max(self.widest, len(views))
         return views
@@ -172,8 +184,10 @@ class ForecastBackend:
             if job_id in self.waiting:
                 self.waiting.discard(job_id)
                 self.starts[job_id] = self.t
-        if not fragment and not out.started and not self._active:
-            if self._cut:  # the window left jobs out: the next round plan sees twice as many
+        if (not fragment or self.hold) and not out.started:
+            if self._active:
+                self._quiet = self._changes if fragment else self._quiet
+            elif self._cut:  # the window left jobs out: the next round plan sees twice as many
                 self._widen *= 2.0
             else:
                 self.stuck = True
@@ -205,7 +219,9 @@ class ForecastBackend:
         assert self.window is not None
         t, runs = self.t, self.runs
         key = (t, self._changes)
-        if (not fragment and key != self._order_key) or self._stale:
+        old = self._order_key is not None and self.hold and self.reorder_after is not None \
+            and t >= self._order_key[0] + self.reorder_after
+        if (not fragment and key != self._order_key) or self._stale or (old and key != self._order_key):
             # a round plan (unless nothing changed since the order was made), or a waiting job it does not know
             views = [run.at(t) for j, run in runs.items() if j not in self._active]
             self._order = [v.job_id for v in self.window.order(views, t, self.total_gpus)]

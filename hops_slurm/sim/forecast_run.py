@@ -41,6 +41,8 @@ from planner.views import ClusterView, JobView, Policy
 
 #: waiting jobs beyond which a forecast plans on a coarser timetable (:meth:`Timetable.for_queue`)
 LARGE_QUEUE = 1000
+#: a long queue's rounds with a round plan (:meth:`Timetable.for_queue`); the later ones hold running jobs
+HELD_AFTER = 3
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Timetable:
     stretch_rounds: int | None = None
     #: refresh ticks stretch up to this many times the engine's (None: as the rounds)
     max_tick_stretch: float | None = None
+    #: rounds with a round plan; the rounds after them hold running jobs in place (None: every round)
+    planned_rounds: int | None = None
 
     @classmethod
     def for_queue(cls, waiting: int, round_seconds: float = 360.0, refresh_seconds: float = 30.0) -> Timetable:
@@ -73,12 +77,13 @@ class Timetable:
         if waiting <= LARGE_QUEUE:
             return cls(round_seconds, refresh_seconds)
         return cls(round_seconds, refresh_seconds, exact_rounds=2, max_stretch=4096.0, stretch_rounds=1,
-                   max_tick_stretch=32.0, plans_per_instant=2)
+                   max_tick_stretch=32.0, plans_per_instant=2, planned_rounds=HELD_AFTER)
 
     def __post_init__(self) -> None:
         if self.round_seconds <= 0 or self.refresh_seconds <= 0 or self.exact_rounds < 1 or self.max_stretch < 1 \
                 or (self.stretch_rounds is not None and self.stretch_rounds < 1) \
-                or (self.max_tick_stretch is not None and self.max_tick_stretch < 1):
+                or (self.max_tick_stretch is not None and self.max_tick_stretch < 1) \
+                or (self.planned_rounds is not None and self.planned_rounds < 1):
             raise ValueError("a forecast's timetable needs positive lengths, at least one round at each stretch, "
                              "a stretch >= 1")
 
@@ -112,7 +117,7 @@ def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now:
     copy of the engine's). ``speed``: every estimated rate times it (1.0: as estimated). ``window``: each
     planning sees only the head of the waiting queue (:mod:`hops_slurm.sim.forecast_window`); None: all of it."""
     backend = ForecastBackend(cluster, jobs, now, speed=speed, stop=stop, window=window)
-    plannings = 0
+    plannings = rounds_so_far = at_stretch = 0  # rounds so far; of them at this stretch
     stretch = 1.0
     while not backend.done() and backend.now() - now < timetable.horizon_seconds:
         length = timetable.round_seconds * stretch
@@ -121,11 +126,20 @@ def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now:
         settings = LoopSettings(length, tick if ticks else length, max_plans_per_instant=timetable.plans_per_instant)
         backend.lookahead = settings.refresh_seconds
         before = backend.now()
-        rounds = timetable.exact_rounds if stretch == 1.0 or timetable.stretch_rounds is None else timetable.stretch_rounds
-        plannings += len(run_rounds(backend, policy, settings, max_rounds=rounds))
+        per_stretch = timetable.exact_rounds if stretch == 1.0 or timetable.stretch_rounds is None \
+            else timetable.stretch_rounds
+        rounds = per_stretch - at_stretch
+        planned = timetable.planned_rounds
+        hold = planned is not None and rounds_so_far >= planned
+        if planned is not None and not hold:
+            rounds = min(rounds, planned - rounds_so_far)
+        backend.hold, backend.reorder_after = hold, (length if hold else None)
+        plannings += len(run_rounds(backend, policy, settings, max_rounds=rounds, hold_running=hold))
+        rounds_so_far, at_stretch = rounds_so_far + rounds, at_stretch + rounds
         if backend.now() <= before:  # nothing runs and nothing would start: it cannot go on
             break
-        stretch = min(stretch * 2.0, timetable.max_stretch)
+        if at_stretch >= per_stretch:
+            stretch, at_stretch = min(stretch * 2.0, timetable.max_stretch), 0
     ends = backend.forecast_ends()
     out = {j: Forecast(backend.starts.get(j), ends.get(j)) for j in sorted(backend.targets)}
     return Outcome(now, out, backend.now(), plannings, complete=not backend.waiting, widest=backend.widest)

@@ -6,9 +6,10 @@ jobs of 1-16 GPUs, 0.2-40 h each) -> one forecast as the daemon's worker makes i
 (:func:`hops_slurm.engine.forecaster.run_forecast`: the round loop run forward in the simulator, 360 s
 rounds, a budget of ``HOPS_BENCH_FORECAST_BUDGET`` wall seconds, default 300: the worker's, min(0.9 x round, 300 s)) -> how
 long it took, how many plannings it made, how many of the 10,000 got a start, how far ahead it got.
-Then what the forecast's queue window changes (:mod:`hops_slurm.tools.bench.forecast_scale_window`): a
+Then what the long queue's shortcuts change (:mod:`hops_slurm.tools.bench.forecast_scale_window`): a
 smaller instance (``HOPS_BENCH_FORECAST_CHECK``, ``pending:gpus``, default 1500:512; empty: skipped)
-forecast with and without it, job by job. Writes ``forecast-scale.md``. In ``make bench`` (``all``); ``hops-slurm bench forecast`` runs it too when asked for the part ``scale``.
+forecast with and without the queue window, and with and without running jobs held in place far ahead,
+job by job. Writes ``forecast-scale.md``. In ``make bench`` (``all``); ``hops-slurm bench forecast`` runs it too when asked for the part ``scale``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.engine.forecaster import run_forecast
+from hops_slurm.sim.forecast_run import HELD_AFTER
 from hops_slurm.tools import results_header
-from hops_slurm.tools.bench.forecast_scale_window import WindowCheck, check
+from hops_slurm.tools.bench.forecast_scale_window import Checks, WindowCheck, check
 from hops_slurm.tools.bench.solver_speeds import instance
 from planner.policies import make_policy
 
@@ -57,9 +59,12 @@ def run(out_dir: Path) -> Path:
              "simulator from the instance's state with a copy of the Hops policy, solves capped at a twentieth of "
              "the budget). A queue this long is forecast on the long queue's timetable (`Timetable.for_queue`: "
              "2 rounds as the engine's, then each round twice as long as the one before, refresh ticks up to 32 "
-             "times the engine's) and each planning sees every running job and only the head of the waiting "
-             "queue in the policy's order, 4 times the idle GPUs' worth of smallest requests, and as much again of "
-             "the jobs behind it that fit the idle GPUs (`hops_slurm/sim/forecast_window.py`).", "",
+             f"times the engine's; a round plan in the first {HELD_AFTER} rounds only, after them running jobs "
+             "stay where they are and every planning is a fragment plan, made again only once a job has "
+             "started or ended since one placed nothing) and each planning sees every running job and only the "
+             "head of the waiting queue in the policy's order, 4 times the idle GPUs' worth of smallest "
+             "requests, and as much again of the jobs behind it that fit the idle GPUs "
+             "(`hops_slurm/sim/forecast_window.py`).", "",
              "| pending | GPUs | budget (s) | wall (s) | CPU (s) | plannings | most jobs in a planning | "
              "forecast a start | complete | reached (h ahead) | latest start (h) | peak RSS (MiB) | load (1 min) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -76,17 +81,25 @@ def run(out_dir: Path) -> Path:
                                 generator=f"{__name__}:run", command=cmd)
 
 
-def _window_section(w: WindowCheck) -> list[str]:
+def _window_section(c: Checks) -> list[str]:
+    w = c.window
     return [
-        "## What the window changes", "",
+        "## What the shortcuts change", "",
         f"The solver bench's instance at {w.pending:,} pending jobs on {w.gpus} GPUs, each job's run time divided "
-        f"by {w.shorten:g} (so both forecasts reach their last start here), forecast on the long queue's "
-        "timetable twice: each planning seeing the whole queue, then only its window "
-        "(`hops_slurm/tools/bench/forecast_scale_window.py`). Difference per job: |start with the window - "
-        "start without| / the wait without it, over the jobs that wait.", "",
-        "| pending | GPUs | jobs compared | median difference | p90 difference | start at once (same with the "
-        "window) | plannings without / with | most jobs in a planning without / with | CPU (s) without / with |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {w.pending:,} | {w.gpus} | {w.compared:,} | {w.median:.3f} | {w.p90:.3f} | {w.at_once} ({w.same_at_once}) | "
-        f"{w.plannings[0]} / {w.plannings[1]} | {w.widest[0]:,} / {w.widest[1]:,} | "
-        f"{w.cpu[0]:.1f} / {w.cpu[1]:.1f} |"]
+        f"by {w.shorten:g} (so every forecast reaches its last start here), forecast on the long queue's "
+        "timetable three times: a round plan at every round and each planning seeing the whole queue; the "
+        f"same with the queue's window; the window with running jobs held in place after the first {HELD_AFTER} "
+        "rounds (what the worker runs) (`hops_slurm/tools/bench/forecast_scale_window.py`). Difference per "
+        "job: |start with the shortcut - start without| / the wait without it, over the jobs that wait.", "",
+        "| shortcut | pending | GPUs | jobs compared | median difference | p90 difference | start at once (same "
+        "with it) | plannings without / with | most jobs in a planning without / with | CPU (s) without / with |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *(_row(name, x) for name, x in (("the window (every round planned)", c.window),
+                                        ("holding far ahead (both with the window)", c.held),
+                                        ("both (against neither)", c.both)))]
+
+
+def _row(name: str, w: WindowCheck) -> str:
+    return (f"| {name} | {w.pending:,} | {w.gpus} | {w.compared:,} | {w.median:.3f} | {w.p90:.3f} | "
+            f"{w.at_once} ({w.same_at_once}) | {w.plannings[0]} / {w.plannings[1]} | "
+            f"{w.widest[0]:,} / {w.widest[1]:,} | {w.cpu[0]:.1f} / {w.cpu[1]:.1f} |")

@@ -1,7 +1,7 @@
 """The plannings of one instant (hops_slurm.core.rounds.plan_instant): fragment plans follow while the last one
 placed a job and GPUs stay idle, and stop when its enactment started nothing (every placement refused by
 Slurm): the same inputs would plan the same again; each instant says why it stopped (its exit reason), and the
-engine's metrics count every reason."""
+engine's metrics count every reason; a round that holds running jobs in place plans fragment plans only."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from hops_slurm.core.interface import Enactment
 import pytest
 
 from hops_slurm.core import rounds
-from hops_slurm.core.rounds import EXIT_REASONS, plan_instant
+from hops_slurm.core.rounds import EXIT_REASONS, LoopSettings, plan_instant, run_rounds
 from hops_slurm.engine.exporter import EngineMetrics
+from hops_slurm.sim.forecast_backend import ForecastBackend
 from planner.views import ClusterView, JobView, NodeView, Plan, Policy
 
 
@@ -112,3 +113,31 @@ def test_the_metrics_count_every_exit_reason_and_no_other() -> None:
     assert exported == set(EXIT_REASONS) and len(EXIT_REASONS) == 7
     metrics.planning_exit(rounds.EXIT_LIMIT)
     assert metrics.registry.get_sample_value("hops_planning_exits_total", {"reason": rounds.EXIT_LIMIT}) == 1.0
+
+
+class Recording(OneAtATime):
+    """Records whether each planning was a fragment plan."""
+
+    def __init__(self) -> None:
+        self.fragments: list[bool] = []
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        self.fragments.append(fragment)
+        return super().plan(cluster, jobs, now, fragment=fragment)
+
+
+def _forecast_backend() -> ForecastBackend:
+    def job(job_id: str, current: dict[str, int] | None) -> JobView:
+        return JobView(job_id, (1,), 0.0, 0.0, 10_000.0, 1.0, throughput=lambda c: 1.0, total_samples=10_000.0,
+                       current=current, placed_for=100.0 if current else 0.0)
+    cluster = ClusterView((NodeView("n1", "a100", "a100", 3, 3),))
+    return ForecastBackend(cluster, (job("r", {"n1": 1}), job("a", None), job("b", None)), 0.0)
+
+
+def test_a_round_that_holds_running_jobs_plans_only_fragment_plans() -> None:
+    policy = Recording()
+    run_rounds(_forecast_backend(), policy, LoopSettings(360.0, 30.0), max_rounds=1)
+    assert policy.fragments[0] is False  # the round's own instant: a round plan
+    policy = Recording()
+    run_rounds(_forecast_backend(), policy, LoopSettings(360.0, 30.0), max_rounds=1, hold_running=True)
+    assert policy.fragments and all(policy.fragments)  # running jobs stay where they are: fragment plans only

@@ -7,6 +7,7 @@ import os
 import time
 
 from hops_slurm.engine.forecaster import Forecaster, policy_copy
+from hops_slurm.sim.forecast_run import Outcome
 from planner.forecast import Forecast
 from planner.hops import HopsPolicy
 from planner.views import ClusterView, JobView, NodeView, Plan, Policy
@@ -80,3 +81,14 @@ def test_inline_and_the_policy_copy() -> None:
     q._previous.clear()
     assert p._previous == {"a": {"n0": 4}}
     assert not f.submit(HopsPolicy(), CLUSTER, (), 0.0)  # nothing waits: nothing to forecast
+
+
+def test_each_forecast_is_banded_and_measured_in_the_class_of_the_jobs_ahead_of_it() -> None:
+    f = Forecaster(round_seconds=360.0, refresh_seconds=30.0, budget=30.0, inline=True)
+    starts = {f"j{k}": 1000.0 * (k + 1) for k in range(6)}  # j5 has 5 jobs forecast to start before it
+    f.take(Outcome(0.0, {j: Forecast(s) for j, s in starts.items()}, 6000.0, 1, True))
+    assert f.latest["j5"] == f.band.band(0.0, Forecast(6000.0), 5)
+    f.observe({"j5": 6500.0, "j0": 1000.0})
+    by_class = {h: len(e) for h, e in enumerate(f.band.by_horizon) if e}
+    assert by_class == {f.band.horizon(0.0, 6000.0, 5): 1, f.band.horizon(0.0, 1000.0, 0): 1}
+    assert f.band.horizon(0.0, 6000.0, 5) != f.band.horizon(0.0, 6000.0, None)  # not the class of "unknown"

@@ -1,14 +1,16 @@
 """hops_slurm.sim.forecast_run: the round loop run forward in the simulator from the jobs of now gives each
-waiting job a start (at the refresh tick its GPUs come back), an end, and stops when told to."""
+waiting job a start (at the refresh tick its GPUs come back), an end, and stops when told to; after its
+planned rounds it holds running jobs in place and skips fragment plans that would plan the same again."""
 
 from __future__ import annotations
 
 import pytest
 
-from hops_slurm.sim.forecast_run import Timetable, forecast
+from hops_slurm.sim.forecast_backend import ForecastBackend
+from hops_slurm.sim.forecast_run import LARGE_QUEUE, Timetable, forecast
 from planner.hops import HopsPolicy
 from planner.params import PlannerParams
-from planner.views import ClusterView, Config, JobView, NodeView
+from planner.views import ClusterView, Config, JobView, NodeView, Plan
 
 ROUND, REFRESH = 360.0, 30.0
 
@@ -95,3 +97,49 @@ def test_a_long_queue_gets_the_coarser_timetable() -> None:
         Timetable(stretch_rounds=0)
     with pytest.raises(ValueError):
         Timetable(max_tick_stretch=0.5)
+
+
+class Recording(HopsPolicy):
+    """The Hops policy, recording when it made a round plan."""
+
+    def __init__(self, params: PlannerParams) -> None:
+        super().__init__(params)
+        self.round_plans: list[float] = []
+
+    def plan(self, cluster: ClusterView, jobs: tuple[JobView, ...], now: float, *, fragment: bool = False) -> Plan:
+        if not fragment:
+            self.round_plans.append(now)
+        return super().plan(cluster, jobs, now, fragment=fragment)
+
+
+def test_after_its_planned_rounds_a_forecast_holds_running_jobs_and_still_starts_the_queue() -> None:
+    running = _job("r", 4, 40.0 * 20_000.0, current={"n0": 4})
+    queued = _job("q", 4, 4_000.0, wait=1.0)
+    plain, held = Timetable(ROUND, REFRESH, exact_rounds=2, max_stretch=4.0), \
+        Timetable(ROUND, REFRESH, exact_rounds=2, max_stretch=4.0, planned_rounds=2)
+    policies = Recording(PlannerParams(min_run_time=864000.0)), Recording(PlannerParams(min_run_time=864000.0))
+    got = [forecast(p, _cluster(), (running, queued), 0.0, timetable=t) for p, t in zip(policies, (plain, held))]
+    assert max(policies[0].round_plans) > 2 * ROUND  # a round plan at every round
+    assert policies[1].round_plans == [0.0, ROUND]  # only in the first two; fragment plans after them
+    assert got[1].forecasts["q"] == got[0].forecasts["q"]  # the same start: the first tick after 20,000 s
+    assert got[1].plannings < got[0].plannings
+    with pytest.raises(ValueError):
+        Timetable(planned_rounds=0)
+    assert Timetable.for_queue(LARGE_QUEUE).planned_rounds is None  # a short queue: every round planned
+    assert Timetable.for_queue(LARGE_QUEUE + 1).planned_rounds is not None
+
+
+def test_a_held_fragment_plan_that_placed_nothing_is_not_made_again_until_a_job_ends() -> None:
+    # 6 GPUs: the running job holds 4 until 1000 s; the queued one needs 4
+    running = _job("r", 4, 80_000.0, done=40_000.0, current={"n0": 4})
+    cluster = ClusterView((NodeView("n0", "v100", "v100-a", 6, 6),))
+    for hold in (False, True):
+        backend = ForecastBackend(cluster, (running, _job("q", 4, 4_000.0, wait=1.0)), 0.0)
+        backend.hold = hold
+        assert {v.job_id for v in backend.job_views(fragment=True)} == {"r", "q"}
+        backend.apply(Plan({"r": {"n0": 4}, "q": None}), fragment=True)  # it placed nothing
+        backend.wait_until(500.0)
+        assert bool(backend.job_views(fragment=True)) is not hold  # held: the same plan again: not made
+        assert backend.job_views(fragment=False)  # a round plan sees them
+        backend.wait_until(1000.0)  # r ends: its GPUs are idle
+        assert {v.job_id for v in backend.job_views(fragment=True)} == {"q"}
