@@ -109,6 +109,7 @@ class ForecastBackend:
         #: while holding, the queue's order is made again when it is this many seconds old (None: never)
         self.reorder_after: float | None = None
         self._quiet: int | None = None  # changes so far when the last held fragment plan placed nothing
+        self._views: dict[bool, tuple[int, ClusterView]] = {}  # fragment -> (changes, its cluster view then)
         self.total_gpus = sum(n.total_gpus for n in cluster.nodes)
         self.widest = 0  # the most job views a planning got
         self.targets: set[str] = set()
@@ -143,14 +144,19 @@ class ForecastBackend:
         return min(ends) if ends else None
 
     def cluster_view(self, *, fragment: bool) -> ClusterView:
+        made = self._views.get(fragment)
+        if made is not None and made[0] == self._changes:  # no job started, ended or was preempted since
+            return made[1]
         free = dict(self.base)
         if fragment:
             for j in self._active:
                 for node, g in (self.runs[j].config or {}).items():
                     if node in free:
                         free[node] -= g
-        return ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
+        view = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus,
                                           max(0, min(n.total_gpus, free[n.name]))) for n in self.nodes))
+        self._views[fragment] = (self._changes, view)
+        return view
 
     def job_views(self, *, fragment: bool) -> tuple[JobView, ...]:
         if fragment and self.hold and self._quiet == self._changes:
