@@ -22,10 +22,21 @@ A queue longer than :data:`LARGE_QUEUE` (approximations of the forecast only, ne
   a dozen for a week ahead); the fragment plans at the ticks start jobs on the GPUs that come back;
 * a queue window (:func:`window_for`, :mod:`hops_slurm.sim.forecast_window`): each planning sees every
   running job and the head of the waiting queue in the policy's order, four times the idle GPUs' worth of
-  smallest requests, so a planning costs in proportion to the cluster, not the queue.
+  smallest requests, so a planning costs in proportion to the cluster, not the queue;
+* running jobs held in place far ahead (``Timetable.planned_rounds``, :data:`HELD_AFTER`): the first
+  rounds (0, 6 and 12 minutes ahead with the engine's 360 s rounds) have their round plan as the engine
+  makes it; in the rounds after them every planning is a fragment plan, the engine's own at a refresh tick
+  (:func:`hops_slurm.core.rounds.run_rounds` with ``hold_running``): running jobs keep their GPUs (no
+  preemption, no move), the head of the queue is placed on the GPUs that are idle or come back. A round
+  plan of a cluster that such a queue keeps full re-plans each of its hundreds of running jobs (seconds of
+  CPU each), and what it would change that far ahead (a preemption for a higher latency ratio, a move
+  to a faster configuration) is smaller than the forecast's own error there. The queue's order is made
+  again at each round's length (the priorities move with the waits), and a fragment plan that placed
+  nothing is not made again until a job starts or ends (:class:`ForecastBackend`, ``hold``).
 
-docs/results/forecast-scale.md measures both on 10,000 jobs on 4096 GPUs, and what the window changes to
-each job's start on a smaller instance.
+docs/results/forecast-scale.md measures them on 10,000 jobs on 4096 GPUs, and what the window and the
+held rounds change to each job's start on a smaller instance. A queue up to :data:`LARGE_QUEUE` (the
+accuracy bench on paper-512) is forecast with none of them.
 """
 
 from __future__ import annotations
@@ -70,8 +81,9 @@ class Timetable:
     def for_queue(cls, waiting: int, round_seconds: float = 360.0, refresh_seconds: float = 30.0) -> Timetable:
         """The timetable for a queue of ``waiting`` jobs: beyond :data:`LARGE_QUEUE`, 2 exact rounds, then
         each round twice as long as the one before (its refresh ticks too), a round plan and one fragment
-        plan at an instant: a round plan of a cluster that such a queue keeps full costs seconds, so they
-        come at doubling intervals (a few tens for a month ahead), while the fragment plans at the ticks,
+        plan at an instant, round plans in the first :data:`HELD_AFTER` rounds only (running jobs held in
+        place after them): a round plan of a cluster that such a queue keeps full costs seconds, while the
+        fragment plans at the ticks,
         cheap with the queue's window (:mod:`hops_slurm.sim.forecast_window`), start the jobs on the GPUs
         that come back, to a few percent of how far ahead that is."""
         if waiting <= LARGE_QUEUE:

@@ -15,12 +15,13 @@ every running job and only a window of the waiting queue, cut in the policy's ow
   also those of running jobs that end before the next instant), and at least ``floor`` (0) times the
   GPUs the planning sees; never fewer than one job. Behind that head, the window also holds the first
   jobs whose smallest request fits the idle GPUs, until theirs add up to as much (the ones the planner's
-  backfill and sensitivity fillers would take: :mod:`planner.backfill`, :mod:`planner.window`). A round plan that starts nothing on an idle cluster
-  while the window left jobs out doubles it for the next (so jobs no configuration serves at the head
-  never block the ones behind);
+  backfill and sensitivity fillers would take: :mod:`planner.backfill`, :mod:`planner.window`). A round plan (or, with running jobs held in
+  place far ahead, a fragment plan) that starts nothing on an idle cluster while the window left jobs out
+  doubles it for the next (so jobs no configuration serves at the head never block the ones behind);
 * the order is made at each round plan (every waiting job's view at that instant), and at a fragment
-  plan only when a job it does not know waits (a preempted one); otherwise a fragment plan reads the last
-  order, which the next round plan refreshes. The views keep the jobs' own order (the planner breaks
+  plan only when a job it does not know waits (a preempted one) or, with running jobs held in place (no
+  round plans), once the order is a round's length old; otherwise a fragment plan reads the last order,
+  which the next round plan refreshes. The views keep the jobs' own order (the planner breaks
   ties by it), so a window that holds the whole queue changes nothing.
 
 What it changes: at a round plan of a full cluster, a waiting job behind the window cannot take a
