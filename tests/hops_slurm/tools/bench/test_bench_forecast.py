@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from hops_slurm.tools.bench.forecast_bench import ROUND, JobOutcome, Made, covered, replay_band, width
+from hops_slurm.tools.bench.forecast_bench import (ROUND, JobOutcome, Made, Run, covered, load_run, record_path,
+                                                   replay_band, run, save_run, width)
 from planner.forecast import ErrorBand
 
 
@@ -32,3 +35,35 @@ def test_coverage_counts_only_forecasts_with_a_band_and_the_start_inside_counts(
     no_band = JobOutcome("y", 0.0, 700.0, [Made(0.0, None)])
     assert covered([inside, no_band]) == 1.0
     assert covered([inside, no_band], "every") == 0.5
+
+
+def _recorded(policy: str) -> Run:
+    r = Run("no-such-cluster", "paper", 3, policy, seconds=12.0, forecast_seconds=[1.5, 2.5])
+    r.jobs = [_job(f"j{i}", 0.0, (i + 1) * ROUND, [(0.0, i * ROUND), (ROUND, (i + 1) * ROUND)]) for i in range(30)]
+    r.jobs.append(JobOutcome("never", 0.0, 5 * ROUND, [Made(0.0, None)]))
+    return r
+
+
+def test_a_recorded_run_reads_back_with_its_band_made_again(tmp_path: Path) -> None:
+    run = _recorded("hops")
+    path = record_path(tmp_path, run.cluster, "gavel:a/b,c", run.seed, run.policy, 20.0, None)
+    assert path.parent == tmp_path and "/" not in path.name[len(str(tmp_path)):]
+    save_run(run, path)
+    back = load_run(path)
+    assert [(j.job_id, j.submit, j.start, [(m.at, m.start) for m in j.made]) for j in back.jobs] == \
+        [(j.job_id, j.submit, j.start, [(m.at, m.start) for m in j.made]) for j in run.jobs]
+    assert (back.seconds, back.forecast_seconds, back.cut_at) == (12.0, [1.5, 2.5], None)
+    replay_band(run.jobs, ErrorBand(floor=ROUND))  # the band the run itself would have got
+    assert [(m.early, m.late) for j in back.jobs for m in j.made] == [(m.early, m.late) for j in run.jobs for m in j.made]
+
+
+def test_the_bench_writes_its_document_from_recorded_runs_without_simulating(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    records = tmp_path / "records"
+    for policy in ("hops", "slurm-backfill"):  # a cluster no simulation can load: only the records can answer
+        save_run(_recorded(policy), record_path(records, "no-such-cluster", "paper", 3, policy, 20.0, None))
+    monkeypatch.setenv("HOPS_BENCH_FORECAST", "no-such-cluster:paper:3")
+    monkeypatch.setenv("HOPS_BENCH_FORECAST_RECORDS", str(records))
+    doc = run(tmp_path / "out").read_text()
+    assert "| no-such-cluster paper | 3 | hops | 31 | 31 | 1 |" in doc
+    assert "HOPS_BENCH_FORECAST_RECORDS=" in doc.splitlines()[0]
