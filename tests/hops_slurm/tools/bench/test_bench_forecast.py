@@ -24,9 +24,10 @@ def test_a_forecast_gets_its_band_from_the_jobs_started_before_it_was_made() -> 
     replay_band(jobs, ErrorBand(floor=ROUND, min_errors=2, low=0.0, high=1.0, gain=0.0))
     for j in early:  # made before any start: the prior (half the horizon earlier, twice it later)
         assert (j.first.early, j.first.late) == pytest.approx((0.5 * ROUND, 2 * ROUND))  # type: ignore[union-attr]
-    assert (late.first.early, late.first.late) == pytest.approx((6 * ROUND, 6 * ROUND))  # type: ignore[union-attr]
-    assert covered(jobs) == pytest.approx(0.0)  # none of the three started inside its band
-    assert covered(jobs, "every") == pytest.approx(0.0)
+    # two rounds late: from the start it names to two rounds after it
+    assert (late.first.early, late.first.late) == pytest.approx((4 * ROUND, 6 * ROUND))  # type: ignore[union-attr]
+    assert covered(jobs) == pytest.approx(1 / 3)  # of the three only b started inside its band
+    assert covered(jobs, "every") == pytest.approx(1 / 3)
     assert width(jobs) == pytest.approx(1.5 / 3)  # the prior's 1.5 rounds over a 3-round wait, twice of three
 
 
