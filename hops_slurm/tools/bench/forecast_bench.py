@@ -140,6 +140,7 @@ class Run:
     seconds: float = 0.0
     forecast_seconds: list[float] = field(default_factory=list)
     cut_at: float | None = None  # simulated seconds where the run was stopped (None: it ran to the end)
+    recorded: str | None = None  # read from a record: the commit it was made at (None: made by this process)
 
 
 def record_path(folder: Path, cluster: str, workload: str, seed: int, policy: str, budget: float,
@@ -153,6 +154,7 @@ def save_run(run: Run, path: Path) -> None:
     """Write ``run``'s raw forecasts (no band: :func:`replay_band` makes it again from them)."""
     data = {"cluster": run.cluster, "workload": run.workload, "seed": run.seed, "policy": run.policy,
             "seconds": run.seconds, "forecast_seconds": run.forecast_seconds, "cut_at": run.cut_at,
+            "commit": run.recorded or results_header.current_commit(),
             "jobs": [[j.job_id, j.submit, j.start, [[m.at, m.start, m.ahead] for m in j.made]] for j in run.jobs]}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -164,7 +166,8 @@ def load_run(path: Path) -> Run:
     """A run written by :func:`save_run`, its band made again (:func:`replay_band`) for a Hops run."""
     d = json.loads(path.read_text())
     run = Run(d["cluster"], d["workload"], int(d["seed"]), d["policy"], seconds=float(d["seconds"]),
-              forecast_seconds=[float(x) for x in d["forecast_seconds"]], cut_at=d["cut_at"])
+              forecast_seconds=[float(x) for x in d["forecast_seconds"]], cut_at=d["cut_at"],
+              recorded=str(d.get("commit") or "unknown"))
     run.jobs = [JobOutcome(str(i), float(sub), float(st), [Made(float(a), None if s is None else float(s),
                                                                   ahead=None if k is None else int(k))
                                                              for a, s, k in made])
@@ -282,7 +285,8 @@ def row(run: Run) -> str:
             f"{_band(run)} | {len(short)} | "
             f"{(med([e * j.wait for e, j in zip(short_err, short)]) if short_err else float('nan')):.0f} | "
             f"{(max(fs) if fs else 0):.1f} | {sum(fs):.0f} | {run.seconds:.0f} | "
-            f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'} |")
+            f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'}"
+            f"{'' if run.recorded is None else f', recorded at {run.recorded}'} |")
 
 
 def _band(run: Run) -> str:
@@ -428,7 +432,9 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
               "rest is the run itself). \"No forecast\": jobs that waited but got no start within the "
               "forecast's budget or horizon. A run stopped at its allowance (\"simulated\" says how far it got, "
               "else \"to the end\") counts only the jobs started by then: the longest waits of that workload "
-              "are not in it. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
+              "are not in it. \"Recorded at\": the run's forecasts were read from its record "
+              "(`HOPS_BENCH_FORECAST_RECORDS`), made at that commit; the band and every column are made again from "
+              "them here. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
               "as a daemon does on its first day. Targets (issue 35): Hops's median at submission <= 0.25, one round "
               "before <= 0.10, and below Slurm's."]
     return results_header.write(out_dir / "forecast.md", "\n".join(lines) + "\n",

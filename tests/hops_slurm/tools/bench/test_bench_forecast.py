@@ -68,3 +68,4 @@ def test_the_bench_writes_its_document_from_recorded_runs_without_simulating(tmp
     doc = run(tmp_path / "out").read_text()
     assert "| no-such-cluster paper | 3 | hops | 31 | 31 | 1 |" in doc
     assert "HOPS_BENCH_FORECAST_RECORDS=" in doc.splitlines()[0]
+    assert "to the end, recorded at " in doc  # the commit each record was made at
