@@ -24,8 +24,8 @@ and its median width at submission relative to the wait (of the jobs that waited
 ``paper-512:paper:0,1;paper-64:gavel:0``), ``HOPS_BENCH_FORECAST_BUDGET`` (wall seconds per forecast,
 default 20), ``HOPS_BENCH_FORECAST_ALLOWANCE`` (wall seconds per run, then it stops at the next round
 boundary and the jobs started by then count; default none), ``HOPS_BENCH_FORECAST_RECORDS`` (a folder: each
-finished run's raw forecasts are written there, and a run already recorded there is read back instead of
-simulated, so the band and the tables are made again without recomputing a forecast, and runs can be made
+finished run's raw forecasts are written there, and a run already recorded there (with the same budget, and
+to the end or at the same allowance) is read back instead of simulated, so the band and the tables are made again without recomputing a forecast, and runs can be made
 in separate processes). Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
 (:mod:`hops_slurm.tools.bench.forecast_scale`).
 """
@@ -141,20 +141,27 @@ class Run:
     forecast_seconds: list[float] = field(default_factory=list)
     cut_at: float | None = None  # simulated seconds where the run was stopped (None: it ran to the end)
     recorded: str | None = None  # read from a record: the commit it was made at (None: made by this process)
+    allowance: float | None = None  # the wall seconds it was allowed (None: no limit)
 
 
-def record_path(folder: Path, cluster: str, workload: str, seed: int, policy: str, budget: float,
-                allowance: float | None) -> Path:
-    """Where a run's raw forecasts are recorded: one file per run and setting (the workload's name made safe)."""
+def record_path(folder: Path, cluster: str, workload: str, seed: int, policy: str, budget: float) -> Path:
+    """Where a run's raw forecasts are recorded: one file per run and forecast budget (the workload's name
+    made safe); the allowance is in the record (:func:`usable`)."""
     safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{cluster}_{workload}")
-    return folder / f"{safe}_s{seed}_{policy}_b{budget:g}_a{allowance or 0:g}.json"
+    return folder / f"{safe}_s{seed}_{policy}_b{budget:g}.json"
+
+
+def usable(run: Run, allowance: float | None) -> bool:
+    """A recorded run stands for a run under ``allowance`` if it ran to the end (no allowance would have
+    stopped it sooner) or was stopped at the same allowance."""
+    return run.cut_at is None or run.allowance == allowance
 
 
 def save_run(run: Run, path: Path) -> None:
     """Write ``run``'s raw forecasts (no band: :func:`replay_band` makes it again from them)."""
     data = {"cluster": run.cluster, "workload": run.workload, "seed": run.seed, "policy": run.policy,
             "seconds": run.seconds, "forecast_seconds": run.forecast_seconds, "cut_at": run.cut_at,
-            "commit": run.recorded or results_header.current_commit(),
+            "commit": run.recorded or results_header.current_commit(), "allowance": run.allowance,
             "jobs": [[j.job_id, j.submit, j.start, [[m.at, m.start, m.ahead] for m in j.made]] for j in run.jobs]}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -167,7 +174,8 @@ def load_run(path: Path) -> Run:
     d = json.loads(path.read_text())
     run = Run(d["cluster"], d["workload"], int(d["seed"]), d["policy"], seconds=float(d["seconds"]),
               forecast_seconds=[float(x) for x in d["forecast_seconds"]], cut_at=d["cut_at"],
-              recorded=str(d.get("commit") or "unknown"))
+              recorded=str(d.get("commit") or "unknown"),
+              allowance=None if d.get("allowance") is None else float(d["allowance"]))
     run.jobs = [JobOutcome(str(i), float(sub), float(st), [Made(float(a), None if s is None else float(s),
                                                                   ahead=None if k is None else int(k))
                                                              for a, s, k in made])
@@ -193,7 +201,7 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
     policy = make_policy(policy_name)
     made: dict[str, list[Made]] = {}
     started: set[str] = set()
-    run = Run(cluster_name, workload, seed, policy_name)
+    run = Run(cluster_name, workload, seed, policy_name, allowance=allowance)
     timetable = Timetable(round_seconds=ROUND, refresh_seconds=options.refresh_seconds)
 
     def tick(now: float) -> None:
@@ -388,9 +396,9 @@ def run(out_dir: Path) -> Path:
     for c, w, seeds in parse_runs(spec):
         for s in seeds:
             for p in ("hops", "slurm-backfill"):
-                path = None if folder is None else record_path(folder, c, w, s, p, budget, allowance)
-                if path is not None and path.exists():
-                    runs.append(load_run(path))
+                path = None if folder is None else record_path(folder, c, w, s, p, budget)
+                if path is not None and path.exists() and usable(got := load_run(path), allowance):
+                    runs.append(got)
                     continue
                 runs.append(simulate(c, w, s, p, budget, allowance))
                 if path is not None:
@@ -419,12 +427,19 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
     lines += ["", "Targets (issue 35), per run: error as a fraction of the actual wait over the jobs that waited "
               "at least a round (the others apart, in seconds, last column); Slurm's on its own run of the same "
               "workload and seed, and on the jobs that waited a round under both.", ""] + targets(runs)
+    cut = [r for r in runs if r.cut_at is not None]
+    if cut:
+        lines += ["", "**Not run to the end** (stopped at the allowance, the jobs started by then count): " + "; ".join(
+            f"{r.cluster} {r.workload} seed {r.seed} {r.policy} at {(r.cut_at or 0.0) / 3600:.1f} h simulated, {len(r.jobs)} jobs "
+            f"started, {r.seconds:.0f} s wall of which {sum(r.forecast_seconds):.0f} s forecasting" for r in cut) + "."]
     lines += ["", "![forecast vs actual wait](forecast/forecast-vs-actual.png)", "",
               "\"At submission\": the first forecast made after the job's submission (the first round boundary "
               "after it, what the daemon publishes first); \"one round before\": the last one made at least one "
               "round before its start. \"Band coverage at submission\": of Hops's forecasts at submission that have a band, "
               "the fraction whose job started inside it (nominal 0.8: the band is the 10th to 90th percentile of the "
-              "relative errors measured so far in the forecast's horizon class, `planner/forecast.py`); then the "
+              "relative errors measured so far in the forecast's horizon class: a start now, later within the round, "
+              "1-3, 3-10, 10-30 rounds ahead, later; its levels follow the coverage seen so far, and it always holds "
+              "the start it names; `planner/forecast.py`); then the "
               "same over the jobs that waited at least a round (a selection by outcome: those a forecast of an "
               "immediate start missed are all in it), and over every forecast made at every boundary. \"Band "
               "width / wait\": over the jobs that waited at least a round, the median of the band's width at "

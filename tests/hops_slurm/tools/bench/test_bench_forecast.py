@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.tools.bench.forecast_bench import (ROUND, JobOutcome, Made, Run, covered, load_run, record_path,
-                                                   replay_band, run, save_run, width)
+                                                   replay_band, run, save_run, usable, width)
 from planner.forecast import ErrorBand
 
 
@@ -47,7 +47,7 @@ def _recorded(policy: str) -> Run:
 
 def test_a_recorded_run_reads_back_with_its_band_made_again(tmp_path: Path) -> None:
     run = _recorded("hops")
-    path = record_path(tmp_path, run.cluster, "gavel:a/b,c", run.seed, run.policy, 20.0, None)
+    path = record_path(tmp_path, run.cluster, "gavel:a/b,c", run.seed, run.policy, 20.0)
     assert path.parent == tmp_path and "/" not in path.name[len(str(tmp_path)):]
     save_run(run, path)
     back = load_run(path)
@@ -62,10 +62,17 @@ def test_the_bench_writes_its_document_from_recorded_runs_without_simulating(tmp
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     records = tmp_path / "records"
     for policy in ("hops", "slurm-backfill"):  # a cluster no simulation can load: only the records can answer
-        save_run(_recorded(policy), record_path(records, "no-such-cluster", "paper", 3, policy, 20.0, None))
+        save_run(_recorded(policy), record_path(records, "no-such-cluster", "paper", 3, policy, 20.0))
     monkeypatch.setenv("HOPS_BENCH_FORECAST", "no-such-cluster:paper:3")
     monkeypatch.setenv("HOPS_BENCH_FORECAST_RECORDS", str(records))
     doc = run(tmp_path / "out").read_text()
     assert "| no-such-cluster paper | 3 | hops | 31 | 31 | 1 |" in doc
     assert "HOPS_BENCH_FORECAST_RECORDS=" in doc.splitlines()[0]
     assert "to the end, recorded at " in doc  # the commit each record was made at
+
+
+def test_a_record_stopped_at_another_allowance_does_not_stand_for_this_one() -> None:
+    whole, cut = _recorded("hops"), _recorded("hops")
+    cut.cut_at, cut.allowance = 7200.0, 600.0
+    assert usable(whole, None) and usable(whole, 600.0)  # ran to the end: whatever the allowance
+    assert usable(cut, 600.0) and not usable(cut, 1500.0) and not usable(cut, None)
