@@ -24,9 +24,10 @@ and its median width at submission relative to the wait (of the jobs that waited
 ``paper-512:paper:0,1;paper-64:gavel:0``), ``HOPS_BENCH_FORECAST_BUDGET`` (wall seconds per forecast,
 default 20), ``HOPS_BENCH_FORECAST_ALLOWANCE`` (wall seconds per run, then it stops at the next round
 boundary and the jobs started by then count; default none), ``HOPS_BENCH_FORECAST_RECORDS`` (a folder: each
-finished run's raw forecasts are written there, and a run already recorded there (with the same budget, and
-to the end or at the same allowance) is read back instead of simulated, so the band and the tables are made again without recomputing a forecast, and runs can be made
-in separate processes). Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
+finished run's raw forecasts are written there, and a run already recorded there, with the same budget and
+to the end or at the same allowance, is read back instead of simulated: the band and the tables are made
+again without recomputing a forecast, and the runs can be made in separate processes, then put together).
+Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
 (:mod:`hops_slurm.tools.bench.forecast_scale`).
 """
 
