@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hops_slurm.tools.bench.forecast_bench import (ROUND, JobOutcome, Made, Run, covered, load_run, record_path,
-                                                   replay_band, run, save_run, usable, width)
+                                                   replay_band, run, save_run, summary, usable, width)
 from planner.forecast import ErrorBand
 
 
@@ -76,3 +76,14 @@ def test_a_record_stopped_at_another_allowance_does_not_stand_for_this_one() -> 
     cut.cut_at, cut.allowance = 7200.0, 600.0
     assert usable(whole, None) and usable(whole, 600.0)  # ran to the end: whatever the allowance
     assert usable(cut, 600.0) and not usable(cut, 1500.0) and not usable(cut, None)
+
+
+def test_the_summary_counts_the_runs_each_target_holds_on() -> None:
+    hops, slurm = _recorded("hops"), _recorded("slurm-backfill")
+    for j in slurm.jobs:  # Slurm's forecasts half a wait off: Hops's (exact but the first of each) are below
+        j.made = [Made(j.submit, j.submit + 0.5 * j.wait)]
+    replay_band(hops.jobs, ErrorBand(floor=ROUND))
+    line = summary([hops, slurm])
+    assert "on these 1 Hops runs" in line and "below Slurm's on 1;" in line
+    slurm.jobs = []
+    assert "below Slurm's on 0;" in summary([hops, slurm])  # nothing to be below
