@@ -421,6 +421,7 @@ def run(out_dir: Path) -> Path:
     budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "20"))
     allowance = float(os.environ["HOPS_BENCH_FORECAST_ALLOWANCE"]) if os.environ.get("HOPS_BENCH_FORECAST_ALLOWANCE") else None
     folder = Path(os.environ["HOPS_BENCH_FORECAST_RECORDS"]) if os.environ.get("HOPS_BENCH_FORECAST_RECORDS") else None
+    results_header.current_commit()  # read once per process: the commit the runs are made at, not the one at their end
     runs = []
     for c, w, seeds in parse_runs(spec):
         for s in seeds:
