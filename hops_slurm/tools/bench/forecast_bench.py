@@ -389,7 +389,7 @@ def plot(runs: list[Run], path: Path) -> None:
                 ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=9, alpha=0.6, color=colours.get(run.policy),
                            marker=markers.get(run.workload.split(":")[0], "s"), zorder=3 if run.policy == "hops" else 2,
                            label=f"{run.policy} ({run.cluster} {run.workload} s{run.seed})")
-        ax.plot([0.1, 40], [0.1, 40], color="grey", lw=0.8)
+        ax.plot([0.1, 100], [0.1, 100], color="grey", lw=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(title)
