@@ -8,10 +8,16 @@ module holds what the engine keeps of it (:class:`Forecast`, :class:`Banded`) an
 The error of a forecast made at ``made`` for a job forecast to start at ``start`` that started at
 ``actual`` is ``(actual - start) / scale``, ``scale = max(start - made, floor)`` (the forecast's horizon,
 at least one round: a job forecast to start now that waits a round is one round off, not infinitely).
-The errors are kept apart by horizon (``horizons``, in rounds: a start within 1 round, 3, 10, 30, later):
-a forecast a round ahead is far closer, relative to its horizon, than one a day ahead. The band of a new
-forecast is ``start + q * scale`` for the quantiles ``q`` of the last ``window`` errors of its horizon
-class, never before ``made``. Three things keep it honest (as often outside as ``low`` and ``high`` say):
+The errors are kept apart by horizon (``horizons``, in rounds: a start now, later within 1 round, 3, 10,
+30, later): a forecast a round ahead is far closer, relative to its horizon, than one a day ahead. A start
+"now" (within ``horizons[0]`` of a round of when the forecast was made) is one the plan of the round about to
+start makes; a start later in that round waits for a running job to end when its estimate says, and slips a
+round when the estimate is short. Kept together, the many exact starts "now" (most jobs start at once) gave
+the starts later in the round a band a few seconds wide, and the jobs that slipped, the ones that waited,
+were all outside it. The band of a new forecast is ``start + q * scale`` for the quantiles ``q`` of the
+last ``window`` errors of its horizon class, never before ``made``, and it always holds the forecast start
+itself (a band of the starts it expects that left out the one it names would tell a user two things).
+Three things keep it honest (as often outside as ``low`` and ``high`` say):
 
 * A class with fewer than ``min_errors`` errors of its own takes every class's quantiles, widened to at
   least the ``prior``; the prior alone until all classes together have ``min_errors``. The errors come
@@ -76,7 +82,7 @@ class ErrorBand:
     low: float = 0.1
     high: float = 0.9
     prior: tuple[float, float] = (-0.5, 1.0)  # before enough errors: half the horizon earlier, twice it later
-    horizons: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)  # rounds: the edges between the horizon classes
+    horizons: tuple[float, ...] = (0.01, 1.0, 3.0, 10.0, 30.0)  # rounds: the edges between the horizon classes
     gain: float = 0.02  # how far one start inside or outside its band moves its class's quantile levels
     ahead_edge: int = 4  # jobs forecast to start before it: fewer, or this many and more (two classes)
     errors: deque[float] = field(default_factory=deque)  # every horizon's, the last ``window``
@@ -145,12 +151,13 @@ class ErrorBand:
         return min(lo, self.prior[0]), max(hi, self.prior[1])
 
     def band(self, made: float, f: Forecast, ahead: int | None = None) -> Banded:
-        """``f`` (made at ``made``, ``ahead`` jobs forecast to start before it) with its band."""
+        """``f`` (made at ``made``, ``ahead`` jobs forecast to start before it) with its band (never before
+        ``made``, always holding ``f.start``)."""
         if f.start is None:
             return Banded(None, f.end, None, None)
         lo, hi = self.quantiles(self.horizon(made, f.start, ahead))
         s = self.scale(made, f.start)
-        return Banded(f.start, f.end, max(made, f.start + lo * s), max(made, f.start + hi * s))
+        return Banded(f.start, f.end, max(made, min(f.start, f.start + lo * s)), max(made, f.start, f.start + hi * s))
 
 
 __all__ = ["Banded", "ErrorBand", "Forecast"]

@@ -45,7 +45,7 @@ def test_the_errors_are_kept_apart_by_horizon() -> None:
         band.add(0.0, 86_400.0, 86_400.0 * (1 + late))
     near, far = band.band(0.0, Forecast(360.0)), band.band(0.0, Forecast(86_400.0))
     assert near.early == near.late == 360.0
-    assert far.early == pytest.approx(86_400.0 * 1.5) and far.late == pytest.approx(86_400.0 * 2)
+    assert far.early == 86_400.0 and far.late == pytest.approx(86_400.0 * 2)  # from the start it names
 
 
 def test_a_horizon_not_yet_measured_is_never_narrower_than_the_prior() -> None:
@@ -69,7 +69,7 @@ def test_the_errors_are_kept_apart_by_the_jobs_ahead_when_known() -> None:
         band.add(0.0, 3600.0, 7200.0, ahead=30)  # far back: twice as late
     front, back = band.band(0.0, Forecast(3600.0), ahead=0), band.band(0.0, Forecast(3600.0), ahead=10)
     assert front.early == front.late == 3600.0
-    assert back.early == back.late == pytest.approx(7200.0)
+    assert back.early == 3600.0 and back.late == pytest.approx(7200.0)
     unknown = band.band(0.0, Forecast(3600.0))  # not known: the horizon's own class (none measured yet)
     assert unknown.early == pytest.approx(1800.0) and unknown.late == pytest.approx(7200.0)
 
@@ -96,6 +96,31 @@ def test_the_band_widens_while_its_coverage_falls_short_of_nominal() -> None:
 
     assert coverage(0.0) < 0.72
     assert 0.77 <= coverage(0.02) <= 0.85
+
+
+def test_a_start_now_and_a_start_later_in_the_round_are_kept_apart() -> None:
+    """A start now is the plan of the round about to start; one later in the round waits for a running job
+    to end on its estimate and slips a round when the estimate is short: the exact starts now never narrow
+    the band of those later in the round."""
+    band = ErrorBand(floor=360.0, min_errors=4, low=0.0, high=1.0, gain=0.0)
+    for _ in range(40):  # forecast to start now, and started at once
+        band.add(0.0, 0.0, 0.0)
+    for late in (0.0, 0.0, 0.0, 360.0):  # forecast 3 minutes ahead: one of four slipped to the next round
+        band.add(0.0, 180.0, 180.0 + late)
+    assert band.horizon(0.0, 0.0) != band.horizon(0.0, 180.0)
+    now, later = band.band(0.0, Forecast(0.0)), band.band(0.0, Forecast(180.0))
+    assert now.early == now.late == 0.0
+    assert later.early == 180.0 and later.late == pytest.approx(540.0)
+
+
+def test_the_band_always_holds_the_start_it_names() -> None:
+    band = ErrorBand(floor=360.0, min_errors=2, low=0.0, high=1.0, gain=0.0)
+    for _ in range(2):  # every job a day ahead started two hours late, every one 10 rounds ahead early
+        band.add(0.0, 86_400.0, 93_600.0)
+        band.add(0.0, 3600.0, 1800.0)
+    late, early = band.band(0.0, Forecast(86_400.0)), band.band(0.0, Forecast(3600.0))
+    assert late.early == 86_400.0 and late.late == pytest.approx(93_600.0)
+    assert early.early == pytest.approx(1800.0) and early.late == 3600.0
 
 
 def test_the_quantile_levels_stay_within_bounds() -> None:

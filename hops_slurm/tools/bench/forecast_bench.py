@@ -23,13 +23,18 @@ and its median width at submission relative to the wait (of the jobs that waited
 ``HOPS_BENCH_FORECAST`` = ``;``-separated ``cluster:workload:seeds`` runs (default
 ``paper-512:paper:0,1;paper-64:gavel:0``), ``HOPS_BENCH_FORECAST_BUDGET`` (wall seconds per forecast,
 default 20), ``HOPS_BENCH_FORECAST_ALLOWANCE`` (wall seconds per run, then it stops at the next round
-boundary and the jobs started by then count; default none). Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
+boundary and the jobs started by then count; default none), ``HOPS_BENCH_FORECAST_RECORDS`` (a folder: each
+finished run's raw forecasts are written there, and a run already recorded there, with the same budget and
+to the end or at the same allowance, is read back instead of simulated: the band and the tables are made
+again without recomputing a forecast, and the runs can be made in separate processes, then put together).
+Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
 (:mod:`hops_slurm.tools.bench.forecast_scale`).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import statistics
 import time
@@ -56,7 +61,8 @@ IN_ALL = False
 ROUND = 360.0
 DEFAULT_RUNS = "paper-512:paper:0,1;paper-64:gavel:0"
 #: the HOPS_BENCH_* variables it reads (they precede the command in its results header)
-ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_FORECAST", "HOPS_BENCH_FORECAST_BUDGET", "HOPS_BENCH_FORECAST_ALLOWANCE")
+ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_FORECAST", "HOPS_BENCH_FORECAST_BUDGET", "HOPS_BENCH_FORECAST_ALLOWANCE",
+       "HOPS_BENCH_FORECAST_RECORDS")
 
 
 def command(env: Mapping[str, str]) -> str:
@@ -135,6 +141,49 @@ class Run:
     seconds: float = 0.0
     forecast_seconds: list[float] = field(default_factory=list)
     cut_at: float | None = None  # simulated seconds where the run was stopped (None: it ran to the end)
+    recorded: str | None = None  # read from a record: the commit it was made at (None: made by this process)
+    allowance: float | None = None  # the wall seconds it was allowed (None: no limit)
+
+
+def record_path(folder: Path, cluster: str, workload: str, seed: int, policy: str, budget: float) -> Path:
+    """Where a run's raw forecasts are recorded: one file per run and forecast budget (the workload's name
+    made safe); the allowance is in the record (:func:`usable`)."""
+    safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{cluster}_{workload}")
+    return folder / f"{safe}_s{seed}_{policy}_b{budget:g}.json"
+
+
+def usable(run: Run, allowance: float | None) -> bool:
+    """A recorded run stands for a run under ``allowance`` if it ran to the end (no allowance would have
+    stopped it sooner) or was stopped at the same allowance."""
+    return run.cut_at is None or run.allowance == allowance
+
+
+def save_run(run: Run, path: Path) -> None:
+    """Write ``run``'s raw forecasts (no band: :func:`replay_band` makes it again from them)."""
+    data = {"cluster": run.cluster, "workload": run.workload, "seed": run.seed, "policy": run.policy,
+            "seconds": run.seconds, "forecast_seconds": run.forecast_seconds, "cut_at": run.cut_at,
+            "commit": run.recorded or results_header.current_commit(), "allowance": run.allowance,
+            "jobs": [[j.job_id, j.submit, j.start, [[m.at, m.start, m.ahead] for m in j.made]] for j in run.jobs]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
+def load_run(path: Path) -> Run:
+    """A run written by :func:`save_run`, its band made again (:func:`replay_band`) for a Hops run."""
+    d = json.loads(path.read_text())
+    run = Run(d["cluster"], d["workload"], int(d["seed"]), d["policy"], seconds=float(d["seconds"]),
+              forecast_seconds=[float(x) for x in d["forecast_seconds"]], cut_at=d["cut_at"],
+              recorded=str(d.get("commit") or "unknown"),
+              allowance=None if d.get("allowance") is None else float(d["allowance"]))
+    run.jobs = [JobOutcome(str(i), float(sub), float(st), [Made(float(a), None if s is None else float(s),
+                                                                  ahead=None if k is None else int(k))
+                                                             for a, s, k in made])
+                for i, sub, st, made in d["jobs"]]
+    if run.policy == "hops":
+        replay_band(run.jobs, ErrorBand(floor=ROUND))
+    return run
 
 
 class OutOfTime(Exception):
@@ -153,7 +202,7 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
     policy = make_policy(policy_name)
     made: dict[str, list[Made]] = {}
     started: set[str] = set()
-    run = Run(cluster_name, workload, seed, policy_name)
+    run = Run(cluster_name, workload, seed, policy_name, allowance=allowance)
     timetable = Timetable(round_seconds=ROUND, refresh_seconds=options.refresh_seconds)
 
     def tick(now: float) -> None:
@@ -245,7 +294,8 @@ def row(run: Run) -> str:
             f"{_band(run)} | {len(short)} | "
             f"{(med([e * j.wait for e, j in zip(short_err, short)]) if short_err else float('nan')):.0f} | "
             f"{(max(fs) if fs else 0):.1f} | {sum(fs):.0f} | {run.seconds:.0f} | "
-            f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'} |")
+            f"{'to the end' if run.cut_at is None else f'{run.cut_at / 3600:.1f} h'}"
+            f"{'' if run.recorded is None else f', recorded at {run.recorded}'} |")
 
 
 def _band(run: Run) -> str:
@@ -258,35 +308,69 @@ def _band(run: Run) -> str:
             f"{width(waited):.2f}")
 
 
-def medians(run: Run) -> tuple[float, float]:
-    waited = [j for j in run.jobs if j.wait >= ROUND]
-    sub, bef = errors(waited, "first"), errors(waited, "before")
-    return (statistics.median(sub) if sub else float("nan"), statistics.median(bef) if bef else float("nan"))
+def _med_p90(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f} ({quantile(xs, 0.9):.2f})" if xs else "-"
 
 
 def targets(runs: list[Run]) -> list[str]:
-    """One line per Hops run: each target met or missed, beside Slurm's run of the same workload and seed."""
-    out = []
+    """The per-target table: one row per Hops run, each target met or missed, beside Slurm's run of the same
+    workload and seed (on the jobs that waited at least a round under both, too)."""
+    out = ["| run | seed | waited >= 1 round | Hops at submission: median (p90) | <= 0.25 | one round before | "
+           "<= 0.10 | Slurm at submission | Hops below Slurm | waited under both | Hops on those | Slurm on those | "
+           "waited < 1 round: Hops's median error (s) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    verdict = lambda ok: "met" if ok else "**missed**"  # noqa: E731
     for r in runs:
         if r.policy != "hops":
             continue
-        sub, bef = medians(r)
-        other = next((x for x in runs if x.policy != "hops" and (x.cluster, x.workload, x.seed)
-                      == (r.cluster, r.workload, r.seed)), None)
-        slurm = medians(other)[0] if other is not None else float("nan")
-        verdict = lambda ok: "met" if ok else "**missed**"  # noqa: E731
-        line = (f"- {r.cluster} {r.workload} seed {r.seed}: median at submission {sub:.2f} <= 0.25 "
-                f"{verdict(sub <= 0.25)}; one round before {bef:.2f} <= 0.10 {verdict(bef <= 0.10)}; "
-                f"below Slurm's {slurm:.2f} {verdict(sub < slurm)}")
-        if other is not None:  # the jobs that waited at least a round under both schedulers
-            both = {j.job_id for j in r.jobs if j.wait >= ROUND} & {j.job_id for j in other.jobs if j.wait >= ROUND}
+        waited = [j for j in r.jobs if j.wait >= ROUND]
+        short = [j for j in r.jobs if j.wait < ROUND]
+        sub, bef = errors(waited, "first"), errors(waited, "before")
+        other = _slurm_of(r, runs)
+        slurm = [] if other is None else errors([j for j in other.jobs if j.wait >= ROUND], "first")
+        ok_sub, ok_bef, ok_slurm = _held(r, runs)
+        both: set[str] = set()
+        h: list[float] = []
+        o: list[float] = []
+        if other is not None:
+            both = {j.job_id for j in waited} & {j.job_id for j in other.jobs if j.wait >= ROUND}
             h = errors([j for j in r.jobs if j.job_id in both], "first")
             o = errors([j for j in other.jobs if j.job_id in both], "first")
-            if h and o:
-                line += (f"; on the {len(both)} jobs that waited a round under both: Hops {statistics.median(h):.2f}, "
-                         f"Slurm {statistics.median(o):.2f}")
-        out.append(line + ".")
+        med = lambda xs: statistics.median(xs) if xs else float("nan")  # noqa: E731
+        short_s = [abs(m.start - j.start) for j in short if (m := j.first) is not None and m.start is not None]
+        out.append(f"| {r.cluster} {r.workload} | {r.seed} | {len(waited)} | {_med_p90(sub)} | "
+                   f"{verdict(ok_sub)} | {_med_p90(bef)} | {verdict(ok_bef)} | {_med_p90(slurm)} | "
+                   f"{verdict(ok_slurm)} | {len(both)} | {_med_p90(h)} | {_med_p90(o)} | "
+                   f"{len(short)} jobs, {f'{med(short_s):.0f}' if short_s else '-'} |")
     return out
+
+
+def _slurm_of(r: Run, runs: list[Run]) -> Run | None:
+    """Slurm's run of the same cluster, workload and seed as ``r``."""
+    return next((x for x in runs if x.policy != "hops" and (x.cluster, x.workload, x.seed)
+                 == (r.cluster, r.workload, r.seed)), None)
+
+
+def _held(r: Run, runs: list[Run]) -> tuple[bool, bool, bool]:
+    """Hops run ``r``'s three targets: median at submission <= 0.25, one round before <= 0.10, below Slurm's."""
+    waited = [j for j in r.jobs if j.wait >= ROUND]
+    sub, bef = errors(waited, "first"), errors(waited, "before")
+    other = _slurm_of(r, runs)
+    slurm = [] if other is None else errors([j for j in other.jobs if j.wait >= ROUND], "first")
+    med = lambda xs: statistics.median(xs) if xs else float("nan")  # noqa: E731
+    return med(sub) <= 0.25, med(bef) <= 0.10, med(sub) < med(slurm)
+
+
+def summary(runs: list[Run]) -> str:
+    """One line: on how many Hops runs each target holds, and the band's coverage on the jobs that waited."""
+    hops = [r for r in runs if r.policy == "hops"]
+    held = [_held(r, runs) for r in hops]
+    met = [sum(1 for h in held if h[k]) for k in range(3)]
+    waited = [covered([j for j in r.jobs if j.wait >= ROUND]) for r in hops]
+    return (f"What holds on these {len(hops)} Hops runs: median at submission <= 0.25 on {met[0]}, one round before "
+            f"<= 0.10 on {met[1]}, below Slurm's on {met[2]}; the band held the start of "
+            f"{' / '.join(f'{c:.2f}' for c in waited)} of the jobs that waited a round (nominal 0.80), "
+            f"{' / '.join(f'{width([j for j in r.jobs if j.wait >= ROUND]):.2f}' for r in hops)} of their wait wide.")
 
 
 def plot(runs: list[Run], path: Path) -> None:
@@ -305,7 +389,7 @@ def plot(runs: list[Run], path: Path) -> None:
                 ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=9, alpha=0.6, color=colours.get(run.policy),
                            marker=markers.get(run.workload.split(":")[0], "s"), zorder=3 if run.policy == "hops" else 2,
                            label=f"{run.policy} ({run.cluster} {run.workload} s{run.seed})")
-        ax.plot([0.1, 40], [0.1, 40], color="grey", lw=0.8)
+        ax.plot([0.1, 100], [0.1, 100], color="grey", lw=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(title)
@@ -336,8 +420,19 @@ def run(out_dir: Path) -> Path:
     spec = os.environ.get("HOPS_BENCH_FORECAST", DEFAULT_RUNS)
     budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "20"))
     allowance = float(os.environ["HOPS_BENCH_FORECAST_ALLOWANCE"]) if os.environ.get("HOPS_BENCH_FORECAST_ALLOWANCE") else None
-    runs = [simulate(c, w, s, p, budget, allowance) for c, w, seeds in parse_runs(spec) for s in seeds
-            for p in ("hops", "slurm-backfill")]
+    folder = Path(os.environ["HOPS_BENCH_FORECAST_RECORDS"]) if os.environ.get("HOPS_BENCH_FORECAST_RECORDS") else None
+    results_header.current_commit()  # read once per process: the commit the runs are made at, not the one at their end
+    runs = []
+    for c, w, seeds in parse_runs(spec):
+        for s in seeds:
+            for p in ("hops", "slurm-backfill"):
+                path = None if folder is None else record_path(folder, c, w, s, p, budget)
+                if path is not None and path.exists() and usable(got := load_run(path), allowance):
+                    runs.append(got)
+                    continue
+                runs.append(simulate(c, w, s, p, budget, allowance))
+                if path is not None:
+                    save_run(runs[-1], path)
     return write(out_dir, runs, spec, budget, allowance)
 
 
@@ -359,13 +454,23 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
              "waited < 1 round | their median error (s) | slowest forecast (s) | forecasting (s) | wall (s) | simulated |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in runs]
-    lines += ["", "Targets (issue 35), per run:", ""] + targets(runs)
+    lines += ["", "Targets (issue 35), per run: error as a fraction of the actual wait over the jobs that waited "
+              "at least a round (the others apart, in seconds, last column); Slurm's on its own run of the same "
+              "workload and seed, and on the jobs that waited a round under both.", ""] + targets(runs)
+    lines += ["", summary(runs)]
+    cut = [r for r in runs if r.cut_at is not None]
+    if cut:
+        lines += ["", "**Not run to the end** (stopped at the allowance, the jobs started by then count): " + "; ".join(
+            f"{r.cluster} {r.workload} seed {r.seed} {r.policy} at {(r.cut_at or 0.0) / 3600:.1f} h simulated, {len(r.jobs)} jobs "
+            f"started, {r.seconds:.0f} s wall of which {sum(r.forecast_seconds):.0f} s forecasting" for r in cut) + "."]
     lines += ["", "![forecast vs actual wait](forecast/forecast-vs-actual.png)", "",
               "\"At submission\": the first forecast made after the job's submission (the first round boundary "
               "after it, what the daemon publishes first); \"one round before\": the last one made at least one "
               "round before its start. \"Band coverage at submission\": of Hops's forecasts at submission that have a band, "
               "the fraction whose job started inside it (nominal 0.8: the band is the 10th to 90th percentile of the "
-              "relative errors measured so far in the forecast's horizon class, `planner/forecast.py`); then the "
+              "relative errors measured so far in the forecast's horizon class: a start now, later within the round, "
+              "1-3, 3-10, 10-30 rounds ahead, later; its levels follow the coverage seen so far, and it always holds "
+              "the start it names; `planner/forecast.py`); then the "
               "same over the jobs that waited at least a round (a selection by outcome: those a forecast of an "
               "immediate start missed are all in it), and over every forecast made at every boundary. \"Band "
               "width / wait\": over the jobs that waited at least a round, the median of the band's width at "
@@ -373,7 +478,9 @@ def write(out_dir: Path, runs: list[Run], spec: str, budget: float, allowance: f
               "rest is the run itself). \"No forecast\": jobs that waited but got no start within the "
               "forecast's budget or horizon. A run stopped at its allowance (\"simulated\" says how far it got, "
               "else \"to the end\") counts only the jobs started by then: the longest waits of that workload "
-              "are not in it. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
+              "are not in it. \"Recorded at\": the run's forecasts were read from its record "
+              "(`HOPS_BENCH_FORECAST_RECORDS`), made at that commit; the band and every column are made again from "
+              "them here. The band starts each run from nothing (the prior until 20 jobs have started, at least the prior in a horizon class until 20 of its own), "
               "as a daemon does on its first day. Targets (issue 35): Hops's median at submission <= 0.25, one round "
               "before <= 0.10, and below Slurm's."]
     return results_header.write(out_dir / "forecast.md", "\n".join(lines) + "\n",
