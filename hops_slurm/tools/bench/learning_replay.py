@@ -194,7 +194,7 @@ class Replay:
         source = self.knowledge.source
         est = per_gpu_estimate(source.snapshot(self.signature(model)), source.calibrations(),
                                gpu_type=cell.gpu_type, gpus=cell.gpus, nodes=len(nodes), server=nodes[0][0],
-                               entity_factors=source.entity_factors())
+                               entity_factors=source.entity_factors(), peers=source.peers())
         return est.layer
 
     def probe(self, model: str, at: float) -> None:
