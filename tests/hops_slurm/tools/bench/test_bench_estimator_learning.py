@@ -82,7 +82,7 @@ def test_stages():
 
 
 def test_every_cell_is_reported_at_every_stage(truth):
-    stages, curves, _ = collect(truth, seeds=(0,), jobs=500)
+    stages, curves, *_ = collect(truth, seeds=(0,), jobs=500)
     for stage in ("first", "type", "config"):
         assert {p[1] for p in stages[stage]} == set(_cells(truth))
     assert all(e == pytest.approx(0.0, abs=1e-9) for p in stages["config"] for e in [abs(p[2] - p[4]) / p[4]])
