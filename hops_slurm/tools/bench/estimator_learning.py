@@ -381,8 +381,8 @@ def run(out_dir: Path) -> Path:
         verdict(truth, _cells(truth), fam_inside, TYPE_TARGET,
                 statistics.mean(sibling_ceiling(truth, c)[1] for c in _cells(truth))),
         "",
-        "The family table reads the store without the cross-model layer (next section), so its \"with it\" column "
-        "is the family layer's own.",
+        "The family table reads the store without the cross-model layer (next section): its columns are the "
+        "family layer's own.",
         "",
         "## The cross-model layer: every model that ran both counts on the type (one run on the type at another count)",
         "",

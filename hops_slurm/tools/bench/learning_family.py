@@ -1,7 +1,7 @@
 """The estimator-learning bench's section on the family layer (:mod:`estimator.family_refine`).
 
 Where it sits: :mod:`hops_slurm.tools.bench.estimator_learning` collects, for every point of the stage
-"one run on the type at another count", the production estimate, the same store's estimate without the
+"one run on the type at another count", the estimate without the cross-model layer, the same without the
 family layer and the layer that answered (:class:`hops_slurm.tools.bench.learning_replay.Outcome`); this
 module turns them into the per-cell table, with two bounds from Gavel's table alone: what the points the
 family layer answered could give at best (error 0 there, the others as they are), and what the same rule
@@ -80,9 +80,9 @@ def _pct(x: float) -> str:
 
 
 def family_table(truth: GroundTruth, cells: list[Cell], points: list[FamilyPoint], target: float) -> list[str]:
-    """Per cell (and the mean over cells): without the family layer, with it (production), the points it
+    """Per cell (and the mean over cells): without the family layer, with it (no cross-model layer), the points it
     answered, the bound with those points exact, the rule with every sibling point known."""
-    lines = ["| GPU type | layout | GPUs | without the family layer | with it (production) | points the family "
+    lines = ["| GPU type | layout | GPUs | without the family layer | with it (no cross-model layer) | points the family "
              "layer answered | those points without → with | bound: those points exact | every sibling point "
              "known |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     cols: list[list[float]] = [[], [], [], []]
