@@ -218,10 +218,15 @@ class Estimator:
         source: SnapshotSource,
         nodes: Mapping[str, tuple[str, str]],
         type_gpus: Mapping[str, int] | None = None,
+        *,
+        cross_model: bool = False,
     ) -> None:
         self.source = source
         self.nodes = dict(nodes)
         self.type_gpus = dict(type_gpus or {})
+        #: use the cross-model layer (:mod:`estimator.peers`); off by default: it moves the learning curve
+        #: 0.1 points (docs/results/estimator-learning.md) and has not been measured on the paper tables
+        self.cross_model = cross_model
 
     @classmethod
     def for_cluster(cls, source: SnapshotSource, cluster: ClusterView, *, entity: str = "node") -> Estimator:
@@ -320,8 +325,9 @@ class Estimator:
         return dict(read()) if callable(read) else {}
 
     def peers(self) -> PeerTable | None:
-        """What the source's jobs measured across counts (:mod:`estimator.peers`; a source without it: None)."""
-        read = getattr(self.source, "peers", None)
+        """What the source's jobs measured across counts (:mod:`estimator.peers`); None without
+        :attr:`cross_model` or from a source without it."""
+        read = getattr(self.source, "peers", None) if self.cross_model else None
         return read() if callable(read) else None
 
     def per_gpu_throughput(

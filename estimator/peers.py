@@ -19,7 +19,10 @@ weight w_p = exp(-|ln(e_p / e)| / :data:`WIDTH`). The job's own carry
 its own efficiency). The estimate is the weighted geometric mean r(N0) · q. N0 is the job's count
 nearest N (ratio distance, ties the larger) among those some peer also ran at N. None where no peer
 carries. Bounded: at most :data:`MAX_PEERS` signatures per (GPU type, scope), those measured at the most
-counts. Pure: plain values in and out (:func:`read` takes the store's database).
+counts. Off by default (:attr:`estimator.estimate.Estimator.cross_model`): on the learning-curve bench it
+moves the mean after one run on the type 12.7% -> 12.6% (docs/results/estimator-learning.md), too little to
+change the paper tables' results unmeasured. Pure: plain values in and out (:func:`read` takes the store's
+database).
 """
 
 from __future__ import annotations

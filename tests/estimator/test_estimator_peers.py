@@ -106,12 +106,15 @@ def test_the_estimator_reads_the_peers_through_a_cached_view_that_rereads_after_
         store.put_calibration("v100", b_link=1e10, b_net=1e9, measured_at=0.0, method="test")
         store.add_runtime_samples("u/job", "v100", "n1", gpus=2, nodes=1, throughput=2 * 0.8 * ONE)
         source = CachedSource(store)
-        est = Estimator(source, {"n1": ("v100", "n1"), "n2": ("v100", "n2")})
+        nodes = {"n1": ("v100", "n1"), "n2": ("v100", "n2")}
+        est = Estimator(source, nodes, cross_model=True)
         before = est.throughput_fn("u/job")({"n2": 4})
         assert source.peers() == PeerTable({})
         store.add_runtime_samples("u/p", "v100", "n1", gpus=2, nodes=1, throughput=2 * 0.8 * ONE)
         store.add_runtime_samples("u/p", "v100", "n1", gpus=4, nodes=1, throughput=4 * 0.4 * ONE)
         source.forget("u/p")
         after = est.throughput_fn("u/job")({"n2": 4})
+        default = Estimator(source, nodes)  # off unless asked for (estimator.peers' module docstring)
+        assert default.peers() is None and default.throughput_fn("u/job")({"n2": 4}) == pytest.approx(before)
     assert [p.signature for p in source.peers().peers[("v100", True)]] == ["u/p"]
     assert after < before  # the peer that halved going to 4 GPUs pulls the job's estimate down

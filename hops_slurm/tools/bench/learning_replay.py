@@ -167,6 +167,7 @@ class Replay:
     def __init__(self, truth: GroundTruth, *, held_out: Iterable[str] | None = None) -> None:
         self.truth = truth
         self.knowledge = Knowledge(cluster(truth.gpu_types), truth)
+        self.knowledge.estimator.cross_model = True  # the layer under test (off in production: estimator.peers)
         if held_out is not None:
             others = _Subset(truth, set(MULTI_GPU_FAMILIES) - set(held_out))
             for gpu_type in truth.gpu_types:
