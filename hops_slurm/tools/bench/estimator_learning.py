@@ -391,7 +391,9 @@ def run(out_dir: Path) -> Path:
         "and the asked N: the weighted geometric mean of the model's N0 rate times each such model's measured "
         "N/N0 ratio, weighted by how near its efficiency at N0 (per-GPU rate over its 1-GPU rate) is to the "
         "model's, exp(-|ln(e_p/e)| / 0.1), and of `estimator.refine`'s carry, weight 1. It reads no "
-        "calibration, so the held-out replays give the same points. Per cell, the points of that stage:",
+        "calibration, so the held-out replays give the same points. The layer is off by default "
+        "(`estimator.estimate.Estimator.cross_model`); this bench turns it on, so the tables above include it. "
+        "Per cell, the points of that stage:",
         "",
         *peers_table(truth, _cells(truth), peers_inside, TYPE_TARGET),
         "",
