@@ -34,6 +34,7 @@ from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
 from estimator.family_refine import FAMILY, family_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
+from estimator.peers import PEERS, PeerTable, peer_per_gpu
 from estimator.progress import no_progress
 from estimator.refine import REFINED, refined_per_gpu
 from estimator.snapshot import Calibration, JobSnapshot, SnapshotSource
@@ -64,12 +65,14 @@ def per_gpu_estimate(
     entity_factors: Mapping[str, float] | None = None,
     refine: bool = True,
     family: bool = True,
+    peers: PeerTable | None = None,
 ) -> Estimate:
     """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
     config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
     distributed ones by node count. Below the entity layer the answer is scaled by ``server``'s entity
     factor (module docstring); ``refine`` False: without :mod:`estimator.refine` and
-    :mod:`estimator.family_refine`, ``family`` False: without the latter (reports). Without a profile on
+    :mod:`estimator.family_refine`, ``family`` False: without the latter (reports); ``peers``: what the
+    type's other jobs measured (:mod:`estimator.peers`; None: without that layer). Without a profile on
     ``gpu_type`` the job's measurements are carried
     over (:func:`estimator.extrapolate.extrapolated_per_gpu`, layer ``extrapolated``). Raises
     :class:`EstimateUnavailable` when no layer can answer."""
@@ -100,6 +103,9 @@ def per_gpu_estimate(
     carried = family_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and family and gpus > 1 else None
     if carried is not None:
         return Estimate(carried * factor, FAMILY)
+    carried = peer_per_gpu(snap, peers, gpu_type, gpus=gpus, nodes=nodes) if refine and peers and gpus > 1 else None
+    if carried is not None:
+        return Estimate(carried * factor, PEERS)
     refined = refined_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and gpus > 1 else None
     if refined is not None:
         return Estimate(refined * factor, REFINED)
@@ -129,10 +135,11 @@ def per_gpu_throughput(
     entity_factors: Mapping[str, float] | None = None,
     refine: bool = True,
     family: bool = True,
+    peers: PeerTable | None = None,
 ) -> float:
     """:func:`per_gpu_estimate`'s value (samples/s per GPU)."""
     return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
-                            entity_factors=entity_factors, refine=refine, family=family).per_gpu
+                            entity_factors=entity_factors, refine=refine, family=family, peers=peers).per_gpu
 
 
 def config_throughput(
@@ -143,12 +150,13 @@ def config_throughput(
     entity_factors: Mapping[str, float] | None = None,
     refine: bool = True,
     family: bool = True,
+    peers: PeerTable | None = None,
 ) -> float:
     """Samples/s of the job in ``config`` (node -> GPUs): min over its nodes of the per-GPU throughput,
     times the config's GPU count (§3.5: the slowest GPU paces synchronous data parallelism).
 
     ``nodes`` maps node name -> (gpu_type, server); server keys the entity layer. Empty config: 0.0.
-    ``refine``, ``family``: as :func:`per_gpu_estimate`'s.
+    ``refine``, ``family``, ``peers``: as :func:`per_gpu_estimate`'s.
     """
     used = {n: int(g) for n, g in config.items() if g > 0}
     if not used:
@@ -160,7 +168,7 @@ def config_throughput(
             raise EstimateUnavailable(f"config names node {node!r}, which the estimator's node map does not know")
         gpu_type, server = nodes[node]
         value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server,
-                                   entity_factors=entity_factors, refine=refine, family=family)
+                                   entity_factors=entity_factors, refine=refine, family=family, peers=peers)
         slowest = min(slowest, value)
     return slowest * total
 
@@ -210,10 +218,15 @@ class Estimator:
         source: SnapshotSource,
         nodes: Mapping[str, tuple[str, str]],
         type_gpus: Mapping[str, int] | None = None,
+        *,
+        cross_model: bool = False,
     ) -> None:
         self.source = source
         self.nodes = dict(nodes)
         self.type_gpus = dict(type_gpus or {})
+        #: use the cross-model layer (:mod:`estimator.peers`); off by default: it moves the learning curve
+        #: 0.1 points (docs/results/estimator-learning.md) and has not been measured on the paper tables
+        self.cross_model = cross_model
 
     @classmethod
     def for_cluster(cls, source: SnapshotSource, cluster: ClusterView, *, entity: str = "node") -> Estimator:
@@ -242,6 +255,7 @@ class Estimator:
         snap = self.source.snapshot(signature)
         calibrations = self.source.calibrations()
         factors = self.entity_factors()
+        peers = self.peers()
         cache: dict[tuple[tuple[str, int], ...], float] = {}
 
         def fn(config: Config) -> float:
@@ -251,7 +265,7 @@ class Estimator:
                 if unknown:
                     raise EstimateUnavailable(f"config names nodes {unknown} that the estimator's node map lacks")
                 try:
-                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes, factors)
+                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes, factors, peers=peers)
                 except CalibrationMissing:
                     raise
                 except EstimateUnavailable as exc:
@@ -310,13 +324,19 @@ class Estimator:
         read = getattr(self.source, "entity_factors", None)
         return dict(read()) if callable(read) else {}
 
+    def peers(self) -> PeerTable | None:
+        """What the source's jobs measured across counts (:mod:`estimator.peers`); None without
+        :attr:`cross_model` or from a source without it."""
+        read = getattr(self.source, "peers", None) if self.cross_model else None
+        return read() if callable(read) else None
+
     def per_gpu_throughput(
         self, signature: str, gpu_type: str, gpus: int, nodes: int = 1, server: str | None = None
     ) -> float:
         snap = self.source.snapshot(signature)
         return per_gpu_throughput(
             snap, self.source.calibrations(), gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
-            entity_factors=self.entity_factors() if server else None,
+            entity_factors=self.entity_factors() if server else None, peers=self.peers(),
         )
 
     def sensitivity(self, signature: str, gpu_type: str | None = None) -> float:

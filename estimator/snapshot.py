@@ -139,6 +139,7 @@ class CachedSource:
         self._stale: set[str] = set()  # cached snapshots whose siblings learned since they were read
         self._cal: dict[str, Calibration] | None = None
         self._factors: dict[str, float] | None = None
+        self._peers: object = None  # estimator.peers.PeerTable once read
 
     def snapshot(self, signature: str) -> JobSnapshot:
         snap = self._snaps.get(signature)
@@ -161,10 +162,18 @@ class CachedSource:
             self._factors = read() if read is not None else {}
         return dict(self._factors)
 
+    def peers(self) -> object:
+        """The source's :class:`estimator.peers.PeerTable` (None: a source without one), read once."""
+        if self._peers is None:
+            read = getattr(self.source, "peers", None)
+            self._peers = read() if callable(read) else None
+        return self._peers
+
     def forget(self, signature: str) -> None:
         """A record of ``signature`` was written: its snapshot, the siblings of those of its family (they
-        carry its measurements), the entity factors and the calibrations (refitted from runtime records,
-        :meth:`estimator.store.ThroughputStore.calibrations`) are read again."""
+        carry its measurements), the entity factors, the peer table (:mod:`estimator.peers`) and the
+        calibrations (refitted from runtime records, :meth:`estimator.store.ThroughputStore.calibrations`)
+        are read again."""
         snap = self._snaps.pop(signature, None)
         self._stale.discard(signature)
         fam = snap.family if snap is not None else ""
@@ -175,4 +184,5 @@ class CachedSource:
             self._stale.update(s for s, v in self._snaps.items() if v.family == fam)
         self._factors = None
         self._cal = None
+        self._peers = None
 

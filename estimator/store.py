@@ -14,7 +14,8 @@ Layers, keyed by job signature:
   runtime records imply (:func:`estimator.calibration.refit`: physical, median, within what was measured);
 - ``restart_cost``: observed restart costs per signature (:mod:`estimator.restart_cost`,
   :meth:`ThroughputStore.put_restart_cost`, :meth:`ThroughputStore.restart_cost`);
-- ``family``: per signature, the family key its probe named (:mod:`estimator.family`, schema version 5).
+- ``family``: per signature, the family key its probe named (:mod:`estimator.family`, schema version 5);
+  across signatures, the type layer read as :mod:`estimator.peers`' table (no table of its own).
 
 Bounded (:mod:`estimator.bounds`, schema version 4): the records come from users' jobs, as many as the
 engine accepts, so every table keeps a bounded summary: one running aggregate per (signature, type,
@@ -43,7 +44,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from estimator import bounds as _bounds, family as _family, restart_cost as _restarts
+from estimator import bounds as _bounds, family as _family, peers as _peers, restart_cost as _restarts
 from estimator import calibration_records as _records
 from estimator.calibration import refit
 from estimator.entity_factors import EntityFactors
@@ -99,9 +100,8 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
         db[table].create_index(["signature"], if_not_exists=True)
 
 
-#: Ordered migrations: MIGRATIONS[i] brings the schema from version i to version i + 1 (version 3: the
-#: restart costs of :mod:`estimator.restart_cost`; version 4: the bounded layers of :mod:`estimator.bounds`;
-#: version 5: the families of :mod:`estimator.family`).
+#: Ordered migrations: MIGRATIONS[i] brings the schema from version i to i + 1 (3: :mod:`estimator.restart_cost`;
+#: 4: the bounded layers of :mod:`estimator.bounds`; 5: the families of :mod:`estimator.family`).
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _restarts.migrate,
                                                                    _bounds.migrate, _family.migrate)
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -451,17 +451,14 @@ class ThroughputStore:
     def profiled_types(self, signature: str) -> list[str]:
         """GPU types with a theoretical-layer profile for ``signature`` (a re-submitted model skips these)."""
         with self._guard("read theory"):
-            return [r["gpu_type"] for r in self.db.query(
-                "select gpu_type from theory where signature = ? order by gpu_type", [signature])]
+            return [r["gpu_type"] for r in self.db.query("select gpu_type from theory where signature = ? order by 1",
+                                                         [signature])]
 
     def theory(self, signature: str, gpu_type: str) -> TimeComponents | None:
         with self._guard("read theory"):
-            rows = list(self.db.query(
-                "select * from theory where signature = ? and gpu_type = ?", [signature, gpu_type]))
-        if not rows:
-            return None
-        r = rows[0]
-        return TimeComponents(r["t_f"], r["t_b"], r["t_u"], r["pattern"], r["params"], r["batch_size"])
+            rows = list(self.db.query("select * from theory where signature = ? and gpu_type = ?", [signature, gpu_type]))
+        return TimeComponents(*(rows[0][k] for k in ("t_f", "t_b", "t_u", "pattern", "params", "batch_size"))) \
+            if rows else None
 
     def samples(
         self, signature: str, gpu_type: str, *, limit: int | None = None
@@ -563,11 +560,15 @@ class ThroughputStore:
         with self._guard("read the family"):
             return _family.siblings(self.db, signature)[1]
 
+    def peers(self) -> _peers.PeerTable:
+        """Every signature's type-layer rates across GPU counts (:mod:`estimator.peers`, bounded)."""
+        with self._guard("read the peer table"):
+            return _peers.read(self.db)
+
     def family_of(self, signature: str) -> str:
         """``signature``'s family key (:mod:`estimator.family`; empty: none)."""
         with self._guard("read the family"):
-            known = _family.family_of(self.db, signature)
-        return known[0] if known else ""
+            return (_family.family_of(self.db, signature) or ("",))[0]
 
     def entity_factors(self) -> dict[str, float]:
         """Per server: how fast jobs ran there, over every job (§3.3's entity layer, shared across jobs).

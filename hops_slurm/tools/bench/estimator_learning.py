@@ -8,8 +8,9 @@ replay per held-out family, leave-one-family-out: every variant of the family is
 a model's first job (formula only), after one run of the model on the same type and layout at another
 count, and after one run on that very configuration, with the same store read without
 :mod:`estimator.refine` beside it; the family layer (:mod:`estimator.family_refine`) per cell with and
-without it (:mod:`hops_slurm.tools.bench.learning_family`); the learning curve per model; and, for every cell
-over a target, the reason from its own points.
+without it (:mod:`hops_slurm.tools.bench.learning_family`); the cross-model layer (:mod:`estimator.peers`) the
+same way (:mod:`hops_slurm.tools.bench.learning_peers`); the learning curve per model; and, for every cell over
+a target, the reason from its own points.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from typing import NamedTuple
 
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from hops_slurm.sim.workload import MULTI_GPU_FAMILIES
+from estimator.peers import PEERS
+from estimator.refine import REFINED
 from hops_slurm.tools.bench.learning_family import FamilyPoint, family_table, verdict
+from hops_slurm.tools.bench.learning_peers import PeerPoint, peers_table, peers_verdict
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, multi_gpu_models, plan_runs, replay
 from hops_slurm.tools import results_header
 
@@ -68,8 +72,10 @@ class Collected(NamedTuple):
     stages: dict[str, list[Point]]
     #: per model, its learning curves (one per seed)
     curves: dict[str, list[list[tuple[float, float]]]]
-    #: the points of the stage "type", with and without the family layer
+    #: the points of the stage "type", with and without the family layer (neither with the cross-model one)
     family: list[FamilyPoint]
+    #: the points of the stage "type", with and without the cross-model layer
+    peers: list[PeerPoint]
 
 
 def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS, held_out: bool = False) -> Collected:
@@ -77,6 +83,7 @@ def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS
     stages: dict[str, list[Point]] = defaultdict(list)
     curves: dict[str, list[list[tuple[float, float]]]] = defaultdict(list)
     fam_points: list[FamilyPoint] = []
+    peer_points: list[PeerPoint] = []
     for seed in seeds:
         runs = plan_runs(truth, seed, jobs)
         outcomes: list[Outcome] = []
@@ -91,10 +98,18 @@ def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS
                 stages[stage].append((model, cell, est, plain, meas))
                 if stage == "type":
                     key = (model, cell, stage)
-                    fam_points.append(FamilyPoint(model, cell, est, out.no_family[key], meas, out.layers[key]))
+                    layer, no_peers = out.layers[key], out.no_peers[key]
+                    fam_points.append(FamilyPoint(model, cell, no_peers, out.no_family[key], meas,
+                                                  REFINED if layer == PEERS else layer))
+                    peer_points.append(PeerPoint(model, cell, est, no_peers, meas, layer, out.coverage[key]))
             for model, curve in out.curve.items():
                 curves[model].append(curve)
-    return Collected(stages, curves, fam_points)
+    return Collected(stages, curves, fam_points, peer_points)
+
+
+def _cell_mean(points: list[PeerPoint], with_peers: bool) -> float:
+    cells = {p.cell for p in points}
+    return statistics.mean(statistics.mean(p.error(with_peers) for p in points if p.cell == c) for c in cells)
 
 
 def _cells(truth: GroundTruth) -> list[Cell]:
@@ -131,7 +146,7 @@ def stage_table(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str]
 
 
 def before_after(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str]:
-    lines = ["| stage | points | without estimator.refine (nor the family layer) | with (production) |",
+    lines = ["| stage | points | without estimator.refine (nor the family or cross-model layer) | with (production) |",
              "|---|---:|---:|---:|"]
     names = {"first": "model's first job (formula only)", "type": "one run on the type and layout, another count",
              "other_layout": "runs on the type, other layout or 1 GPU only", "elsewhere": "runs on other types only",
@@ -144,7 +159,7 @@ def before_after(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[str
 
 def curve_table(curves: dict[str, list[list[tuple[float, float]]]]) -> list[str]:
     lines = ["| runs of the model so far | models (x seeds) | mean error (production) | without estimator.refine "
-             "(nor the family layer) |",
+             "(nor the family or cross-model layer) |",
              "|---:|---:|---:|---:|"]
     for k in CURVE_POINTS:
         now = [c[k] for runs in curves.values() for c in runs if len(c) > k]
@@ -262,8 +277,8 @@ def ceiling_table(truth: GroundTruth, stages: dict[str, list[Point]]) -> list[st
 
 def run(out_dir: Path) -> Path:
     truth = GroundTruth()
-    inside, curves, fam_inside = collect(truth)
-    held, held_curves, fam_held = collect(truth, held_out=True)
+    inside, curves, fam_inside, peers_inside = collect(truth)
+    held, held_curves, fam_held, peers_held = collect(truth, held_out=True)
     seeds = ",".join(str(s) for s in SEEDS)
     lines = [
         "# Estimator: the learning curve (how fast the store corrects the formula)",
@@ -309,13 +324,15 @@ def run(out_dir: Path) -> Path:
         "",
         regular_line(truth, inside),
         "",
-        "## What the refinement does (same store, read with and without `estimator.refine` and the family layer)",
+        "## What the refinement does (same store, read with and without `estimator.refine`, the family and the "
+        "cross-model layers)",
         "",
         "The store alone answered a count a model had not run with the formula and the type's bandwidths, "
         "refitted as a median over every job's records: one run of the model barely moved it. "
         "`estimator.refine` carries the model's own communication time from its nearest measured count "
         "on the type and scope, with the ring all-reduce's share (N-1)/N (no fitted constant); where the model's "
-        "siblings ran both counts, the family layer (below) answers first.",
+        "siblings ran both counts, the family layer (below) answers first, and where other models ran both, "
+        "the cross-model layer (below) next.",
         "",
         "In-sample:",
         "",
@@ -363,6 +380,27 @@ def run(out_dir: Path) -> Path:
         "",
         verdict(truth, _cells(truth), fam_inside, TYPE_TARGET,
                 statistics.mean(sibling_ceiling(truth, c)[1] for c in _cells(truth))),
+        "",
+        "The family table reads the store without the cross-model layer (next section): its columns are the "
+        "family layer's own.",
+        "",
+        "## The cross-model layer: every model that ran both counts on the type (one run on the type at another count)",
+        "",
+        "`estimator.peers` answers a count the model has not run on the type and layout, where no sibling did "
+        "(the family layer first), when some other signature has run there at both the model's own count N0 "
+        "and the asked N: the weighted geometric mean of the model's N0 rate times each such model's measured "
+        "N/N0 ratio, weighted by how near its efficiency at N0 (per-GPU rate over its 1-GPU rate) is to the "
+        "model's, exp(-|ln(e_p/e)| / 0.1), and of `estimator.refine`'s carry, weight 1. It reads no "
+        "calibration, so the held-out replays give the same points. The layer is off by default "
+        "(`estimator.estimate.Estimator.cross_model`); this bench turns it on, so the tables above include it. "
+        "Per cell, the points of that stage:",
+        "",
+        *peers_table(truth, _cells(truth), peers_inside, TYPE_TARGET),
+        "",
+        f"Held out: {_pct(_cell_mean(peers_held, False))} without the layer, {_pct(_cell_mean(peers_held, True))} "
+        "with it (mean over cells).",
+        "",
+        peers_verdict(truth, _cells(truth), peers_inside, TYPE_TARGET),
         "",
         "## Cells over a target, with the reason from their own points (in-sample)",
         "",

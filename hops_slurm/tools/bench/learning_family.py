@@ -1,7 +1,7 @@
 """The estimator-learning bench's section on the family layer (:mod:`estimator.family_refine`).
 
 Where it sits: :mod:`hops_slurm.tools.bench.estimator_learning` collects, for every point of the stage
-"one run on the type at another count", the production estimate, the same store's estimate without the
+"one run on the type at another count", the estimate without the cross-model layer, the same without the
 family layer and the layer that answered (:class:`hops_slurm.tools.bench.learning_replay.Outcome`); this
 module turns them into the per-cell table, with two bounds from Gavel's table alone: what the points the
 family layer answered could give at best (error 0 there, the others as they are), and what the same rule
@@ -38,11 +38,11 @@ class FamilyPoint:
         return abs((self.estimate if with_family else self.without) - self.measured) / self.measured
 
 
-def _per_gpu(truth: GroundTruth, model: str, gpu_type: str, gpus: int, spread: bool) -> float:
+def per_gpu_rate(truth: GroundTruth, model: str, gpu_type: str, gpus: int, spread: bool) -> float:
     return truth.samples_per_second(model, gpu_type, gpus, spread and gpus > 1) / gpus
 
 
-def _theory(truth: GroundTruth, model: str, gpu_type: str) -> TypeTheory:
+def probed_theory(truth: GroundTruth, model: str, gpu_type: str) -> TypeTheory:
     probe = probe_result(truth, model, gpu_type, "bench", at=0.0, probe_seconds=60.0)
     assert probe is not None
     tc = TimeComponents(probe.t_forward, probe.t_backward, probe.t_update, probe.pattern, float(probe.params),
@@ -59,15 +59,15 @@ def full_knowledge(truth: GroundTruth, cell: Cell) -> float:
     errors = []
     for model in models:
         sibs = tuple(Sibling(m, batch_size(m),
-                             {} if cell.spread else {(t, c): _per_gpu(truth, m, t, c, False) for c in COUNTS[1:]},
-                             {(t, c): _per_gpu(truth, m, t, c, True) for c in COUNTS[1:]} if cell.spread else {})
+                             {} if cell.spread else {(t, c): per_gpu_rate(truth, m, t, c, False) for c in COUNTS[1:]},
+                             {(t, c): per_gpu_rate(truth, m, t, c, True) for c in COUNTS[1:]} if cell.spread else {})
                      for m in models if m != model and family(m) == family(model))
-        measured = _per_gpu(truth, model, t, n, cell.spread)
+        measured = per_gpu_rate(truth, model, t, n, cell.spread)
         for n0 in COUNTS[1:]:
             if n0 == n:
                 continue
-            own = {(t, n0): _per_gpu(truth, model, t, n0, cell.spread)}
-            snap = JobSnapshot(model, theory={t: _theory(truth, model, t)}, siblings=sibs, family=family(model),
+            own = {(t, n0): per_gpu_rate(truth, model, t, n0, cell.spread)}
+            snap = JobSnapshot(model, theory={t: probed_theory(truth, model, t)}, siblings=sibs, family=family(model),
                                type_aggregated={} if cell.spread else own, type_distributed=own if cell.spread else {})
             got = family_per_gpu(snap, t, gpus=n, nodes=n if cell.spread else 1)
             assert got is not None
@@ -80,9 +80,9 @@ def _pct(x: float) -> str:
 
 
 def family_table(truth: GroundTruth, cells: list[Cell], points: list[FamilyPoint], target: float) -> list[str]:
-    """Per cell (and the mean over cells): without the family layer, with it (production), the points it
+    """Per cell (and the mean over cells): without the family layer, with it (no cross-model layer), the points it
     answered, the bound with those points exact, the rule with every sibling point known."""
-    lines = ["| GPU type | layout | GPUs | without the family layer | with it (production) | points the family "
+    lines = ["| GPU type | layout | GPUs | without the family layer | with it (no cross-model layer) | points the family "
              "layer answered | those points without → with | bound: those points exact | every sibling point "
              "known |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     cols: list[list[float]] = [[], [], [], []]
@@ -131,4 +131,4 @@ def verdict(truth: GroundTruth, cells: list[Cell], points: list[FamilyPoint], ta
         f"batch weighs 1/4, and where eq. 1-2 miss most (consolidated V100s) that carry is the furthest off.")
 
 
-__all__ = ["FamilyPoint", "family_table", "full_knowledge", "verdict"]
+__all__ = ["FamilyPoint", "family_table", "full_knowledge", "per_gpu_rate", "probed_theory", "verdict"]

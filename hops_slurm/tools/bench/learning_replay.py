@@ -28,12 +28,14 @@ a clock.
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from estimator.estimate import config_throughput, per_gpu_estimate
+from estimator.extrapolate import measured_points
 from hops_slurm.sim.groundtruth import GroundTruth, family
 from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import calibration, runtime_record
@@ -139,6 +141,10 @@ class Outcome:
     layers: dict[tuple[str, Cell, str], str] = field(default_factory=dict)
     #: (model, cell, stage) -> the estimate without estimator.family_refine (samples/s), when first reached
     no_family: dict[tuple[str, Cell, str], float] = field(default_factory=dict)
+    #: (model, cell, "type") -> the estimate without estimator.peers (samples/s), and how many other
+    #: signatures had run on the type and layout at both the model's count and the cell's then
+    no_peers: dict[tuple[str, Cell, str], float] = field(default_factory=dict)
+    coverage: dict[tuple[str, Cell, str], int] = field(default_factory=dict)
     jobs: int = 0
 
 
@@ -161,6 +167,7 @@ class Replay:
     def __init__(self, truth: GroundTruth, *, held_out: Iterable[str] | None = None) -> None:
         self.truth = truth
         self.knowledge = Knowledge(cluster(truth.gpu_types), truth)
+        self.knowledge.estimator.cross_model = True  # the layer under test (off in production: estimator.peers)
         if held_out is not None:
             others = _Subset(truth, set(MULTI_GPU_FAMILIES) - set(held_out))
             for gpu_type in truth.gpu_types:
@@ -190,11 +197,27 @@ class Replay:
         return config_throughput(dict(nodes), source.snapshot(self.signature(model)), source.calibrations(),
                                  est.nodes, source.entity_factors(), refine=family_only, family=False)
 
+    def without_peers(self, model: str, nodes: tuple[tuple[str, int], ...]) -> float:
+        """The production estimate without :mod:`estimator.peers` (the comparison)."""
+        est, source = self.knowledge.estimator, self.knowledge.source
+        return config_throughput(dict(nodes), source.snapshot(self.signature(model)), source.calibrations(),
+                                 est.nodes, source.entity_factors())
+
+    def coverage(self, model: str, cell: Cell) -> int:
+        """How many other signatures ran on ``cell``'s type and layout at both its count and the model's own
+        count the peers layer carries from (the one nearest it with any; 0 when none)."""
+        table, snap = self.knowledge.source.peers(), self.knowledge.source.snapshot(self.signature(model))
+        aggregated = not cell.spread
+        own = sorted((c for a, c, _ in measured_points(snap, cell.gpu_type) if a == aggregated and 2 <= c != cell.gpus),
+                     key=lambda c: (abs(math.log(c / cell.gpus)), -c))
+        counts = [len(table.answers(cell.gpu_type, aggregated, c, cell.gpus, snap.signature)) for c in own]
+        return next((n for n in counts if n), 0)
+
     def layer(self, model: str, cell: Cell, nodes: tuple[tuple[str, int], ...]) -> str:
         source = self.knowledge.source
         est = per_gpu_estimate(source.snapshot(self.signature(model)), source.calibrations(),
                                gpu_type=cell.gpu_type, gpus=cell.gpus, nodes=len(nodes), server=nodes[0][0],
-                               entity_factors=source.entity_factors())
+                               entity_factors=source.entity_factors(), peers=source.peers())
         return est.layer
 
     def probe(self, model: str, at: float) -> None:
@@ -250,6 +273,9 @@ def _observe(rep: Replay, out: Outcome, model: str, cells: dict[Cell, tuple[tupl
             out.first_at[key] = (estimate, plain, measured)
             out.layers[key] = rep.layer(model, cell, nodes)
             out.no_family[key] = rep.unrefined(model, nodes, family_only=True)
+            if key[2] == "type":
+                out.no_peers[key] = rep.without_peers(model, nodes)
+                out.coverage[key] = rep.coverage(model, cell)
     if errors:
         out.curve.setdefault(model, []).append((sum(errors) / len(errors), sum(before) / len(before)))
 

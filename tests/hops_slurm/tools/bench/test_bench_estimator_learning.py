@@ -10,6 +10,8 @@ from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.sim.measure import runtime_record
 from hops_slurm.tools.bench.estimator_learning import _cells, collect, regular, sibling_ceiling
 from hops_slurm.tools.bench.learning_family import full_knowledge
+from hops_slurm.tools.bench.learning_peers import PeerPoint, peers_table
+from hops_slurm.tools.bench.learning_peers import full_knowledge as peers_full_knowledge
 from hops_slurm.tools.bench.learning_replay import WINDOW, Cell, Replay, Run, place, replay, stage_of
 from profiler.ingest import ingest_runtime
 
@@ -82,7 +84,7 @@ def test_stages():
 
 
 def test_every_cell_is_reported_at_every_stage(truth):
-    stages, curves, _ = collect(truth, seeds=(0,), jobs=500)
+    stages, curves, *_ = collect(truth, seeds=(0,), jobs=500)
     for stage in ("first", "type", "config"):
         assert {p[1] for p in stages[stage]} == set(_cells(truth))
     assert all(e == pytest.approx(0.0, abs=1e-9) for p in stages["config"] for e in [abs(p[2] - p[4]) / p[4]])
@@ -129,3 +131,37 @@ def test_the_family_rule_with_every_sibling_point_known_sits_between_holding_and
     for cell in (Cell("k80", 4, True), Cell("p100", 4, False), Cell("v100", 4, False)):
         held, nearest = sibling_ceiling(truth, cell)
         assert nearest < full_knowledge(truth, cell) < held
+
+
+def test_another_model_that_ran_both_counts_moves_the_estimate_through_the_cross_model_layer(truth):
+    """ResNet-50 at batch 64 on one K80 server, after ResNet-18 (batch 16, another family, as efficient on 2
+    GPUs) ran on 2 and 8 GPUs: its own 2-GPU run is carried to 8 GPUs with the peer's 8/2 ratio beside the ring
+    share (estimator.peers), nearer the measured value than without the layer; alone, the refinement answers."""
+    c2, c8 = Cell("k80", 2, False), Cell("k80", 8, False)
+    peer = "ResNet-18 (batch size 16)"
+    runs = [Run("p2", peer, c2, 0, place(c2, 0)), Run("p8", peer, c8, 1, place(c8, 1)),
+            Run("j2", MODEL, c2, 2, place(c2, 2)), Run("j8", MODEL, c8, 3, place(c8, 3))]
+    out = replay(truth, runs, evaluate=[MODEL])
+    key = (MODEL, c8, "type")
+    estimate, _, measured = out.first_at[key]
+    assert out.layers[key] == "peers" and out.coverage[key] == 1
+    assert abs(estimate - measured) < abs(out.no_peers[key] - measured)
+    alone = replay(truth, runs[2:])
+    assert alone.layers[key] == "refined" and alone.coverage[key] == 0
+    assert alone.first_at[key][0] == pytest.approx(out.no_peers[key])
+
+
+def test_the_cross_model_table_reports_every_cell_and_the_rule_with_every_model_known(truth):
+    """Every cell has a row; with every other model's points known the rule beats the per-GPU rate held from
+    N0 (Gavel's table alone) on every spread cell, and on consolidated V100s at 8 GPUs (rates that rise per GPU
+    past 4 GPUs) it does no better."""
+    cells = _cells(truth)
+    points = [PeerPoint("m", c, 1.1, 1.2, 1.0, "peers" if c.spread else "refined", 0) for c in cells]
+    lines = peers_table(truth, cells, points, 0.10)
+    assert len(lines) == 2 + len(cells) + 1
+    assert lines[-1].startswith("| mean over cells | | | 20.0% | 10.0% | 9 of 18 | 20.0% → 10.0% | 0 |")
+    for cell in cells:
+        if cell.spread:
+            assert peers_full_knowledge(truth, cell) < sibling_ceiling(truth, cell)[0]
+    v100 = Cell("v100", 8, False)
+    assert peers_full_knowledge(truth, v100) > 0.9 * sibling_ceiling(truth, v100)[0]
