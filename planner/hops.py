@@ -83,6 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
+from planner.reserve import head_reservation, hold_for_head, idle_now
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.stretch import stretch_priors
@@ -420,6 +421,10 @@ def _candidates(s: PlanState) -> None:
 def _backfill(s: PlanState) -> None:
     if s.policy.params.backfill:
         s.backfilled = s.policy._backfill(s.queue, s.window.jobs, s.planned, s.cands, s.cluster, s.keeping, s.now)
+    if s.policy.params.head_reservation:  # the queue head's reservation against the other waiting jobs
+        idle = s.cluster if s.fragment else idle_now(s.cluster, s.running)
+        if (res := head_reservation(s.queue, idle, s.keeping + s.running, s.now)) is not None:
+            s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
 
 
 def _weights(s: PlanState) -> None:
@@ -468,7 +473,8 @@ def _explore(s: PlanState) -> None:
     if s.policy.params.explore:
         s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
                                             s.policy._idle_before, move_running=s.policy.params.explore_moves,
-                                            move_spanning=s.policy.params.explore_spanning)
+                                            move_spanning=s.policy.params.explore_spanning,
+                                            scaling=s.policy.params.explore_scaling)
 
 
 def _fits(s: PlanState) -> None:

@@ -1,0 +1,100 @@
+"""A reservation for the head of the queue inside the window (``head_reservation``, off by default).
+
+Where it sits: the ``backfill`` stage of :class:`planner.hops.HopsPolicy`, after the window's candidate
+configs and before the weights and the ILP, in round and fragment plans alike. :mod:`planner.backfill`
+reserves for the window's first job with no candidate at all, and only against jobs *behind* the
+window; here the head is the queue's first waiting job, and the jobs held back are the window's own.
+
+Why (docs/results/fragments.md): with weights that protect running jobs (stretch weights, the
+preemption premium), a wide rigid job at the head of the queue rarely outweighs the running jobs whose
+GPUs it needs, and the GPUs that free up one by one go to the smaller waiting jobs of the window, so
+it waits until enough GPUs free up at once by chance: its latency ratio is Max.LR. EASY backfilling
+(Lifka 1995) bounds the head's wait instead: it reserves the GPUs the head needs at the earliest time
+they free up and lets another job start now only if it does not delay that.
+
+The rule: the head's reservation is read as
+:func:`planner.backfill.reservation` reads it (over the GPU types it can run on, the earliest time the
+idle GPUs of a type plus those released by the running jobs reach its smallest count; the GPUs of that
+type left over then are spare), with every running job keeping its GPUs until its expected end (when
+the idle GPUs suffice, the start is now: the others may not take the head's GPUs from it). Every
+other *waiting* job of the planning keeps only its candidate configs that end before the head's start
+(its remaining work at that config's rate, plus its restart cost) or take no more of the reserved
+type's GPUs than are still spare (a job keeping such a config spends that spare); a waiting job left
+with none sits out this planning. Running jobs keep all their candidates (moving them is priced
+already). No reservation when the head's start is unknown (no type frees enough GPUs by the known
+ends). Pure: the clock is ``now``, passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from planner.backfill import Reservation, reservation
+from planner.eligible import confine
+from planner.moves import remaining_seconds
+from planner.signatures import Candidate
+from planner.views import ClusterView, Config, JobView
+
+
+def _rate(job: JobView, config: Config) -> float:
+    try:
+        return max(float(job.throughput(config)), 0.0)
+    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
+        return 0.0
+
+
+def idle_now(cluster: ClusterView, running: Sequence[JobView]) -> ClusterView:
+    """``cluster`` with each node's free GPUs less what the ``running`` jobs hold there now."""
+    busy: dict[str, int] = {}
+    for j in running:
+        for n, g in (j.current or {}).items():
+            busy[n] = busy.get(n, 0) + g
+    return cluster.with_free(lambda n: max(0, n.free_gpus - busy.get(n.name, 0)))
+
+
+def head_reservation(queue: Sequence[JobView], idle: ClusterView, running: Sequence[JobView],
+                     now: float) -> Reservation | None:
+    """The queue head's reservation (module docstring), or None when its start is unknown or there is
+    no waiting job. ``idle``: each node's GPUs no job holds now (:func:`idle_now`); ``running``: every
+    job holding GPUs now. A reservation that starts now holds the head's GPUs against the others too."""
+    if not queue:
+        return None
+    head = queue[0]
+    res = reservation(head, confine(idle, head), running, now)
+    if res is None or math.isinf(res.start):
+        return None
+    return res
+
+
+def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[JobView], cluster: ClusterView,
+                  now: float) -> list[Candidate]:
+    """``cands`` less the waiting jobs' configs that would delay ``res`` (module docstring); ``jobs``:
+    the planning's jobs, highest priority first."""
+    type_of = {n.name: n.gpu_type for n in cluster.nodes}
+    by_job: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_job.setdefault(c.job_id, []).append(c)
+    spare = res.spare
+    dropped: set[int] = set()
+    for job in jobs:
+        if job.current or job.job_id == res.job_id or job.job_id not in by_job:
+            continue
+        takes = 0
+        for c in by_job[job.job_id]:
+            on_reserved = sum(g for n, g in c.config.items() if type_of.get(n) == res.gpu_type)
+            if not on_reserved:
+                continue
+            left = remaining_seconds(job, _rate(job, c.config))
+            ends = now + (left if left is not None else math.inf) + job.restart_cost
+            if ends <= res.start:
+                continue
+            if on_reserved <= spare:
+                takes = max(takes, on_reserved)
+                continue
+            dropped.add(id(c))
+        spare -= takes
+    return [c for c in cands if id(c) not in dropped]
+
+
+__all__ = ["head_reservation", "hold_for_head", "idle_now"]

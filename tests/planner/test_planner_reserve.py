@@ -1,0 +1,56 @@
+"""The queue head's reservation against the window's other waiting jobs (planner.reserve, through HopsPolicy.plan)."""
+
+from __future__ import annotations
+
+from planner.hops import HopsPolicy
+from planner.params import PlannerParams
+from planner.reserve import head_reservation, idle_now
+from planner.views import ClusterView, Config, JobView, NodeView
+
+#: a100-1: r1 (4 GPUs, ends in 600 s) and r3 (4, hours); a100-2: r2 (4, hours) and 4 idle GPUs
+NODES = ClusterView((NodeView("a100-1", "a100", "a100", 8, 8), NodeView("a100-2", "a100", "a100", 8, 8)))
+
+
+def per_gpu(cfg: Config) -> float:
+    return 10.0 * sum(cfg.values())
+
+
+def job(job_id: str, gpus: int, *, samples: float, wait: float = 0.0, current: Config | None = None) -> JobView:
+    # age 1000 s: stretch weights are 1 + wait / 1000
+    return JobView(job_id, (gpus,), submit_time=0.0, wait=wait, age=1000.0, sensitivity=1.0, throughput=per_gpu,
+                   total_samples=samples, current=current, run_time=3600.0 if current else 0.0,
+                   placed_for=3600.0 if current else 0.0)
+
+
+def jobs(small_samples: float) -> tuple[JobView, ...]:
+    return (job("r1", 4, samples=24_000, current={"a100-1": 4}),  # 24,000 / 40 = 600 s left
+            job("r3", 4, samples=1e8, current={"a100-1": 4}),
+            job("r2", 4, samples=1e8, current={"a100-2": 4}),
+            # the head: 8 GPUs, slowed down 2x so far; preempting r1 is worth less than keeping it (2 < 2.5)
+            job("head", 8, samples=1e8, wait=1000.0),
+            job("small", 4, samples=small_samples, wait=500.0))
+
+
+def test_the_head_reserves_the_gpus_that_free_first_and_none_are_spare() -> None:
+    js = jobs(1e8)
+    running = [j for j in js if j.current]
+    res = head_reservation([js[3], js[4]], idle_now(NODES, running), running, now=0.0)
+    assert res is not None and (res.job_id, res.gpu_type, res.start, res.spare) == ("head", "a100", 600.0, 0)
+    assert head_reservation([], idle_now(NODES, running), running, now=0.0) is None
+
+
+def test_with_the_reservation_a_long_job_behind_the_head_leaves_the_idle_gpus_to_it() -> None:
+    params = PlannerParams(stretch_weights=True)
+    plan = HopsPolicy(params).plan(NODES, jobs(1e8), now=0.0)
+    assert plan.assignments["small"] == {"a100-2": 4}  # the default: it takes the idle GPUs, the head waits on
+    assert plan.assignments["head"] is None
+    plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, jobs(1e8), now=0.0)
+    assert plan.assignments["small"] is None and plan.assignments["head"] is None  # kept for the head at 600 s
+    assert plan.assignments["r1"] == {"a100-1": 4}  # nobody preempted for it
+
+
+def test_with_the_reservation_a_job_that_ends_before_the_head_starts_still_fills() -> None:
+    params = PlannerParams(stretch_weights=True, head_reservation=True)
+    plan = HopsPolicy(params).plan(NODES, jobs(4_000), now=0.0)  # 4,000 / 40 = 100 s < 600 s
+    assert plan.assignments["small"] == {"a100-2": 4}
+    assert PlannerParams().head_reservation is False
