@@ -423,7 +423,8 @@ def _backfill(s: PlanState) -> None:
         s.backfilled = s.policy._backfill(s.queue, s.window.jobs, s.planned, s.cands, s.cluster, s.keeping, s.now)
     if s.policy.params.head_reservation:  # the queue head's reservation against the other waiting jobs
         idle = s.cluster if s.fragment else idle_now(s.cluster, s.running)
-        if (res := head_reservation(s.queue, idle, s.keeping + s.running, s.now)) is not None:
+        res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, s.policy.params.reserve_after)
+        if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
 
 

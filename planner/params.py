@@ -47,6 +47,7 @@ class PlannerParams:
     explore_spanning: bool = True
     explore_scaling: bool = False
     head_reservation: bool = False
+    reserve_after: float = 1.0
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -147,6 +148,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                         "share of its single-GPU rate it keeps where it runs (planner.explore_scaling)"),
     "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
                          "waiting jobs of every plan (planner.reserve)"),
+    "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
+                      "which the queue head gets its reservation (planner.reserve; 0 = always)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "

@@ -22,7 +22,9 @@ other *waiting* job of the planning keeps only its candidate configs that end be
 type's GPUs than are still spare (a job keeping such a config spends that spare); a waiting job left
 with none sits out this planning. Running jobs keep all their candidates (moving them is priced
 already). No reservation when the head's start is unknown (no type frees enough GPUs by the known
-ends). Pure: the clock is ``now``, passed in.
+ends), nor before the head's latency ratio reaches ``reserve_after`` (1 by default: it has waited as
+long as it is expected to run, a slowdown of 2 already), so that the reservation, which leaves GPUs
+idle, is paid only for jobs the weights have left waiting. Pure: the clock is ``now``, passed in.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 from planner.backfill import Reservation, reservation
 from planner.eligible import confine
 from planner.moves import remaining_seconds
+from planner.priorities import latency_ratio
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView
 
@@ -54,13 +57,16 @@ def idle_now(cluster: ClusterView, running: Sequence[JobView]) -> ClusterView:
 
 
 def head_reservation(queue: Sequence[JobView], idle: ClusterView, running: Sequence[JobView],
-                     now: float) -> Reservation | None:
+                     now: float, after: float = 0.0) -> Reservation | None:
     """The queue head's reservation (module docstring), or None when its start is unknown or there is
     no waiting job. ``idle``: each node's GPUs no job holds now (:func:`idle_now`); ``running``: every
-    job holding GPUs now. A reservation that starts now holds the head's GPUs against the others too."""
+    job holding GPUs now. A reservation that starts now holds the head's GPUs against the others too.
+    ``after``: none until the head's latency ratio (wait / expected run time) reaches it."""
     if not queue:
         return None
     head = queue[0]
+    if latency_ratio(head) < after:
+        return None
     res = reservation(head, confine(idle, head), running, now)
     if res is None or math.isinf(res.start):
         return None

@@ -37,6 +37,9 @@ def test_the_head_reserves_the_gpus_that_free_first_and_none_are_spare() -> None
     res = head_reservation([js[3], js[4]], idle_now(NODES, running), running, now=0.0)
     assert res is not None and (res.job_id, res.gpu_type, res.start, res.spare) == ("head", "a100", 600.0, 0)
     assert head_reservation([], idle_now(NODES, running), running, now=0.0) is None
+    # the head has waited as long as it runs (latency ratio 1): none from a ratio of 1.5 on
+    assert head_reservation([js[3], js[4]], idle_now(NODES, running), running, now=0.0, after=1.5) is None
+    assert head_reservation([js[3], js[4]], idle_now(NODES, running), running, now=0.0, after=1.0) is not None
 
 
 def test_with_the_reservation_a_long_job_behind_the_head_leaves_the_idle_gpus_to_it() -> None:
