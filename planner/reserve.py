@@ -17,11 +17,12 @@ The rule: the head's reservation is read as
 idle GPUs of a type plus those released by the running jobs reach its smallest count; the GPUs of that
 type left over then are spare), with every running job keeping its GPUs until its expected end (when
 the idle GPUs suffice, the start is now: the others may not take the head's GPUs from it). Every
-other *waiting* job of the planning keeps only its candidate configs that end before the head's start
-(its remaining work at that config's rate, plus its restart cost) or take no more of the reserved
-type's GPUs than are still spare (a job keeping such a config spends that spare); a waiting job left
-with none sits out this planning. Running jobs keep all their candidates (moving them is priced
-already). No reservation when the head's start is unknown (no type frees enough GPUs by the known
+other job of the planning keeps only its candidate configs that end before the head's start (its
+remaining work at that config's rate, plus its restart cost) or take no more of the reserved type's
+GPUs than are still spare, beyond those it holds now (a job keeping such a config spends that spare):
+a waiting job left with none sits out this planning, a running job keeps its place or shrinks, but
+does not grow into the reserved GPUs (on Gavel's workload, where jobs take several GPU counts,
+running jobs growing into the GPUs freed one by one starved an 8-GPU job as much as waiting ones). No reservation when the head's start is unknown (no type frees enough GPUs by the known
 ends), nor before the head's latency ratio reaches ``reserve_after`` (1 by default: it has waited as
 long as it is expected to run, a slowdown of 2 already), so that the reservation, which leaves GPUs
 idle, is paid only for jobs the weights have left waiting. Pure: the clock is ``now``, passed in.
@@ -84,12 +85,14 @@ def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[J
     spare = res.spare
     dropped: set[int] = set()
     for job in jobs:
-        if job.current or job.job_id == res.job_id or job.job_id not in by_job:
+        if job.job_id == res.job_id or job.job_id not in by_job:
             continue
+        # a running job may keep what it holds of the reserved type; only GPUs beyond that count
+        holds = sum(g for n, g in (job.current or {}).items() if type_of.get(n) == res.gpu_type)
         takes = 0
         for c in by_job[job.job_id]:
-            on_reserved = sum(g for n, g in c.config.items() if type_of.get(n) == res.gpu_type)
-            if not on_reserved:
+            on_reserved = sum(g for n, g in c.config.items() if type_of.get(n) == res.gpu_type) - holds
+            if on_reserved <= 0:
                 continue
             left = remaining_seconds(job, _rate(job, c.config))
             ends = now + (left if left is not None else math.inf) + job.restart_cost

@@ -57,3 +57,13 @@ def test_with_the_reservation_a_job_that_ends_before_the_head_starts_still_fills
     plan = HopsPolicy(params).plan(NODES, jobs(4_000), now=0.0)  # 4,000 / 40 = 100 s < 600 s
     assert plan.assignments["small"] == {"a100-2": 4}
     assert PlannerParams().head_reservation is False
+
+
+def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus() -> None:
+    grow = JobView("grow", (4, 8), submit_time=0.0, wait=0.0, age=1000.0, sensitivity=1.0, throughput=per_gpu,
+                   total_samples=1e8, current={"a100-2": 4}, run_time=3600.0, placed_for=3600.0)
+    js = jobs(1e8)[:2] + (grow, jobs(1e8)[3])
+    plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, js, now=0.0)
+    assert plan.assignments["grow"] == {"a100-2": 8}  # the default: it takes the idle GPUs
+    plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, js, now=0.0)
+    assert plan.assignments["grow"] == {"a100-2": 4} and plan.assignments["head"] is None
