@@ -83,7 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
-from planner.reserve import head_reservation, hold_for_head, idle_now
+from planner.reserve import head_reservation, hold_for_head, idle_now, overriding_weight
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.stretch import stretch_priors
@@ -345,6 +345,7 @@ class PlanState:
     planned: list[JobView] = field(default_factory=list)
     cands: list[Candidate] = field(default_factory=list)
     backfilled: list[str] = field(default_factory=list)
+    reserved: str = ""  # the queue head that outweighs every other job (planner.reserve)
     w: dict[str, float] = field(default_factory=dict)
     capacity: dict[str, int] = field(default_factory=dict)
     current: dict[str, Config] = field(default_factory=dict)
@@ -426,6 +427,7 @@ def _backfill(s: PlanState) -> None:
         res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, s.policy.params.reserve_after)
         if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
+            s.reserved = res.job_id if res.start > s.now and not s.fragment else ""
 
 
 def _weights(s: PlanState) -> None:
@@ -433,6 +435,8 @@ def _weights(s: PlanState) -> None:
     p = s.policy.params
     prior = {j.job_id: s.prios[j.job_id] for j in s.planned}
     s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
+    if s.reserved in s.w:
+        s.w[s.reserved] = overriding_weight(s.reserved, s.cands, s.w)
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
     s.current = {j.job_id: j.current for j in s.planned if j.current}
     s.order = [j.job_id for j in s.planned]

@@ -25,13 +25,20 @@ does not grow into the reserved GPUs (on Gavel's workload, where jobs take sever
 running jobs growing into the GPUs freed one by one starved an 8-GPU job as much as waiting ones). No reservation when the head's start is unknown (no type frees enough GPUs by the known
 ends), nor before the head's latency ratio reaches ``reserve_after`` (1 by default: it has waited as
 long as it is expected to run, a slowdown of 2 already), so that the reservation, which leaves GPUs
-idle, is paid only for jobs the weights have left waiting. Pure: the clock is ``now``, passed in.
+idle, is paid only for jobs the weights have left waiting.
+
+A reservation is no bound when the running jobs are long (on Gavel's workload jobs run for tens of
+hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So a head that has
+its reservation and cannot start now also gets a weight that outweighs every other job's candidates
+(:func:`overriding_weight`): the round plan places it at once if any placement fits, preempting the
+jobs whose loss costs the objective least; fragment plans, which place on idle GPUs only, keep the
+reservation. Pure: the clock is ``now``, passed in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from planner.backfill import Reservation, reservation
 from planner.eligible import confine
@@ -106,4 +113,15 @@ def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[J
     return [c for c in cands if id(c) not in dropped]
 
 
-__all__ = ["head_reservation", "hold_for_head", "idle_now"]
+def overriding_weight(head_id: str, cands: Sequence[Candidate], w: Mapping[str, float]) -> float:
+    """A weight for ``head_id`` above what every other job's candidates can add to eq. 11 together (each
+    job's weight times its largest gain, the running premium included), so that the solve places the
+    head whenever some placement of it fits, preempting the jobs that cost the objective least."""
+    best: dict[str, float] = {}
+    for c in cands:
+        if c.job_id != head_id:
+            best[c.job_id] = max(best.get(c.job_id, 0.0), c.gain)
+    return 1.0 + sum(w.get(j, 0.0) * g for j, g in best.items())
+
+
+__all__ = ["head_reservation", "hold_for_head", "idle_now", "overriding_weight"]

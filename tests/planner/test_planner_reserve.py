@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from planner.hops import HopsPolicy
 from planner.params import PlannerParams
-from planner.reserve import head_reservation, idle_now
+from planner.reserve import head_reservation, hold_for_head, idle_now
+from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView
 
 #: a100-1: r1 (4 GPUs, ends in 600 s) and r3 (4, hours); a100-2: r2 (4, hours) and 4 idle GPUs
@@ -42,21 +43,30 @@ def test_the_head_reserves_the_gpus_that_free_first_and_none_are_spare() -> None
     assert head_reservation([js[3], js[4]], idle_now(NODES, running), running, now=0.0, after=1.0) is not None
 
 
-def test_with_the_reservation_a_long_job_behind_the_head_leaves_the_idle_gpus_to_it() -> None:
-    params = PlannerParams(stretch_weights=True)
-    plan = HopsPolicy(params).plan(NODES, jobs(1e8), now=0.0)
-    assert plan.assignments["small"] == {"a100-2": 4}  # the default: it takes the idle GPUs, the head waits on
-    assert plan.assignments["head"] is None
-    plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, jobs(1e8), now=0.0)
-    assert plan.assignments["small"] is None and plan.assignments["head"] is None  # kept for the head at 600 s
-    assert plan.assignments["r1"] == {"a100-1": 4}  # nobody preempted for it
-
-
-def test_with_the_reservation_a_job_that_ends_before_the_head_starts_still_fills() -> None:
-    params = PlannerParams(stretch_weights=True, head_reservation=True)
-    plan = HopsPolicy(params).plan(NODES, jobs(4_000), now=0.0)  # 4,000 / 40 = 100 s < 600 s
-    assert plan.assignments["small"] == {"a100-2": 4}
+def test_only_configs_that_end_before_the_head_or_use_spare_gpus_are_kept_for_the_others() -> None:
+    js = jobs(1e8)
+    running = [j for j in js if j.current]
+    res = head_reservation([js[3], js[4]], idle_now(NODES, running), running, now=0.0)
+    assert res is not None
+    long_small = Candidate("small", {"a100-2": 4}, 1.0)
+    kept = hold_for_head(res, [long_small, Candidate("head", {"a100-2": 8}, 1.0)], js, NODES, 0.0)
+    assert [c.job_id for c in kept] == ["head"]  # 4 GPUs for hours: the head's, none spare
+    short = jobs(4_000)  # 4,000 / 40 = 100 s < 600 s: ends before the head starts
+    assert hold_for_head(res, [long_small], short, NODES, 0.0) == [long_small]
+    keep_r2 = Candidate("r2", {"a100-2": 4}, 2.5)  # a running job keeping what it holds
+    assert hold_for_head(res, [keep_r2, Candidate("r2", {"a100-2": 8}, 2.0)], js, NODES, 0.0) == [keep_r2]
     assert PlannerParams().head_reservation is False
+
+
+def test_in_a_round_plan_the_reserved_head_outweighs_the_others_and_starts_at_once() -> None:
+    plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, jobs(1e8), now=0.0)
+    assert plan.assignments["small"] == {"a100-2": 4} and plan.assignments["head"] is None  # the default
+    plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, jobs(1e8), now=0.0)
+    head = plan.assignments["head"]
+    assert head is not None and sum(head.values()) == 8 and plan.assignments["small"] is None
+    # below the latency ratio it needs, the head gets neither
+    late = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5)
+    assert HopsPolicy(late).plan(NODES, jobs(1e8), now=0.0).assignments["head"] is None
 
 
 def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus() -> None:
@@ -66,4 +76,4 @@ def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus()
     plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, js, now=0.0)
     assert plan.assignments["grow"] == {"a100-2": 8}  # the default: it takes the idle GPUs
     plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, js, now=0.0)
-    assert plan.assignments["grow"] == {"a100-2": 4} and plan.assignments["head"] is None
+    assert plan.assignments["grow"] != {"a100-2": 8} and plan.assignments["head"] is not None
