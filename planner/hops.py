@@ -83,7 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
-from planner.reserve import head_reservation, hold_for_head, idle_now, overriding_weight
+from planner.reserve import head_reservation, hold_for_head, idle_now, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.stretch import stretch_priors
@@ -191,6 +191,8 @@ class HopsPolicy(Policy):
         self._plan_of_round = 0
         #: GPUs per node the previous round's plan left idle (planner.explore: idle for a whole round)
         self._idle_before: dict[str, int] | None = None
+        #: queue heads a round plan started with planner.reserve's overriding weight, while they run
+        self._protected: set[str] = set()
         #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
         #: throughput function judged): the verdict of :meth:`_unservable`
         self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
@@ -435,8 +437,8 @@ def _weights(s: PlanState) -> None:
     p = s.policy.params
     prior = {j.job_id: s.prios[j.job_id] for j in s.planned}
     s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
-    if s.reserved in s.w:
-        s.w[s.reserved] = overriding_weight(s.reserved, s.cands, s.w)
+    if p.head_reservation and not s.fragment:  # the reserved head and those started so before (planner.reserve)
+        s.w.update(overriding_weights(s.reserved, s.policy._protected & set(s.w), s.cands, s.w))
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
     s.current = {j.job_id: j.current for j in s.planned if j.current}
     s.order = [j.job_id for j in s.planned]
@@ -522,6 +524,7 @@ def _outcome(s: PlanState) -> None:
     if not s.fragment:
         policy._previous = {j: c for j, c in s.assignments.items() if c}
         policy._idle_before = idle_now
+        policy._protected = {j for j in policy._protected | {s.reserved} if j and s.assignments.get(j)}
     s.diagnostics = {
         "queue": [j.job_id for j in s.queue],
         "priorities": s.prios,

@@ -30,15 +30,16 @@ idle, is paid only for jobs the weights have left waiting.
 A reservation is no bound when the running jobs are long (on Gavel's workload jobs run for tens of
 hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So a head that has
 its reservation and cannot start now also gets a weight that outweighs every other job's candidates
-(:func:`overriding_weight`): the round plan places it at once if any placement fits, preempting the
-jobs whose loss costs the objective least; fragment plans, which place on idle GPUs only, keep the
-reservation. Pure: the clock is ``now``, passed in.
+(:func:`overriding_weights`): the round plan places it at once if any placement fits, preempting the
+jobs whose loss costs the objective least, and the job started so outweighs every later head while it
+runs (else two starved heads take each other's GPUs round after round); fragment plans, which place on
+idle GPUs only, keep the reservation. Pure: the clock is ``now``, passed in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 
 from planner.backfill import Reservation, reservation
 from planner.eligible import confine
@@ -113,15 +114,22 @@ def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[J
     return [c for c in cands if id(c) not in dropped]
 
 
-def overriding_weight(head_id: str, cands: Sequence[Candidate], w: Mapping[str, float]) -> float:
-    """A weight for ``head_id`` above what every other job's candidates can add to eq. 11 together (each
+def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candidate],
+                       w: Mapping[str, float]) -> dict[str, float]:
+    """Weights for ``head_id`` and the ``protected`` jobs (heads started this way before, still running):
+    the head's above what every other unprotected job's candidates can add to eq. 11 together (each
     job's weight times its largest gain, the running premium included), so that the solve places the
-    head whenever some placement of it fits, preempting the jobs that cost the objective least."""
+    head whenever some placement fits, preempting the jobs that cost the objective least; a protected
+    job's twice that, so that no later head takes its GPUs back (heads would take turns otherwise)."""
     best: dict[str, float] = {}
     for c in cands:
-        if c.job_id != head_id:
+        if c.job_id != head_id and c.job_id not in protected:
             best[c.job_id] = max(best.get(c.job_id, 0.0), c.gain)
-    return 1.0 + sum(w.get(j, 0.0) * g for j, g in best.items())
+    base = 1.0 + sum(w.get(j, 0.0) * g for j, g in best.items())
+    out = {j: 2.0 * base for j in protected if j in w}
+    if head_id in w:
+        out[head_id] = base
+    return out
 
 
-__all__ = ["head_reservation", "hold_for_head", "idle_now", "overriding_weight"]
+__all__ = ["head_reservation", "hold_for_head", "idle_now", "overriding_weights"]

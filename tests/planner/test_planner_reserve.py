@@ -77,3 +77,18 @@ def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus()
     assert plan.assignments["grow"] == {"a100-2": 8}  # the default: it takes the idle GPUs
     plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, js, now=0.0)
     assert plan.assignments["grow"] != {"a100-2": 8} and plan.assignments["head"] is not None
+
+
+def test_a_head_started_by_the_reservation_is_not_taken_back_by_the_next_head() -> None:
+    one = ClusterView((NodeView("a100-1", "a100", "a100", 8, 8),))
+    policy = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True))
+    a_waits = job("A", 8, samples=1e8, wait=1000.0)
+    b_runs = job("B", 8, samples=1e8, current={"a100-1": 8})
+    assert policy.plan(one, (a_waits, b_runs), now=0.0).assignments == {"A": {"a100-1": 8}, "B": None}
+    # the next round: B, preempted for A, has waited longer than A had; A keeps its GPUs
+    a_runs = job("A", 8, samples=1e8, wait=1000.0, current={"a100-1": 8})
+    b_waits = job("B", 8, samples=1e8, wait=1500.0)
+    assert policy.plan(one, (a_runs, b_waits), now=360.0).assignments == {"A": {"a100-1": 8}, "B": None}
+    # a planner that did not start A that way hands the GPUs to B
+    fresh = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True))
+    assert fresh.plan(one, (a_runs, b_waits), now=360.0).assignments == {"A": None, "B": {"a100-1": 8}}
