@@ -83,7 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
-from planner.reserve import head_reservation, hold_for_head, idle_now, overriding_weights
+from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.stretch import stretch_priors
@@ -429,7 +429,7 @@ def _backfill(s: PlanState) -> None:
         res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, s.policy.params.reserve_after)
         if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
-            s.reserved = res.job_id if res.start > s.now and not s.fragment else ""
+            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now) else ""
 
 
 def _weights(s: PlanState) -> None:

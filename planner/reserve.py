@@ -28,8 +28,9 @@ long as it is expected to run, a slowdown of 2 already), so that the reservation
 idle, is paid only for jobs the weights have left waiting.
 
 A reservation is no bound when the running jobs are long (on Gavel's workload jobs run for tens of
-hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So a head that has
-its reservation and cannot start now also gets a weight that outweighs every other job's candidates
+hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So a head whose
+reservation starts later than its own expected run time from now (waiting for it would raise its
+latency ratio by more than 1) also gets a weight that outweighs every other job's candidates
 (:func:`overriding_weights`): the round plan places it at once if any placement fits, preempting the
 jobs whose loss costs the objective least, and the job started so outweighs every later head while it
 runs (else two starved heads take each other's GPUs round after round); fragment plans, which place on
@@ -114,6 +115,12 @@ def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[J
     return [c for c in cands if id(c) not in dropped]
 
 
+def overrides(res: Reservation, head: JobView, now: float) -> bool:
+    """Whether ``head`` should start now by preemption rather than wait for ``res``: when waiting for it
+    would cost the head more than its own expected run time (its latency ratio would rise by over 1)."""
+    return res.start - now > head.age
+
+
 def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candidate],
                        w: Mapping[str, float]) -> dict[str, float]:
     """Weights for ``head_id`` and the ``protected`` jobs (heads started this way before, still running):
@@ -132,4 +139,4 @@ def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candid
     return out
 
 
-__all__ = ["head_reservation", "hold_for_head", "idle_now", "overriding_weights"]
+__all__ = ["head_reservation", "hold_for_head", "idle_now", "overrides", "overriding_weights"]

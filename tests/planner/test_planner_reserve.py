@@ -23,8 +23,8 @@ def job(job_id: str, gpus: int, *, samples: float, wait: float = 0.0, current: C
                    placed_for=3600.0 if current else 0.0)
 
 
-def jobs(small_samples: float) -> tuple[JobView, ...]:
-    return (job("r1", 4, samples=24_000, current={"a100-1": 4}),  # 24,000 / 40 = 600 s left
+def jobs(small_samples: float, r1_samples: float = 24_000) -> tuple[JobView, ...]:
+    return (job("r1", 4, samples=r1_samples, current={"a100-1": 4}),  # 24,000 / 40 = 600 s left
             job("r3", 4, samples=1e8, current={"a100-1": 4}),
             job("r2", 4, samples=1e8, current={"a100-2": 4}),
             # the head: 8 GPUs, slowed down 2x so far; preempting r1 is worth less than keeping it (2 < 2.5)
@@ -58,21 +58,27 @@ def test_only_configs_that_end_before_the_head_or_use_spare_gpus_are_kept_for_th
     assert PlannerParams().head_reservation is False
 
 
-def test_in_a_round_plan_the_reserved_head_outweighs_the_others_and_starts_at_once() -> None:
+def test_in_a_round_plan_the_head_waits_for_a_near_reservation_and_starts_at_once_before_a_far_one() -> None:
     plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, jobs(1e8), now=0.0)
     assert plan.assignments["small"] == {"a100-2": 4} and plan.assignments["head"] is None  # the default
-    plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, jobs(1e8), now=0.0)
+    params = PlannerParams(stretch_weights=True, head_reservation=True)
+    # r1 ends in 600 s, within the head's own run time (1000 s): the GPUs are kept, nobody is preempted
+    plan = HopsPolicy(params).plan(NODES, jobs(1e8), now=0.0)
+    assert plan.assignments["small"] is None and plan.assignments["head"] is None
+    assert plan.assignments["r1"] == {"a100-1": 4}
+    # r1 ends in 1,500 s: the head outweighs the others and starts now
+    plan = HopsPolicy(params).plan(NODES, jobs(1e8, r1_samples=60_000), now=0.0)
     head = plan.assignments["head"]
     assert head is not None and sum(head.values()) == 8 and plan.assignments["small"] is None
     # below the latency ratio it needs, the head gets neither
     late = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5)
-    assert HopsPolicy(late).plan(NODES, jobs(1e8), now=0.0).assignments["head"] is None
+    assert HopsPolicy(late).plan(NODES, jobs(1e8, r1_samples=60_000), now=0.0).assignments["head"] is None
 
 
 def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus() -> None:
     grow = JobView("grow", (4, 8), submit_time=0.0, wait=0.0, age=1000.0, sensitivity=1.0, throughput=per_gpu,
                    total_samples=1e8, current={"a100-2": 4}, run_time=3600.0, placed_for=3600.0)
-    js = jobs(1e8)[:2] + (grow, jobs(1e8)[3])
+    js = jobs(1e8, r1_samples=60_000)[:2] + (grow, jobs(1e8)[3])
     plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, js, now=0.0)
     assert plan.assignments["grow"] == {"a100-2": 8}  # the default: it takes the idle GPUs
     plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, js, now=0.0)
