@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
+from planner.explore_scaling import measured_scaling, scaled_bound
 from planner.moves import move_price
 from planner.views import ClusterView, Config, JobView, config_gpus, freeze_config
 
@@ -63,14 +64,17 @@ def _spreads(cand: Config, cfg: Config, types: Mapping[str, str]) -> bool:
 
 def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
                  capacity: Mapping[str, int], sigma: float, idle_before: Mapping[str, int] | None = None,
-                 move_running: bool = True, move_spanning: bool = True) -> tuple[dict[str, Config | None], dict[str, str]]:
+                 move_running: bool = True, move_spanning: bool = True,
+                 scaling: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why.
     ``idle_before``: GPUs per node left idle by the previous round's plan (None: unknown, so a job
     preempted or moved before does not explore while it runs). ``move_running`` False
     (``PlannerParams.explore_moves``): no running job pays a move to explore, except onto GPUs idle for a
     whole round; jobs explore at their (re)starts. ``move_spanning`` False (``PlannerParams.explore_spanning``):
     a running job is never moved to explore a config on more than one server: the optimistic rate has no
-    communication in it, so there it is no bound worth a restart (a job starting still tries it)."""
+    communication in it, so there it is no bound worth a restart (a job starting still tries it). ``scaling``
+    (``PlannerParams.explore_scaling``): a running job's bound carries its measured scaling
+    (:mod:`planner.explore_scaling`)."""
     out: dict[str, Config | None] = dict(chosen)
     free = dict(capacity)
     for cfg in out.values():
@@ -93,10 +97,11 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         pool = cluster.with_free(lambda n: max(0, min(n.total_gpus, free.get(n.name, 0) + cfg.get(n.name, 0))))
         best: Config | None = None
         best_rate = rate * EXPLORE_MARGIN
+        scale = measured_scaling(job) if scaling else None
         for cand in generate_configs(job, pool, sigma, one_per_class=True):
             if config_gpus(cand) != config_gpus(cfg) or dict(cand) == dict(cfg) or _spreads(cand, cfg, types):
                 continue
-            opt = _rate(job.explore, cand)
+            opt = scaled_bound(job, cand, _rate(job.explore, cand), scale)
             if opt <= best_rate:
                 continue
             if job.current and not move_spanning and len(cand) > 1:

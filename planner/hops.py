@@ -83,6 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
+from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.stretch import stretch_priors
@@ -190,6 +191,8 @@ class HopsPolicy(Policy):
         self._plan_of_round = 0
         #: GPUs per node the previous round's plan left idle (planner.explore: idle for a whole round)
         self._idle_before: dict[str, int] | None = None
+        #: queue heads a round plan started with planner.reserve's overriding weight, while they run
+        self._protected: set[str] = set()
         #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
         #: throughput function judged): the verdict of :meth:`_unservable`
         self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
@@ -344,6 +347,7 @@ class PlanState:
     planned: list[JobView] = field(default_factory=list)
     cands: list[Candidate] = field(default_factory=list)
     backfilled: list[str] = field(default_factory=list)
+    reserved: str = ""  # the queue head that outweighs every other job (planner.reserve)
     w: dict[str, float] = field(default_factory=dict)
     capacity: dict[str, int] = field(default_factory=dict)
     current: dict[str, Config] = field(default_factory=dict)
@@ -420,6 +424,12 @@ def _candidates(s: PlanState) -> None:
 def _backfill(s: PlanState) -> None:
     if s.policy.params.backfill:
         s.backfilled = s.policy._backfill(s.queue, s.window.jobs, s.planned, s.cands, s.cluster, s.keeping, s.now)
+    if s.policy.params.head_reservation:  # the queue head's reservation against the other waiting jobs
+        idle = s.cluster if s.fragment else idle_now(s.cluster, s.running)
+        res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, s.policy.params.reserve_after)
+        if res is not None:
+            s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
+            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now) else ""
 
 
 def _weights(s: PlanState) -> None:
@@ -427,6 +437,8 @@ def _weights(s: PlanState) -> None:
     p = s.policy.params
     prior = {j.job_id: s.prios[j.job_id] for j in s.planned}
     s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
+    if p.head_reservation and not s.fragment:  # the reserved head and those started so before (planner.reserve)
+        s.w.update(overriding_weights(s.reserved, s.policy._protected & set(s.w), s.cands, s.w))
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
     s.current = {j.job_id: j.current for j in s.planned if j.current}
     s.order = [j.job_id for j in s.planned]
@@ -468,7 +480,8 @@ def _explore(s: PlanState) -> None:
     if s.policy.params.explore:
         s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
                                             s.policy._idle_before, move_running=s.policy.params.explore_moves,
-                                            move_spanning=s.policy.params.explore_spanning)
+                                            move_spanning=s.policy.params.explore_spanning,
+                                            scaling=s.policy.params.explore_scaling)
 
 
 def _fits(s: PlanState) -> None:
@@ -511,6 +524,7 @@ def _outcome(s: PlanState) -> None:
     if not s.fragment:
         policy._previous = {j: c for j, c in s.assignments.items() if c}
         policy._idle_before = idle_now
+        policy._protected = {j for j in policy._protected | {s.reserved} if j and s.assignments.get(j)}
     s.diagnostics = {
         "queue": [j.job_id for j in s.queue],
         "priorities": s.prios,

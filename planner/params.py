@@ -45,6 +45,9 @@ class PlannerParams:
     explore: bool = True
     explore_moves: bool = True
     explore_spanning: bool = True
+    explore_scaling: bool = False
+    head_reservation: bool = False
+    reserve_after: float = 1.0
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -141,6 +144,12 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                       "false = running jobs explore only onto GPUs idle for a whole round (planner.explore)"),
     "explore_spanning": (_switch, "true or false: a running job may be moved to explore an unmeasured config on several "
                          "servers; false = only at a (re)start (its optimistic rate has no communication in it)"),
+    "explore_scaling": (_switch, "true or false: a running job's optimistic rate on an unmeasured config is scaled by the "
+                        "share of its single-GPU rate it keeps where it runs (planner.explore_scaling)"),
+    "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
+                         "waiting jobs of every plan (planner.reserve)"),
+    "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
+                      "which the queue head gets its reservation (planner.reserve; 0 = always)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "

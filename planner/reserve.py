@@ -1,0 +1,143 @@
+"""A reservation for the head of the queue inside the window (``head_reservation``, off by default).
+
+Where it sits: the ``backfill`` stage of :class:`planner.hops.HopsPolicy`, after the window's candidate
+configs and before the weights and the ILP, in round and fragment plans alike (the overriding weight
+below: the ``weights`` stage of round plans). :mod:`planner.backfill`
+reserves for the window's first job with no candidate at all, and only against jobs *behind* the
+window; here the head is the queue's first waiting job, and the jobs held back are the window's own.
+
+Why (docs/results/fragments.md): with weights that protect running jobs (stretch weights, the
+preemption premium), a wide rigid job at the head of the queue rarely outweighs the running jobs whose
+GPUs it needs, and the GPUs that free up one by one go to the smaller waiting jobs of the window, so
+it waits until enough GPUs free up at once by chance: its latency ratio is Max.LR. EASY backfilling
+(Lifka 1995) bounds the head's wait instead: it reserves the GPUs the head needs at the earliest time
+they free up and lets another job start now only if it does not delay that.
+
+The rule: the head's reservation is read as
+:func:`planner.backfill.reservation` reads it (over the GPU types it can run on, the earliest time the
+idle GPUs of a type plus those released by the running jobs reach its smallest count; the GPUs of that
+type left over then are spare), with every running job keeping its GPUs until its expected end (when
+the idle GPUs suffice, the start is now: the others may not take the head's GPUs from it). Every
+other job of the planning keeps only its candidate configs that end before the head's start (its
+remaining work at that config's rate, plus its restart cost) or take no more of the reserved type's
+GPUs than are still spare, beyond those it holds now (a job keeping such a config spends that spare):
+a waiting job left with none sits out this planning, a running job keeps its place or shrinks, but
+does not grow into the reserved GPUs (on Gavel's workload, where jobs take several GPU counts,
+running jobs growing into the GPUs freed one by one starved an 8-GPU job as much as waiting ones).
+No reservation when the head's start is unknown (no type frees enough GPUs by the known ends), nor before the head's latency ratio reaches ``reserve_after`` (1 by default: it has waited as
+long as it is expected to run, a slowdown of 2 already), so that the reservation, which leaves GPUs
+idle, is paid only for jobs the weights have left waiting.
+
+A reservation is no bound when the running jobs are long (on Gavel's workload jobs run for tens of
+hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So a head whose
+reservation starts later than its own expected run time from now (waiting for it would raise its
+latency ratio by more than 1) also gets a weight that outweighs every other job's candidates
+(:func:`overriding_weights`): the round plan places it at once if any placement fits, preempting the
+jobs whose loss costs the objective least, and the job started so outweighs every later head while it
+runs (else two starved heads take each other's GPUs round after round); fragment plans, which place on
+idle GPUs only, keep the reservation. Pure: the clock is ``now``, passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence, Set
+
+from planner.backfill import Reservation, reservation
+from planner.eligible import confine
+from planner.moves import remaining_seconds
+from planner.priorities import latency_ratio
+from planner.signatures import Candidate
+from planner.views import ClusterView, Config, JobView
+
+
+def _rate(job: JobView, config: Config) -> float:
+    try:
+        return max(float(job.throughput(config)), 0.0)
+    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
+        return 0.0
+
+
+def idle_now(cluster: ClusterView, running: Sequence[JobView]) -> ClusterView:
+    """``cluster`` with each node's free GPUs less what the ``running`` jobs hold there now."""
+    busy: dict[str, int] = {}
+    for j in running:
+        for n, g in (j.current or {}).items():
+            busy[n] = busy.get(n, 0) + g
+    return cluster.with_free(lambda n: max(0, n.free_gpus - busy.get(n.name, 0)))
+
+
+def head_reservation(queue: Sequence[JobView], idle: ClusterView, running: Sequence[JobView],
+                     now: float, after: float = 0.0) -> Reservation | None:
+    """The queue head's reservation (module docstring), or None when its start is unknown or there is
+    no waiting job. ``idle``: each node's GPUs no job holds now (:func:`idle_now`); ``running``: every
+    job holding GPUs now. A reservation that starts now holds the head's GPUs against the others too.
+    ``after``: none until the head's latency ratio (wait / expected run time) reaches it."""
+    if not queue:
+        return None
+    head = queue[0]
+    if latency_ratio(head) < after:
+        return None
+    res = reservation(head, confine(idle, head), running, now)
+    if res is None or math.isinf(res.start):
+        return None
+    return res
+
+
+def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[JobView], cluster: ClusterView,
+                  now: float) -> list[Candidate]:
+    """``cands`` less the waiting jobs' configs that would delay ``res`` (module docstring); ``jobs``:
+    the planning's jobs, highest priority first."""
+    type_of = {n.name: n.gpu_type for n in cluster.nodes}
+    by_job: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_job.setdefault(c.job_id, []).append(c)
+    spare = res.spare
+    dropped: set[int] = set()
+    for job in jobs:
+        if job.job_id == res.job_id or job.job_id not in by_job:
+            continue
+        # a running job may keep what it holds of the reserved type; only GPUs beyond that count
+        holds = sum(g for n, g in (job.current or {}).items() if type_of.get(n) == res.gpu_type)
+        takes = 0
+        for c in by_job[job.job_id]:
+            on_reserved = sum(g for n, g in c.config.items() if type_of.get(n) == res.gpu_type) - holds
+            if on_reserved <= 0:
+                continue
+            left = remaining_seconds(job, _rate(job, c.config))
+            ends = now + (left if left is not None else math.inf) + job.restart_cost
+            if ends <= res.start:
+                continue
+            if on_reserved <= spare:
+                takes = max(takes, on_reserved)
+                continue
+            dropped.add(id(c))
+        spare -= takes
+    return [c for c in cands if id(c) not in dropped]
+
+
+def overrides(res: Reservation, head: JobView, now: float) -> bool:
+    """Whether ``head`` should start now by preemption rather than wait for ``res``: when waiting for it
+    would cost the head more than its own expected run time (its latency ratio would rise by over 1)."""
+    return res.start - now > head.age
+
+
+def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candidate],
+                       w: Mapping[str, float]) -> dict[str, float]:
+    """Weights for ``head_id`` and the ``protected`` jobs (heads started this way before, still running):
+    the head's above what every other unprotected job's candidates can add to eq. 11 together (each
+    job's weight times its largest gain, the running premium included), so that the solve places the
+    head whenever some placement fits, preempting the jobs that cost the objective least; a protected
+    job's twice that, so that no later head takes its GPUs back (heads would take turns otherwise)."""
+    best: dict[str, float] = {}
+    for c in cands:
+        if c.job_id != head_id and c.job_id not in protected:
+            best[c.job_id] = max(best.get(c.job_id, 0.0), c.gain)
+    base = 1.0 + sum(w.get(j, 0.0) * g for j, g in best.items())
+    out = {j: 2.0 * base for j in protected if j in w}
+    if head_id in w:
+        out[head_id] = base
+    return out
+
+
+__all__ = ["head_reservation", "hold_for_head", "idle_now", "overrides", "overriding_weights"]
