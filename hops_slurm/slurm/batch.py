@@ -128,3 +128,10 @@ def jobs_of(api: SlurmApi, job_ids: Collection[str]) -> tuple[list[SlurmJob], bo
     if got is not None:
         return got, False
     return api.jobs(), True
+
+
+def reads_some(api: SlurmApi) -> bool:
+    """Whether ``api`` reads just some jobs (:func:`jobs_of` without the whole listing): its ``jobs_of``
+    answers an empty ask (which runs no command) with a list, not None."""
+    some = getattr(api, "jobs_of", None)
+    return some is not None and some(()) is not None

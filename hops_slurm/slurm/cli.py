@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
+from hops_slurm.slurm.read_common import JobCache
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,8 @@ class CliSlurm:
         self._dialect = dialect
         #: commands run so far, by :func:`command_label` (``hops-slurm bench calls`` and the live tests read it)
         self.calls: Counter[str] = Counter()
+        #: the jobs of the last whole listing: a job whose record is unchanged is not read again
+        self.job_cache = JobCache()
 
     # ----- running commands -----------------------------------------------------------------------
     def _run(self, argv: list[str], stdin: str | None = None) -> str:
@@ -194,7 +197,7 @@ class CliSlurm:
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
         d = self.dialect
-        return self._read(d.jobs_argv(), d.jobs)
+        return self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
 
     def job(self, job_id: str) -> SlurmJob | None:
         d = self.dialect

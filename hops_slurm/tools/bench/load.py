@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -114,11 +115,11 @@ def step_seconds(registry: CollectorRegistry, cycle: str) -> dict[str, float]:
     return out
 
 
-def step_table(per_round: list[dict[str, float]], order: Sequence[str]) -> list[str]:
+def step_table(per_round: list[dict[str, float]], order: Sequence[str], what: str = "refresh step") -> list[str]:
     """A markdown table: one row per step of ``order`` that ran, one column per round, seconds."""
     if not per_round:
         return []
-    lines = ["| refresh step | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
+    lines = [f"| {what} | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
              "|---|" + "---|" * len(per_round)]
     for name in order:
         if any(name in r for r in per_round):
@@ -208,6 +209,7 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.config import load_config
     from hops_slurm.engine.engine import Engine
     from hops_slurm.engine.refresh import STEPS
+    from hops_slurm.slurm.enact import ENACT_PHASES, READ_BACK_LIMIT
     from hops_slurm.tools.minicluster.cluster import Minicluster
     from hops_slurm.tools.minicluster.processes import stop_child
     from hops_slurm.tools.minicluster.spec import load_spec
@@ -220,9 +222,13 @@ def run(out_dir: Path) -> Path:
     spec = load_spec(bundle_root() / "etc" / "minicluster" / "load.toml")
     cluster = Minicluster(spec, job_submit_lua=bundle_root() / "hooks" / "job_submit.lua")
     cluster.down()
+    for old in (spec.state_dir / "ctld").glob("hash.*"):  # a past run's jobs, which slurmctld -c would purge
+        shutil.rmtree(old, ignore_errors=True)  # one file at a time (over its 20 s start on a busy machine)
     cluster.up()
     rows: list[dict[str, float | int | str]] = []
     steps: list[dict[str, float]] = []
+    enact_steps: list[dict[str, float]] = []
+    loads: list[float] = []  # the 1-minute load average after each round
     cpu: list[tuple[float, ...]] = []  # per round: CPU seconds of the engine, its Slurm commands, slurmctld
     daemon: subprocess.Popen[bytes] | None = None
     try:
@@ -237,12 +243,16 @@ def run(out_dir: Path) -> Path:
             ctld = cluster.status().daemons["slurmctld"][0]
             for r in range(ROUNDS):
                 before = step_seconds(engine.metrics.registry, "refresh")
+                before_enact = step_seconds(engine.metrics.registry, "enact")
                 c0 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
                 rows.append(timed_round(engine, r + 1))
                 c1 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
                 cpu.append(tuple(b - a for a, b in zip(c0, c1)))
+                loads.append(load())
                 after = step_seconds(engine.metrics.registry, "refresh")
                 steps.append({k: v - before.get(k, 0.0) for k, v in after.items()})
+                after = step_seconds(engine.metrics.registry, "enact")
+                enact_steps.append({k: v - before_enact.get(k, 0.0) for k, v in after.items()})
                 print(f"round {r + 1}: {rows[-1]['total']:.2f} s, {rows[-1]['processes']} Slurm processes "
                       f"({rows[-1]['placed']} jobs placed)", flush=True)
             engine_rss = peak_rss_mib()
@@ -293,14 +303,22 @@ def run(out_dir: Path) -> Path:
         "",
         "CPU seconds of each round (wall time on a busy machine counts the other processes' turns; these do not):",
         "",
-        "| round | wall | engine CPU | Slurm commands CPU | slurmctld CPU |",
-        "|---|---|---|---|---|",
-        *(f"| {i + 1} | {float(rows[i]['total']):.2f} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} |" for i, c in enumerate(cpu)),
+        "| round | wall | engine CPU | Slurm commands CPU | slurmctld CPU | load average after it (1 min) |",
+        "|---|---|---|---|---|---|",
+        *(f"| {i + 1} | {float(rows[i]['total']):.2f} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {loads[i]:.2f} |"
+          for i, c in enumerate(cpu)),
         "",
         "The refresh of each round (the \"read (refresh)\" column) by its steps (hops_slurm/engine/refresh.py), "
         "seconds, as the engine times them (`hops_engine_step_duration_seconds{cycle=\"refresh\"}`):",
         "",
         *step_table(steps, [name for name, _ in STEPS]),
+        "",
+        "The enactment's phases in each round (hops_slurm/slurm/enact.py, `cycle=\"enact\"`; those inside a "
+        "refresh, e.g. its `settle` step verifying started jobs, count there too). With 10,000 jobs listed, Slurm "
+        "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`), so the round does "
+        f"not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): the next refresh verifies them.",
+        "",
+        *step_table(enact_steps, ENACT_PHASES, "enact phase"),
         "",
         f"Engine peak RSS (VmHWM of the engine's process, reset before the engine opened): **{engine_rss:.0f} MiB**. "
         f"Load average after this phase: {load_mid:.2f}.",
