@@ -2,8 +2,9 @@
 
 Where it sits: the live engine reads a :class:`Snapshot` (the job listing, the nodes, the reservations:
 one ``squeue``/``sinfo``/reservation read on 22.05) at the start of a round; the enactment
-(:mod:`hops_slurm.slurm.enact`) acts on that snapshot and reads the job listing once more after it
-released jobs (:meth:`hops_slurm.slurm.enact.Enactor.apply`); crash recovery
+(:mod:`hops_slurm.slurm.enact`) acts on that snapshot and reads the jobs it released once more
+(:meth:`hops_slurm.slurm.enact.Enactor.apply`; with a long listing on 22.05 it does not, and
+:meth:`Snapshot.released` stands for that read until the next refresh); crash recovery
 (:mod:`hops_slurm.slurm.reconcile`) reads one too. What they all ask of it lives in this module:
 
 * **placed and pending** (:func:`placed_config`): a pending job released into its own reservation on the

@@ -56,6 +56,8 @@ def command(env: Mapping[str, str]) -> str:
 
 JOBS = 10_000
 ROUNDS = 5
+#: the engine's timed cycles a round runs through (``hops_engine_step_duration_seconds{cycle}``)
+CYCLES = ("refresh", "round", "planning", "enact")
 #: the round's target with 10,000 pending (issue 37, item 3)
 TARGET_S = 5.0
 RATE = 50.0
@@ -209,6 +211,7 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.config import load_config
     from hops_slurm.engine.engine import Engine
     from hops_slurm.engine.refresh import STEPS
+    from hops_slurm.engine.round import STEPS as ROUND_STEPS
     from hops_slurm.slurm.enact import ENACT_PHASES, READ_BACK_LIMIT
     from hops_slurm.tools.minicluster.cluster import Minicluster
     from hops_slurm.tools.minicluster.processes import stop_child
@@ -226,8 +229,7 @@ def run(out_dir: Path) -> Path:
         shutil.rmtree(old, ignore_errors=True)  # one file at a time (over its 20 s start on a busy machine)
     cluster.up()
     rows: list[dict[str, float | int | str]] = []
-    steps: list[dict[str, float]] = []
-    enact_steps: list[dict[str, float]] = []
+    steps: dict[str, list[dict[str, float]]] = {c: [] for c in CYCLES}  # per cycle, per round: seconds per step
     loads: list[float] = []  # the 1-minute load average after each round
     cpu: list[tuple[float, ...]] = []  # per round: CPU seconds of the engine, its Slurm commands, slurmctld
     daemon: subprocess.Popen[bytes] | None = None
@@ -242,17 +244,15 @@ def run(out_dir: Path) -> Path:
             profiling = wait_profiled(engine, JOBS - len(fill_errors), timeout=3600)
             ctld = cluster.status().daemons["slurmctld"][0]
             for r in range(ROUNDS):
-                before = step_seconds(engine.metrics.registry, "refresh")
-                before_enact = step_seconds(engine.metrics.registry, "enact")
+                before = {c: step_seconds(engine.metrics.registry, c) for c in CYCLES}
                 c0 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
                 rows.append(timed_round(engine, r + 1))
                 c1 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
                 cpu.append(tuple(b - a for a, b in zip(c0, c1)))
                 loads.append(load())
-                after = step_seconds(engine.metrics.registry, "refresh")
-                steps.append({k: v - before.get(k, 0.0) for k, v in after.items()})
-                after = step_seconds(engine.metrics.registry, "enact")
-                enact_steps.append({k: v - before_enact.get(k, 0.0) for k, v in after.items()})
+                for c in CYCLES:
+                    after = step_seconds(engine.metrics.registry, c)
+                    steps[c].append({k: v - before[c].get(k, 0.0) for k, v in after.items()})
                 print(f"round {r + 1}: {rows[-1]['total']:.2f} s, {rows[-1]['processes']} Slurm processes "
                       f"({rows[-1]['placed']} jobs placed)", flush=True)
             engine_rss = peak_rss_mib()
@@ -311,14 +311,21 @@ def run(out_dir: Path) -> Path:
         "The refresh of each round (the \"read (refresh)\" column) by its steps (hops_slurm/engine/refresh.py), "
         "seconds, as the engine times them (`hops_engine_step_duration_seconds{cycle=\"refresh\"}`):",
         "",
-        *step_table(steps, [name for name, _ in STEPS]),
+        *step_table(steps["refresh"], [name for name, _ in STEPS]),
+        "",
+        "The rest of each round (`engine.round()`: hops_slurm/engine/round.py) by its steps (`cycle=\"round\"`), "
+        "and each planning's parts inside `plannings` (`cycle=\"planning\"`: the plan, the enactment, the "
+        "record and the job views made again after it):",
+        "",
+        *step_table(steps["round"], [name for name, _ in ROUND_STEPS], "round step"),
+        *step_table(steps["planning"], ("plan", "enact", "record", "views"), "planning part")[2:],
         "",
         "The enactment's phases in each round (hops_slurm/slurm/enact.py, `cycle=\"enact\"`; those inside a "
         "refresh, e.g. its `settle` step verifying started jobs, count there too). With 10,000 jobs listed, Slurm "
         "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`), so the round does "
         f"not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): the next refresh verifies them.",
         "",
-        *step_table(enact_steps, ENACT_PHASES, "enact phase"),
+        *step_table(steps["enact"], ENACT_PHASES, "enact phase"),
         "",
         f"Engine peak RSS (VmHWM of the engine's process, reset before the engine opened): **{engine_rss:.0f} MiB**. "
         f"Load average after this phase: {load_mid:.2f}.",
