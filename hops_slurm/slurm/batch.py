@@ -135,3 +135,12 @@ def reads_some(api: SlurmApi) -> bool:
     answers an empty ask (which runs no command) with a list, not None."""
     some = getattr(api, "jobs_of", None)
     return some is not None and some(()) is not None
+
+
+def reads_back(api: SlurmApi, listed: int) -> bool:
+    """Whether the enactment reads back the jobs it released (:meth:`hops_slurm.slurm.enact.Enactor.apply`)
+    when the last listing held ``listed`` jobs: where ``api`` reads just those (:func:`reads_some`), or the
+    whole listing is at most the backend's ``read_back_limit`` (:data:`hops_slurm.slurm.cli.READ_BACK_LIMIT`
+    for Slurm's clients; a backend without one, in memory, always reads back)."""
+    limit = getattr(api, "read_back_limit", None)
+    return limit is None or listed <= limit or reads_some(api)

@@ -40,6 +40,10 @@ _SCRIPT_WORD = re.compile(r"[!$-&(-\[\]-~]+")
 _SCRIPT_SUCCESS = re.compile(r"Reservation created: \S+")
 #: the prompt ``scontrol`` writes, with the line it read, for each command from standard input
 PROMPT = "scontrol: "
+#: the longest job listing the enactment reads again after releasing jobs where Slurm cannot read just those
+#: (22.05: ``squeue --json`` of 10,000 jobs is 32 MB and seconds of CPU); beyond it the next refresh verifies
+#: them (:func:`hops_slurm.slurm.batch.reads_back`)
+READ_BACK_LIMIT = 2000
 
 
 def script_safe(command: list[str]) -> bool:
@@ -112,6 +116,7 @@ class CliSlurm:
     command; ``dialect``: the release's dialect when known (otherwise asked of ``scontrol --version``)."""
 
     name = "cli"
+    read_back_limit = READ_BACK_LIMIT
 
     def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 30.0, dialect: Dialect | None = None) -> None:
         self.env = dict(env) if env is not None else None

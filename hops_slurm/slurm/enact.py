@@ -31,8 +31,8 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   ``<env_dir>/<job_id>.env`` (:func:`hops_job_env`) before releasing it; the job script sources it.
 * **Reading back.** Once started, each job's allocation (GPU indices per node) is read back, recorded and
   compared with the plan; a mismatch is requeue-held and reported. Just those jobs are read where Slurm
-  filters its JSON (24.05.1 on); else the whole listing, up to :data:`READ_BACK_LIMIT` jobs; beyond that
-  (``squeue --json`` of 10,000 jobs takes seconds on 22.05) the next refresh, which reads it anyway, does.
+  filters its JSON (24.05.1 on); else the whole listing, unless it is too long to read again
+  (:func:`hops_slurm.slurm.batch.reads_back`): then the next refresh, which reads it anyway, does.
 
 Each phase is timed by name (:data:`ENACT_PHASES`) when the enactor has a timer.
 """
@@ -49,7 +49,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmReservation
-from hops_slurm.slurm.batch import jobs_of, reads_some, run_batch, run_each
+from hops_slurm.slurm.batch import jobs_of, reads_back, run_batch, run_each
 from hops_slurm.slurm.foreign import evict_foreign
 from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
                                         placement_fields, read_job_env, realisable, write_job_env)
@@ -69,8 +69,6 @@ DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
 #: once a second) in case they run anyway (another job on their nodes ended meanwhile). Slurm starts a
 #: released job at its next scheduling pass, within about a second (bf_interval=1).
 SETTLE_ASK_AFTER = 1.5
-#: the longest listing apply() reads back after a release where Slurm cannot give just those jobs (22.05)
-READ_BACK_LIMIT = 2000
 #: the enactor's phases, timed by name (the engine's timer: ``cycle="enact"``): the journal's kinds and the
 #: waits between them (notice, requeued jobs pending again, grace, released jobs starting); none nested
 ENACT_PHASES = ("gate", "hold", "notice", "requeuehold", "requeue_wait", "detach", "unreserve", "reserve",
@@ -117,9 +115,8 @@ class Enactor:
                  env_dir: Path = DEFAULT_ENV_DIR, settle_timeout: float = 10.0, poll: float = 0.2,
                  requeue_grace: float = 2.0, notice: NoticeSettings | None = None,
                  listening: Listening | None = None, answered: Answered | None = None,
-                 timer: StageTimer | None = None, read_back_limit: int = READ_BACK_LIMIT) -> None:
+                 timer: StageTimer | None = None) -> None:
         self.api, self.journal, self.managed_nodes, self.env_dir = api, journal, managed_nodes, env_dir
-        self.read_back_limit = read_back_limit
         self.settle_timeout, self.poll, self.requeue_grace = settle_timeout, poll, requeue_grace
         self.round_id = ""
         self.notifier = Notifier(api, journal, notice or NoticeSettings(grace=0.0), listening=listening, answered=answered)
@@ -268,9 +265,8 @@ class Enactor:
         free: dict[str, int] = {}
         if to_place:
             free = self._place_planned(to_place, result, job_env or {}, snap, pending, [*result.preempted, *result.ended])
-        if settle and result.started and len(snap.jobs) > self.read_back_limit and not reads_some(self.api):
-            # no read of just these jobs (22.05) and a long listing: the next refresh, which reads the whole
-            # listing anyway, verifies them (its ``settle`` step)
+        if settle and result.started and not reads_back(self.api, len(snap.jobs)):
+            # a long listing on 22.05: the next refresh, which reads it anyway, verifies them (its ``settle`` step)
             after = snap.with_jobs(list(pending.values()), whole=False) if pending else snap
             result.after = after.released(result.started, self.journal).with_reservations(self.api.reservations())
         elif settle and result.started:

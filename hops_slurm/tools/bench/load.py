@@ -212,7 +212,8 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.engine.engine import Engine
     from hops_slurm.engine.refresh import STEPS
     from hops_slurm.engine.round import STEPS as ROUND_STEPS
-    from hops_slurm.slurm.enact import ENACT_PHASES, READ_BACK_LIMIT
+    from hops_slurm.slurm.cli import READ_BACK_LIMIT
+    from hops_slurm.slurm.enact import ENACT_PHASES
     from hops_slurm.tools.minicluster.cluster import Minicluster
     from hops_slurm.tools.minicluster.processes import stop_child
     from hops_slurm.tools.minicluster.spec import load_spec

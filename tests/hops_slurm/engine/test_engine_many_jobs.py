@@ -120,9 +120,9 @@ def test_read_back_directives_are_reused_and_errors_still_raise() -> None:
             HopsDirectives.from_canonical("gpus=0 samples=100 batch-size=8 model=resnet18")
 
 
-def _enactor(tmp_path: Path, api: StandInSlurm, limit: int) -> Enactor:
-    return Enactor(api, Journal(tmp_path / "journal.sqlite"), env_dir=tmp_path / "env", settle_timeout=0.5, poll=0.01,
-                   read_back_limit=limit)
+def _enactor(tmp_path: Path, api: StandInSlurm, limit: int | None) -> Enactor:
+    api.read_back_limit = limit  # type: ignore[attr-defined]  # as the CLI backend's (22.05: no read of some jobs)
+    return Enactor(api, Journal(tmp_path / "journal.sqlite"), env_dir=tmp_path / "env", settle_timeout=0.5, poll=0.01)
 
 
 def test_a_start_in_a_long_listing_is_not_read_back_and_the_next_refresh_verifies_it(tmp_path: Path) -> None:
@@ -150,11 +150,13 @@ def test_a_start_in_a_long_listing_is_not_read_back_and_the_next_refresh_verifie
 
 
 def test_a_start_in_a_short_listing_is_read_back_and_verified_at_once(tmp_path: Path) -> None:
-    api = StandInSlurm(starts=True)
-    for i in range(JOBS):
-        api.submit(str(i + 1), "gpus=1,2 samples=100 batch-size=8 model=resnet18")
-    enactor = _enactor(tmp_path, api, limit=JOBS)
-    result = enactor.apply({"1": {"n1": 2}}, snapshot=Snapshot.read(api))
-    assert result.verified == {"1": {"n1": (0, 1)}}
-    assert result.after is not None and result.after.listing["1"].active
-    assert [r.name for r in api.reservations()] == ["hops-gate"]
+    for limit in (JOBS, None):  # a listing this short, or an in-memory backend (the simulator's): read back
+        api = StandInSlurm(starts=True)
+        for i in range(JOBS):
+            api.submit(str(i + 1), "gpus=1,2 samples=100 batch-size=8 model=resnet18")
+        (tmp_path / str(limit)).mkdir()
+        enactor = _enactor(tmp_path / str(limit), api, limit=limit)
+        result = enactor.apply({"1": {"n1": 2}}, snapshot=Snapshot.read(api))
+        assert result.verified == {"1": {"n1": (0, 1)}}
+        assert result.after is not None and result.after.listing["1"].active
+        assert [r.name for r in api.reservations()] == ["hops-gate"]
