@@ -142,5 +142,7 @@ def reads_back(api: SlurmApi, listed: int) -> bool:
     when the last listing held ``listed`` jobs: where ``api`` reads just those (:func:`reads_some`), or the
     whole listing is at most the backend's ``read_back_limit`` (:data:`hops_slurm.slurm.cli.READ_BACK_LIMIT`
     for Slurm's clients; a backend without one, in memory, always reads back)."""
-    limit = getattr(api, "read_back_limit", None)
+    limit, backend = None, api
+    while limit is None and backend is not None:  # through the engine's wrappers (retries, scope)
+        limit, backend = getattr(backend, "read_back_limit", None), getattr(backend, "inner", None)
     return limit is None or listed <= limit or reads_some(api)

@@ -18,7 +18,9 @@ from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.known_jobs import estimate
 from hops_slurm.core.jobview import NO_ESTIMATE
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
+from hops_slurm.engine.retry import RetryingReads
 from hops_slurm.journal import Journal
+from hops_slurm.slurm.scope import HopsScope, ScopedSlurm
 from hops_slurm.slurm.enact import Enactor
 from hops_slurm.slurm.snapshot import Snapshot
 from standin import StandInSlurm
@@ -122,7 +124,8 @@ def test_read_back_directives_are_reused_and_errors_still_raise() -> None:
 
 def _enactor(tmp_path: Path, api: StandInSlurm, limit: int | None) -> Enactor:
     api.read_back_limit = limit  # type: ignore[attr-defined]  # as the CLI backend's (22.05: no read of some jobs)
-    return Enactor(api, Journal(tmp_path / "journal.sqlite"), env_dir=tmp_path / "env", settle_timeout=0.5, poll=0.01)
+    wrapped = RetryingReads(ScopedSlurm(api, HopsScope(("hops",))))  # type: ignore[arg-type]  # as the engine wraps it
+    return Enactor(wrapped, Journal(tmp_path / "journal.sqlite"), env_dir=tmp_path / "env", settle_timeout=0.5, poll=0.01)
 
 
 def test_a_start_in_a_long_listing_is_not_read_back_and_the_next_refresh_verifies_it(tmp_path: Path) -> None:
