@@ -128,3 +128,21 @@ def jobs_of(api: SlurmApi, job_ids: Collection[str]) -> tuple[list[SlurmJob], bo
     if got is not None:
         return got, False
     return api.jobs(), True
+
+
+def reads_some(api: SlurmApi) -> bool:
+    """Whether ``api`` reads just some jobs (:func:`jobs_of` without the whole listing): its ``jobs_of``
+    answers an empty ask (which runs no command) with a list, not None."""
+    some = getattr(api, "jobs_of", None)
+    return some is not None and some(()) is not None
+
+
+def reads_back(api: SlurmApi, listed: int) -> bool:
+    """Whether the enactment reads back the jobs it released (:meth:`hops_slurm.slurm.enact.Enactor.apply`)
+    when the last listing held ``listed`` jobs: where ``api`` reads just those (:func:`reads_some`), or the
+    whole listing is at most the backend's ``read_back_limit`` (:data:`hops_slurm.slurm.cli.READ_BACK_LIMIT`
+    for Slurm's clients; a backend without one, in memory, always reads back)."""
+    limit, backend = None, api
+    while limit is None and backend is not None:  # through the engine's wrappers (retries, scope)
+        limit, backend = getattr(backend, "read_back_limit", None), getattr(backend, "inner", None)
+    return limit is None or listed <= limit or reads_some(api)

@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
+from hops_slurm.slurm.read_common import JobCache
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,10 @@ _SCRIPT_WORD = re.compile(r"[!$-&(-\[\]-~]+")
 _SCRIPT_SUCCESS = re.compile(r"Reservation created: \S+")
 #: the prompt ``scontrol`` writes, with the line it read, for each command from standard input
 PROMPT = "scontrol: "
+#: the longest job listing the enactment reads again after releasing jobs where Slurm cannot read just those
+#: (22.05: ``squeue --json`` of 10,000 jobs is 32 MB and seconds of CPU); beyond it the next refresh verifies
+#: them (:func:`hops_slurm.slurm.batch.reads_back`)
+READ_BACK_LIMIT = 2000
 
 
 def script_safe(command: list[str]) -> bool:
@@ -111,6 +116,7 @@ class CliSlurm:
     command; ``dialect``: the release's dialect when known (otherwise asked of ``scontrol --version``)."""
 
     name = "cli"
+    read_back_limit = READ_BACK_LIMIT
 
     def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 30.0, dialect: Dialect | None = None) -> None:
         self.env = dict(env) if env is not None else None
@@ -118,6 +124,8 @@ class CliSlurm:
         self._dialect = dialect
         #: commands run so far, by :func:`command_label` (``hops-slurm bench calls`` and the live tests read it)
         self.calls: Counter[str] = Counter()
+        #: the jobs of the last whole listing: a job whose record is unchanged is not read again
+        self.job_cache = JobCache()
 
     # ----- running commands -----------------------------------------------------------------------
     def _run(self, argv: list[str], stdin: str | None = None) -> str:
@@ -194,7 +202,7 @@ class CliSlurm:
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
         d = self.dialect
-        return self._read(d.jobs_argv(), d.jobs)
+        return self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
 
     def job(self, job_id: str) -> SlurmJob | None:
         d = self.dialect

@@ -1,8 +1,7 @@
 """Enactment: turn the planner's desired assignments into Slurm state, one journaled step at a time.
 
-Where it sits: the live engine's ``apply(plan)`` calls :meth:`Enactor.apply` with ``{job_id: Config |
-None}``; it reads jobs and nodes through a :class:`~hops_slurm.slurm.api.SlurmApi` and writes every step
-to the :class:`~hops_slurm.journal.Journal` before taking it.
+Where it sits: the live engine's ``apply(plan)`` calls :meth:`Enactor.apply` with ``{job_id: Config | None}``;
+it reads Slurm through a :class:`~hops_slurm.slurm.api.SlurmApi` and journals every step before taking it.
 
 Every step is a journal phase over all the jobs it applies to (:meth:`hops_slurm.journal.Journal.phase`:
 the intents in one transaction before any is carried out, the outcomes in one after), and hold, release,
@@ -20,24 +19,20 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   the split is uneven. Slurm splits a per-job request greedily in node order (first nodes take as many
   as they can, leaving one per remaining node), so an uneven config is enacted only when that greedy
   split of the free GPUs equals the plan (:func:`realisable`); otherwise it is refused and reported.
-  After start the allocation is read back (:meth:`SlurmApi.job`: GPU indices per node), recorded,
-  and compared with the plan; a mismatch is requeue-held and reported.
-* **Per-job reservation** ``hops-j<id>`` on exactly the planned nodes for the job's owner (``OVERLAP``
-  with the gate, ``IGNORE_JOBS``): made first, then one ``scontrol update`` writes the placement and
-  attaches the job to it, and the job is released right after (owners can edit pending jobs, so the
-  placement is applied immediately before release; even an edited ``NodeList`` cannot leave the
-  reservation's nodes). Once running, the job is detached and the reservation deleted (a running job
-  keeps running; jobs attached when a reservation ends are killed). GPU-level reservations do not exist
-  in 22.05, so the gate is node-level.
-* **Preemption** is ``requeuehold`` (which leaves a user hold, so an admin hold follows); re-placement
-  adds ``StartTime=now`` (requeue pushes the eligible time ~2 min ahead). A running job whose config is
-  unchanged is kept, untouched. Before the plan's requeues, every job to be stopped that listens gets its
-  notice and up to a grace to save a checkpoint (:mod:`hops_slurm.slurm.notice`); one that ends meanwhile
-  is not requeued (nor placed).
-* **Job environment.** ``scontrol update`` cannot set a pending job's environment in 22.05, so the engine
-  writes ``<env_dir>/<job_id>.env`` (:func:`hops_job_env`: ``HOPS_GPUS``, ``HOPS_LR``, ``HOPS_PLACEMENT``,
-  recorder settings; world-readable shell lines) before releasing the job; the job script sources it
-  (``. "$HOPS_JOB_ENV_DIR/$SLURM_JOB_ID.env"``) or reads it with :func:`read_job_env`.
+* **Per-job reservation** ``hops-j<id>`` on exactly the planned nodes for the job's owner (``OVERLAP``,
+  ``IGNORE_JOBS``): made first, then one ``scontrol update`` writes the placement and attaches the job,
+  which is released right after (an owner's edit of ``NodeList`` cannot leave the reservation's nodes).
+  Once running, the job is detached and the reservation deleted (jobs attached when one ends are killed).
+* **Preemption** is ``requeuehold`` (a user hold: an admin hold follows); re-placement adds ``StartTime=now``
+  (requeue pushes the eligible time ~2 min ahead). A running job whose config is unchanged is kept. Every
+  job to be stopped that listens first gets its notice and a grace to save a checkpoint
+  (:mod:`hops_slurm.slurm.notice`); one that ends meanwhile is not requeued (nor placed).
+* **Job environment.** 22.05 cannot set a pending job's environment: the engine writes
+  ``<env_dir>/<job_id>.env`` (:func:`hops_job_env`) before releasing it; the job script sources it.
+* **Reading back.** Once started, each job's allocation (GPU indices per node) is read back, recorded and
+  compared with the plan; a mismatch is requeue-held and reported. Just those jobs are read where Slurm
+  filters its JSON (24.05.1 on); else the whole listing, unless it is too long to read again
+  (:func:`hops_slurm.slurm.batch.reads_back`): then the next refresh, which reads it anyway, does.
 
 Each phase is timed by name (:data:`ENACT_PHASES`) when the enactor has a timer.
 """
@@ -54,7 +49,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.journal import Journal
 from hops_slurm.slurm.api import SlurmApi, SlurmError, SlurmJob, SlurmReservation
-from hops_slurm.slurm.batch import jobs_of, run_batch, run_each
+from hops_slurm.slurm.batch import jobs_of, reads_back, run_batch, run_each
 from hops_slurm.slurm.foreign import evict_foreign
 from hops_slurm.slurm.placement import (Placement, PlacementError, greedy_split, hops_job_env, ordered_config,  # noqa: F401
                                         placement_fields, read_job_env, realisable, write_job_env)
@@ -70,10 +65,9 @@ def allocated(job: SlurmJob | None) -> bool:
     return job is not None and job.active and bool(job.gpu_config())  # Slurm lists it running on its GPUs
 
 DEFAULT_ENV_DIR = Path("/var/lib/hops-slurm/jobs")
-#: settling a start: once the nodes' GPU counts have stayed short this long, read the job listing (at
-#: most once a second) to see whether the started jobs run anyway (another job on their nodes ended
-#: meanwhile, so the counts never get there). Slurm starts a released job at its next scheduling pass,
-#: within about a second (bf_interval=1), so before this the counts are simply not there yet.
+#: settling a start: once the nodes' GPU counts have stayed short this long, read the started jobs (at most
+#: once a second) in case they run anyway (another job on their nodes ended meanwhile). Slurm starts a
+#: released job at its next scheduling pass, within about a second (bf_interval=1).
 SETTLE_ASK_AFTER = 1.5
 #: the enactor's phases, timed by name (the engine's timer: ``cycle="enact"``): the journal's kinds and the
 #: waits between them (notice, requeued jobs pending again, grace, released jobs starting); none nested
@@ -271,7 +265,11 @@ class Enactor:
         free: dict[str, int] = {}
         if to_place:
             free = self._place_planned(to_place, result, job_env or {}, snap, pending, [*result.preempted, *result.ended])
-        if settle and result.started:
+        if settle and result.started and not reads_back(self.api, len(snap.jobs)):
+            # a long listing on 22.05: the next refresh, which reads it anyway, verifies them (its ``settle`` step)
+            after = snap.with_jobs(list(pending.values()), whole=False) if pending else snap
+            result.after = after.released(result.started, self.journal).with_reservations(self.api.reservations())
+        elif settle and result.started:
             with self._timed("await_start"):
                 after = self._await_start(result.started, snap, free)
             self.settle(result.started, result, snapshot=after)

@@ -18,7 +18,7 @@ from typing import Any
 
 from hops_slurm.slurm.api import SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.parse import expand_hostlist, job_state, node_state, null_text, slurm_number
-from hops_slurm.slurm.read_common import job_record, node_record
+from hops_slurm.slurm.read_common import JobCache, job_record, node_record
 
 #: What ``meta.plugin.data_parser`` says: 24.11 and 26.05 (the fields read here are the same in both).
 DATA_PARSERS = frozenset({"data_parser/v0.0.42", "data_parser/v0.0.45"})
@@ -28,10 +28,10 @@ def _int(value: object) -> int:
     return slurm_number(value) or 0
 
 
-def jobs(data: Mapping[str, Any]) -> list[SlurmJob]:
+def jobs(data: Mapping[str, Any], cache: JobCache | None = None) -> list[SlurmJob]:
     if "jobs" not in data:
         raise ValueError("no 'jobs' list")
-    return [job(j) for j in data["jobs"]]
+    return cache.jobs(data["jobs"], job) if cache is not None else [job(j) for j in data["jobs"]]
 
 
 def job(j: Mapping[str, Any]) -> SlurmJob:

@@ -15,7 +15,7 @@ from typing import Any
 
 from hops_slurm.slurm.api import SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.parse import bounded_number, expand_hostlist, null_text, parse_record
-from hops_slurm.slurm.read_common import job_record, node_record
+from hops_slurm.slurm.read_common import JobCache, job_record, node_record
 
 #: What ``meta.plugin.type`` of 22.05's JSON says.
 DATA_PARSERS = frozenset({"openapi/v0.0.38"})
@@ -32,8 +32,9 @@ def _number(value: object) -> int:
     return int(value or 0)  # type: ignore[call-overload]
 
 
-def jobs(data: Mapping[str, Any]) -> list[SlurmJob]:
-    return [job(j) for j in data.get("jobs") or []]
+def jobs(data: Mapping[str, Any], cache: JobCache | None = None) -> list[SlurmJob]:
+    records = data.get("jobs") or []
+    return cache.jobs(records, job) if cache is not None else [job(j) for j in records]
 
 
 def job(j: Mapping[str, Any]) -> SlurmJob:

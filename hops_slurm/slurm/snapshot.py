@@ -2,8 +2,9 @@
 
 Where it sits: the live engine reads a :class:`Snapshot` (the job listing, the nodes, the reservations:
 one ``squeue``/``sinfo``/reservation read on 22.05) at the start of a round; the enactment
-(:mod:`hops_slurm.slurm.enact`) acts on that snapshot and reads the job listing once more after it
-released jobs (:meth:`hops_slurm.slurm.enact.Enactor.apply`); crash recovery
+(:mod:`hops_slurm.slurm.enact`) acts on that snapshot and reads the jobs it released once more
+(:meth:`hops_slurm.slurm.enact.Enactor.apply`; with a long listing on 22.05 it does not, and
+:meth:`Snapshot.released` stands for that read until the next refresh); crash recovery
 (:mod:`hops_slurm.slurm.reconcile`) reads one too. What they all ask of it lives in this module:
 
 * **placed and pending** (:func:`placed_config`): a pending job released into its own reservation on the
@@ -162,6 +163,24 @@ class Snapshot:
         for j in job_ids:
             out = out.changed(j, reservation="")
         return out
+
+    def released(self, job_ids: Collection[str], journal: Journal) -> Snapshot:
+        """After placing and releasing ``job_ids``, before reading them back: each as its journaled ``place``
+        wrote it (required on its config's nodes, the GPU request, its own reservation) and released
+        (pending, priority above 0), so placed and pending (:func:`placed_config`), its GPUs promised. The
+        nodes stay as read before the release, so a job started since counts its GPUs once (promised, not
+        yet in use) until the next read shows it running."""
+        jobs = []
+        for job_id in job_ids:
+            job, config, placed = self.listing.get(job_id), released_config(journal, job_id), journal.last_done(job_id, "place")
+            if job is None or config is None:
+                continue
+            fields = placed.args.get("fields", {}) if placed is not None else {}
+            jobs.append(job.model_copy(update={
+                "state": "PENDING", "priority": job.priority or 1, "reason": "", "reservation": job_reservation(job_id),
+                "required_nodes": tuple(config), "node_count": len(config),
+                "tres_per_node": str(fields.get("TresPerNode", "")), "tres_per_job": str(fields.get("TresPerJob", ""))}))
+        return self.with_jobs(jobs, whole=False)
 
     def with_reservations(self, reservations: Collection[SlurmReservation]) -> Snapshot:
         return replace(self, reservations=tuple(reservations))

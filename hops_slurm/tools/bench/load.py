@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,6 +56,8 @@ def command(env: Mapping[str, str]) -> str:
 
 JOBS = 10_000
 ROUNDS = 5
+#: the engine's timed cycles a round runs through (``hops_engine_step_duration_seconds{cycle}``)
+CYCLES = ("refresh", "round", "planning", "enact")
 #: the round's target with 10,000 pending (issue 37, item 3)
 TARGET_S = 5.0
 RATE = 50.0
@@ -114,11 +117,11 @@ def step_seconds(registry: CollectorRegistry, cycle: str) -> dict[str, float]:
     return out
 
 
-def step_table(per_round: list[dict[str, float]], order: Sequence[str]) -> list[str]:
+def step_table(per_round: list[dict[str, float]], order: Sequence[str], what: str = "refresh step") -> list[str]:
     """A markdown table: one row per step of ``order`` that ran, one column per round, seconds."""
     if not per_round:
         return []
-    lines = ["| refresh step | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
+    lines = [f"| {what} | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
              "|---|" + "---|" * len(per_round)]
     for name in order:
         if any(name in r for r in per_round):
@@ -208,6 +211,9 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.config import load_config
     from hops_slurm.engine.engine import Engine
     from hops_slurm.engine.refresh import STEPS
+    from hops_slurm.engine.round import STEPS as ROUND_STEPS
+    from hops_slurm.slurm.cli import READ_BACK_LIMIT
+    from hops_slurm.slurm.enact import ENACT_PHASES
     from hops_slurm.tools.minicluster.cluster import Minicluster
     from hops_slurm.tools.minicluster.processes import stop_child
     from hops_slurm.tools.minicluster.spec import load_spec
@@ -220,9 +226,12 @@ def run(out_dir: Path) -> Path:
     spec = load_spec(bundle_root() / "etc" / "minicluster" / "load.toml")
     cluster = Minicluster(spec, job_submit_lua=bundle_root() / "hooks" / "job_submit.lua")
     cluster.down()
+    for old in (spec.state_dir / "ctld").glob("hash.*"):  # a past run's jobs, which slurmctld -c would purge
+        shutil.rmtree(old, ignore_errors=True)  # one file at a time (over its 20 s start on a busy machine)
     cluster.up()
     rows: list[dict[str, float | int | str]] = []
-    steps: list[dict[str, float]] = []
+    steps: dict[str, list[dict[str, float]]] = {c: [] for c in CYCLES}  # per cycle, per round: seconds per step
+    loads: list[float] = []  # the 1-minute load average after each round
     cpu: list[tuple[float, ...]] = []  # per round: CPU seconds of the engine, its Slurm commands, slurmctld
     daemon: subprocess.Popen[bytes] | None = None
     try:
@@ -236,13 +245,15 @@ def run(out_dir: Path) -> Path:
             profiling = wait_profiled(engine, JOBS - len(fill_errors), timeout=3600)
             ctld = cluster.status().daemons["slurmctld"][0]
             for r in range(ROUNDS):
-                before = step_seconds(engine.metrics.registry, "refresh")
+                before = {c: step_seconds(engine.metrics.registry, c) for c in CYCLES}
                 c0 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
                 rows.append(timed_round(engine, r + 1))
                 c1 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
                 cpu.append(tuple(b - a for a, b in zip(c0, c1)))
-                after = step_seconds(engine.metrics.registry, "refresh")
-                steps.append({k: v - before.get(k, 0.0) for k, v in after.items()})
+                loads.append(load())
+                for c in CYCLES:
+                    after = step_seconds(engine.metrics.registry, c)
+                    steps[c].append({k: v - before[c].get(k, 0.0) for k, v in after.items()})
                 print(f"round {r + 1}: {rows[-1]['total']:.2f} s, {rows[-1]['processes']} Slurm processes "
                       f"({rows[-1]['placed']} jobs placed)", flush=True)
             engine_rss = peak_rss_mib()
@@ -291,16 +302,34 @@ def run(out_dir: Path) -> Path:
         f"rounds; target <= {TARGET_S:g} s: **{'met' if max(totals) <= TARGET_S else 'not met'}** "
         f"(median {'within' if statistics.median(totals) <= TARGET_S else 'over'}).",
         "",
-        "CPU seconds of each round (wall time on a busy machine counts the other processes' turns; these do not):",
+        "CPU seconds of each round (wall time on a busy machine counts the other processes' turns; these do not). "
+        "A round runs its parts one after another, so on an idle machine its wall time is about its CPU time "
+        f"(engine + Slurm commands + slurmctld): median **{statistics.median(sum(c) for c in cpu):.2f} s**, max "
+        f"**{max(sum(c) for c in cpu):.2f} s** here.",
         "",
-        "| round | wall | engine CPU | Slurm commands CPU | slurmctld CPU |",
-        "|---|---|---|---|---|",
-        *(f"| {i + 1} | {float(rows[i]['total']):.2f} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} |" for i, c in enumerate(cpu)),
+        "| round | wall | engine CPU | Slurm commands CPU | slurmctld CPU | load average after it (1 min) |",
+        "|---|---|---|---|---|---|",
+        *(f"| {i + 1} | {float(rows[i]['total']):.2f} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {loads[i]:.2f} |"
+          for i, c in enumerate(cpu)),
         "",
         "The refresh of each round (the \"read (refresh)\" column) by its steps (hops_slurm/engine/refresh.py), "
         "seconds, as the engine times them (`hops_engine_step_duration_seconds{cycle=\"refresh\"}`):",
         "",
-        *step_table(steps, [name for name, _ in STEPS]),
+        *step_table(steps["refresh"], [name for name, _ in STEPS]),
+        "",
+        "The rest of each round (`engine.round()`: hops_slurm/engine/round.py) by its steps (`cycle=\"round\"`), "
+        "and each planning's parts inside `plannings` (`cycle=\"planning\"`: the plan, the enactment, the "
+        "record and the job views made again after it):",
+        "",
+        *step_table(steps["round"], [name for name, _ in ROUND_STEPS], "round step"),
+        *step_table(steps["planning"], ("plan", "enact", "record", "views"), "planning part")[2:],
+        "",
+        "The enactment's phases in each round (hops_slurm/slurm/enact.py, `cycle=\"enact\"`; those inside a "
+        "refresh, e.g. its `settle` step verifying started jobs, count there too). With 10,000 jobs listed, Slurm "
+        "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`), so the round does "
+        f"not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): the next refresh verifies them.",
+        "",
+        *step_table(steps["enact"], ENACT_PHASES, "enact phase"),
         "",
         f"Engine peak RSS (VmHWM of the engine's process, reset before the engine opened): **{engine_rss:.0f} MiB**. "
         f"Load average after this phase: {load_mid:.2f}.",

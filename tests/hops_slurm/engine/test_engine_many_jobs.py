@@ -18,6 +18,11 @@ from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.known_jobs import estimate
 from hops_slurm.core.jobview import NO_ESTIMATE
 from hops_slurm.engine.state import PROFILE_DONE, EngineState, JobState
+from hops_slurm.engine.retry import RetryingReads
+from hops_slurm.journal import Journal
+from hops_slurm.slurm.scope import HopsScope, ScopedSlurm
+from hops_slurm.slurm.enact import Enactor
+from hops_slurm.slurm.snapshot import Snapshot
 from standin import StandInSlurm
 
 JOBS = 60
@@ -115,3 +120,46 @@ def test_read_back_directives_are_reused_and_errors_still_raise() -> None:
     for _ in range(2):
         with pytest.raises(DirectiveError):
             HopsDirectives.from_canonical("gpus=0 samples=100 batch-size=8 model=resnet18")
+
+
+def _enactor(tmp_path: Path, api: StandInSlurm, limit: int | None) -> Enactor:
+    api.read_back_limit = limit  # type: ignore[attr-defined]  # as the CLI backend's (22.05: no read of some jobs)
+    wrapped = RetryingReads(ScopedSlurm(api, HopsScope(("hops",))))  # type: ignore[arg-type]  # as the engine wraps it
+    return Enactor(wrapped, Journal(tmp_path / "journal.sqlite"), env_dir=tmp_path / "env", settle_timeout=0.5, poll=0.01)
+
+
+def test_a_start_in_a_long_listing_is_not_read_back_and_the_next_refresh_verifies_it(tmp_path: Path) -> None:
+    # Slurm 22.05 cannot read just the started jobs: beyond read_back_limit jobs the enactment does not
+    # read the whole listing again; the started job is left placed and pending, its GPUs promised
+    api = StandInSlurm(starts=True)
+    for i in range(JOBS):
+        api.submit(str(i + 1), "gpus=1,2 samples=100 batch-size=8 model=resnet18")
+    enactor = _enactor(tmp_path, api, limit=JOBS - 1)
+    before = Snapshot.read(api)
+    reads = dict(api.reads)
+    result = enactor.apply({"1": {"n1": 2}, "2": {"n2": 4}}, snapshot=before)
+    assert sorted(result.started) == ["1", "2"] and result.verified == {} and result.mismatched == {}
+    assert api.reads["jobs"] == reads["jobs"] and api.reads["job"] == 0  # no job read after the release
+    after = result.after
+    assert after is not None
+    assert after.placed_pending(enactor.journal) == {"1": {"n1": 2}, "2": {"n2": 4}}
+    assert after.free_gpus(promised=after.placed_pending(enactor.journal)) == {"n1": 2, "n2": 0}
+    assert [j.job_id for j in after.jobs] == [j.job_id for j in before.jobs]  # the others as read
+    # the next refresh's read shows them running: settle verifies, detaches and drops the reservations
+    fresh = Snapshot.read(api)
+    settled = enactor.settle(snapshot=fresh)
+    assert settled.verified == {"1": {"n1": (0, 1)}, "2": {"n2": (0, 1, 2, 3)}}
+    assert [r.name for r in api.reservations()] == ["hops-gate"] and api.get("1").reservation == ""
+
+
+def test_a_start_in_a_short_listing_is_read_back_and_verified_at_once(tmp_path: Path) -> None:
+    for limit in (JOBS, None):  # a listing this short, or an in-memory backend (the simulator's): read back
+        api = StandInSlurm(starts=True)
+        for i in range(JOBS):
+            api.submit(str(i + 1), "gpus=1,2 samples=100 batch-size=8 model=resnet18")
+        (tmp_path / str(limit)).mkdir()
+        enactor = _enactor(tmp_path / str(limit), api, limit=limit)
+        result = enactor.apply({"1": {"n1": 2}}, snapshot=Snapshot.read(api))
+        assert result.verified == {"1": {"n1": (0, 1)}}
+        assert result.after is not None and result.after.listing["1"].active
+        assert [r.name for r in api.reservations()] == ["hops-gate"]
