@@ -23,6 +23,7 @@ import mip
 
 from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_columns
 from planner.keep import keep_running_jobs
+from planner.lp_columns import add_binary_columns
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
                                 shares_a_node, signature, signature_on, stays)
@@ -227,7 +228,9 @@ class CompactSolve:
         m = self.m = new_model(self.solver, self.gap, self.threads)
         self.zs = {(grp, p): m.add_var(var_type=mip.INTEGER, lb=0, ub=len(self.groups[grp]))
                    for grp, ps in self.patterns.items() for p in ps}
-        self.xs = {k: m.add_var(var_type=mip.BINARY, obj=self.gain_of[k]) for k in self.start_cols}
+        self.xs = dict(zip(self.start_cols, add_binary_columns(m, [(self.gain_of[k], (), ()) for k in self.start_cols]),
+                           strict=True))
+        self._of_template: dict[int, tuple[bool, list[int], list[float]]] = {}
         uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
         done: set[int] = set()  # templates whose rows are in (in the order the columns first touch them)
         for k, t in zip(self.keys, self.template_of, strict=True):
@@ -267,11 +270,33 @@ class CompactSolve:
         return self.m.add_constr(mip.LinExpr(variables=[var[i] for i in coef], coeffs=list(coef.values())) <= rhs)
 
     def add_column(self, k: Key) -> None:
-        rows = self.touch(k)
-        if any(r not in self.rows_of for r in rows):
-            return  # a piece with no slot anywhere: the column can never be chosen
-        self.xs[k] = self.m.add_var(var_type=mip.BINARY, obj=self.gain_of[k],
-                                    column=mip.Column([self.rows_of[r] for r in rows], list(rows.values())))
+        self.add_columns([k])
+
+    def add_columns(self, keys: Sequence[Key]) -> None:
+        """Add columns to the model, in order (one batch: :func:`planner.lp_columns.add_binary_columns`); a
+        column with a piece that has no slot anywhere is left out (it can never be chosen)."""
+        rows_of, of_template, gain_of = self.rows_of, self._of_template, self.gain_of
+        specs: list[tuple[float, list[int], list[float]]] = []
+        taken: list[Key] = []
+        for k in keys:
+            job_row = rows_of.get(k[0])
+            t = self._of(k)[1]
+            made = of_template.get(t)
+            if made is None:
+                made = of_template[t] = self._template_rows(t)
+            if job_row is None or not made[0]:
+                continue
+            specs.append((gain_of[k], [job_row.idx, *made[1]], [1.0, *made[2]]))
+            taken.append(k)
+        for k, x in zip(taken, add_binary_columns(self.m, specs), strict=True):
+            self.xs[k] = x
+
+    def _template_rows(self, t: int) -> tuple[bool, list[int], list[float]]:
+        """A template's eq. 13 rows as (all in the model, row indices, coefficients), in :meth:`touch`'s order."""
+        rows_of, template = self.rows_of, self.templates[t]
+        if any(r not in rows_of for r in template):
+            return False, [], []
+        return True, [rows_of[r].idx for r in template], list(template.values())
 
     # ------------------------------------------------------------------ solve
     def solve_lp(self) -> mip.OptimizationStatus:
@@ -294,8 +319,8 @@ class CompactSolve:
                 self.extra["pricing_rounds"] = rounds + 1
                 if not enter:
                     break
+                self.add_columns(enter)
                 for k in enter:
-                    self.add_column(k)
                     pricer.add(k)
                 status = m.optimize(relax=True, max_seconds=self.time_limit)
             else:
@@ -409,9 +434,7 @@ class CompactSolve:
         return self.result(assign, state, obj, bound, "mip")
 
     def _add_missing(self) -> None:
-        for k in self.keys:
-            if k not in self.xs:
-                self.add_column(k)
+        self.add_columns([k for k in self.keys if k not in self.xs])
 
     def _take_mip(self) -> tuple[dict[str, Config | None], float]:
         chosen = {j: s for (j, s), x in self.xs.items() if x.x is not None and x.x >= 0.5}
