@@ -21,7 +21,7 @@ from typing import Protocol
 
 import mip
 
-from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_columns
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions
 from planner.keep import keep_running_jobs
 from planner.lp_columns import add_binary_columns
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
@@ -204,11 +204,11 @@ class CompactSolve:
     def _touch(self) -> None:
         """Each column's weighted gain; the columns the model starts with."""
         self.gains = [self.weights[k[0]] * c.gain for k, c in self.best.items()]  # in keys order
-        self.gain_of = dict(zip(self.keys, self.gains, strict=True))
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
-        self.start_cols = (list(self.keys) if not (self.columns and self.lp_rounding)
-                           else first_columns(self.keys, self.gains, self.columns, self.current, self.pinned))
+        #: the starting columns' positions in keys
+        self.start_at = (list(range(len(self.keys))) if not (self.columns and self.lp_rounding)
+                         else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned))
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
@@ -228,8 +228,13 @@ class CompactSolve:
         m = self.m = new_model(self.solver, self.gap, self.threads)
         self.zs = {(grp, p): m.add_var(var_type=mip.INTEGER, lb=0, ub=len(self.groups[grp]))
                    for grp, ps in self.patterns.items() for p in ps}
-        self.xs = dict(zip(self.start_cols, add_binary_columns(m, [(self.gain_of[k], (), ()) for k in self.start_cols]),
-                           strict=True))
+        keys, gains = self.keys, self.gains
+        self.xs: dict[Key, mip.Var] = {}
+        self.x_at: dict[Key, int] = {}  # each column in the model: its position in keys
+        for i, x in zip(self.start_at, add_binary_columns(m, [(gains[i], (), ()) for i in self.start_at]),
+                        strict=True):
+            self.xs[keys[i]] = x
+            self.x_at[keys[i]] = i
         self._of_template: dict[int, tuple[bool, list[int], list[float]]] = {}
         uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
         done: set[int] = set()  # templates whose rows are in (in the order the columns first touch them)
@@ -270,15 +275,18 @@ class CompactSolve:
         return self.m.add_constr(mip.LinExpr(variables=[var[i] for i in coef], coeffs=list(coef.values())) <= rhs)
 
     def add_column(self, k: Key) -> None:
-        self.add_columns([k])
+        pos = self.__dict__.get("_pos") or self.__dict__.setdefault("_pos", {k: i for i, k in enumerate(self.keys)})
+        self.add_columns([pos[k]])
 
-    def add_columns(self, keys: Sequence[Key]) -> None:
-        """Add columns to the model, in order (one batch: :func:`planner.lp_columns.add_binary_columns`); a
-        column with a piece that has no slot anywhere is left out (it can never be chosen)."""
-        rows_of, of_template, gain_of = self.rows_of, self._of_template, self.gain_of
+    def add_columns(self, positions: Sequence[int]) -> None:
+        """Add the columns at these positions in keys to the model, in order (one batch:
+        :func:`planner.lp_columns.add_binary_columns`); a column with a piece that has no slot anywhere is
+        left out (it can never be chosen)."""
+        rows_of, of_template, keys, gains = self.rows_of, self._of_template, self.keys, self.gains
         specs: list[tuple[float, list[int], list[float]]] = []
-        taken: list[Key] = []
-        for k in keys:
+        taken: list[int] = []
+        for i in positions:
+            k = keys[i]
             job_row = rows_of.get(k[0])
             t = self._of(k)[1]
             made = of_template.get(t)
@@ -286,10 +294,11 @@ class CompactSolve:
                 made = of_template[t] = self._template_rows(t)
             if job_row is None or not made[0]:
                 continue
-            specs.append((gain_of[k], [job_row.idx, *made[1]], [1.0, *made[2]]))
-            taken.append(k)
-        for k, x in zip(taken, add_binary_columns(self.m, specs), strict=True):
-            self.xs[k] = x
+            specs.append((gains[i], [job_row.idx, *made[1]], [1.0, *made[2]]))
+            taken.append(i)
+        for i, x in zip(taken, add_binary_columns(self.m, specs), strict=True):
+            self.xs[keys[i]] = x
+            self.x_at[keys[i]] = i
 
     def _template_rows(self, t: int) -> tuple[bool, list[int], list[float]]:
         """A template's eq. 13 rows as (all in the model, row indices, coefficients), in :meth:`touch`'s order."""
@@ -313,15 +322,13 @@ class CompactSolve:
                     break
                 if pricer is None:
                     pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
-                    for k in self.xs:
-                        pricer.add(k)
-                enter = pricer.enter({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
+                    pricer.add_at(list(self.x_at.values()))
+                enter = pricer.enter_at({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
                 self.extra["pricing_rounds"] = rounds + 1
                 if not enter:
                     break
                 self.add_columns(enter)
-                for k in enter:
-                    pricer.add(k)
+                pricer.add_at(enter)
                 status = m.optimize(relax=True, max_seconds=self.time_limit)
             else:
                 # the LP optimum is the restricted model's only: no LP bound, branch and bound over every column
@@ -331,15 +338,12 @@ class CompactSolve:
     # ------------------------------------------------------------------ round
     def _xval(self) -> list[float]:
         """Each column's LP value, in keys order (0 for the columns outside the model)."""
-        if self.pricer is not None:
-            pos = self.pricer.index
-        else:
-            pos = self.__dict__.get("_pos") or self.__dict__.setdefault("_pos", {k: i for i, k in enumerate(self.keys)})
+        at = self.x_at
         xval = [0.0] * len(self.keys)
         for k, x in self.xs.items():
             value = x.x
             if value is not None:
-                xval[pos[k]] = float(value)
+                xval[at[k]] = float(value)
         return xval
 
     def _round(self, xval: Sequence[float]) -> tuple[dict[str, Config | None], float]:
@@ -434,7 +438,8 @@ class CompactSolve:
         return self.result(assign, state, obj, bound, "mip")
 
     def _add_missing(self) -> None:
-        self.add_columns([k for k in self.keys if k not in self.xs])
+        xs = self.xs
+        self.add_columns([i for i, k in enumerate(self.keys) if k not in xs])
 
     def _take_mip(self) -> tuple[dict[str, Config | None], float]:
         chosen = {j: s for (j, s), x in self.xs.items() if x.x is not None and x.x >= 0.5}

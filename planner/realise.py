@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 import mip
+import numpy as np
 
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Packer, Signature, _extend_to_maximal, moved,
                                 signature, stays)
@@ -92,17 +93,15 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     ones = sorted((i for i in range(n) if xs[i] > 1 - 1e-6), key=lambda i: (*size(i), job_of[i]))
     fracs = sorted((i for i in range(n) if 1e-6 < xs[i] <= 1 - 1e-6),
                    key=lambda i: (neg_x[i], neg_score[i], job_of[i]))
-    # by (-score, job id): sorted by the second key, then (stably) by the first, the same order
-    by_gain = sorted(range(n), key=job_of.__getitem__)
-    by_gain.sort(key=neg_score.__getitem__)
-    by_job: dict[str, list[int]] = defaultdict(list)
-    for i, j in enumerate(job_of):
-        by_job[j].append(i)
-    by_weight: list[int] = []
-    for j in sorted(by_job, key=lambda j: (-weights[j], j)):
-        of_job = sorted(by_job[j], key=neg_score.__getitem__)
-        of_job.sort(key=neg_x.__getitem__)  # by (-xval, -score)
-        by_weight += of_job
+    # every pair by (-score, job id, position); every job by (-weight, job id) with its pairs by (-xval,
+    # -score, position): stable sorts on numbers (a job's rank in each job order stands for its id)
+    jobs = list(dict.fromkeys(job_of))
+    by_id = {j: r for r, j in enumerate(sorted(jobs))}
+    by_heavy = {j: r for r, j in enumerate(sorted(jobs, key=lambda j: (-weights[j], j)))}
+    neg_score_a = np.array(neg_score, dtype=float)
+    by_gain = np.lexsort((np.array([by_id[j] for j in job_of], dtype=np.int64), neg_score_a)).tolist()
+    by_weight = np.lexsort((neg_score_a, np.array(neg_x, dtype=float),
+                            np.array([by_heavy[j] for j in job_of], dtype=np.int64))).tolist()
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     best_moved = 0
