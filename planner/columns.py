@@ -15,7 +15,6 @@ model and reports the full LP bound. docs/design.md, "Spans per speed bucket and
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
@@ -44,18 +43,24 @@ def first_positions(keys: Sequence[tuple[str, Hashable]],
                     current: Mapping[str, object], pinned: Collection[tuple[str, Hashable]]) -> list[int]:
     """:func:`first_columns` as positions in ``keys`` (ascending)."""
     gains = [gain_of[k] for k in keys] if isinstance(gain_of, Mapping) else gain_of
-    by_job: dict[str, list[int]] = defaultdict(list)  # positions in keys
-    for i, k in enumerate(keys):
-        by_job[k[0]].append(i)
-    keep = [False] * len(keys)
-    for j, at in by_job.items():
-        for i in (at if j in current else sorted(at, key=lambda i: -gains[i])[:per_job]):
-            keep[i] = True
+    if not keys:
+        return []
+    jobs: dict[str, int] = {}
+    job = np.array([jobs.setdefault(k[0], len(jobs)) for k in keys], dtype=np.int64)
+    idx = np.arange(len(keys))
+    # by job, best gain first, then position (a stable sort of each job's positions by -gain)
+    order = np.lexsort((idx, -np.asarray(gains, dtype=float), job))
+    ordered = job[order]
+    start = np.maximum.accumulate(np.where(np.r_[True, ordered[1:] != ordered[:-1]], idx, 0))
+    keep = np.zeros(len(keys), dtype=bool)
+    keep[order[idx - start < per_job]] = True
+    running = [n for j, n in jobs.items() if j in current]
+    if running:
+        keep |= np.isin(job, running)
     if pinned:
         pins = set(pinned)
-        for i, k in enumerate(keys):
-            keep[i] = keep[i] or k in pins
-    return [i for i, kept in enumerate(keep) if kept]
+        keep |= np.array([k in pins for k in keys], dtype=bool)
+    return np.nonzero(keep)[0].tolist()  # type: ignore[no-any-return]
 
 
 class Pricer:
