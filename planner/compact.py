@@ -139,8 +139,10 @@ class CompactSolve:
         current, by_name = self.current, self.by_name
         self.held: dict[Key, Config] = {k: freeze_config(current[k[0]]) for k in self.keys
                                         if k[0] in self.pin and stays(k[0], k[1], current, by_name)}
-        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys)}
-        self.pinned = ({k for k in self.keys if shares[k[1]]} if any(shares.values()) else set()) | set(self.held)
+        # (a single-node signature never shares a node: only multi-node ones are asked)
+        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys if len(k[1]) > 1)}
+        self.pinned = ({k for k in self.keys if len(k[1]) > 1 and shares[k[1]]} if any(shares.values()) else set()) \
+            | set(self.held)
         pinned_nodes = {n for k in self.pinned for n in self._pin_config(k)}
         self.group_of: dict[str, GroupKey] = {}
         self.groups: dict[GroupKey, list[str]] = defaultdict(list)
