@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import SpanIndex, generate_configs
 from planner.moves import current_rate, move_price
-from planner.signatures import Candidate, Signature, new_candidate, signature
+from planner.signatures import Candidate, Signature, signature
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
 
@@ -65,14 +65,13 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
             rate_now, keep = current_rate(job), 1.0 + preempt_penalty
             for sig, cfg, thr in rated:
                 if same(sig, cfg):
-                    out.append(new_candidate(job.job_id, cfg, thr / low * keep, sig, on))
+                    out.append(Candidate(job.job_id, cfg, thr / low * keep, sig, on))
                     continue
                 worth = move_price(job, rate_now, thr).rate
                 if worth > 0.0:
-                    out.append(new_candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty) * keep, sig, on))
+                    out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty) * keep, sig, on))
         else:
-            job_id = job.job_id
-            out.extend([new_candidate(job_id, cfg, thr / low, sig, on) for sig, cfg, thr in rated])
+            out.extend(Candidate(job.job_id, cfg, thr / low, sig, on) for sig, cfg, thr in rated)
     return out
 
 

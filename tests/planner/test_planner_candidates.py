@@ -22,22 +22,3 @@ def test_compact_candidates_carry_their_signature_and_the_solve_reads_it() -> No
     bare = [Candidate(c.job_id, c.config, c.gain) for c in cands]
     w = {j.job_id: 1.0 + k / 10 for k, j in enumerate(jobs)}
     assert solve_compact(cands, w, ent.nodes).assignments == solve_compact(bare, w, ent.nodes).assignments
-
-
-def test_a_candidate_made_fast_is_the_dataclass_one() -> None:
-    """new_candidate (what candidates_for makes) equals, hashes and prints as Candidate(...), stays frozen."""
-    import dataclasses
-    from types import MappingProxyType
-
-    import pytest
-
-    from planner.signatures import new_candidate
-
-    cfg = MappingProxyType({"n1": 4, "n2": 2})
-    sig = ((("a100", "x", 8), 4), (("a100", "x", 8), 2))
-    fast, slow = new_candidate("j", cfg, 1.5, sig, ()), Candidate("j", cfg, 1.5, sig, ())
-    assert fast == slow and repr(fast) == repr(slow) and vars(fast) == vars(slow)
-    assert fast == Candidate("j", cfg, 1.5) and fast != Candidate("j", cfg, 2.0)
-    assert new_candidate("j", cfg, 1.5) == slow and new_candidate("j", cfg, 1.5).sig is None
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.gain = 2.0  # type: ignore[misc]
