@@ -15,7 +15,6 @@ model and reports the full LP bound. docs/design.md, "Spans per speed bucket and
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
@@ -36,19 +35,32 @@ def first_columns(keys: Sequence[tuple[str, Hashable]],
     """The columns the restricted model starts with: each waiting job's ``per_job`` best by weighted gain
     (``gain_of``: per key, or a list in ``keys`` order), every column of a running job (in ``current``) and
     every ``pinned`` one; in ``keys`` order."""
+    return [keys[i] for i in first_positions(keys, gain_of, per_job, current, pinned)]
+
+
+def first_positions(keys: Sequence[tuple[str, Hashable]],
+                    gain_of: Mapping[tuple[str, Hashable], float] | Sequence[float], per_job: int,
+                    current: Mapping[str, object], pinned: Collection[tuple[str, Hashable]]) -> list[int]:
+    """:func:`first_columns` as positions in ``keys`` (ascending)."""
     gains = [gain_of[k] for k in keys] if isinstance(gain_of, Mapping) else gain_of
-    by_job: dict[str, list[int]] = defaultdict(list)  # positions in keys
-    for i, k in enumerate(keys):
-        by_job[k[0]].append(i)
-    keep = [False] * len(keys)
-    for j, at in by_job.items():
-        for i in (at if j in current else sorted(at, key=lambda i: -gains[i])[:per_job]):
-            keep[i] = True
+    if not keys:
+        return []
+    jobs: dict[str, int] = {}
+    job = np.array([jobs.setdefault(k[0], len(jobs)) for k in keys], dtype=np.int64)
+    idx = np.arange(len(keys))
+    # by job, best gain first, then position (a stable sort of each job's positions by -gain)
+    order = np.lexsort((idx, -np.asarray(gains, dtype=float), job))
+    ordered = job[order]
+    start = np.maximum.accumulate(np.where(np.r_[True, ordered[1:] != ordered[:-1]], idx, 0))
+    keep = np.zeros(len(keys), dtype=bool)
+    keep[order[idx - start < per_job]] = True
+    running = [n for j, n in jobs.items() if j in current]
+    if running:
+        keep |= np.isin(job, running)
     if pinned:
         pins = set(pinned)
-        for i, k in enumerate(keys):
-            keep[i] = keep[i] or k in pins
-    return [k for k, kept in zip(keys, keep, strict=True) if kept]
+        keep |= np.array([k in pins for k in keys], dtype=bool)
+    return np.nonzero(keep)[0].tolist()  # type: ignore[no-any-return]
 
 
 class Pricer:
@@ -57,7 +69,7 @@ class Pricer:
     def __init__(self, keys: Sequence[tuple[str, Hashable]], rows: Mapping[tuple[str, Hashable], Mapping[object, float]],
                  gain_of: Mapping[tuple[str, Hashable], float]) -> None:
         self.keys = list(keys)
-        self.index = {k: i for i, k in enumerate(self.keys)}
+        self._index: dict[tuple[str, Hashable], int] | None = None
         self.row_ids: dict[object, int] = {}
         cols: list[int] = []
         rids: list[int] = []
@@ -86,7 +98,7 @@ class Pricer:
         ``rows[k] = {k[0]: 1.0, **template}`` (the same additions in the same order)."""
         self = cls.__new__(cls)
         self.keys = list(keys)
-        self.index = {k: i for i, k in enumerate(self.keys)}
+        self._index = None
         self.row_ids = {}
         jobs = {j: n for n, j in enumerate(dict.fromkeys(k[0] for k in self.keys))}
         job_rows = np.array([self.row_ids.setdefault(j, len(self.row_ids)) for j in jobs], dtype=np.int64)
@@ -116,14 +128,30 @@ class Pricer:
             cost = cost + per_template[:, p][template_of]
         return cost  # type: ignore[no-any-return]
 
+    @property
+    def index(self) -> dict[tuple[str, Hashable], int]:
+        """Each column's position (worked out when first asked: callers that know positions never need it)."""
+        if self._index is None:
+            self._index = {k: i for i, k in enumerate(self.keys)}
+        return self._index
+
     def add(self, key: tuple[str, Hashable]) -> None:
         """``key`` is in the model now."""
         self.present[self.index[key]] = True
+
+    def add_at(self, positions: Sequence[int]) -> None:
+        """The columns at these positions are in the model now."""
+        self.present[np.asarray(positions, dtype=np.int64)] = True
 
     def enter(self, duals: Mapping[object, float], per_job: int) -> list[tuple[str, Hashable]]:
         """The columns to add: outside the model, positive reduced cost gain - sum(coefficient x dual) over
         the rows the column uses (a row missing from ``duals`` has no room at all: the column never enters),
         the ``per_job`` most positive of each job, in key order within a job's picks."""
+        keys = self.keys
+        return [keys[i] for i in self.enter_at(duals, per_job)]
+
+    def enter_at(self, duals: Mapping[object, float], per_job: int) -> list[int]:
+        """:meth:`enter` as positions."""
         pi = np.full(len(self.row_ids), np.inf)
         for row, i in self.row_ids.items():
             value = duals.get(row)
@@ -142,8 +170,7 @@ class Pricer:
         job = self.job[order]
         at = np.arange(len(order))
         start = np.maximum.accumulate(np.where(np.r_[True, job[1:] != job[:-1]], at, 0))
-        keys = self.keys
-        return [keys[i] for i in order[at - start < per_job].tolist()]
+        return order[at - start < per_job].tolist()  # type: ignore[no-any-return]
 
 
 def price_columns(keys: Sequence[tuple[str, Hashable]], present: Collection[tuple[str, Hashable]],

@@ -21,8 +21,9 @@ from typing import Protocol
 
 import mip
 
-from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_columns
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions
 from planner.keep import keep_running_jobs
+from planner.lp_columns import add_binary_columns
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
                                 shares_a_node, signature, signature_on, stays)
@@ -138,8 +139,10 @@ class CompactSolve:
         current, by_name = self.current, self.by_name
         self.held: dict[Key, Config] = {k: freeze_config(current[k[0]]) for k in self.keys
                                         if k[0] in self.pin and stays(k[0], k[1], current, by_name)}
-        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys)}
-        self.pinned = ({k for k in self.keys if shares[k[1]]} if any(shares.values()) else set()) | set(self.held)
+        # (a single-node signature never shares a node: only multi-node ones are asked)
+        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys if len(k[1]) > 1)}
+        self.pinned = ({k for k in self.keys if len(k[1]) > 1 and shares[k[1]]} if any(shares.values()) else set()) \
+            | set(self.held)
         pinned_nodes = {n for k in self.pinned for n in self._pin_config(k)}
         self.group_of: dict[str, GroupKey] = {}
         self.groups: dict[GroupKey, list[str]] = defaultdict(list)
@@ -203,11 +206,11 @@ class CompactSolve:
     def _touch(self) -> None:
         """Each column's weighted gain; the columns the model starts with."""
         self.gains = [self.weights[k[0]] * c.gain for k, c in self.best.items()]  # in keys order
-        self.gain_of = dict(zip(self.keys, self.gains, strict=True))
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
-        self.start_cols = (list(self.keys) if not (self.columns and self.lp_rounding)
-                           else first_columns(self.keys, self.gains, self.columns, self.current, self.pinned))
+        #: the starting columns' positions in keys
+        self.start_at = (list(range(len(self.keys))) if not (self.columns and self.lp_rounding)
+                         else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned))
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
@@ -227,7 +230,14 @@ class CompactSolve:
         m = self.m = new_model(self.solver, self.gap, self.threads)
         self.zs = {(grp, p): m.add_var(var_type=mip.INTEGER, lb=0, ub=len(self.groups[grp]))
                    for grp, ps in self.patterns.items() for p in ps}
-        self.xs = {k: m.add_var(var_type=mip.BINARY, obj=self.gain_of[k]) for k in self.start_cols}
+        keys, gains = self.keys, self.gains
+        self.xs: dict[Key, mip.Var] = {}
+        self.x_at: dict[Key, int] = {}  # each column in the model: its position in keys
+        for i, x in zip(self.start_at, add_binary_columns(m, [(gains[i], (), ()) for i in self.start_at]),
+                        strict=True):
+            self.xs[keys[i]] = x
+            self.x_at[keys[i]] = i
+        self._of_template: dict[int, tuple[bool, list[int], list[float]]] = {}
         uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
         done: set[int] = set()  # templates whose rows are in (in the order the columns first touch them)
         for k, t in zip(self.keys, self.template_of, strict=True):
@@ -267,11 +277,37 @@ class CompactSolve:
         return self.m.add_constr(mip.LinExpr(variables=[var[i] for i in coef], coeffs=list(coef.values())) <= rhs)
 
     def add_column(self, k: Key) -> None:
-        rows = self.touch(k)
-        if any(r not in self.rows_of for r in rows):
-            return  # a piece with no slot anywhere: the column can never be chosen
-        self.xs[k] = self.m.add_var(var_type=mip.BINARY, obj=self.gain_of[k],
-                                    column=mip.Column([self.rows_of[r] for r in rows], list(rows.values())))
+        pos = self.__dict__.get("_pos") or self.__dict__.setdefault("_pos", {k: i for i, k in enumerate(self.keys)})
+        self.add_columns([pos[k]])
+
+    def add_columns(self, positions: Sequence[int]) -> None:
+        """Add the columns at these positions in keys to the model, in order (one batch:
+        :func:`planner.lp_columns.add_binary_columns`); a column with a piece that has no slot anywhere is
+        left out (it can never be chosen)."""
+        rows_of, of_template, keys, gains = self.rows_of, self._of_template, self.keys, self.gains
+        specs: list[tuple[float, list[int], list[float]]] = []
+        taken: list[int] = []
+        for i in positions:
+            k = keys[i]
+            job_row = rows_of.get(k[0])
+            t = self._of(k)[1]
+            made = of_template.get(t)
+            if made is None:
+                made = of_template[t] = self._template_rows(t)
+            if job_row is None or not made[0]:
+                continue
+            specs.append((gains[i], [job_row.idx, *made[1]], [1.0, *made[2]]))
+            taken.append(i)
+        for i, x in zip(taken, add_binary_columns(self.m, specs), strict=True):
+            self.xs[keys[i]] = x
+            self.x_at[keys[i]] = i
+
+    def _template_rows(self, t: int) -> tuple[bool, list[int], list[float]]:
+        """A template's eq. 13 rows as (all in the model, row indices, coefficients), in :meth:`touch`'s order."""
+        rows_of, template = self.rows_of, self.templates[t]
+        if any(r not in rows_of for r in template):
+            return False, [], []
+        return True, [rows_of[r].idx for r in template], list(template.values())
 
     # ------------------------------------------------------------------ solve
     def solve_lp(self) -> mip.OptimizationStatus:
@@ -288,15 +324,13 @@ class CompactSolve:
                     break
                 if pricer is None:
                     pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
-                    for k in self.xs:
-                        pricer.add(k)
-                enter = pricer.enter({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
+                    pricer.add_at(list(self.x_at.values()))
+                enter = pricer.enter_at({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
                 self.extra["pricing_rounds"] = rounds + 1
                 if not enter:
                     break
-                for k in enter:
-                    self.add_column(k)
-                    pricer.add(k)
+                self.add_columns(enter)
+                pricer.add_at(enter)
                 status = m.optimize(relax=True, max_seconds=self.time_limit)
             else:
                 # the LP optimum is the restricted model's only: no LP bound, branch and bound over every column
@@ -306,15 +340,12 @@ class CompactSolve:
     # ------------------------------------------------------------------ round
     def _xval(self) -> list[float]:
         """Each column's LP value, in keys order (0 for the columns outside the model)."""
-        if self.pricer is not None:
-            pos = self.pricer.index
-        else:
-            pos = self.__dict__.get("_pos") or self.__dict__.setdefault("_pos", {k: i for i, k in enumerate(self.keys)})
+        at = self.x_at
         xval = [0.0] * len(self.keys)
         for k, x in self.xs.items():
             value = x.x
             if value is not None:
-                xval[pos[k]] = float(value)
+                xval[at[k]] = float(value)
         return xval
 
     def _round(self, xval: Sequence[float]) -> tuple[dict[str, Config | None], float]:
@@ -409,9 +440,8 @@ class CompactSolve:
         return self.result(assign, state, obj, bound, "mip")
 
     def _add_missing(self) -> None:
-        for k in self.keys:
-            if k not in self.xs:
-                self.add_column(k)
+        xs = self.xs
+        self.add_columns([i for i, k in enumerate(self.keys) if k not in xs])
 
     def _take_mip(self) -> tuple[dict[str, Config | None], float]:
         chosen = {j: s for (j, s), x in self.xs.items() if x.x is not None and x.x >= 0.5}

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 import mip
+import numpy as np
 
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Packer, Signature, _extend_to_maximal, moved,
                                 signature, stays)
@@ -89,39 +90,59 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
         return (-len(keys[i][1]), -sum(g for _, g in keys[i][1]))
 
     n = len(keys)
-    ones = sorted((i for i in range(n) if xs[i] > 1 - 1e-6), key=lambda i: (*size(i), job_of[i]))
-    fracs = sorted((i for i in range(n) if 1e-6 < xs[i] <= 1 - 1e-6),
+    xs_a = np.array(xs, dtype=float)
+    ones = sorted(np.nonzero(xs_a > 1 - 1e-6)[0].tolist(), key=lambda i: (*size(i), job_of[i]))
+    fracs = sorted(np.nonzero((xs_a > 1e-6) & (xs_a <= 1 - 1e-6))[0].tolist(),
                    key=lambda i: (neg_x[i], neg_score[i], job_of[i]))
-    # by (-score, job id): sorted by the second key, then (stably) by the first, the same order
-    by_gain = sorted(range(n), key=job_of.__getitem__)
-    by_gain.sort(key=neg_score.__getitem__)
-    by_job: dict[str, list[int]] = defaultdict(list)
-    for i, j in enumerate(job_of):
-        by_job[j].append(i)
-    by_weight: list[int] = []
-    for j in sorted(by_job, key=lambda j: (-weights[j], j)):
-        of_job = sorted(by_job[j], key=neg_score.__getitem__)
-        of_job.sort(key=neg_x.__getitem__)  # by (-xval, -score)
-        by_weight += of_job
+    # every pair by (-score, job id, position); every job by (-weight, job id) with its pairs by (-xval,
+    # -score, position): stable sorts on numbers (a job's rank in each job order stands for its id)
+    jobs = list(dict.fromkeys(job_of))
+    by_id = {j: r for r, j in enumerate(sorted(jobs))}
+    by_heavy = {j: r for r, j in enumerate(sorted(jobs, key=lambda j: (-weights[j], j)))}
+    neg_score_a = np.array(neg_score, dtype=float)
+    by_gain = np.lexsort((np.array([by_id[j] for j in job_of], dtype=np.int64), neg_score_a)).tolist()
+    heavy = np.array([by_heavy[j] for j in job_of], dtype=np.int64)
+    by_weight_a = np.lexsort((neg_score_a, -xs_a, heavy))
+    # by_weight holds each job's pairs together: one block per job (once the job is placed, the rest of its
+    # block would only be skipped one by one)
+    cuts = np.nonzero(np.diff(heavy[by_weight_a]))[0] + 1
+    by_weight = [block.tolist() for block in np.split(by_weight_a, cuts)] if n else []
     best_out: dict[str, Config | None] = {}
     best_value = -1.0
     best_moved = 0
     # warm start: running jobs where they are
     stay = [i for i in range(n) if job_of[i] in here and here[job_of[i]][0] == keys[i][1]] if here else []
     # with no running job where it is, the warm start is the second order again (the same rounding)
-    orders = (ones + fracs + by_gain, ones + by_weight) + ((stay + ones + by_weight,) if stay else ())
-    for order in orders:
+    # each order: pairs one by one, then per-job blocks of pairs
+    orders: list[tuple[list[int], list[list[int]]]] = [(ones + fracs + by_gain, []), (ones, by_weight)]
+    if stay:
+        orders.append((stay + ones, by_weight))
+    only_held = bool(held)
+    for flat, blocks in orders:
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
         value = 0.0
-        for i in order:
+        for i in flat:
             j, sig = keys[i]
             if j in out or packer.cannot(sig):  # (its preferred config, of that signature, cannot either)
                 continue
-            cfg = packer.place(sig, prefer(i), only=bool(held) and keys[i] in held)
+            cfg = packer.place(sig, prefer(i), only=only_held and keys[i] in held)
             if cfg is not None:
                 out[j] = cfg
                 value += score[i]
+        for block in blocks:
+            j = job_of[block[0]]
+            if j in out:
+                continue
+            for i in block:
+                sig = keys[i][1]
+                if packer.cannot(sig):
+                    continue
+                cfg = packer.place(sig, prefer(i), only=only_held and keys[i] in held)
+                if cfg is not None:
+                    out[j] = cfg
+                    value += score[i]
+                    break
         n_moved = moved(out, current)
         tie = abs(value - best_value) <= 1e-9 * max(1.0, abs(value))
         if (value > best_value and not tie) or (tie and n_moved < best_moved):

@@ -145,3 +145,27 @@ def test_a_pricer_over_shared_templates_prices_as_the_per_column_one() -> None:
             costs.append(pricer._costs(pi))
         assert np.array_equal(costs[0], costs[1])
         assert every.enter(duals, 2) == shared.enter(duals, 2)
+
+
+def test_positions_name_the_same_columns_as_keys() -> None:
+    """The compact solve works on positions (first_positions, Pricer.enter_at/add_at): they name exactly the
+    columns first_columns and Pricer.enter name, and a column added by position is not priced in again."""
+    from planner.columns import Pricer, first_positions
+
+    rng = random.Random(9)
+    keys = [(f"j{j}", s) for j in range(20) for s in range(rng.randint(1, 7))]
+    gains = [rng.choice((1.0, 2.0, rng.uniform(0.5, 3.0))) for _ in keys]
+    templates = [{("r", r): 1.0} for r in range(6)]
+    template_of = [rng.randrange(6) for _ in keys]
+    at = first_positions(keys, gains, 2, {"j3": {}}, [keys[-1]])
+    assert [keys[i] for i in at] == first_columns(keys, gains, 2, {"j3": {}}, [keys[-1]]) and at == sorted(at)
+    by_key, by_position = (Pricer.shared(keys, templates, template_of, gains) for _ in range(2))
+    for i in at:
+        by_key.add(keys[i])
+    by_position.add_at(at)
+    duals: dict[object, float] = {("r", r): rng.uniform(0.0, 1.0) for r in range(6)}
+    duals.update({k[0]: 0.1 for k in keys})
+    entering = by_position.enter_at(duals, 2)
+    assert entering and [keys[i] for i in entering] == by_key.enter(duals, 2)
+    by_position.add_at(entering)
+    assert not set(by_position.enter_at(duals, 2)) & set(entering)

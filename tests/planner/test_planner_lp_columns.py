@@ -1,0 +1,45 @@
+"""planner.lp_columns: columns added in one batch make the very model python-mip's own column adds make."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import mip
+import pytest
+
+from planner.lp_columns import add_binary_columns
+
+
+def _model(batch: bool, seed: int) -> mip.Model:
+    """Rows first, then columns over them (as column generation adds them), some columns with no row."""
+    rng = random.Random(seed)
+    m = mip.Model(sense=mip.MAXIMIZE, solver_name="CBC")
+    m.verbose = 0
+    z = [m.add_var(var_type=mip.INTEGER, lb=0, ub=rng.randint(1, 4)) for _ in range(4)]
+    rows = [m.add_constr(mip.xsum(rng.randint(-2, 2) * v for v in z) <= rng.randint(1, 6)) for _ in range(7)]
+    specs = []
+    for _ in range(25):
+        picked = rng.sample(range(len(rows)), rng.randint(0, 4))
+        specs.append((rng.uniform(0.1, 3.0), picked, [float(rng.randint(1, 3)) for _ in picked]))
+    if batch:
+        made = add_binary_columns(m, specs)
+    else:
+        made = [m.add_var(var_type=mip.BINARY, obj=obj, column=mip.Column([rows[i] for i in idx], coefs))
+                for obj, idx, coefs in specs]
+    assert [v.idx for v in made] == list(range(len(z), len(z) + len(specs)))
+    return m
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_batch_of_columns_is_the_model_python_mip_makes(seed: int, tmp_path: Path) -> None:
+    written = []
+    for batch in (False, True):
+        m = _model(batch, seed)
+        path = tmp_path / f"{batch}.lp"
+        m.write(str(path))
+        written.append(path.read_text())
+        m.optimize(relax=True)
+        written.append(repr((m.objective_value, [v.x for v in m.vars], [c.pi for c in m.constrs])))
+    assert written[0] == written[2] and written[1] == written[3]
+    assert m.num_cols == 29 and len(m.vars) == 29 and m.vars[28].x is not None
