@@ -57,6 +57,19 @@ def test_a_site_policy_starts_a_waiting_job_the_moment_gpus_free(tmp_path) -> No
     assert as_engine["b"] == pytest.approx(30.0)  # the refresh tick after it (the check above can fail)
 
 
+def test_submissions_within_batch_sched_delay_are_one_scheduling_pass(tmp_path) -> None:
+    """Three 2-GPU jobs on an idle 8-GPU cluster, submitted at 0, 1 and 2 s: Slurm runs the pass their
+    submissions ask for once ``batch_sched_delay`` (3 s) has passed since the last pass, so the second and
+    third start together at 3 s, in one planning; with the gap set to 0 each starts at its submission."""
+    jobs = tuple(JobSpec(f"j{i}", float(i), R50, (2,), THR4 * 600.0) for i in range(3))
+    opts = runner.Options(round_seconds=360.0, refresh_seconds=30.0, costs=FREE)
+    merged = runner.simulate(tiny(tmp_path), jobs, "slurm-backfill", 0, opts)
+    assert starts(merged) == pytest.approx({"j0": 0.0, "j1": SLURM_EVENT_GAP, "j2": SLURM_EVENT_GAP})
+    each = runner.simulate(tiny(tmp_path), jobs, "slurm-backfill", 0, replace(opts, event_gap=0.0))
+    assert starts(each) == pytest.approx({"j0": 0.0, "j1": 1.0, "j2": 2.0})
+    assert len({r.time for r in merged.rounds if r.time < 30.0}) < len({r.time for r in each.rounds if r.time < 30.0})
+
+
 def test_hops_still_runs_as_the_engine_runs(tmp_path) -> None:
     jobs = (JobSpec("a", 0.0, R50, (4,), THR4 * 600.0), JobSpec("b", 7.0, R50, (4,), THR4 * 600.0))
     got = starts(runner.simulate(tiny(tmp_path), jobs, "hops", 0, runner.Options(refresh_seconds=30.0, costs=FREE)))
