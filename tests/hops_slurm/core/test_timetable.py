@@ -189,3 +189,13 @@ def test_every_driver_sees_the_timetables_instants(tmp_path: Path, settings: Loo
             Driver(engine.loop, VirtualClock(), steps, 10.0, on_instant=_recorder(seen, [])).run()
         assert seen == expected, "daemon"
         assert (_single_plan_exits(engine) > 0) == single
+
+
+def test_the_engine_simulation_plans_events_with_the_runs_event_gap(tmp_path: Path) -> None:
+    """One rule for both backends: ``--event-gap`` reaches the engine path's timetable as it reaches the fast one."""
+    options = Options(round_seconds=360.0, refresh_seconds=30.0, plan_on_events=True, event_gap=3.0)
+    with engine_simulation(_cluster(tmp_path), JOBS, options=options, state_dir=tmp_path / "engine") as sim:
+        assert sim.loop() == LoopSettings(360.0, 30.0, plan_on_events=True, event_gap=3.0)
+    with engine_simulation(_cluster(tmp_path), JOBS, options=Options(plan_on_events=True),
+                           state_dir=tmp_path / "engine0") as sim:
+        assert sim.loop().event_gap == 0.0  # no gap asked for: every event, as before
