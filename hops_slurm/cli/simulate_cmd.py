@@ -64,6 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan-on-events", action="store_true",
                    help="every policy also plans (fragment plans) at each arrival and job end between refresh ticks, "
                         "as slurm-backfill and slurm-multifactor always do (for long traces with longer refresh ticks)")
+    p.add_argument("--event-gap", type=bounded_float(0, 3600), default=None, metavar="SECONDS",
+                   help="with planning on events: events sooner than this after the last planning are merged into one "
+                        "planning then (default 0; slurm-backfill and slurm-multifactor: 3, slurmctld's batch_sched_delay; "
+                        "docs/simulator.md)")
     p.add_argument("--max-days", type=bounded_float(0, 3650, low_open=True), default=90.0,
                    help="the simulator's safety stop: a run still going after this many days of virtual time fails "
                         "(default 90; a replayed trace that spans longer, such as Alibaba's 145 days, needs more)")
@@ -76,7 +80,7 @@ def options_of(args: argparse.Namespace) -> Options:
     """The simulation options the command's flags describe (the local run's and each Slurm task's)."""
     return Options(args.round_seconds, args.refresh_seconds, cost_model(args),
                    fragment_at_once=args.fragment_plans == "at-once", max_days=getattr(args, "max_days", 90.0),
-                   plan_on_events=getattr(args, "plan_on_events", False))
+                   plan_on_events=getattr(args, "plan_on_events", False), event_gap=getattr(args, "event_gap", None))
 
 
 def runner_of(args: argparse.Namespace) -> Callable[..., RunResult] | None:

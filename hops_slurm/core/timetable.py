@@ -8,7 +8,10 @@ and the daemon (:mod:`hops_slurm.engine.daemon`). A round starting at ``start`` 
   at its instant;
 * a **tick** every ``refresh_seconds`` inside the round (the queue refresh): a refresh and a fragment plan;
 * with ``plan_on_events``, an **event** instant at each of the clock's events between ticks (an arrival,
-  a completion, a probe's end: Slurm's own scheduler runs there, ``hops-slurm whatif``): a fragment plan;
+  a completion, a probe's end: Slurm's own scheduler runs there, ``hops-slurm whatif``): a fragment plan.
+  With ``event_gap`` > 0, an event sooner than that after the last instant is merged into one instant at
+  ``last + event_gap`` (the events meanwhile are all in its planning), as slurmctld rate-limits the
+  scheduling its events trigger (``batch_sched_delay``; docs/simulator.md, "Slurm's event-triggered scheduling");
 * the round's **end** at ``start + round_seconds``, where the next round starts.
 
 How many plannings each instant makes is :meth:`LoopSettings.plannings`, the one rule that both backends
@@ -60,10 +63,15 @@ class LoopSettings:
     #: a probe's end): Slurm's own scheduler runs at each submission and end, not on a timer. ``hops-slurm
     #: whatif`` replays Slurm's policies so (:mod:`hops_slurm.whatif.replay`); the rest plan on the timetable
     plan_on_events: bool = False
+    #: with ``plan_on_events``: the least seconds from one instant to an event instant; the events sooner than
+    #: that are merged into one planning at the gap's end (slurmctld's ``batch_sched_delay``); 0: every event
+    event_gap: float = 0.0
 
     def __post_init__(self) -> None:
         if self.round_seconds <= 0 or self.refresh_seconds <= 0:
             raise ValueError("round and refresh lengths must be positive seconds")
+        if not self.event_gap >= 0:
+            raise ValueError("event_gap must be zero or positive seconds")
         if self.max_plans_per_instant < 1:
             raise ValueError("max_plans_per_instant must be at least 1")
 
@@ -96,6 +104,7 @@ def round_instants(settings: LoopSettings, start: float, clock: Clock, *, coales
     ``coalesce``: a tick the clock has already passed is skipped when the next tick has passed too (a
     step that overran runs the refresh it missed once, late, as a timer that coalesces would)."""
     yield Instant(Kind.ROUND, start)
+    last = start  # the last instant yielded: an event instant comes ``event_gap`` after it at the soonest
     end = start + settings.round_seconds
     step = settings.refresh_seconds
     tick = start + step
@@ -103,10 +112,14 @@ def round_instants(settings: LoopSettings, start: float, clock: Clock, *, coales
         while coalesce and tick + step < end - EPS and clock.now() >= tick + step - EPS:
             tick += step
         event = clock.next_event() if settings.plan_on_events else None
-        if event is not None and clock.now() + EPS < event < tick - EPS:
-            yield Instant(Kind.EVENT, event)  # an event before the tick: Slurm schedules there and then
-            continue
+        if event is not None and clock.now() + EPS < event:
+            at = max(event, last + settings.event_gap)  # the events before ``at`` are merged into its planning
+            if at < tick - EPS:
+                yield Instant(Kind.EVENT, at)  # an event before the tick: Slurm schedules there and then
+                last = at
+                continue
         yield Instant(Kind.TICK, tick)
+        last = tick
         tick += step
     yield Instant(Kind.END, end)
 

@@ -87,7 +87,7 @@ class EngineSim:
         """The timetable's settings (:mod:`hops_slurm.core.timetable`), from the simulation's options."""
         o = self.options
         return LoopSettings(o.round_seconds, o.refresh_seconds, fragment_at_once=o.fragment_at_once,
-                            plan_on_events=o.plan_on_events)
+                            plan_on_events=o.plan_on_events, event_gap=o.event_gap or 0.0)
 
     def run(self, *, on_round: Callable[[float, int], None] | None = None, max_seconds: float = 90 * 86400.0,
             on_instant: Callable[[Instant], None] | None = None) -> None:

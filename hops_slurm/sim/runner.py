@@ -80,6 +80,10 @@ class Options:
     honesty: HonestyParams | None = None
     #: plan at each event between refresh ticks too (:class:`hops_slurm.core.rounds.LoopSettings`)
     plan_on_events: bool = False
+    #: with ``plan_on_events``: events sooner than this many seconds after the last planning are merged into one
+    #: planning (:attr:`hops_slurm.core.timetable.LoopSettings.event_gap`); None: 0, and for the site's own
+    #: Slurm policies slurmctld's default ``batch_sched_delay`` (:data:`hops_slurm.sim.site.SLURM_EVENT_GAP`)
+    event_gap: float | None = None
     #: run the site's own Slurm policies as Slurm runs them (:mod:`hops_slurm.sim.site`: no probes, scheduling
     #: at each submission and end); False: as the engine runs every policy (probes, refresh ticks)
     site_as_slurm: bool = True
@@ -120,7 +124,8 @@ def simulate(
     try:
         rounds = run_rounds(backend, policy, LoopSettings(options.round_seconds, options.refresh_seconds,
                                                           fragment_at_once=options.fragment_at_once,
-                                                          plan_on_events=options.plan_on_events),
+                                                          plan_on_events=options.plan_on_events,
+                                                          event_gap=options.event_gap or 0.0),
                             on_round=tick, exits=exits)
     except HopsError as exc:
         raise HopsError(f"policy {policy_name!r}, seed {seed}: {exc}") from exc

@@ -5,7 +5,9 @@ fair-share bench, and ``hops-slurm whatif`` through it) asks :func:`as_slurm_run
 options of a policy of :data:`SITE_POLICIES` before it runs it. Slurm profiles nothing, so no job waits
 for a probe (the cluster's ``probe_seconds`` is 0: a job is ready at its submission), and slurmctld's
 scheduler runs at each submission and job end, not on the engine's refresh timer
-(:attr:`hops_slurm.sim.runner.Options.plan_on_events`). Time limits come with the workload: a job's
+(:attr:`hops_slurm.sim.runner.Options.plan_on_events`), rate-limited as slurmctld limits it: events sooner
+than :data:`SLURM_EVENT_GAP` after the last scheduling pass are merged into one pass (its default
+``batch_sched_delay``; docs/simulator.md, "Slurm's event-triggered scheduling"). Time limits come with the workload: a job's
 ``time_limit`` (a workload column; whatif's from the export) is what the backfill plans with
 (:attr:`planner.views.JobView.time_limit`), else its expected run time.
 
@@ -29,6 +31,7 @@ class _RunOptions(Protocol):
 
     costs: CostModel
     plan_on_events: bool
+    event_gap: float | None
     __dataclass_fields__: dict[str, Any]
 
 
@@ -37,15 +40,23 @@ Options = TypeVar("Options", bound=_RunOptions)
 #: the simulated policies that stand for the site's own Slurm
 SITE_POLICIES = ("slurm-backfill", "slurm-multifactor")
 
+#: seconds from one scheduling pass to the next that events trigger: slurmctld's background loop runs the
+#: pass a submission or job end asked for once ``batch_sched_delay`` (SchedulerParameters, default 3 s) has
+#: passed since the last pass; the events meanwhile are all in that pass
+SLURM_EVENT_GAP = 3.0
+
 
 def is_site_policy(policy_name: str) -> bool:
     return policy_name.partition(":")[0] in SITE_POLICIES
 
 
 def as_slurm_runs(cluster: ClusterSpec, options: Options) -> tuple[ClusterSpec, Options]:
-    """The cluster and options a site policy runs with: no probes, scheduling at every event."""
+    """The cluster and options a site policy runs with: no probes, scheduling at events, at most once per
+    :data:`SLURM_EVENT_GAP` (an event gap already set is kept)."""
     profiler = cluster.profiler.model_copy(update={"probe_seconds": 0.0})
-    return cluster.model_copy(update={"profiler": profiler}), replace(options, plan_on_events=True)  # type: ignore[type-var]
+    gap = SLURM_EVENT_GAP if options.event_gap is None else options.event_gap
+    return (cluster.model_copy(update={"profiler": profiler}),
+            replace(options, plan_on_events=True, event_gap=gap))  # type: ignore[type-var]
 
 
 def first_start_free(options: Options) -> Options:
@@ -56,4 +67,4 @@ def first_start_free(options: Options) -> Options:
     return replace(options, costs=replace(options.costs, first_start=0.0))  # type: ignore[type-var]
 
 
-__all__ = ["SITE_POLICIES", "is_site_policy", "as_slurm_runs", "first_start_free"]
+__all__ = ["SITE_POLICIES", "SLURM_EVENT_GAP", "is_site_policy", "as_slurm_runs", "first_start_free"]

@@ -62,6 +62,32 @@ def test_events_between_ticks_are_instants_only_when_planning_on_events() -> Non
                                                                       ("tick", 80.0), ("end", 100.0)]
 
 
+def test_events_sooner_than_the_gap_after_an_instant_are_one_instant_at_the_gaps_end() -> None:
+    """slurmctld's rate limit (batch_sched_delay): the events at 11 and 12 s come within 5 s of the instant at
+    10 s and are planned together at 15 s; 20 s is 5 s after that; 41 s comes 1 s after the tick at 40 s."""
+    gap = LoopSettings(100.0, 40.0, plan_on_events=True, event_gap=5.0)
+    assert _walk(gap, Clock(events=(10.0, 11.0, 12.0, 20.0, 41.0))) == [
+        ("round", 0.0), ("event", 10.0), ("event", 15.0), ("event", 20.0), ("tick", 40.0), ("event", 45.0),
+        ("tick", 80.0), ("end", 100.0)]
+    # the gap counts from the round's start too
+    assert _walk(gap, Clock(events=(2.0,))) == [("round", 0.0), ("event", 5.0), ("tick", 40.0), ("tick", 80.0),
+                                                ("end", 100.0)]
+    assert _walk(LoopSettings(100.0, 40.0, plan_on_events=True), Clock(events=(10.0, 11.0, 12.0))) == [
+        ("round", 0.0), ("event", 10.0), ("event", 11.0), ("event", 12.0), ("tick", 40.0), ("tick", 80.0),
+        ("end", 100.0)]
+
+
+def test_an_event_whose_gap_reaches_the_tick_is_planned_at_the_tick() -> None:
+    gap = LoopSettings(100.0, 40.0, plan_on_events=True, event_gap=5.0)
+    assert _walk(gap, Clock(events=(36.0, 38.0))) == [("round", 0.0), ("event", 36.0), ("tick", 40.0),
+                                                      ("tick", 80.0), ("end", 100.0)]
+
+
+def test_a_negative_event_gap_is_refused() -> None:
+    with pytest.raises(ValueError, match="event_gap"):
+        LoopSettings(event_gap=-1.0)
+
+
 def test_a_late_driver_runs_the_ticks_it_missed_once() -> None:
     clock = Clock(now=75.0)  # the round's step took 75 s: the ticks at 30 and 60 are one tick, late
     assert _walk(LoopSettings(100.0, 30.0), clock, coalesce=True) == [("round", 0.0), ("tick", 60.0),
@@ -163,3 +189,13 @@ def test_every_driver_sees_the_timetables_instants(tmp_path: Path, settings: Loo
             Driver(engine.loop, VirtualClock(), steps, 10.0, on_instant=_recorder(seen, [])).run()
         assert seen == expected, "daemon"
         assert (_single_plan_exits(engine) > 0) == single
+
+
+def test_the_engine_simulation_plans_events_with_the_runs_event_gap(tmp_path: Path) -> None:
+    """One rule for both backends: ``--event-gap`` reaches the engine path's timetable as it reaches the fast one."""
+    options = Options(round_seconds=360.0, refresh_seconds=30.0, plan_on_events=True, event_gap=3.0)
+    with engine_simulation(_cluster(tmp_path), JOBS, options=options, state_dir=tmp_path / "engine") as sim:
+        assert sim.loop() == LoopSettings(360.0, 30.0, plan_on_events=True, event_gap=3.0)
+    with engine_simulation(_cluster(tmp_path), JOBS, options=Options(plan_on_events=True),
+                           state_dir=tmp_path / "engine0") as sim:
+        assert sim.loop().event_gap == 0.0  # no gap asked for: every event, as before

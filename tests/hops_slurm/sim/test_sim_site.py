@@ -12,7 +12,7 @@ from hops_slurm.sim import runner
 from hops_slurm.sim.cluster_spec import load_cluster
 from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.sim.site import SITE_POLICIES, as_slurm_runs, first_start_free, is_site_policy
+from hops_slurm.sim.site import SITE_POLICIES, SLURM_EVENT_GAP, as_slurm_runs, first_start_free, is_site_policy
 from hops_slurm.sim.workload import JobSpec
 
 R50 = "ResNet-50 (batch size 64)"
@@ -57,6 +57,19 @@ def test_a_site_policy_starts_a_waiting_job_the_moment_gpus_free(tmp_path) -> No
     assert as_engine["b"] == pytest.approx(30.0)  # the refresh tick after it (the check above can fail)
 
 
+def test_submissions_within_batch_sched_delay_are_one_scheduling_pass(tmp_path) -> None:
+    """Three 2-GPU jobs on an idle 8-GPU cluster, submitted at 0, 1 and 2 s: Slurm runs the pass their
+    submissions ask for once ``batch_sched_delay`` (3 s) has passed since the last pass, so the second and
+    third start together at 3 s, in one planning; with the gap set to 0 each starts at its submission."""
+    jobs = tuple(JobSpec(f"j{i}", float(i), R50, (2,), THR4 * 600.0) for i in range(3))
+    opts = runner.Options(round_seconds=360.0, refresh_seconds=30.0, costs=FREE)
+    merged = runner.simulate(tiny(tmp_path), jobs, "slurm-backfill", 0, opts)
+    assert starts(merged) == pytest.approx({"j0": 0.0, "j1": SLURM_EVENT_GAP, "j2": SLURM_EVENT_GAP})
+    each = runner.simulate(tiny(tmp_path), jobs, "slurm-backfill", 0, replace(opts, event_gap=0.0))
+    assert starts(each) == pytest.approx({"j0": 0.0, "j1": 1.0, "j2": 2.0})
+    assert len({r.time for r in merged.rounds if r.time < 30.0}) < len({r.time for r in each.rounds if r.time < 30.0})
+
+
 def test_hops_still_runs_as_the_engine_runs(tmp_path) -> None:
     jobs = (JobSpec("a", 0.0, R50, (4,), THR4 * 600.0), JobSpec("b", 7.0, R50, (4,), THR4 * 600.0))
     got = starts(runner.simulate(tiny(tmp_path), jobs, "hops", 0, runner.Options(refresh_seconds=30.0, costs=FREE)))
@@ -74,7 +87,7 @@ def test_the_backfill_plans_with_the_workloads_time_limits(tmp_path) -> None:
                 JobSpec("short", 2.0, R50, (4,), THR4 * 600.0, time_limit=short_limit))
     opts = runner.Options(costs=FREE)
     fits = starts(runner.simulate(tiny(tmp_path), jobs(7200.0, 900.0), "slurm-backfill", 0, opts))
-    assert fits["short"] == pytest.approx(2.0)
+    assert fits["short"] == pytest.approx(SLURM_EVENT_GAP)  # its arrival (2 s) merged into the pass at 3 s
     blocked = starts(runner.simulate(tiny(tmp_path), jobs(1300.0, 3600.0), "slurm-backfill", 0, opts))
     assert blocked["short"] > fits["short"] + 600.0
 
