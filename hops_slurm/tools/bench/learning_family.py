@@ -12,7 +12,9 @@ gives when every point of every sibling is known (:func:`full_knowledge`, the pr
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from estimator.family_refine import FAMILY, family_per_gpu
 from estimator.mixture import Mixture
@@ -21,6 +23,11 @@ from estimator.snapshot import JobSnapshot, Sibling, TypeTheory
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from hops_slurm.sim.measure import probe_result
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, multi_gpu_models
+
+
+
+class _Scored(Protocol):  # a point of a learning table: its error with the layer, or without it
+    def error(self, with_layer: bool = True, /) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,16 @@ def full_knowledge(truth: GroundTruth, cell: Cell) -> float:
     return statistics.mean(errors)
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def shift(points: Sequence[_Scored]) -> str:
+    """"a → b": the mean error of ``points`` without the layer, then with it ("–" when there are none); the
+    learning bench's per-layer tables (this module's and :mod:`hops_slurm.tools.bench.learning_peers`)."""
+    if not points:
+        return "–"
+    return f"{pct(statistics.mean(p.error(False) for p in points))} → {pct(statistics.mean(p.error() for p in points))}"
 
 
 def family_table(truth: GroundTruth, cells: list[Cell], points: list[FamilyPoint], target: float) -> list[str]:
@@ -93,16 +108,14 @@ def family_table(truth: GroundTruth, cells: list[Cell], points: list[FamilyPoint
                statistics.mean(0.0 if p.layer == FAMILY else p.error() for p in pts), full_knowledge(truth, cell)]
         for col, x in zip(cols, row):
             col.append(x)
-        shown = (f"{_pct(statistics.mean(p.error(False) for p in fam))} → {_pct(statistics.mean(p.error() for p in fam))}"
-                 if fam else "–")
+        shown = shift(fam)
         mark = " ✗" if row[1] > target else ""
-        lines.append(f"| {cell.gpu_type} | {cell.layout} | {cell.gpus} | {_pct(row[0])} | {_pct(row[1])}{mark} | "
-                     f"{len(fam)} of {len(pts)} | {shown} | {_pct(row[2])} | {_pct(row[3])} |")
+        lines.append(f"| {cell.gpu_type} | {cell.layout} | {cell.gpus} | {pct(row[0])} | {pct(row[1])}{mark} | "
+                     f"{len(fam)} of {len(pts)} | {shown} | {pct(row[2])} | {pct(row[3])} |")
     fam = [p for p in points if p.layer == FAMILY]
     means = [statistics.mean(c) for c in cols]
-    lines.append(f"| mean over cells | | | {_pct(means[0])} | {_pct(means[1])} | {len(fam)} of {len(points)} | "
-                 f"{_pct(statistics.mean(p.error(False) for p in fam))} → {_pct(statistics.mean(p.error() for p in fam))}"
-                 f" | {_pct(means[2])} | {_pct(means[3])} |")
+    lines.append(f"| mean over cells | | | {pct(means[0])} | {pct(means[1])} | {len(fam)} of {len(points)} | "
+                 f"{shift(fam)} | {pct(means[2])} | {pct(means[3])} |")
     return lines
 
 
@@ -119,14 +132,14 @@ def verdict(truth: GroundTruth, cells: list[Cell], points: list[FamilyPoint], ta
     worse = max(statistics.mean(p.error() for p in pts) - statistics.mean(p.error(False) for p in pts)
                 for pts in by_cell)
     return (
-        f"Mean over cells: {_pct(without)} without the family layer, {_pct(with_)} with it (target "
-        f"{_pct(target)}: {'met' if with_ <= target else 'missed'}); no cell gets worse by more than "
+        f"Mean over cells: {pct(without)} without the family layer, {pct(with_)} with it (target "
+        f"{pct(target)}: {'met' if with_ <= target else 'missed'}); no cell gets worse by more than "
         f"{100 * worse:.1f} points. When a model first has one run on the type and layout at another count, some "
         f"sibling has run there at both that count and the one asked in {len(fam)} of {len(points)} points "
-        f"({_pct(len(fam) / len(points))}); the other {len(points) - len(fam)} keep `estimator.refine`'s answer, "
-        f"so even exact answers on those {len(fam)} would give {_pct(bound)}: what the store has seen of the family "
+        f"({pct(len(fam) / len(points))}); the other {len(points) - len(fam)} keep `estimator.refine`'s answer, "
+        f"so even exact answers on those {len(fam)} would give {pct(bound)}: what the store has seen of the family "
         f"by then is the first limit. The second is the rule's own carry: with every point of every sibling known "
-        f"the rule gives {_pct(full)}, the nearest sibling's ratio alone {_pct(nearest)} (table above), because the "
+        f"the rule gives {pct(full)}, the nearest sibling's ratio alone {pct(nearest)} (table above), because the "
         f"model's own carry weighs as much as a sibling at its batch size while a sibling at twice or half the "
         f"batch weighs 1/4, and where eq. 1-2 miss most (consolidated V100s) that carry is the furthest off.")
 

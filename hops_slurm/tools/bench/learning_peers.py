@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from estimator.peers import PEERS, Peer, PeerTable, one_gpu_rate, peer_per_gpu
 from estimator.snapshot import JobSnapshot
 from hops_slurm.sim.groundtruth import GroundTruth
-from hops_slurm.tools.bench.learning_family import per_gpu_rate, probed_theory
+from hops_slurm.tools.bench.learning_family import pct, per_gpu_rate, probed_theory, shift
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, multi_gpu_models
 
 
@@ -64,10 +64,6 @@ def full_knowledge(truth: GroundTruth, cell: Cell) -> float:
     return statistics.mean(errors)
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def peers_table(truth: GroundTruth, cells: list[Cell], points: list[PeerPoint], target: float) -> list[str]:
     """Per cell (and the mean over cells): without the cross-model layer, with it (production), the points
     it answered and those points without → with, the median of other models that had run both counts, the
@@ -83,17 +79,15 @@ def peers_table(truth: GroundTruth, cells: list[Cell], points: list[PeerPoint], 
                full_knowledge(truth, cell)]
         for col, x in zip(cols, row):
             col.append(x)
-        shown = (f"{_pct(statistics.mean(p.error(False) for p in got))} → {_pct(statistics.mean(p.error() for p in got))}"
-                 if got else "–")
+        shown = shift(got)
         mark = " ✗" if row[1] > target else ""
-        lines.append(f"| {cell.gpu_type} | {cell.layout} | {cell.gpus} | {_pct(row[0])} | {_pct(row[1])}{mark} | "
+        lines.append(f"| {cell.gpu_type} | {cell.layout} | {cell.gpus} | {pct(row[0])} | {pct(row[1])}{mark} | "
                      f"{len(got)} of {len(pts)} | {shown} | {statistics.median(p.coverage for p in pts):g} | "
-                     f"{_pct(row[2])} |")
+                     f"{pct(row[2])} |")
     got = [p for p in points if p.layer == PEERS]
     means = [statistics.mean(c) for c in cols]
-    lines.append(f"| mean over cells | | | {_pct(means[0])} | {_pct(means[1])} | {len(got)} of {len(points)} | "
-                 f"{_pct(statistics.mean(p.error(False) for p in got))} → {_pct(statistics.mean(p.error() for p in got))}"
-                 f" | {statistics.median(p.coverage for p in points):g} | {_pct(means[2])} |")
+    lines.append(f"| mean over cells | | | {pct(means[0])} | {pct(means[1])} | {len(got)} of {len(points)} | "
+                 f"{shift(got)} | {statistics.median(p.coverage for p in points):g} | {pct(means[2])} |")
     return lines
 
 
@@ -109,14 +103,14 @@ def peers_verdict(truth: GroundTruth, cells: list[Cell], points: list[PeerPoint]
     rest = [statistics.mean(p.error() for p in pts) for c, pts in zip(cells, by_cell)
             if c.spread or c.gpu_type != "v100"]
     return (
-        f"Mean over cells: {_pct(without)} without the cross-model layer, {_pct(with_)} with it (target "
-        f"{_pct(target)}: {'met' if with_ <= target else 'missed'}); no cell gets worse by more than "
+        f"Mean over cells: {pct(without)} without the cross-model layer, {pct(with_)} with it (target "
+        f"{pct(target)}: {'met' if with_ <= target else 'missed'}); no cell gets worse by more than "
         f"{max(0.0, 100 * worse):.1f} points. With every other model's points known the same rule gives "
-        f"{_pct(full)}: what limits it here is what the store holds when a model first runs on a type and "
+        f"{pct(full)}: what limits it here is what the store holds when a model first runs on a type and "
         f"layout: in {none} of {len(points)} points no other model had yet run there at both the model's count "
         f"and the one asked, and the median is the column above. Without the consolidated V100 cells (whose own "
         f"measurements fall and rise with the GPU count, below) the other {len(rest)} cells average "
-        f"{_pct(statistics.mean(rest))}.")
+        f"{pct(statistics.mean(rest))}.")
 
 
 __all__ = ["PeerPoint", "full_knowledge", "peers_table", "peers_verdict"]
