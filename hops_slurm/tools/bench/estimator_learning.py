@@ -419,7 +419,9 @@ def run(out_dir: Path) -> Path:
         "carry the same fitted time with steeper count laws; `formula ratio` keeps the run's measured/formula "
         "factor at N0 (across servers eq. 2 does not move with the node count, so it is the rate held there); "
         "`rate held` keeps the per-GPU rate; `own ratio elsewhere` takes the model's own N/N0 ratio where it "
-        "had run both counts on another GPU type or in the other layout (its points answered in brackets).",
+        "had run both counts on another GPU type or in the other layout, and `other layout` the model's own rate at "
+        "N in the other layout on the type times the formula's ratio between the layouts (for these two, the "
+        "points they answered in brackets).",
         "",
         *carries_table(_cells(truth), carries_inside, TYPE_TARGET),
         "",
@@ -429,8 +431,8 @@ def run(out_dir: Path) -> Path:
         *coverage_table(carries_inside),
         "",
         carries_verdict(_cells(truth), carries_inside, TYPE_TARGET) + " The ring share is the count law that "
-        "fits these measurements best of those tried, a model's ratio on another type or layout says little "
-        "of its ratio here, and more other models at both counts do not bring the error down steadily: at the "
+        "fits these measurements best of those tried, a model's ratio on another type or layout, or its rate "
+        "in the other layout, says little of its rate here, and more other models at both counts do not bring the error down steadily: at the "
         "density the store has when a model first runs on a type, what misses is the spread of the "
         "measurements themselves (the cells' reasons below), not a rule that reads too little of the store.",
         "",

@@ -19,7 +19,10 @@ The rules, each from the model's per-GPU rate r0 at its own count N0 nearest the
   measured/formula factor at N0 held at N);
 - ``rate held``: r0 itself (the per-GPU rate does not move with the count);
 - ``own ratio elsewhere``: r0 times the model's own N/N0 ratio where it ran both counts on another GPU type or
-  in the other layout (geometric mean; only the points where it had).
+  in the other layout (geometric mean; only the points where it had);
+- ``other layout``: not from N0 but from the model's own rate at N itself in the other layout on the type
+  (one server vs one GPU per server), times the formula's ratio between the two layouts at N (only the
+  points where it had run there).
 
 Pure: plain values in and out.
 """
@@ -45,7 +48,9 @@ SHAPES: dict[str, Callable[[int], float]] = {
     "log2": lambda n: math.log2(n),
 }
 #: every rule of the table, in its column order (module docstring)
-RULES = (*SHAPES, "formula ratio", "rate held", "own ratio elsewhere")
+RULES = (*SHAPES, "formula ratio", "rate held", "own ratio elsewhere", "other layout")
+#: the rules that answer only some points (their count is printed beside their error)
+PARTIAL = ("own ratio elsewhere", "other layout")
 #: the coverage classes of :func:`coverage_table` (the last one: that many or more)
 COVERAGE_CLASSES = (0, 1, 2, 3, 4)
 
@@ -95,7 +100,7 @@ def _elsewhere(snap: JobSnapshot, gpu_type: str, aggregated: bool, count0: int, 
     (geometric mean); None where it ran both nowhere else."""
     tables = ((True, snap.type_aggregated), (False, snap.type_distributed))
     ratios = [math.log(table[(t, count)] / table[(t, count0)]) for scope, table in tables
-              for t in {t for t, _ in table} if (t, scope) != (gpu_type, aggregated)
+              for t in sorted({t for t, _ in table}) if (t, scope) != (gpu_type, aggregated)
               and table.get((t, count), 0.0) > 0 and table.get((t, count0), 0.0) > 0]
     return math.exp(statistics.mean(ratios)) if ratios else None
 
@@ -118,6 +123,7 @@ def alternatives(snap: JobSnapshot, calibration: Calibration | None, gpu_type: s
         for name, shape in SHAPES.items():
             t_c = t_c0 * shape(gpus) / shape(count0)
             out[name] = gpus * throughput(tc.batch_size, expected_iter_time(tc, data, t_c, gpus=gpus))
+    at = 0.0
     if calibration is not None:
         at = per_gpu_theory_throughput(tc, data, gpus=gpus, nodes=nodes, b_link=calibration.b_link,
                                        b_net=calibration.b_net)
@@ -127,6 +133,11 @@ def alternatives(snap: JobSnapshot, calibration: Calibration | None, gpu_type: s
     out["rate held"] = gpus * per_gpu0
     ratio = _elsewhere(snap, gpu_type, aggregated, count0, gpus)
     out["own ratio elsewhere"] = None if ratio is None else gpus * per_gpu0 * ratio
+    other = (snap.type_distributed if aggregated else snap.type_aggregated).get((gpu_type, gpus))
+    if other is not None and other > 0 and calibration is not None:
+        there = per_gpu_theory_throughput(tc, data, gpus=gpus, nodes=1 if spread else gpus,
+                                          b_link=calibration.b_link, b_net=calibration.b_net)
+        out["other layout"] = gpus * other * at / there if there > 0 else None
     return out
 
 
@@ -142,7 +153,7 @@ def _mean(errors: Sequence[float | None]) -> tuple[float | None, int]:
 
 def carries_table(cells: Sequence[CellLike], points: Sequence[CarryPoint], target: float) -> list[str]:
     """Per cell (and the mean over cells): the production error and each rule's, over the cell's points
-    (``own ratio elsewhere``: over the points it answered, their count beside it)."""
+    (:data:`PARTIAL`: over the points they answered, their count beside it)."""
     head = " | ".join(RULES)
     lines = [f"| GPU type | layout | GPUs | points | production | {head} |",
              "|---|---|---:|---:|---:|" + "---:|" * len(RULES)]
@@ -158,7 +169,7 @@ def carries_table(cells: Sequence[CellLike], points: Sequence[CarryPoint], targe
             if mean is not None:
                 cols[rule].append(mean)
             mark = " ✗" if rule is None and mean is not None and mean > target else ""
-            row.append(f"{pct(mean)}{mark}" + (f" ({n})" if rule == "own ratio elsewhere" else ""))
+            row.append(f"{pct(mean)}{mark}" + (f" ({n})" if rule in PARTIAL else ""))
         lines.append(f"| {cell.gpu_type} | {cell.layout} | {cell.gpus} | {len(pts)} | " + " | ".join(row) + " |")
     means = [pct(statistics.mean(cols[r])) if cols[r] else "–" for r in (None, *RULES)]
     lines.append(f"| mean over cells | | | {len(points)} | " + " | ".join(means) + " |")
@@ -203,5 +214,5 @@ def carries_verdict(cells: Sequence[CellLike], points: Sequence[CarryPoint], tar
         f"{pct(_mean([p.error('ring') for p in bare])[0])}.")
 
 
-__all__ = ["COVERAGE_CLASSES", "RULES", "SHAPES", "CarryPoint", "alternatives", "carries_table",
+__all__ = ["COVERAGE_CLASSES", "PARTIAL", "RULES", "SHAPES", "CarryPoint", "alternatives", "carries_table",
            "carries_verdict", "coverage_table"]

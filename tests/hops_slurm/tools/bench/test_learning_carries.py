@@ -12,7 +12,7 @@ from estimator.refine import refined_per_gpu
 from estimator.snapshot import Calibration, JobSnapshot
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.tools.bench.estimator_learning import _cells
-from hops_slurm.tools.bench.learning_carries import (RULES, CarryPoint, alternatives, carries_table,
+from hops_slurm.tools.bench.learning_carries import (PARTIAL, RULES, CarryPoint, alternatives, carries_table,
                                                      carries_verdict, coverage_table)
 from hops_slurm.tools.bench.learning_family import probed_theory
 from hops_slurm.tools.bench.learning_replay import Cell, Run, place, replay
@@ -63,6 +63,19 @@ def test_the_own_ratio_elsewhere_reads_the_models_runs_on_other_types_and_layout
     assert alternatives(alone, CAL, "v100", 4, False)["own ratio elsewhere"] is None
 
 
+def test_the_other_layout_rule_reads_the_models_rate_at_the_count_in_the_other_layout(truth):
+    theory = probed_theory(truth, MODEL, "v100")
+
+    def formula(gpus: int, nodes: int) -> float:
+        return per_gpu_theory_throughput(theory.components, theory.data, gpus=gpus, nodes=nodes, b_link=CAL.b_link,
+                                         b_net=CAL.b_net)
+
+    snap = _snap(truth, aggregated={("v100", 2): 200.0}, distributed={("v100", 4): 120.0})
+    got = alternatives(snap, CAL, "v100", 4, False)["other layout"]
+    assert got == pytest.approx(4 * 120.0 * formula(4, 1) / formula(4, 4))
+    assert alternatives(snap, CAL, "v100", 8, False)["other layout"] is None  # never ran 8 across servers
+
+
 def test_no_run_in_the_scope_answers_nothing(truth):
     snap = _snap(truth, distributed={("v100", 2): 100.0}, aggregated={("v100", 1): 300.0})
     assert all(v is None for v in alternatives(snap, CAL, "v100", 4, False).values())
@@ -83,11 +96,11 @@ def test_the_replay_keeps_what_the_store_held_at_the_point(truth):
 
 def test_the_tables_report_every_cell_and_every_coverage_class(truth):
     cells = _cells(truth)
-    answers = {rule: 1.2 for rule in RULES} | {"own ratio elsewhere": None}
+    answers = {rule: 1.2 for rule in RULES} | {rule: None for rule in PARTIAL}
     points = [CarryPoint("m", c, 1.05, answers, 1.0, i % 6) for i, c in enumerate(cells)]
     lines = carries_table(cells, points, 0.10)
     assert len(lines) == 2 + len(cells) + 1
-    assert lines[-1] == "| mean over cells | | | 18 | 5.0% | " + " | ".join(["20.0%"] * (len(RULES) - 1)) + " | – |"
+    assert lines[-1] == "| mean over cells | | | 18 | 5.0% | " + " | ".join(["20.0%"] * (len(RULES) - 2)) + " | – | – |"
     assert "✗" not in "".join(lines)
     cover = coverage_table(points)
     assert [line.split(" | ")[1] for line in cover[2:]] == ["3", "3", "3", "3", "6"]
