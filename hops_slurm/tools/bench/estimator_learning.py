@@ -29,7 +29,8 @@ from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from hops_slurm.sim.workload import MULTI_GPU_FAMILIES
 from estimator.peers import PEERS
 from estimator.refine import REFINED
-from hops_slurm.tools.bench.learning_carries import CarryPoint, alternatives, carries_table, carries_verdict, coverage_table
+from hops_slurm.tools.bench.learning_carries import (CarryPoint, alternatives, carries_table, carries_verdict,
+                                                     coverage_table)
 from hops_slurm.tools.bench.learning_family import FamilyPoint, family_table, verdict
 from hops_slurm.tools.bench.learning_peers import PeerPoint, peers_table, peers_verdict
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, multi_gpu_models, plan_runs, replay
@@ -108,8 +109,8 @@ def collect(truth: GroundTruth, seeds: tuple[int, ...] = SEEDS, jobs: int = JOBS
                                                   REFINED if layer == PEERS else layer))
                     peer_points.append(PeerPoint(model, cell, est, no_peers, meas, layer, out.coverage[key]))
                     snap, cal = out.held[key]
-                    carry_points.append(CarryPoint(model, cell, est, alternatives(snap, cal, cell.gpu_type, cell.gpus,
-                                                                                  cell.spread), meas, out.coverage[key]))
+                    others = alternatives(snap, cal, cell.gpu_type, cell.gpus, cell.spread)
+                    carry_points.append(CarryPoint(model, cell, est, others, meas, out.coverage[key]))
             for model, curve in out.curve.items():
                 curves[model].append(curve)
     return Collected(stages, curves, fam_points, peer_points, carry_points)
@@ -431,10 +432,11 @@ def run(out_dir: Path) -> Path:
         *coverage_table(carries_inside),
         "",
         carries_verdict(_cells(truth), carries_inside, TYPE_TARGET) + " The ring share is the count law that "
-        "fits these measurements best of those tried, a model's ratio on another type or layout, or its rate "
-        "in the other layout, says little of its rate here, and more other models at both counts do not bring the error down steadily: at the "
-        "density the store has when a model first runs on a type, what misses is the spread of the "
-        "measurements themselves (the cells' reasons below), not a rule that reads too little of the store.",
+        "fits these measurements best of those tried; a model's ratio on another type or layout, or its rate in "
+        "the other layout, says little of its rate here; and more other models at both counts do not bring the "
+        "error down steadily. At the density the store has when a model first runs on a type, what misses is "
+        "the spread of the measurements themselves (the cells' reasons below), not a rule that reads too little "
+        "of the store.",
         "",
         "## Cells over a target, with the reason from their own points (in-sample)",
         "",
