@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from estimator.estimate import config_throughput, per_gpu_estimate
 from estimator.extrapolate import measured_points
+from estimator.snapshot import Calibration, JobSnapshot
 from hops_slurm.sim.groundtruth import GroundTruth, family
 from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import calibration, runtime_record
@@ -145,6 +146,9 @@ class Outcome:
     #: signatures had run on the type and layout at both the model's count and the cell's then
     no_peers: dict[tuple[str, Cell, str], float] = field(default_factory=dict)
     coverage: dict[tuple[str, Cell, str], int] = field(default_factory=dict)
+    #: (model, cell, "type") -> the model's snapshot and the cell type's calibration as the store held them
+    #: then (other rules carry the one run from them: :mod:`hops_slurm.tools.bench.learning_carries`)
+    held: dict[tuple[str, Cell, str], tuple[JobSnapshot, Calibration | None]] = field(default_factory=dict)
     jobs: int = 0
 
 
@@ -276,6 +280,8 @@ def _observe(rep: Replay, out: Outcome, model: str, cells: dict[Cell, tuple[tupl
             if key[2] == "type":
                 out.no_peers[key] = rep.without_peers(model, nodes)
                 out.coverage[key] = rep.coverage(model, cell)
+                source = rep.knowledge.source
+                out.held[key] = (source.snapshot(rep.signature(model)), source.calibrations().get(cell.gpu_type))
     if errors:
         out.curve.setdefault(model, []).append((sum(errors) / len(errors), sum(before) / len(before)))
 
