@@ -22,10 +22,12 @@ starts (not running yet) costs no preemption and is swapped by the same rule.
 Moves instead of requeues (``relocate``, the parameter ``fragment_moves``): the placed job a swap
 displaces keeps running when a config of it fits the GPUs still idle after the swap (say a 16-GPU job
 needs the 4 GPUs of a job on a type with 12 idle, and the 4-GPU job fits idle GPUs of another type):
-it is moved there, a move rather than a requeue, and the swap is made when eq. 11 without the premium
-still rises with the moved job counted at its rate there, its restart and lost work paid
-(:func:`planner.moves.move_price`): the waiting job's weighted gain must beat only what the move costs
-the displaced job, not all of its gain. With ``fragment_swaps`` off, ``fragment_moves`` makes only such
+it is moved there, a move rather than a requeue, when that move pays for itself: the moved job's
+remaining work ends no later there, its restart and lost work paid (:func:`planner.moves.move_price`;
+a job the plan only starts must get at least its planned rate). Such a swap costs the displaced job
+nothing and starts the waiting one on GPUs that were idle, so it is made for any waiting job the plan
+left out (eq. 11 without the premium rises by the waiting job's gain). Moves to slower GPUs were tried
+and dropped: on Table 4 they gave back avg JCT (docs/results/fragments.md). With ``fragment_swaps`` off, ``fragment_moves`` makes only such
 swaps (nobody is requeued for a fragment); with both on, a swap moves the displaced job when it can and
 requeues it otherwise. A job held in place is never displaced; fragment plans never swap.
 
@@ -65,6 +67,10 @@ def _lowest_rate(job: JobView, cands: Sequence[Candidate]) -> float | None:
     return None
 
 
+#: the share of its rate a displaced job must keep where it is moved: all of it (the move pays for itself)
+PAYS = 1.0 - 1e-9
+
+
 def _moved_share(job: JobView, now_cfg: Config, rate_now: float, new_cfg: Config) -> float:
     """The share of its gain where it is now that ``job`` keeps on ``new_cfg``: the rate there over the rate
     now, a running job's restart and lost work paid (its effective rate over its remaining work)."""
@@ -84,7 +90,7 @@ def _moved_share(job: JobView, now_cfg: Config, rate_now: float, new_cfg: Config
 def _relocation(job: JobView, now_cfg: Config, idle: Mapping[str, int], cluster: ClusterView,
                 sigma: float) -> tuple[float, Config] | None:
     """The config of ``job`` on the ``idle`` GPUs where it keeps the largest share of its gain, with that share
-    (:func:`_moved_share`); None when no config fits there."""
+    (:func:`_moved_share`); None when no config there keeps all of it (:data:`PAYS`)."""
     view = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, idle.get(n.name, 0))
                              for n in cluster.nodes))
     if not view.free_gpus or job.requirements[0] > view.free_gpus:
@@ -95,7 +101,7 @@ def _relocation(job: JobView, now_cfg: Config, idle: Mapping[str, int], cluster:
         if dict(cfg) == dict(now_cfg):
             continue
         share = _moved_share(job, now_cfg, rate_now, cfg)
-        if share > 0.0 and (best is None or share > best[0]):
+        if share >= PAYS and (best is None or share > best[0]):
             best = (share, cfg)
     return best
 

@@ -144,3 +144,18 @@ def test_a_move_that_costs_the_displaced_job_more_than_the_waiting_job_gains_is_
 def test_fragment_moves_are_off_by_default() -> None:
     assert PlannerParams().fragment_moves is False
     assert plan_three(moved_cluster(0.05, 4)).diagnostics.get("swapped", {}) == {}
+
+
+def test_no_fragment_move_to_slower_gpus() -> None:
+    # on type u every job runs at half the rate: R's move there would not pay for itself, though W (LR 0.15)
+    # is worth more than the half of R's gain the move would cost it
+    def slow_on_u(cfg: Config) -> float:
+        return sum(g * (0.5 if n.startswith("m") else 1.0) for n, g in cfg.items())
+
+    x, _, w, y = moved_cluster(0.15, 4)
+    r = JobView("R", (4,), 0.0, 100.0, 1000.0, 1.1, slow_on_u, total_samples=1e6,
+                current=freeze_config({"n1": 4}), placed_for=10_000.0, run_time=10_000.0)
+    y = JobView("Y", (4,), 0.0, 5000.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"m0": 4}),
+                placed_for=10.0, run_time=10.0)
+    p = plan_three((x, r, w, y), fragment_moves=True)
+    assert p.assignments["R"] == {"n1": 4} and p.diagnostics["swapped"] == {}
