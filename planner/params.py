@@ -137,8 +137,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                        "each earlier preemption of the job (1 = the same for every run)"),
     "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
-    "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs for a waiting job that "
-                       "takes its GPUs and fills idle ones, when eq. 11 without the premium rises (planner.fragfill)"),
+    "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs where the move pays for "
+                       "itself, for a waiting job that takes its GPUs and fills idle ones (planner.fragfill)"),
     "stretch_weights": (_switch, "true or false: eq. 11 weights a job by 1 + its latency ratio (its slowdown so far) "
                         "instead of the latency ratio (planner.stretch; the lr priority only)"),
     "pin_running": (_switch, "true or false"),
