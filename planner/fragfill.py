@@ -27,9 +27,9 @@ remaining work ends no later there, its restart and lost work paid (:func:`plann
 a job the plan only starts must get at least its planned rate). Such a swap costs the displaced job
 nothing and starts the waiting one on GPUs that were idle, so it is made for any waiting job the plan
 left out (eq. 11 without the premium rises by the waiting job's gain). Moves to slower GPUs were tried
-and dropped: on Table 4 they gave back avg JCT (docs/results/fragments.md). With ``fragment_swaps`` off, ``fragment_moves`` makes only such
-swaps (nobody is requeued for a fragment); with both on, a swap moves the displaced job when it can and
-requeues it otherwise. A job held in place is never displaced; fragment plans never swap.
+and dropped: on Table 4 they gave back avg JCT (docs/results/fragments.md). With ``fragment_swaps`` off,
+``fragment_moves`` makes only such swaps (nobody is requeued for a fragment); with both on, a swap moves
+the displaced job when it can and requeues it otherwise. A job held in place is never displaced; fragment plans never swap.
 
 Bounded: at most :data:`MAX_WAITING` waiting jobs are looked at per planning; placed jobs are tried
 lowest weighted gain first and the search stops at the first that makes a swap; a placed job is tried
