@@ -28,8 +28,7 @@ a job the plan only starts must get at least its planned rate). Such a swap cost
 nothing and starts the waiting one on GPUs that were idle, so it is made for any waiting job the plan
 left out (eq. 11 without the premium rises by the waiting job's gain). Moves to slower GPUs were tried
 and dropped: on Table 4 they gave back avg JCT (docs/results/fragments.md). With ``fragment_swaps`` off,
-``fragment_moves`` makes only such swaps and the swaps of a job the plan only starts (nobody running is
-requeued for a fragment); with both on, a swap moves
+``fragment_moves`` makes only such swaps (nobody is requeued for a fragment); with both on, a swap moves
 the displaced job when it can and requeues it otherwise. A job held in place is never displaced; fragment plans never swap.
 
 Bounded: at most :data:`MAX_WAITING` waiting jobs are looked at per planning; placed jobs are tried
@@ -183,7 +182,7 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                     moved = _relocation(jobs[p_id], p_cfg, left, cluster, sigma)
                 if moved is not None and w_value > p_value * (1.0 - moved[0]):
                     best = (p_value, -w_value, p_id, cfg, moved[1])
-                elif (requeue or not jobs[p_id].current) and w_value > p_value:  # a start only: nobody requeued
+                elif requeue and w_value > p_value:
                     best = (p_value, -w_value, p_id, cfg, None)
         if best is None:
             continue

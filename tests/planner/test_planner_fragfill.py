@@ -159,23 +159,3 @@ def test_no_fragment_move_to_slower_gpus() -> None:
                 placed_for=10.0, run_time=10.0)
     p = plan_three((x, r, w, y), fragment_moves=True)
     assert p.assignments["R"] == {"n1": 4} and p.diagnostics["swapped"] == {}
-
-
-def test_fragment_moves_swap_a_job_the_plan_only_starts() -> None:
-    # P is placed by this plan but not running: leaving it out requeues nobody, so fragment_moves alone
-    # lets W (worth more) take its place and the idle GPUs beside it
-    from planner.fragfill import swap_for_fragments
-    from planner.signatures import Candidate
-
-    x = job("X", (8,), 500.0, 1000.0, {"n0": 8})
-    p_job = job("P", (4,), 10.0, 1000.0)
-    w = job("W", (8,), 15.0, 100.0)
-    cands = [Candidate("X", freeze_config({"n0": 8}), 2.5), Candidate("P", freeze_config({"n1": 4}), 1.0),
-             Candidate("W", freeze_config({"n1": 8}), 1.0)]
-    chosen: dict[str, Config | None] = {"X": freeze_config({"n0": 8}), "P": freeze_config({"n1": 4}), "W": None}
-    args = ((x, w, p_job), cands, {"X": 0.5, "W": 1.0, "P": 0.1}, TWO, {"n0": 8, "n1": 8}, 1.4, 1.5)
-    out, swaps = swap_for_fragments(chosen, *args, requeue=False, relocate=True)
-    assert swaps == {"W": "P"} and out["W"] == {"n1": 8} and out["P"] is None
-    running = job("P", (4,), 10.0, 1000.0, {"n1": 4})  # the same job running: moves alone requeue nobody
-    out, swaps = swap_for_fragments(chosen, (x, w, running), *args[1:], requeue=False, relocate=True)
-    assert swaps == {} and out == chosen
