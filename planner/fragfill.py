@@ -19,6 +19,18 @@ gain beats the placed job's weighted gain *without* the premium (eq. 11 as print
 the one of lowest weighted gain, swap, and go on with the GPUs left idle. A placed job that the plan
 starts (not running yet) costs no preemption and is swapped by the same rule.
 
+Moves instead of requeues (``relocate``, the parameter ``fragment_moves``): the placed job a swap
+displaces keeps running when a config of it fits the GPUs still idle after the swap (say a 16-GPU job
+needs the 4 GPUs of a job on a type with 12 idle, and the 4-GPU job fits idle GPUs of another type):
+it is moved there, a move rather than a requeue, when that move pays for itself: the moved job's
+remaining work ends no later there, its restart and lost work paid (:func:`planner.moves.move_price`;
+a job the plan only starts must get at least its planned rate). Such a swap costs the displaced job
+nothing and starts the waiting one on GPUs that were idle, so it is made for any waiting job the plan
+left out (eq. 11 without the premium rises by the waiting job's gain). Moves to slower GPUs were tried
+and dropped: on Table 4 they gave back avg JCT (docs/results/fragments.md). With ``fragment_swaps`` off,
+``fragment_moves`` makes only such swaps (nobody is requeued for a fragment); with both on, a swap moves
+the displaced job when it can and requeues it otherwise. A job held in place is never displaced; fragment plans never swap.
+
 Bounded: at most :data:`MAX_WAITING` waiting jobs are looked at per planning; placed jobs are tried
 lowest weighted gain first and the search stops at the first that makes a swap; a placed job is tried
 only when it holds GPUs of a type with idle GPUs, the waiting job's smallest request fits those plus its
@@ -30,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
+from planner.moves import move_price, remaining_seconds
 from planner.signatures import Candidate, signature
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus
 
@@ -54,12 +67,54 @@ def _lowest_rate(job: JobView, cands: Sequence[Candidate]) -> float | None:
     return None
 
 
+#: the share of its rate a displaced job must keep where it is moved: all of it (the move pays for itself)
+PAYS = 1.0 - 1e-9
+
+
+def _moved_share(job: JobView, now_cfg: Config, rate_now: float, new_cfg: Config) -> float:
+    """The share of its gain where it is now that ``job`` keeps on ``new_cfg``: the rate there over the rate
+    now, a running job's restart and lost work paid (its effective rate over its remaining work)."""
+    thr = _rate(job, new_cfg)
+    if thr <= 0.0 or rate_now <= 0.0:
+        return 0.0
+    if not job.current or dict(job.current) != dict(now_cfg):
+        return thr / rate_now  # only started by this plan: no restart to pay
+    stay = remaining_seconds(job, rate_now)
+    price = move_price(job, rate_now, thr)
+    if stay is None or stay <= 0.0 or price.saves == float("-inf"):
+        return 0.0
+    move = stay - price.saves  # the seconds its remaining work takes after the move, restart included
+    return min(stay / move, thr / rate_now) if move > 0.0 else 0.0
+
+
+def _relocation(job: JobView, now_cfg: Config, idle: Mapping[str, int], cluster: ClusterView,
+                sigma: float) -> tuple[float, Config] | None:
+    """The config of ``job`` on the ``idle`` GPUs where it keeps the largest share of its gain, with that share
+    (:func:`_moved_share`); None when no config there keeps all of it (:data:`PAYS`)."""
+    view = ClusterView(tuple(NodeView(n.name, n.gpu_type, n.server_class, n.total_gpus, idle.get(n.name, 0))
+                             for n in cluster.nodes))
+    if not view.free_gpus or job.requirements[0] > view.free_gpus:
+        return None
+    rate_now = _rate(job, now_cfg)
+    best: tuple[float, Config] | None = None
+    for cfg in generate_configs(job, view, sigma):
+        if dict(cfg) == dict(now_cfg):
+            continue
+        share = _moved_share(job, now_cfg, rate_now, cfg)
+        if share >= PAYS and (best is None or share > best[0]):
+            best = (share, cfg)
+    return best
+
+
 def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[JobView], cands: Sequence[Candidate],
                        weights: Mapping[str, float], cluster: ClusterView, capacity: Mapping[str, int],
-                       sigma: float, preempt_penalty: float) -> tuple[dict[str, Config | None], dict[str, str]]:
+                       sigma: float, preempt_penalty: float, *, requeue: bool = True,
+                       relocate: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with the fragment swaps of the module docstring made, and the swaps (waiting job id ->
     the id of the job it displaced). ``planned``: the planning's jobs in priority order; ``capacity``:
-    the GPUs per node the planning distributes (jobs held in place excluded)."""
+    the GPUs per node the planning distributes (jobs held in place excluded). ``requeue``: a displaced job
+    may be left out of the plan (``fragment_swaps``); ``relocate``: it may be moved to GPUs still idle
+    (``fragment_moves``)."""
     out: dict[str, Config | None] = dict(chosen)
     idle = dict(capacity)
     for cfg in out.values():
@@ -98,7 +153,8 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                                   for n in cluster.nodes))
         if any(_rate(w_job, cfg) > 0.0 for cfg in generate_configs(w_job, alone, sigma)):
             continue  # it fits the idle GPUs alone: a fill for the fragment plans, not a swap
-        best: tuple[float, float, str, Config] | None = None  # (placed worth, -waiting worth, placed id, config)
+        # (placed worth, -waiting worth, placed id, config, the placed job's new config or None)
+        best: tuple[float, float, str, Config, Config | None] | None = None
         for p_value, p_id in placed:
             p_cfg = out.get(p_id)
             if best is not None and p_value > best[0]:
@@ -118,16 +174,24 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                 if config_gpus(cfg) <= held:
                     continue  # fills no idle GPU
                 w_value = weights[w_job.job_id] * _rate(w_job, cfg) / low
-                if w_value > p_value and (best is None or (p_value, -w_value) < best[:2]):
-                    best = (p_value, -w_value, p_id, cfg)
+                if best is not None and (p_value, -w_value) >= best[:2]:
+                    continue
+                moved = None
+                if relocate:  # the displaced job on the GPUs still idle after the swap, what it keeps there
+                    left = {n: idle.get(n, 0) + p_cfg.get(n, 0) - cfg.get(n, 0) for n in by_name}
+                    moved = _relocation(jobs[p_id], p_cfg, left, cluster, sigma)
+                if moved is not None and w_value > p_value * (1.0 - moved[0]):
+                    best = (p_value, -w_value, p_id, cfg, moved[1])
+                elif requeue and w_value > p_value:
+                    best = (p_value, -w_value, p_id, cfg, None)
         if best is None:
             continue
-        _, _, p_id, cfg = best
+        _, _, p_id, cfg, new_cfg = best
         for n, g in (out[p_id] or {}).items():
             idle[n] = idle.get(n, 0) + g
-        for n, g in cfg.items():
+        for n, g in list(cfg.items()) + list((new_cfg or {}).items()):
             idle[n] = idle.get(n, 0) - g
-        out[p_id] = None
+        out[p_id] = new_cfg
         out[w_job.job_id] = cfg
         swaps[w_job.job_id] = p_id
     return out, swaps

@@ -87,3 +87,75 @@ def test_swaps_are_off_by_default() -> None:
     assert PlannerParams().fragment_swaps is False
     x, r, w = cluster_of(4, (8,), 0.15)
     assert HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(TWO, (x, r, w), 10_000.0).diagnostics.get("swapped", {}) == {}
+
+
+# ----- fragment moves: the displaced job moved to idle GPUs instead of requeued -----------------------
+
+#: TWO plus one 8-GPU node of another type
+THREE = ClusterView(TWO.nodes + (NodeView("m0", "u", "B", 8, 8),))
+
+
+def moved_cluster(w_lr: float, y_gpus: int) -> tuple[JobView, ...]:
+    """X fills n0, R (LR 0.1) holds 4 of n1 (4 idle there), Y (high priority) holds ``y_gpus`` of m0;
+    W (8 GPUs) waits with latency ratio ``w_lr``."""
+    x, r, w = cluster_of(4, (8,), w_lr)
+    return x, r, w, job("Y", (y_gpus,), 5000.0, 1000.0, {"m0": y_gpus})
+
+
+def plan_three(jobs: tuple[JobView, ...], **params: object):
+    return HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(THREE, jobs, 10_000.0)  # type: ignore[arg-type]
+
+
+def test_a_displaced_job_moves_to_idle_gpus_of_another_type_and_the_waiting_job_fills_its_node() -> None:
+    # W (LR 0.05) is worth less than R (LR 0.1): a plain swap would not be made; moved to m0's 4 idle GPUs,
+    # R keeps its rate (no restart cost here), so eq. 11 without the premium rises by W's gain
+    jobs = moved_cluster(0.05, 4)
+    assert plan_three(jobs).assignments["W"] is None
+    assert plan_three(jobs, fragment_swaps=True).assignments["W"] is None
+    p = plan_three(jobs, fragment_moves=True)
+    assert p.assignments["W"] == {"n1": 8} and p.assignments["R"] == {"m0": 4}
+    assert p.assignments["X"] == {"n0": 8} and p.assignments["Y"] == {"m0": 4}
+    assert p.diagnostics["swapped"] == {"W": "R"}
+
+
+def test_no_fragment_move_when_the_displaced_job_fits_no_idle_gpus_and_no_requeue_for_it() -> None:
+    # m0 is full: R has nowhere to go; W (LR 0.15) would win a plain swap, but fragment_moves alone
+    # requeues nobody
+    jobs = moved_cluster(0.15, 8)
+    p = plan_three(jobs, fragment_moves=True)
+    assert p.assignments["R"] == {"n1": 4} and p.assignments["W"] is None
+    assert p.diagnostics["swapped"] == {}
+    both = plan_three(jobs, fragment_moves=True, fragment_swaps=True)  # with swaps on, R is requeued
+    assert both.assignments["R"] is None and both.assignments["W"] == {"n1": 8}
+
+
+def test_a_move_that_costs_the_displaced_job_more_than_the_waiting_job_gains_is_not_made() -> None:
+    # R's restart costs almost all of its remaining work: moving it keeps little of its gain (Y, started
+    # 10 s ago, is held in place by the minimum run time)
+    x, r, w, _ = moved_cluster(0.05, 4)
+    y = JobView("Y", (4,), 0.0, 5000.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"m0": 4}),
+                placed_for=10.0, run_time=10.0)
+    r = JobView("R", (4,), 0.0, 100.0, 1000.0, 1.1, linear, total_samples=2_000.0, done_samples=1_000.0,
+                current=freeze_config({"n1": 4}), placed_for=10_000.0, run_time=10_000.0, restart_cost=240.0)
+    p = plan_three((x, r, w, y), fragment_moves=True)
+    assert p.assignments["R"] == {"n1": 4} and p.diagnostics["swapped"] == {}
+
+
+def test_fragment_moves_are_off_by_default() -> None:
+    assert PlannerParams().fragment_moves is False
+    assert plan_three(moved_cluster(0.05, 4)).diagnostics.get("swapped", {}) == {}
+
+
+def test_no_fragment_move_to_slower_gpus() -> None:
+    # on type u every job runs at half the rate: R's move there would not pay for itself, though W (LR 0.15)
+    # is worth more than the half of R's gain the move would cost it
+    def slow_on_u(cfg: Config) -> float:
+        return sum(g * (0.5 if n.startswith("m") else 1.0) for n, g in cfg.items())
+
+    x, _, w, y = moved_cluster(0.15, 4)
+    r = JobView("R", (4,), 0.0, 100.0, 1000.0, 1.1, slow_on_u, total_samples=1e6,
+                current=freeze_config({"n1": 4}), placed_for=10_000.0, run_time=10_000.0)
+    y = JobView("Y", (4,), 0.0, 5000.0, 1000.0, 1.1, linear, total_samples=1e6, current=freeze_config({"m0": 4}),
+                placed_for=10.0, run_time=10.0)
+    p = plan_three((x, r, w, y), fragment_moves=True)
+    assert p.assignments["R"] == {"n1": 4} and p.diagnostics["swapped"] == {}
