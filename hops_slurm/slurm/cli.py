@@ -3,7 +3,8 @@
 Where it sits: implements :class:`hops_slurm.slurm.api.SlurmApi` for the engine and the enactment
 (:mod:`hops_slurm.slurm.enact`). It asks ``scontrol --version`` once which release it talks to and lets
 :mod:`hops_slurm.slurm.dialect` choose the commands and the reader (``scontrol show job|nodes|reservation
---json`` from 23.02 on, ``squeue/sinfo --json`` and ``scontrol -o show reservation`` on 22.05). Commands are
+--json`` from 23.02 on, ``squeue/sinfo --json`` and ``scontrol -o show reservation`` on 22.05, where the job
+listing is squeue's text whenever it can answer: :mod:`hops_slurm.slurm.read_text`). Commands are
 found on ``PATH`` and run as argv lists (never through a shell) with the given environment (``SLURM_CONF``),
 so a ``PATH`` of wrapper scripts (e.g. ones that run the clients inside a Debian root) serves as well as the
 real clients. A failure raises :class:`SlurmCommandError` naming the command and Slurm's message; a release
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import re
 import signal
 import subprocess
@@ -25,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
+from hops_slurm.slurm import read_text
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
 from hops_slurm.slurm.read_common import JobCache
@@ -126,15 +129,18 @@ class CliSlurm:
         self.calls: Counter[str] = Counter()
         #: the jobs of the last whole listing: a job whose record is unchanged is not read again
         self.job_cache = JobCache()
+        #: running jobs' GPU indices from the last JSON listing (22.05's text listing lacks them)
+        self.allocations = read_text.Allocations()
 
     # ----- running commands -----------------------------------------------------------------------
-    def _run(self, argv: list[str], stdin: str | None = None) -> str:
+    def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """Run one command (``env``: instead of :attr:`env`); its standard output."""
         log.debug("slurm: %s", argv)
         self.calls[command_label(argv)] += 1
         try:
             # errors="replace": Slurm passes job names and comments through as raw bytes, so one job whose
             # name is not UTF-8 must not make the whole listing unreadable (it reads with U+FFFD instead).
-            proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, encoding="utf-8",
+            proc = subprocess.run(argv, env=self.env if env is None else dict(env), capture_output=True, text=True, encoding="utf-8",
                                   errors="replace", timeout=self.timeout, check=False, input=stdin)
         except FileNotFoundError as exc:
             raise SlurmCommandError(argv, 127, f"{argv[0]} not found: install the Slurm client commands") from exc
@@ -202,7 +208,36 @@ class CliSlurm:
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
         d = self.dialect
-        return self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
+        if d.text_listing:
+            jobs = self._text_jobs()
+            if jobs is not None:
+                return jobs
+        jobs = self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
+        if d.text_listing:
+            self.allocations.remember(jobs)
+        return jobs
+
+    def _text_jobs(self) -> list[SlurmJob] | None:
+        """The job listing from squeue's text (:mod:`hops_slurm.slurm.read_text`), or None when the JSON
+        listing must answer: the text is not what was asked for, or a job runs whose GPU indices the last
+        JSON listing did not give (started since)."""
+        separator = read_text.new_separator()
+        try:
+            out = self._run(list(read_text.ARGV), env=read_text.environment(self.env if self.env is not None else os.environ, separator))
+        except SlurmCommandError as exc:
+            if exc.returncode in (124, 127):  # no answer, no squeue: the JSON listing would fare no better
+                raise
+            log.info("squeue's text listing failed (%s): reading its JSON", exc)
+            return None
+        found = read_text.records(out, separator)
+        if found is None:
+            log.info("squeue's text listing is not the records asked for: reading its JSON")
+            return None
+        try:
+            return read_text.jobs(found, self.allocations, self.job_cache)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a value the reader refuses
+            log.info("squeue's text listing not read (%s: %s): reading its JSON", type(exc).__name__, exc)
+            return None
 
     def job(self, job_id: str) -> SlurmJob | None:
         d = self.dialect
