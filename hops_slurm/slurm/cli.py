@@ -17,6 +17,7 @@ scontrol's reader interprets are written there, and each change's outcome is rea
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 import os
 import re
@@ -131,6 +132,11 @@ class CliSlurm:
         self.job_cache = JobCache()
         #: running jobs' GPU indices from the last JSON listing (22.05's text listing lacks them)
         self.allocations = read_text.Allocations()
+        #: job listings read so far, by form (``text``: squeue's text, tried first on 22.05; ``json``)
+        self.listings: Counter[str] = Counter()
+        #: jobs were released since the last JSON listing: the next listing is read as JSON at once (the
+        #: text cannot give the GPU indices of the jobs that started)
+        self._released = False
 
     # ----- running commands -----------------------------------------------------------------------
     def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -208,13 +214,16 @@ class CliSlurm:
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
         d = self.dialect
-        if d.text_listing:
+        if d.text_listing and not self._released:
+            self.listings["text"] += 1
             jobs = self._text_jobs()
             if jobs is not None:
                 return jobs
+        self.listings["json"] += 1
         jobs = self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
         if d.text_listing:
             self.allocations.remember(jobs)
+            self._released = False
         return jobs
 
     def _text_jobs(self) -> list[SlurmJob] | None:
@@ -229,15 +238,20 @@ class CliSlurm:
                 raise
             log.info("squeue's text listing failed (%s): reading its JSON", exc)
             return None
-        found = read_text.records(out, separator)
-        if found is None:
-            log.info("squeue's text listing is not the records asked for: reading its JSON")
-            return None
+        was = gc.isenabled()
+        gc.disable()  # 10,000 records are 250,000 new objects, none of them garbage until the read ends
         try:
+            found = read_text.records(out, separator)
+            if found is None:
+                log.info("squeue's text listing is not the records asked for: reading its JSON")
+                return None
             return read_text.jobs(found, self.allocations, self.job_cache)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a value the reader refuses
             log.info("squeue's text listing not read (%s: %s): reading its JSON", type(exc).__name__, exc)
             return None
+        finally:
+            if was:
+                gc.enable()
 
     def job(self, job_id: str) -> SlurmJob | None:
         d = self.dialect
@@ -282,6 +296,7 @@ class CliSlurm:
         self._run(["scontrol", "hold", str(job_id)])
 
     def release(self, job_id: str) -> None:
+        self._released = True
         self._run(["scontrol", "release", str(job_id)])
 
     def requeue_hold(self, job_id: str) -> None:
@@ -295,6 +310,7 @@ class CliSlurm:
         self._run(["scontrol", "hold", ",".join(job_ids)])
 
     def release_all(self, job_ids: list[str]) -> None:
+        self._released = True
         self._run(["scontrol", "release", ",".join(job_ids)])
 
     def requeue_hold_all(self, job_ids: list[str]) -> None:

@@ -94,7 +94,9 @@ class Listings(CliSlurm):
         self.text, self.json_jobs, self.ran = text, json_jobs, []  # type: ignore[var-annotated]
 
     def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
-        self.ran.append("json" if "--json" in argv else "text")
+        self.ran.append("json" if "--json" in argv else "text" if argv[0] == "squeue" else "release")
+        if argv[0] != "squeue":
+            return ""
         if "--json" in argv:
             return json.dumps({"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "jobs": self.json_jobs})
         assert env is not None
@@ -119,3 +121,12 @@ def test_the_json_listing_answers_only_when_the_text_cannot() -> None:
     assert api.ran == ["text", "text", "json", "text"] and again == first
     api.text = None  # squeue's text is not what was asked for: the JSON answers
     assert api.jobs() == first and api.ran[-2:] == ["text", "json"]
+
+
+def test_after_releasing_jobs_the_next_listing_is_the_json_at_once() -> None:
+    api = Listings(line(job_id="7"), [])
+    api.jobs()
+    api.release_all(["7", "8"])  # they may start: the text could not give their GPUs
+    api.jobs()
+    api.jobs()
+    assert [r for r in api.ran if r != "release"] == ["text", "json", "text"]
