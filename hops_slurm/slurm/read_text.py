@@ -9,7 +9,8 @@ fields is 1.3 MB and a tenth of the time (issue 37, docs/results/load.md).
 What the text lacks: a running job's GPU indices per node (``gres_detail``). They do not change while the
 job runs, so the caller keeps them from the last JSON listing (:class:`Allocations`, by job id, start
 time and nodes) and reads the JSON listing again whenever a job runs whose indices it does not hold (a
-job just started): :func:`job_records` then answers None.
+job just started), or a job's reason is slurmctld's description rather than its code: :func:`jobs` then
+answers None.
 
 Hostile input: names and comments are the users' and may hold any character, new lines included. Every
 field is followed by a separator holding a random token drawn for each read (:func:`new_separator`),
@@ -52,6 +53,10 @@ ARGV = ["squeue", "--noheader", "--all", "--states=all", "--sort=i"]
 #: digits Slurm writes in a job id or a count (more: not Slurm's)
 _MAX_DIGITS = 20
 _DIGITS = re.compile(r"\d{1,20}")
+#: a reason's code as the JSON gives it (``JobHeldAdmin``, ``None``); squeue's text gives the job's description
+#: instead where slurmctld wrote one (``job requeued in held state``, ``ReqNodeNotAvail, UnavailableNodes:..``),
+#: which does not say the code (a requeue-held job keeps it after an admin hold): then the JSON answers
+_REASON = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _DURATION = re.compile(r"(?:(\d{1,9})-)?(\d{1,9})(?::(\d{1,2}))?(?::(\d{1,2}))?")
 
 
@@ -160,11 +165,13 @@ def _whole(job: SlurmJob) -> bool:
 
 
 def jobs(found: list[dict[str, str]], allocations: Allocations, cache: JobCache) -> list[SlurmJob] | None:
-    """The jobs of :func:`records` (unchanged ones from ``cache``), or None when a job is active whose
-    allocation ``allocations`` does not hold (the JSON listing must answer)."""
+    """The jobs of :func:`records` (unchanged ones from ``cache``), or None when the JSON listing must answer:
+    a job is active whose allocation ``allocations`` does not hold, or a job's reason is a description."""
     listing = [json_record(f) for f in found]
     known: dict[str, dict[str, tuple[int, ...]]] = {}
     for record in listing:
+        if not _REASON.fullmatch(record["state_reason"]):  # a description, not the reason's code
+            return None
         if record["job_state"] in ACTIVE_STATES:
             alloc = allocations.of(record, tuple(expand_hostlist(null_text(record["nodes"]))))
             if alloc is None:

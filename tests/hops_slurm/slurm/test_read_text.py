@@ -130,3 +130,12 @@ def test_after_releasing_jobs_the_next_listing_is_the_json_at_once() -> None:
     api.jobs()
     api.jobs()
     assert [r for r in api.ran if r != "release"] == ["text", "json", "text"]
+
+
+def test_a_reason_squeue_writes_as_a_description_is_read_from_the_json() -> None:
+    """22.05's text gives slurmctld's description of a reason where it wrote one, which does not say the
+    reason (a requeue-held job keeps ``job requeued in held state`` after the admin hold)."""
+    described = line(job_id="7", state_reason="job requeued in held state")
+    assert read_text.jobs(records(described, SEP) or [], Allocations(), JobCache()) is None
+    coded = read_text.jobs(records(line(job_id="7"), SEP) or [], Allocations(), JobCache())
+    assert coded is not None and coded[0].reason == "JobHeldAdmin"

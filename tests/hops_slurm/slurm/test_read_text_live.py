@@ -41,7 +41,7 @@ def test_the_text_listing_is_the_json_listing(minicluster: Minicluster, api: Cli
         reader = Counting(minicluster.env())
         first = reader.jobs()  # a job runs whose GPUs the text lacks: its JSON answers
         again = reader.jobs()
-        assert reader.listings == ["text", "json", "text"]
+        assert reader.listings[:3] == ["text", "json", "text"]  # then "json" if a reason is described
         d = api.dialect
         assert again == first == api._read(d.jobs_argv(), d.jobs)
         listing = {j.job_id: j for j in again}
