@@ -26,9 +26,9 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from hops_slurm.slurm import read_text
+from hops_slurm.slurm import read_data_parser, read_text, read_v0038
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
 from hops_slurm.slurm.read_common import JobCache
@@ -130,8 +130,8 @@ class CliSlurm:
         self.calls: Counter[str] = Counter()
         #: the jobs of the last whole listing: a job whose record is unchanged is not read again
         self.job_cache = JobCache()
-        #: running jobs' GPU indices from the last JSON listing (22.05's text listing lacks them)
-        self.allocations = read_text.Allocations()
+        #: what 22.05's text listing lacks (running jobs' GPU indices, described reasons' codes), from its JSON
+        self.from_json = read_text.FromJson()
         #: job listings read so far, by form (``text``: squeue's text, tried first on 22.05; ``json``)
         self.listings: Counter[str] = Counter()
         #: jobs were released since the last JSON listing: the next listing is read as JSON at once (the
@@ -220,10 +220,17 @@ class CliSlurm:
             if jobs is not None:
                 return jobs
         self.listings["json"] += 1
-        jobs = self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
-        if d.text_listing:
-            self.allocations.remember(jobs)
-            self._released = False
+        if not d.text_listing:
+            return self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
+        records: list[Any] = []
+
+        def v0038(data: Mapping[str, Any]) -> list[SlurmJob]:
+            records.extend(data.get("jobs") or [])  # their reasons' descriptions: read_text.FromJson
+            return read_v0038.jobs(data, self.job_cache)
+
+        jobs = self._read(d.jobs_argv(), lambda text: d.read(text, v0038, lambda data: read_data_parser.jobs(data, self.job_cache)))
+        self.from_json.remember(jobs, records)
+        self._released = False
         return jobs
 
     def _text_jobs(self) -> list[SlurmJob] | None:
@@ -245,7 +252,7 @@ class CliSlurm:
             if found is None:
                 log.info("squeue's text listing is not the records asked for: reading its JSON")
                 return None
-            return read_text.jobs(found, self.allocations, self.job_cache)
+            return read_text.jobs(found, self.from_json, self.job_cache)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a value the reader refuses
             log.info("squeue's text listing not read (%s: %s): reading its JSON", type(exc).__name__, exc)
             return None
@@ -293,6 +300,7 @@ class CliSlurm:
 
     # ----- acting ---------------------------------------------------------------------------------
     def hold(self, job_id: str) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         self._run(["scontrol", "hold", str(job_id)])
 
     def release(self, job_id: str) -> None:
@@ -300,6 +308,7 @@ class CliSlurm:
         self._run(["scontrol", "release", str(job_id)])
 
     def requeue_hold(self, job_id: str) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         # Incomplete: only a job still running (or configuring, suspended) is requeued; without it 22.05
         # requeues a COMPLETED job too (docs/slurm-22.05-findings.md)
         self._run(["scontrol", "requeuehold", "Incomplete", str(job_id)])
@@ -307,6 +316,7 @@ class CliSlurm:
     # list forms (hops_slurm.slurm.batch): one process for many jobs; 22.05 changes the jobs it can and
     # exits 1 naming any it cannot (the caller then tries each job on its own)
     def hold_all(self, job_ids: list[str]) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         self._run(["scontrol", "hold", ",".join(job_ids)])
 
     def release_all(self, job_ids: list[str]) -> None:
@@ -314,16 +324,19 @@ class CliSlurm:
         self._run(["scontrol", "release", ",".join(job_ids)])
 
     def requeue_hold_all(self, job_ids: list[str]) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         self._run(["scontrol", "requeuehold", "Incomplete", ",".join(job_ids)])
 
     def update_job_all(self, job_ids: list[str], fields: dict[str, str]) -> None:
         """One identical change to every job (``scontrol update JobId=ID,ID,... K=V``)."""
+        self.from_json.forget_reasons()
         if fields:
             self._run(["scontrol", "update", f"JobId={','.join(job_ids)}", *(f"{k}={v}" for k, v in fields.items())])
 
     # per-job changes as one scontrol script (hops_slurm.slurm.batch.run_each): one process for all; each
     # takes the single-job method's arguments per change and returns each change's outcome (script)
     def update_job_each(self, changes: list[tuple[str, dict[str, str]]]) -> list[str | None] | None:
+        self.from_json.forget_reasons()
         return self.script([["update", f"JobId={j}", *(f"{k}={v}" for k, v in f.items())] for j, f in changes])
 
     def create_reservation_each(self, specs: list[tuple[str, list[str], list[str], list[str]]]) -> list[str | None] | None:
@@ -339,6 +352,7 @@ class CliSlurm:
         self._run(["scancel", "--batch", f"--signal={signal}", str(job_id)])
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        self.from_json.forget_reasons()
         if not fields:
             return
         self._run(["scontrol", "update", f"JobId={job_id}", *(f"{k}={v}" for k, v in fields.items())])

@@ -7,10 +7,11 @@ writes 32 MB for 10,000 jobs (1.4 s of squeue's CPU and as much again to decode)
 fields is 1.3 MB and a tenth of the time (issue 37, docs/results/load.md).
 
 What the text lacks: a running job's GPU indices per node (``gres_detail``). They do not change while the
-job runs, so the caller keeps them from the last JSON listing (:class:`Allocations`, by job id, start
+job runs, so the caller keeps them from the last JSON listing (:class:`FromJson`, by job id, start
 time and nodes) and reads the JSON listing again whenever a job runs whose indices it does not hold (a
-job just started), or a job's reason is slurmctld's description rather than its code: :func:`jobs` then
-answers None.
+job just started). The same for a reason the text gives as slurmctld's description rather than its
+code (``job requeued in held state``), unless the last JSON listing gave that job's code with it:
+:func:`jobs` then answers None.
 
 Hostile input: names and comments are the users' and may hold any character, new lines included. Every
 field is followed by a separator holding a random token drawn for each read (:func:`new_separator`),
@@ -55,7 +56,7 @@ _MAX_DIGITS = 20
 _DIGITS = re.compile(r"\d{1,20}")
 #: a reason's code as the JSON gives it (``JobHeldAdmin``, ``None``); squeue's text gives the job's description
 #: instead where slurmctld wrote one (``job requeued in held state``, ``ReqNodeNotAvail, UnavailableNodes:..``),
-#: which does not say the code (a requeue-held job keeps it after an admin hold): then the JSON answers
+#: which does not say the code (a requeue-held job keeps it after an admin hold): :meth:`FromJson.reason`
 _REASON = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _DURATION = re.compile(r"(?:(\d{1,9})-)?(\d{1,9})(?::(\d{1,2}))?(?::(\d{1,2}))?")
 
@@ -122,7 +123,7 @@ def minutes(text: str) -> int | None:
 
 def json_record(fields: Mapping[str, str]) -> dict[str, Any]:
     """One text record as 22.05's JSON writes the same job; ``gres_detail`` empty, as the JSON has it for a job
-    that does not run (a running job's: :class:`Allocations`)."""
+    that does not run (a running job's: :class:`FromJson`)."""
     out: dict[str, Any] = {"gres_detail": []}
     for key, value in fields.items():
         if key == "job_id":
@@ -136,25 +137,42 @@ def json_record(fields: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-class Allocations:
-    """Running jobs' GPU indices per node, from the last JSON listing: kept while the job runs on the same
-    nodes from the same start (Slurm does not change them then)."""
+class FromJson:
+    """What only the JSON listing says, kept from the last one: running jobs' GPU indices per node (while the
+    job runs on the same nodes from the same start: Slurm does not change them then), and the reason code of
+    each job whose reason slurmctld described (while the description, state and priority stay, and until
+    :meth:`forget_reasons`: a hold changes the code, not the description)."""
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[float, tuple[str, ...], dict[str, tuple[int, ...]]]] = {}
+        self._allocations: dict[str, tuple[float, tuple[str, ...], dict[str, tuple[int, ...]]]] = {}
+        self._reasons: dict[str, tuple[str, str, str, int]] = {}
 
-    def remember(self, jobs: Iterable[SlurmJob]) -> None:
-        """The allocations of the active jobs of a JSON listing whose record lists every node's GPUs (right
-        after a start it may not yet: such a job is read from the JSON again)."""
-        self._known = {j.job_id: (j.start_time, j.nodes, dict(j.gpu_alloc)) for j in jobs
-                       if j.active and _whole(j)}
+    def remember(self, jobs: Iterable[SlurmJob], records: Iterable[Mapping[str, Any]] = ()) -> None:
+        """From a JSON listing (``records``: its records, the jobs' own, in order): the allocations of the
+        active jobs whose record lists every node's GPUs (right after a start it may not yet: such a job is
+        read from the JSON again), and the described reasons."""
+        jobs = list(jobs)
+        self._allocations = {j.job_id: (j.start_time, j.nodes, dict(j.gpu_alloc)) for j in jobs if j.active and _whole(j)}
+        self._reasons = {j.job_id: (str(r.get("state_description")), j.reason, j.state, j.priority)
+                         for j, r in zip(jobs, records) if r.get("state_description")}
 
-    def of(self, record: Mapping[str, Any], nodes: tuple[str, ...]) -> dict[str, tuple[int, ...]] | None:
+    def forget_reasons(self) -> None:
+        """After a command that may change jobs' reason codes (a hold, a requeue, an update)."""
+        self._reasons = {}
+
+    def allocation(self, record: Mapping[str, Any], nodes: tuple[str, ...]) -> dict[str, tuple[int, ...]] | None:
         """The allocation of a record's job (``nodes``: its nodes, expanded), None when not known."""
-        known = self._known.get(str(record["job_id"]))
+        known = self._allocations.get(str(record["job_id"]))
         if known is None or known[0] != float(record["start_time"]) or known[1] != nodes:
             return None
         return known[2]
+
+    def reason(self, record: Mapping[str, Any]) -> str | None:
+        """The reason code of a record whose reason is a description, None when not known."""
+        known = self._reasons.get(str(record["job_id"]))
+        if known is None or (known[0], known[2], known[3]) != (record["state_reason"], record["job_state"], record["priority"]):
+            return None
+        return known[1]
 
 
 def _whole(job: SlurmJob) -> bool:
@@ -164,16 +182,20 @@ def _whole(job: SlurmJob) -> bool:
     return "gpu" not in job.tres_per_node and "gpu" not in job.tres_per_job
 
 
-def jobs(found: list[dict[str, str]], allocations: Allocations, cache: JobCache) -> list[SlurmJob] | None:
+def jobs(found: list[dict[str, str]], facts: FromJson, cache: JobCache) -> list[SlurmJob] | None:
     """The jobs of :func:`records` (unchanged ones from ``cache``), or None when the JSON listing must answer:
-    a job is active whose allocation ``allocations`` does not hold, or a job's reason is a description."""
+    a job is active whose allocation ``facts`` does not hold, or a job's reason is a description whose code
+    it does not hold."""
     listing = [json_record(f) for f in found]
     known: dict[str, dict[str, tuple[int, ...]]] = {}
     for record in listing:
         if not _REASON.fullmatch(record["state_reason"]):  # a description, not the reason's code
-            return None
+            code = facts.reason(record)
+            if code is None:
+                return None
+            record["state_reason"] = code
         if record["job_state"] in ACTIVE_STATES:
-            alloc = allocations.of(record, tuple(expand_hostlist(null_text(record["nodes"]))))
+            alloc = facts.allocation(record, tuple(expand_hostlist(null_text(record["nodes"]))))
             if alloc is None:
                 return None
             known[str(record["job_id"])] = alloc

@@ -14,7 +14,7 @@ from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.slurm.cli import CliSlurm
 from hops_slurm.slurm.dialect import DIALECTS
 from hops_slurm.slurm.read_common import JobCache
-from hops_slurm.slurm.read_text import FIELDS, Allocations, minutes, records
+from hops_slurm.slurm.read_text import FIELDS, FromJson, minutes, records
 
 SEP = read_text.new_separator()
 HOPS = "hops:gpus=1 samples=10 batch-size=1 model=m"
@@ -74,7 +74,7 @@ def running(job_id: str, start: float, alloc: Mapping[str, tuple[int, ...]]) -> 
 
 
 def test_a_running_job_reads_its_gpus_from_the_last_json_listing_while_it_runs_there() -> None:
-    known = Allocations()
+    known = FromJson()
     known.remember([running("7", 100.0, {"a100-1": (3,)}), running("8", 100.0, {"a100-1": ()})])  # 8: not listed yet
     text = line(job_id="7", job_state="RUNNING", start_time="100", nodes="a100-1")
     jobs = read_text.jobs(records(text, SEP) or [], known, JobCache())
@@ -136,6 +136,18 @@ def test_a_reason_squeue_writes_as_a_description_is_read_from_the_json() -> None
     """22.05's text gives slurmctld's description of a reason where it wrote one, which does not say the
     reason (a requeue-held job keeps ``job requeued in held state`` after the admin hold)."""
     described = line(job_id="7", state_reason="job requeued in held state")
-    assert read_text.jobs(records(described, SEP) or [], Allocations(), JobCache()) is None
-    coded = read_text.jobs(records(line(job_id="7"), SEP) or [], Allocations(), JobCache())
+    assert read_text.jobs(records(described, SEP) or [], FromJson(), JobCache()) is None
+    coded = read_text.jobs(records(line(job_id="7"), SEP) or [], FromJson(), JobCache())
     assert coded is not None and coded[0].reason == "JobHeldAdmin"
+
+
+def test_a_described_reason_takes_its_code_from_the_last_json_listing_until_a_hold() -> None:
+    requeued = {"job_id": 7, "job_state": "PENDING", "state_reason": "JobHeldUser", "priority": 0, "partition": "hops",
+                "user_name": "ann", "submit_time": 1700000000, "node_count": 1, "name": "train.sh", "admin_comment": HOPS,
+                "state_description": "job requeued in held state"}
+    api = Listings(line(job_id="7", state_reason="job requeued in held state"), [requeued])
+    assert [j.reason for j in api.jobs()] == ["JobHeldUser"] and api.ran == ["text", "json"]
+    assert [j.reason for j in api.jobs()] == ["JobHeldUser"] and api.ran[-1] == "text"  # the code kept
+    api.hold_all(["7"])  # the code changes (JobHeldAdmin), the description stays: the JSON says which
+    api.json_jobs = [{**requeued, "state_reason": "JobHeldAdmin"}]
+    assert [j.reason for j in api.jobs()] == ["JobHeldAdmin"] and api.ran[-2:] == ["text", "json"]

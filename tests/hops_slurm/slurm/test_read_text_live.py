@@ -20,11 +20,11 @@ class Counting(CliSlurm):
 
     def __init__(self, env: Mapping[str, str]) -> None:
         super().__init__(env)
-        self.listings: list[str] = []
+        self.forms: list[str] = []
 
     def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
         if argv[0] == "squeue":
-            self.listings.append("json" if "--json" in argv else "text")
+            self.forms.append("json" if "--json" in argv else "text")
         return super()._run(argv, stdin, env)
 
 
@@ -41,7 +41,7 @@ def test_the_text_listing_is_the_json_listing(minicluster: Minicluster, api: Cli
         reader = Counting(minicluster.env())
         first = reader.jobs()  # a job runs whose GPUs the text lacks: its JSON answers
         again = reader.jobs()
-        assert reader.listings[:3] == ["text", "json", "text"]  # then "json" if a reason is described
+        assert reader.forms[:3] == ["text", "json", "text"]  # then "json" if a reason is described
         d = api.dialect
         assert again == first == api._read(d.jobs_argv(), d.jobs)
         listing = {j.job_id: j for j in again}
