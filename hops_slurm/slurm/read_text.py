@@ -51,14 +51,13 @@ TIME_FORMAT = {"SLURM_TIME_FORMAT": "%s"}
 #: the argv of the text listing: every state, every partition (what 22.05's JSON lists), by job id (the JSON's
 #: order: slurmctld's job list, in submission order; checked on 22.05.8)
 ARGV = ["squeue", "--noheader", "--all", "--states=all", "--sort=i"]
-#: digits Slurm writes in a job id or a count (more: not Slurm's)
-_MAX_DIGITS = 20
-_DIGITS = re.compile(r"\d{1,20}")
+#: a job id or a count as Slurm writes it (ASCII digits; more than 20: not Slurm's)
+_DIGITS = re.compile(r"[0-9]{1,20}")
 #: a reason's code as the JSON gives it (``JobHeldAdmin``, ``None``); squeue's text gives the job's description
 #: instead where slurmctld wrote one (``job requeued in held state``, ``ReqNodeNotAvail, UnavailableNodes:..``),
 #: which does not say the code (a requeue-held job keeps it after an admin hold): :meth:`FromJson.reason`
 _REASON = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_DURATION = re.compile(r"(?:(\d{1,9})-)?(\d{1,9})(?::(\d{1,2}))?(?::(\d{1,2}))?")
+_DURATION = re.compile(r"(?:([0-9]{1,9})-)?([0-9]{1,9})(?::([0-9]{1,2}))?(?::([0-9]{1,2}))?")
 
 
 def new_separator() -> str:

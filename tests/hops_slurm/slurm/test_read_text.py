@@ -43,6 +43,7 @@ def test_names_and_comments_with_new_lines_and_other_separators_stay_their_jobs(
     line() + line()[:-1] + "trailing",  # not ended as a record is
     line(job_id="7_[1-3]"),  # not a job id
     line(job_id="1" * 21),  # longer than Slurm writes
+    line(job_id="\u0661\u0662"),  # digits, not ASCII ones
     "squeue: error: Invalid job format specification: admin_comment\n",  # squeue refused the format
 ])
 def test_anything_but_exact_records_is_refused_whole(text: str) -> None:
