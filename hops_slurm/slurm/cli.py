@@ -3,7 +3,8 @@
 Where it sits: implements :class:`hops_slurm.slurm.api.SlurmApi` for the engine and the enactment
 (:mod:`hops_slurm.slurm.enact`). It asks ``scontrol --version`` once which release it talks to and lets
 :mod:`hops_slurm.slurm.dialect` choose the commands and the reader (``scontrol show job|nodes|reservation
---json`` from 23.02 on, ``squeue/sinfo --json`` and ``scontrol -o show reservation`` on 22.05). Commands are
+--json`` from 23.02 on, ``squeue/sinfo --json`` and ``scontrol -o show reservation`` on 22.05, where the job
+listing is squeue's text whenever it can answer: :mod:`hops_slurm.slurm.read_text`). Commands are
 found on ``PATH`` and run as argv lists (never through a shell) with the given environment (``SLURM_CONF``),
 so a ``PATH`` of wrapper scripts (e.g. ones that run the clients inside a Debian root) serves as well as the
 real clients. A failure raises :class:`SlurmCommandError` naming the command and Slurm's message; a release
@@ -16,15 +17,18 @@ scontrol's reader interprets are written there, and each change's outcome is rea
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
+import os
 import re
 import signal
 import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from hops_slurm.slurm import read_data_parser, read_text, read_v0038
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
 from hops_slurm.slurm.read_common import JobCache
@@ -126,15 +130,23 @@ class CliSlurm:
         self.calls: Counter[str] = Counter()
         #: the jobs of the last whole listing: a job whose record is unchanged is not read again
         self.job_cache = JobCache()
+        #: what 22.05's text listing lacks (running jobs' GPU indices, described reasons' codes), from its JSON
+        self.from_json = read_text.FromJson()
+        #: job listings read so far, by form (``text``: squeue's text, tried first on 22.05; ``json``)
+        self.listings: Counter[str] = Counter()
+        #: jobs were released since the last JSON listing: the next listing is read as JSON at once (the
+        #: text cannot give the GPU indices of the jobs that started)
+        self._released = False
 
     # ----- running commands -----------------------------------------------------------------------
-    def _run(self, argv: list[str], stdin: str | None = None) -> str:
+    def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """Run one command (``env``: instead of :attr:`env`); its standard output."""
         log.debug("slurm: %s", argv)
         self.calls[command_label(argv)] += 1
         try:
             # errors="replace": Slurm passes job names and comments through as raw bytes, so one job whose
             # name is not UTF-8 must not make the whole listing unreadable (it reads with U+FFFD instead).
-            proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, encoding="utf-8",
+            proc = subprocess.run(argv, env=self.env if env is None else dict(env), capture_output=True, text=True, encoding="utf-8",
                                   errors="replace", timeout=self.timeout, check=False, input=stdin)
         except FileNotFoundError as exc:
             raise SlurmCommandError(argv, 127, f"{argv[0]} not found: install the Slurm client commands") from exc
@@ -202,7 +214,51 @@ class CliSlurm:
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
         d = self.dialect
-        return self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
+        if d.text_listing and not self._released:
+            self.listings["text"] += 1
+            jobs = self._text_jobs()
+            if jobs is not None:
+                return jobs
+        self.listings["json"] += 1
+        if not d.text_listing:
+            return self._read(d.jobs_argv(), lambda text: d.jobs(text, self.job_cache))
+        records: list[Any] = []
+
+        def v0038(data: Mapping[str, Any]) -> list[SlurmJob]:
+            records.extend(data.get("jobs") or [])  # their reasons' descriptions: read_text.FromJson
+            return read_v0038.jobs(data, self.job_cache)
+
+        jobs = self._read(d.jobs_argv(), lambda text: d.read(text, v0038, lambda data: read_data_parser.jobs(data, self.job_cache)))
+        self.from_json.remember(jobs, records)
+        self._released = False
+        return jobs
+
+    def _text_jobs(self) -> list[SlurmJob] | None:
+        """The job listing from squeue's text (:mod:`hops_slurm.slurm.read_text`), or None when the JSON
+        listing must answer: the text is not what was asked for, or a job runs whose GPU indices the last
+        JSON listing did not give (started since)."""
+        separator = read_text.new_separator()
+        try:
+            out = self._run(list(read_text.ARGV), env=read_text.environment(self.env if self.env is not None else os.environ, separator))
+        except SlurmCommandError as exc:
+            if exc.returncode in (124, 127):  # no answer, no squeue: the JSON listing would fare no better
+                raise
+            log.info("squeue's text listing failed (%s): reading its JSON", exc)
+            return None
+        was = gc.isenabled()
+        gc.disable()  # 10,000 records are 250,000 new objects, none of them garbage until the read ends
+        try:
+            found = read_text.records(out, separator)
+            if found is None:
+                log.info("squeue's text listing is not the records asked for: reading its JSON")
+                return None
+            return read_text.jobs(found, self.from_json, self.job_cache)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a value the reader refuses
+            log.info("squeue's text listing not read (%s: %s): reading its JSON", type(exc).__name__, exc)
+            return None
+        finally:
+            if was:
+                gc.enable()
 
     def job(self, job_id: str) -> SlurmJob | None:
         d = self.dialect
@@ -244,12 +300,15 @@ class CliSlurm:
 
     # ----- acting ---------------------------------------------------------------------------------
     def hold(self, job_id: str) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         self._run(["scontrol", "hold", str(job_id)])
 
     def release(self, job_id: str) -> None:
+        self._released = True
         self._run(["scontrol", "release", str(job_id)])
 
     def requeue_hold(self, job_id: str) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         # Incomplete: only a job still running (or configuring, suspended) is requeued; without it 22.05
         # requeues a COMPLETED job too (docs/slurm-22.05-findings.md)
         self._run(["scontrol", "requeuehold", "Incomplete", str(job_id)])
@@ -257,22 +316,27 @@ class CliSlurm:
     # list forms (hops_slurm.slurm.batch): one process for many jobs; 22.05 changes the jobs it can and
     # exits 1 naming any it cannot (the caller then tries each job on its own)
     def hold_all(self, job_ids: list[str]) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         self._run(["scontrol", "hold", ",".join(job_ids)])
 
     def release_all(self, job_ids: list[str]) -> None:
+        self._released = True
         self._run(["scontrol", "release", ",".join(job_ids)])
 
     def requeue_hold_all(self, job_ids: list[str]) -> None:
+        self.from_json.forget_reasons()  # a hold changes a reason's code, not its description
         self._run(["scontrol", "requeuehold", "Incomplete", ",".join(job_ids)])
 
     def update_job_all(self, job_ids: list[str], fields: dict[str, str]) -> None:
         """One identical change to every job (``scontrol update JobId=ID,ID,... K=V``)."""
+        self.from_json.forget_reasons()
         if fields:
             self._run(["scontrol", "update", f"JobId={','.join(job_ids)}", *(f"{k}={v}" for k, v in fields.items())])
 
     # per-job changes as one scontrol script (hops_slurm.slurm.batch.run_each): one process for all; each
     # takes the single-job method's arguments per change and returns each change's outcome (script)
     def update_job_each(self, changes: list[tuple[str, dict[str, str]]]) -> list[str | None] | None:
+        self.from_json.forget_reasons()
         return self.script([["update", f"JobId={j}", *(f"{k}={v}" for k, v in f.items())] for j, f in changes])
 
     def create_reservation_each(self, specs: list[tuple[str, list[str], list[str], list[str]]]) -> list[str | None] | None:
@@ -288,6 +352,7 @@ class CliSlurm:
         self._run(["scancel", "--batch", f"--signal={signal}", str(job_id)])
 
     def update_job(self, job_id: str, fields: dict[str, str]) -> None:
+        self.from_json.forget_reasons()
         if not fields:
             return
         self._run(["scontrol", "update", f"JobId={job_id}", *(f"{k}={v}" for k, v in fields.items())])

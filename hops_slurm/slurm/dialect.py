@@ -42,6 +42,9 @@ class Dialect:
     #: "Fix squeue --json not using filtering options"; 22.05's ignores every filter). Its JSON is the job
     #: listing's own (``OPENAPI_JOB_INFO_RESP``, with the per-node GPU indices: ``--json`` implies detail).
     filters_jobs: bool = False
+    #: the job listing is read from squeue's text where it can be (:mod:`hops_slurm.slurm.read_text`): 22.05,
+    #: whose JSON listing cannot be cut down to the jobs or fields asked for
+    text_listing: bool = False
 
     def jobs_argv(self) -> list[str]:
         return ["scontrol", "show", "job", "--json"] if self.structured else ["squeue", "--json"]
@@ -114,7 +117,7 @@ class Dialect:
 
 #: The releases read here, each recorded from the real daemons (tests/data/slurm-output/<release>/).
 DIALECTS = {
-    "22.05": Dialect("22.05", structured=False, data_parser="openapi/v0.0.38"),
+    "22.05": Dialect("22.05", structured=False, data_parser="openapi/v0.0.38", text_listing=True),
     "24.11": Dialect("24.11", structured=True, data_parser="data_parser/v0.0.42", filters_jobs=True),
     "26.05": Dialect("26.05", structured=True, data_parser="data_parser/v0.0.45", filters_jobs=True),
 }

@@ -33,8 +33,7 @@ How a plan becomes exact placement on Slurm 22.05 (see docs in the module functi
   compared with the plan; a mismatch is requeue-held and reported. Just those jobs are read where Slurm
   filters its JSON (24.05.1 on); else the whole listing, unless it is too long to read again
   (:func:`hops_slurm.slurm.batch.reads_back`): then the next refresh, which reads it anyway, does.
-
-Each phase is timed by name (:data:`ENACT_PHASES`) when the enactor has a timer.
+  Each phase is timed by name (:data:`ENACT_PHASES`) when the enactor has a timer.
 """
 
 from __future__ import annotations
@@ -239,6 +238,7 @@ class Enactor:
         jobs = snap.listing
         to_place: dict[str, dict[str, int]] = {}
         stopping: list[SlurmJob] = []
+        withdrawn: list[SlurmJob] = []
         for job_id, config in assignments.items():
             job = jobs.get(str(job_id))
             if job is None or not (job.pending or job.active):
@@ -255,10 +255,10 @@ class Enactor:
                     result.kept.append(job.job_id)  # placed last time and still waiting for its GPUs
                     continue
                 if not want:
-                    self._unplace(job, attached=job_reservation(job.job_id) in snap.reservation_map)
-                    result.unplaced.append(job.job_id)
+                    withdrawn.append(job)
             if want:
                 to_place[job.job_id] = want
+        result.unplaced.extend(self._unplace_all(withdrawn, snap.reservation_map))
         pending = self._stop(stopping, result, snap)
         for job_id in result.ended:
             to_place.pop(job_id, None)
@@ -361,10 +361,14 @@ class Enactor:
             jobs[job_id] = jobs[job_id].model_copy(update={"priority": 0, "reason": "JobHeldAdmin"})
         return jobs
 
-    def _unplace(self, job: SlurmJob, attached: bool | None = None) -> None:
-        with self._action("hold", job.job_id, {"reason": "withdrawn from plan"}):
-            self.api.hold(job.job_id)
-        self._drop_reservation(job.job_id, attached)
+    def _unplace_all(self, jobs: list[SlurmJob], reservations: Collection[str]) -> list[str]:
+        """Withdraw placed-and-pending ``jobs`` (one ``scontrol hold``; :meth:`_drop_reservations` of those with
+        their reservation among ``reservations``). One Slurm will not hold stays placed (logged)."""
+        failed = self.batched("hold", {j.job_id: {"reason": "withdrawn from plan"} for j in jobs}, "hold")
+        for job_id, error in failed.items():
+            log.warning("job %s: cannot hold it to withdraw its placement: %s", job_id, error)
+        self._drop_reservations([j.job_id for j in jobs if j.job_id not in failed and job_reservation(j.job_id) in reservations])
+        return [j.job_id for j in jobs if j.job_id not in failed]
 
     def _drop_reservation(self, job_id: str, attached: bool | None = None) -> None:
         """Detach the job from its reservation and delete it (``attached``: known from a fresh read,

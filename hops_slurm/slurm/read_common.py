@@ -82,10 +82,11 @@ class JobCache:
                 continue
             hit = seen.get(key[0])
             if hit is not None and hit[0] == key:
-                job = hit[1]
+                fresh[key[0]] = hit  # the entry kept: the new key is garbage at once, not one more long-lived tuple
+                out.append(hit[1])
                 reused += 1
-            else:
-                job = read(j)
+                continue
+            job = read(j)
             fresh[key[0]] = (key, job)
             out.append(job)
         self._seen, self.reused = fresh, reused

@@ -2,9 +2,10 @@
 
 Where it sits: one of the readers :mod:`hops_slurm.slurm.dialect` picks by the Slurm it talks to; turns
 22.05's output into the views of :mod:`hops_slurm.slurm.api`. 22.05 has no ``scontrol --json``. Jobs come
-only from ``squeue --json`` (its ``gres_detail`` gives each running job's GPU indices per node): the
-one-line ``scontrol -o show job`` text is never read, because a job name or comment can imitate its
-``Key=Value`` fields. Reservations (which only administrators create) come from ``scontrol -o show
+from ``squeue --json`` (its ``gres_detail`` gives each running job's GPU indices per node) or from the same
+fields in squeue's text, split on a separator no user can write (:mod:`hops_slurm.slurm.read_text`, read
+into these records); the one-line ``scontrol -o show job`` text is never read, because a job name or
+comment can imitate its ``Key=Value`` fields. Reservations (which only administrators create) come from ``scontrol -o show
 reservation``, parsed against the keys 22.05 prints, in their order. Pure: data in, views out.
 """
 

@@ -127,10 +127,19 @@ class Snapshot:
     def read(cls, api: SlurmApi, jobs: Collection[SlurmJob] | None = None, listed_at: float | None = None) -> Snapshot:
         """Jobs (``jobs``: a listing read at ``listed_at``), nodes and reservations: one listing each.
         ``taken`` is the time *before* the reads, so that nothing Slurm did before ``taken`` is missing
-        from them (an offer's ``as_of``: hops_slurm.engine.offer)."""
+        from them (an offer's ``as_of``: hops_slurm.engine.offer).
+
+        The nodes are read *before* the job listing: a job that starts between the two reads (the jobs
+        the last round released start within a second, while the listing of 10,000 jobs takes seconds)
+        is then listed running on GPUs the nodes show free, and :meth:`free_gpus` counts the GPUs a job
+        holds as used (or free for a round plan, which re-plans it) either way. Read the other way round,
+        the nodes would show its GPUs in use while the listing shows it pending, held by no job: a round
+        plan would see them taken and withdraw the placements it made a round ago."""
         taken = api.now() if jobs is None else (listed_at or 0.0)  # a listing of unknown time: 0, unknown
-        listing = tuple(api.jobs()) if jobs is None else tuple(jobs)
-        return cls(listing, tuple(api.nodes()), tuple(api.reservations()), taken)
+        if jobs is not None:
+            return cls(tuple(jobs), tuple(api.nodes()), tuple(api.reservations()), taken)
+        nodes = tuple(api.nodes())
+        return cls(tuple(api.jobs()), nodes, tuple(api.reservations()), taken)
 
     @cached_property
     def listing(self) -> dict[str, SlurmJob]:

@@ -233,6 +233,7 @@ def run(out_dir: Path) -> Path:
     steps: dict[str, list[dict[str, float]]] = {c: [] for c in CYCLES}  # per cycle, per round: seconds per step
     loads: list[float] = []  # the 1-minute load average after each round
     cpu: list[tuple[float, ...]] = []  # per round: CPU seconds of the engine, its Slurm commands, slurmctld
+    listings: list[str] = []  # per round: the job listings read, by form (squeue's text, JSON)
     daemon: subprocess.Popen[bytes] | None = None
     try:
         env = cluster.env()
@@ -241,14 +242,18 @@ def run(out_dir: Path) -> Path:
         cfg_path = _daemon_config(work, state)
         cfg = load_config(cfg_path)
         reset_peak_rss()
-        with Engine(cfg, api=CliSlurm(env), env=env) as engine:
+        api = CliSlurm(env)
+        with Engine(cfg, api=api, env=env) as engine:
             profiling = wait_profiled(engine, JOBS - len(fill_errors), timeout=3600)
             ctld = cluster.status().daemons["slurmctld"][0]
             for r in range(ROUNDS):
                 before = {c: step_seconds(engine.metrics.registry, c) for c in CYCLES}
                 c0 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
+                read0 = dict(api.listings)
                 rows.append(timed_round(engine, r + 1))
                 c1 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
+                listings.append(", ".join(f"{n - read0.get(k, 0)} {k}" for k, n in sorted(api.listings.items())
+                                          if n > read0.get(k, 0)) or "none")
                 cpu.append(tuple(b - a for a, b in zip(c0, c1)))
                 loads.append(load())
                 for c in CYCLES:
@@ -307,10 +312,15 @@ def run(out_dir: Path) -> Path:
         f"(engine + Slurm commands + slurmctld): median **{statistics.median(sum(c) for c in cpu):.2f} s**, max "
         f"**{max(sum(c) for c in cpu):.2f} s** here.",
         "",
-        "| round | wall | engine CPU | Slurm commands CPU | slurmctld CPU | load average after it (1 min) |",
-        "|---|---|---|---|---|---|",
-        *(f"| {i + 1} | {float(rows[i]['total']):.2f} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {loads[i]:.2f} |"
-          for i, c in enumerate(cpu)),
+        "| round | wall | CPU (sum) | engine CPU | Slurm commands CPU | slurmctld CPU | job listings read | load average after it (1 min) |",
+        "|---|---|---|---|---|---|---|---|",
+        *(f"| {i + 1} | {float(rows[i]['total']):.2f} | {sum(c):.2f} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {listings[i]} | "
+          f"{loads[i]:.2f} |" for i, c in enumerate(cpu)),
+        "",
+        "On 22.05 the job listing is squeue's text with only the fields the engine reads (hops_slurm/slurm/read_text.py: "
+        "about 1 MB for 10,000 jobs), split on a separator drawn for each read; the JSON listing (32 MB, every filter "
+        "ignored) is read only when a job runs whose GPU indices the text lacks: the round after the one that "
+        "started jobs (its refresh verifies them).",
         "",
         "The refresh of each round (the \"read (refresh)\" column) by its steps (hops_slurm/engine/refresh.py), "
         "seconds, as the engine times them (`hops_engine_step_duration_seconds{cycle=\"refresh\"}`):",
@@ -326,8 +336,9 @@ def run(out_dir: Path) -> Path:
         "",
         "The enactment's phases in each round (hops_slurm/slurm/enact.py, `cycle=\"enact\"`; those inside a "
         "refresh, e.g. its `settle` step verifying started jobs, count there too). With 10,000 jobs listed, Slurm "
-        "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`), so the round does "
-        f"not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): the next refresh verifies them.",
+        "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`, and only the JSON "
+        f"gives their GPU indices), so the round does not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): "
+        "the next refresh verifies them.",
         "",
         *step_table(steps["enact"], ENACT_PHASES, "enact phase"),
         "",

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from types import SimpleNamespace
 
+from hops_slurm.slurm import read_text
 from hops_slurm.slurm.api import SlurmCommandError, SlurmJob
 from hops_slurm.slurm.batch import jobs_of
 from hops_slurm.slurm.cli import CliSlurm
@@ -29,7 +31,7 @@ class Recording(CliSlurm):
         self.ran: list[list[str]] = []
         self.refuse = refuse
 
-    def _run(self, argv: list[str], stdin: str | None = None) -> str:
+    def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
         self.ran.append(argv)
         if self.refuse and any(a.startswith("--jobs=") for a in argv):
             raise SlurmCommandError(argv, 1, "slurm_load_jobs error: Invalid job id specified")
@@ -49,7 +51,8 @@ def test_22_05_reads_the_whole_listing_its_squeue_cannot_filter() -> None:
     api = Recording("22.05")
     assert api.jobs_of(["7"]) is None
     got, whole = jobs_of(api, ["7"])
-    assert api.ran == [["squeue", "--json"]]
+    # the listing's text first (here not squeue's text: the JSON answers, as for a job started since)
+    assert api.ran == [list(read_text.ARGV), ["squeue", "--json"]]
     assert whole and len(got) > 1
 
 

@@ -90,3 +90,38 @@ def test_placed_and_pending_is_one_definition() -> None:
     unconfirmed = _placed_journal("9", cfg, fields)
     unconfirmed.intend("release", "9", {"config": cfg}, "r2")
     assert placed_config(job, unconfirmed) is None
+
+
+class _StartsDuringListing:
+    """Slurm as the engine meets it right after a round released a job: the job is pending when the job
+    listing is taken and starts before the listing's reader gets to the nodes (a listing of 10,000 jobs
+    takes seconds on 22.05; Slurm starts a released job within one)."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def now(self) -> float:
+        return 100.0
+
+    def jobs(self) -> list[SlurmJob]:
+        listing = [SlurmJob(job_id="9", state="RUNNING" if self.started else "PENDING", priority=1, admin_comment=HOPS,
+                            reservation="hops-j9", required_nodes=("a100-1",), tres_per_node="gres:gpu:8",
+                            gpu_alloc={"a100-1": tuple(range(8))} if self.started else {})]
+        self.started = True  # it starts right after the listing was taken
+        return listing
+
+    def nodes(self) -> list[SlurmNode]:
+        used = tuple(range(8)) if self.started else ()
+        return [SlurmNode(name="a100-1", state="idle", gpu_type="a100", gpus_total=8, gpus_used=used, partitions=("hops",))]
+
+    def reservations(self) -> list[object]:
+        return []
+
+
+def test_a_job_starting_while_the_listing_is_read_keeps_its_gpus_for_the_round_plan() -> None:
+    """The round after a start: the job released into its reservation starts during the read; the round
+    plan, which re-plans every Hops job, must still see the GPUs it was placed on (not withdraw it)."""
+    from hops_slurm.slurm.snapshot import Snapshot
+
+    snap = Snapshot.read(_StartsDuringListing())  # type: ignore[arg-type]
+    assert [(n.name, n.free_gpus) for n in snap.cluster_view(fragment=False).nodes] == [("a100-1", 8)]
