@@ -287,7 +287,9 @@ def _unconstrained(offers: dict[str, list[tuple[SiaConfig, float]]], free_pool: 
     """The ILP's optimum when its capacity rows do not bind: each job on its own best config (the most
     negative coefficient; among equals the job's ``current`` config, else the first; none when no
     coefficient is negative), if these fit the free GPUs of every pool together; else None (the solver
-    decides). Exact: the objective is a sum of one term per job, each at its minimum."""
+    decides). A best config whose pool is full gives way to an equal one in another pool of the same
+    GPU type (a one-GPU job on any node size of a mixed fleet). Exact: the objective is a sum of one
+    term per job, each at its minimum."""
     chosen: dict[str, SiaConfig] = {}
     used: dict[Pool, int] = {}
     now = current or {}
@@ -295,6 +297,9 @@ def _unconstrained(offers: dict[str, list[tuple[SiaConfig, float]]], free_pool: 
         best, coef = min(offered, key=lambda ck: (ck[1], ck[0] != now.get(jid)))
         if coef >= 0:
             continue
+        if used.get(best.pool, 0) + best.gpus > free_pool.get(best.pool, 0):
+            best = next((c for c, k in offered if k == coef and c.gpu_type == best.gpu_type and c.pool != best.pool
+                         and used.get(c.pool, 0) + c.gpus <= free_pool.get(c.pool, 0)), best)
         chosen[jid] = best
         used[best.pool] = used.get(best.pool, 0) + best.gpus
     return chosen if all(g <= free_pool.get(pool, 0) for pool, g in used.items()) else None

@@ -191,3 +191,15 @@ def test_rigid_multi_node_request_evicts_single_node_jobs_as_sia_s_placer_does()
     assert plan.diagnostics["unplaced"] == []
     assert plan.diagnostics["evicted"] == ["a"]
     assert plan.assignments == {"a": freeze_config({"v1": 4}), "b": freeze_config({"v1": 4}), "c": freeze_config({"v0": 8})}
+
+
+def test_equal_configs_in_another_pool_of_the_type_spare_the_solver() -> None:
+    # Three one-GPU jobs, equally fast on a 1-GPU node or an 8-GPU node of one type: the 1-GPU pool (first
+    # in order) holds one, the others take the 8-GPU pool; every job is at its best term, so that is the
+    # ILP's optimum without CBC.
+    from planner.baselines import sia
+
+    ones = [(sia.SiaConfig("v100", 1, 1, 1), -0.1), (sia.SiaConfig("v100", 1, 1, 8), -0.1)]
+    got = sia._unconstrained({f"j{i}": ones for i in range(3)}, {("v100", 1): 1, ("v100", 8): 8})
+    assert got == {"j0": ones[0][0], "j1": ones[1][0], "j2": ones[1][0]}
+    assert sia._unconstrained({f"j{i}": ones for i in range(10)}, {("v100", 1): 1, ("v100", 8): 8}) is None
