@@ -64,7 +64,7 @@ def test_type_level_choice_uses_fastest_type_and_multi_node_placement() -> None:
     view = cluster([("k0", "k80", 8), ("v0", "v100", 8), ("v1", "v100", 8)])
     j = job("x", (16,), typed_throughput(view, {"v100": 4.0, "k80": 1.0}))
     plan = make_policy("sia").plan(view, (j,), 0.0)
-    assert plan.diagnostics["chosen"] == {"x": ("v100", 2, 16)}
+    assert plan.diagnostics["chosen"] == {"x": ("v100", 2, 16, 8)}
     assert plan.assignments["x"] == freeze_config({"v0": 8, "v1": 8})
 
 
@@ -73,7 +73,7 @@ def test_type_counts_hide_fragmentation() -> None:
     view = cluster([("v0", "v100", 8), ("v1", "v100", 8)], free={"v0": 4, "v1": 4})
     j = job("x", (8,), typed_throughput(view, {"v100": 1.0}))
     plan = make_policy("sia").plan(view, (j,), 0.0)
-    assert plan.diagnostics["chosen"] == {"x": ("v100", 1, 8)}
+    assert plan.diagnostics["chosen"] == {"x": ("v100", 1, 8, 8)}
     assert plan.diagnostics["unplaced"] == ["x"]
     assert plan.assignments["x"] is None
 
@@ -122,8 +122,84 @@ def test_when_every_job_s_best_config_fits_the_plan_is_the_ilp_s_without_a_solve
     # more demand than GPUs: the rows bind, the solver decides
     crowd = tuple(job(f"c{i}", (8,), typed_throughput(view, {"v100": 4.0, "k80": 1.0})) for i in range(4))
     monkeypatch.undo()
-    assert sia._unconstrained({j.job_id: [(sia.SiaConfig("v100", 1, 8), -1.0)] for j in crowd}, {"v100": 16}) is None
+    assert sia._unconstrained({j.job_id: [(sia.SiaConfig("v100", 1, 8, 8), -1.0)] for j in crowd}, {("v100", 8): 16}) is None
     # equal terms: the job stays on its current config
-    two = [(sia.SiaConfig("k80", 1, 8), -1.0), (sia.SiaConfig("v100", 1, 8), -1.0)]
-    assert sia._unconstrained({"x": two}, {"k80": 8, "v100": 8}) == {"x": two[0][0]}
-    assert sia._unconstrained({"x": two}, {"k80": 8, "v100": 8}, {"x": two[1][0]}) == {"x": two[1][0]}
+    two = [(sia.SiaConfig("k80", 1, 8, 8), -1.0), (sia.SiaConfig("v100", 1, 8, 8), -1.0)]
+    pools = {("k80", 8): 8, ("v100", 8): 8}
+    assert sia._unconstrained({"x": two}, pools) == {"x": two[0][0]}
+    assert sia._unconstrained({"x": two}, pools, {"x": two[1][0]}) == {"x": two[1][0]}
+
+
+# --- rigid requests and mixed node sizes (issue 38: Sia's Saturn workloads, the Alibaba fleet) ---
+
+
+def test_rigid_request_outside_the_power_of_two_space_gets_sia_s_rigid_config() -> None:
+    # Saturn's rigid 6-, 10-, 12- and 14-GPU jobs: Sia's artifact gives a rigid job one variable per GPU
+    # type, its request on ceil(r / node size) nodes, whether or not r is in the adaptive config space.
+    view = cluster([("k0", "k80", 4), ("k1", "k80", 4), ("k2", "k80", 4), ("v0", "v100", 8), ("v1", "v100", 8)])
+    j = job("x", (12,), typed_throughput(view, {"v100": 4.0, "k80": 1.0}))
+    assert [(c.gpu_type, c.nodes, c.gpus) for c in job_configs(view, j, per_requirement=False)] == [
+        ("k80", 3, 12), ("v100", 2, 12)]
+    plan = make_policy("sia").plan(view, (j,), 0.0)
+    check_plan(view, (j,), plan)
+    assert plan.diagnostics["chosen"] == {"x": ("v100", 2, 12, 8)}
+    assert plan.assignments["x"] == freeze_config({"v0": 8, "v1": 4})
+    six = job("y", (6,), typed_throughput(view, {"v100": 4.0, "k80": 1.0}))
+    assert make_policy("sia").plan(view, (six,), 0.0).assignments["y"] == freeze_config({"v0": 6})
+
+
+def test_rigid_goodput_is_scaled_so_its_slowest_config_is_its_request() -> None:
+    # The artifact scales a rigid job's goodputs so its slowest type has goodput = its GPU count: one
+    # 4-GPU job (objective term 4^-0.5 = 0.5 on the only type) beats two 1-GPU jobs (1 + 1 + 1.1 for
+    # the 4-GPU job left out = 3.1 against 0.5 + 2.2 = 2.7); normalised to 1 it would lose (2.1 + 1.0 < 3.2).
+    view = cluster([("a", "v100", 4)])
+    big = job("big", (4,), typed_throughput(view, {"v100": 1.0}))
+    smalls = tuple(job(f"s{i}", (1,), typed_throughput(view, {"v100": 1.0})) for i in range(2))
+    plan = make_policy("sia").plan(view, (big,) + smalls, 0.0)
+    assert plan.assignments["big"] == freeze_config({"a": 4})
+    assert plan.diagnostics["objective"] == pytest.approx(0.5 + 2.2, abs=1e-6)
+
+
+def test_mixed_node_sizes_of_one_type_are_pools() -> None:
+    # One GPU type on nodes of 1, 2 and 8 GPUs, the smallest first in cluster order (as on Alibaba's
+    # fleet): an 8-GPU rigid job has a config in each pool that holds 8 GPUs and lands on the 8-GPU node
+    # (one node runs faster than a spread), and a 2-GPU job still finds a config.
+    view = cluster([("one0", "v100", 1), ("two0", "v100", 2), ("two1", "v100", 2), ("two2", "v100", 2),
+                    ("two3", "v100", 2), ("big0", "v100", 8)])
+    thr = typed_throughput(view, {"v100": 1.0}, spread_penalty=0.5)
+    eight = job("e", (8,), thr)
+    assert [(c.nodes, c.gpus, c.node_gpus) for c in job_configs(view, eight, per_requirement=False)] == [
+        (1, 8, 8), (4, 8, 2)]
+    for name in ("sia", "sia-lr"):
+        plan = make_policy(name).plan(view, (eight, job("t", (2,), thr)), 0.0)
+        assert plan.assignments["e"] == freeze_config({"big0": 8}), name
+        assert plan.assignments["t"] is not None and sum(plan.assignments["t"].values()) == 2, name
+        assert plan.diagnostics["unplaced"] == [], name
+
+
+def test_rigid_multi_node_request_evicts_single_node_jobs_as_sia_s_placer_does() -> None:
+    # Two 8-GPU nodes, each holding a running 4-GPU job: 8 GPUs are free in the pool, but no whole node.
+    # The ILP keeps both (unchanged configs) and adds the 8-GPU job; Sia's placer evicts the single-node
+    # jobs of one node for it and places them again on the other.
+    view = cluster([("v0", "v100", 8), ("v1", "v100", 8), ("v2", "v100", 8)], free={"v2": 0})
+    thr = typed_throughput(view, {"v100": 1.0})
+    a = job("a", (4,), thr, current=freeze_config({"v0": 4}))
+    b = job("b", (4,), thr, current=freeze_config({"v1": 4}))
+    c = job("c", (8,), thr)
+    plan = make_policy("sia").plan(view, (a, b, c), 0.0)
+    check_plan(view, (a, b, c), plan)
+    assert plan.diagnostics["unplaced"] == []
+    assert plan.diagnostics["evicted"] == ["a"]
+    assert plan.assignments == {"a": freeze_config({"v1": 4}), "b": freeze_config({"v1": 4}), "c": freeze_config({"v0": 8})}
+
+
+def test_equal_configs_in_another_pool_of_the_type_spare_the_solver() -> None:
+    # Three one-GPU jobs, equally fast on a 1-GPU node or an 8-GPU node of one type: the 1-GPU pool (first
+    # in order) holds one, the others take the 8-GPU pool; every job is at its best term, so that is the
+    # ILP's optimum without CBC.
+    from planner.baselines import sia
+
+    ones = [(sia.SiaConfig("v100", 1, 1, 1), -0.1), (sia.SiaConfig("v100", 1, 1, 8), -0.1)]
+    got = sia._unconstrained({f"j{i}": ones for i in range(3)}, {("v100", 1): 1, ("v100", 8): 8})
+    assert got == {"j0": ones[0][0], "j1": ones[1][0], "j2": ones[1][0]}
+    assert sia._unconstrained({f"j{i}": ones for i in range(10)}, {("v100", 1): 1, ("v100", 8): 8}) is None
