@@ -33,15 +33,17 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     by_name = {n.name: n for n in nodes}
     index = SpanIndex(cluster) if compact and spans == "bucketed" else None
     known = _SignatureMemo(by_name)
+    made = Candidate.made
     for job in jobs:
         configs = generate_configs(job, cluster, sigma, one_per_class=compact,
                                    spans=spans if compact else "every", index=index)
         sigs: list[Signature | None]
         if compact:  # one config per signature: the first, or the current config for its own
             firsts: dict[Signature, Config] = {}
+            seen = known.seen
             for cfg in configs:
-                sig = known.seen.get(id(cfg))  # (known(cfg), its lookup inlined)
-                firsts.setdefault(known(cfg) if sig is None else sig[1], cfg)
+                hit = seen.get(id(cfg))  # (known(cfg), its lookup inlined)
+                firsts.setdefault(known(cfg) if hit is None else hit[1], cfg)
             if job.current and freeze_config(job.current) in configs:  # the current config stands for its signature
                 firsts[signature(job.current, by_name)] = freeze_config(job.current)
             sigs, configs = list(firsts), list(firsts.values())
@@ -71,14 +73,16 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
                 if worth > 0.0:
                     out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty) * keep, sig, on))
         else:
-            out.extend(Candidate(job.job_id, cfg, thr / low, sig, on) for sig, cfg, thr in rated)
+            job_id = job.job_id
+            out.extend([made(job_id, cfg, thr / low, sig, on) for sig, cfg, thr in rated])
     return out
 
 
 class _SignatureMemo:
     """Signatures of configs on one cluster, each config object's worked out once: the single-node configs
-    of a view (:func:`planner.configs.aggregated_of`) are the same objects for every job. Holds the configs
-    it has seen, so an ``id`` is never reused while it is remembered."""
+    of a view (:func:`planner.configs.aggregated_of`) and the spans of jobs whose classes order alike
+    (:meth:`planner.configs.SpanIndex.spans`) are the same objects for many jobs. Holds the configs it has
+    seen, so an ``id`` is never reused while it is remembered."""
 
     def __init__(self, by_name: Mapping[str, NodeView]) -> None:
         self.by_name = by_name
@@ -89,6 +93,5 @@ class _SignatureMemo:
         if hit is not None:
             return hit[1]
         sig = signature(cfg, self.by_name)
-        if len(cfg) == 1:  # the shared ones; a span is made for its job alone
-            self.seen[id(cfg)] = (cfg, sig)
+        self.seen[id(cfg)] = (cfg, sig)
         return sig

@@ -120,6 +120,10 @@ class SpanIndex:
                             for t, of in self.classes.items()}
         self._fragment_free: dict[tuple[str, int], tuple[dict[str, int], dict[str, list[NodeView]]]] = {}
         self._probes: dict[tuple[str, int], list[tuple[str, Config]]] = {}
+        #: (type, requirement, classes slowest first, where a speed equals the one before) -> :func:`_bucketed`'s
+        #: spans: they depend on the job's speeds only through that order, which many jobs share
+        self._spans: dict[tuple[str, int, tuple[str, ...], tuple[bool, ...]],
+                          dict[tuple[tuple[str, int], ...], Config]] = {}
 
     def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
         """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
@@ -144,6 +148,28 @@ class SpanIndex:
             nodes = {c: self.fragments(gpu_type, c, requirement) for c in self.classes.get(gpu_type, {})}
             got = self._fragment_free[key] = ({c: sum(n.free_gpus for n in ns) for c, ns in nodes.items()}, nodes)
         return got
+
+
+    def spans(self, gpu_type: str, requirements: Sequence[int],
+              speed: Mapping[str, float]) -> list[dict[tuple[tuple[str, int], ...], Config]]:
+        """:func:`_bucketed` for each of ``requirements`` (by their items), made once per order of the
+        classes by ``speed`` (with its ties) and requirement: jobs whose classes order alike share the very
+        span objects. Speeds that are not numbers are compared class by class, for this job alone."""
+        by_speed = sorted(self.classes.get(gpu_type, {}), key=lambda c: (speed[c], c))
+        speeds = [speed[c] for c in by_speed]
+        if any(math.isnan(v) for v in speeds):
+            return [_bucketed(self, gpu_type, r, speed) for r in requirements]
+        order = tuple(by_speed)
+        ties = tuple(speeds[k] == speeds[k - 1] for k in range(1, len(speeds)))
+        memo = self._spans
+        out = []
+        for r in requirements:
+            key = (gpu_type, r, order, ties)
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = _bucketed(self, gpu_type, r, speed)
+            out.append(got)
+        return out
 
 
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
@@ -292,9 +318,8 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
                 add(cfg)
         if not high or job.requirements[0] > largest:
             if index is not None and not index.every_start.get(gpu_type, True):
-                speed = class_speeds(job, index, gpu_type)
-                for r in job.requirements:
-                    for key, cfg in _bucketed(index, gpu_type, r, speed).items():
+                for spans_of_r in index.spans(gpu_type, job.requirements, class_speeds(job, index, gpu_type)):
+                    for key, cfg in spans_of_r.items():
                         seen.setdefault(key, cfg)  # add(cfg): the key is its items
             else:
                 for r in job.requirements:

@@ -41,6 +41,23 @@ class Candidate:
     sig: Signature | None = field(default=None, compare=False, repr=False)
     on: Sequence[NodeView] | None = field(default=None, compare=False, repr=False)
 
+    @classmethod
+    def made(cls, job_id: str, config: Config, gain: float, sig: Signature | None = None,
+             on: Sequence[NodeView] | None = None) -> Candidate:
+        """``Candidate(job_id, config, gain, sig, on)`` without the frozen class's five guarded attribute
+        writes: the same fields in one dict (hundreds of thousands are made per planning at 16,384 GPUs)."""
+        made = _new(cls)
+        fields = made.__dict__
+        fields["job_id"] = job_id
+        fields["config"] = config
+        fields["gain"] = gain
+        fields["sig"] = sig
+        fields["on"] = on
+        return made
+
+
+_new = object.__new__
+
 
 def signature_on(c: Candidate, nodes: Sequence[NodeView] | None, by_name: Mapping[str, NodeView]) -> Signature:
     """``c.config``'s signature on ``nodes`` (``by_name``: the same nodes by name): the one the candidate

@@ -22,3 +22,17 @@ def test_compact_candidates_carry_their_signature_and_the_solve_reads_it() -> No
     bare = [Candidate(c.job_id, c.config, c.gain) for c in cands]
     w = {j.job_id: 1.0 + k / 10 for k, j in enumerate(jobs)}
     assert solve_compact(cands, w, ent.nodes).assignments == solve_compact(bare, w, ent.nodes).assignments
+
+
+def test_made_is_the_constructor_without_its_guarded_writes() -> None:
+    from types import MappingProxyType
+
+    cfg = MappingProxyType({"n0": 2})
+    made, built = Candidate.made("j1", cfg, 1.5, ((("v", "c", 0), 2),), None), Candidate("j1", cfg, 1.5, ((("v", "c", 0), 2),))
+    assert made == built and repr(made) == repr(built)
+    assert (made.job_id, made.config, made.gain, made.sig, made.on) == ("j1", cfg, 1.5, ((("v", "c", 0), 2),), None)
+    import dataclasses
+
+    import pytest
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.gain = 2.0  # type: ignore[misc]
