@@ -20,8 +20,9 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 import mip
+import numpy as np
 
-from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions, job_numbers
 from planner.keep import keep_running_jobs
 from planner.lp_columns import add_binary_columns
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
@@ -205,12 +206,18 @@ class CompactSolve:
 
     def _touch(self) -> None:
         """Each column's weighted gain; the columns the model starts with."""
-        self.gains = [self.weights[k[0]] * c.gain for k, c in self.best.items()]  # in keys order
+        # each column's job as a number (the order keys first name them: self.jobs'), worked out once
+        self.numbers = job_numbers(self.keys)
+        numbered, job = self.numbers
+        weight = np.array([self.weights[j] for j in numbered], dtype=float)
+        # in keys order: the job's weight times the candidate's gain (the same products, in numpy)
+        self.gains = (weight[job] * np.array([c.gain for c in self.best.values()], dtype=float)).tolist()
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
         #: the starting columns' positions in keys
         self.start_at = (list(range(len(self.keys))) if not (self.columns and self.lp_rounding)
-                         else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned))
+                         else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned,
+                                              self.numbers))
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
@@ -323,7 +330,8 @@ class CompactSolve:
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 if pricer is None:
-                    pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
+                    pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains,
+                                                               self.numbers)
                     pricer.add_at(list(self.x_at.values()))
                 enter = pricer.enter_at({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
                 self.extra["pricing_rounds"] = rounds + 1
