@@ -24,7 +24,7 @@ import numpy as np
 
 from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions, job_numbers
 from planner.keep import keep_running_jobs
-from planner.lp_columns import add_binary_columns
+from planner.lp_columns import add_binary_columns, column_values
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
                                 shares_a_node, signature, signature_on, stays)
@@ -112,15 +112,20 @@ class CompactSolve:
         """Signatures, node groups, patterns, rows and the starting columns; False when there is no column."""
         best: dict[Key, Candidate] = {}
         nodes, by_name = self.nodes, self.by_name
+        get = best.get
         for c in self.cands:
-            sig = c.sig if c.on is nodes and c.sig is not None else signature_on(c, nodes, by_name)
+            sig = c.sig
+            if sig is None or c.on is not nodes:
+                sig = signature_on(c, nodes, by_name)
             key = (c.job_id, sig)
-            got = best.get(key)
+            got = get(key)
             if got is None or c.gain > got.gain:
                 best[key] = c
         self.best = best
         self.keys = list(best)
-        self.jobs = list(dict.fromkeys(c.job_id for c in self.cands))
+        # each column's job as a number, in the order the keys (and so the candidates) first name the jobs
+        self.numbers = job_numbers(self.keys)
+        self.jobs = list(self.numbers[0])
         if not self.keys:
             return False
         self._group_nodes()
@@ -139,7 +144,8 @@ class CompactSolve:
         (see shares_a_node) is pinned to forms a group of its own, keyed by its name."""
         current, by_name = self.current, self.by_name
         self.held: dict[Key, Config] = {k: freeze_config(current[k[0]]) for k in self.keys
-                                        if k[0] in self.pin and stays(k[0], k[1], current, by_name)}
+                                        if k[0] in self.pin and stays(k[0], k[1], current, by_name)} \
+            if self.pin else {}
         # (a single-node signature never shares a node: only multi-node ones are asked)
         shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys if len(k[1]) > 1)}
         self.pinned = ({k for k in self.keys if len(k[1]) > 1 and shares[k[1]]} if any(shares.values()) else set()) \
@@ -206,8 +212,6 @@ class CompactSolve:
 
     def _touch(self) -> None:
         """Each column's weighted gain; the columns the model starts with."""
-        # each column's job as a number (the order keys first name them: self.jobs'), worked out once
-        self.numbers = job_numbers(self.keys)
         numbered, job = self.numbers
         weight = np.array([self.weights[j] for j in numbered], dtype=float)
         # in keys order: the job's weight times the candidate's gain (the same products, in numpy)
@@ -246,13 +250,22 @@ class CompactSolve:
             self.x_at[keys[i]] = i
         self._of_template: dict[int, tuple[bool, list[int], list[float]]] = {}
         uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
-        done: set[int] = set()  # templates whose rows are in (in the order the columns first touch them)
-        for k, t in zip(self.keys, self.template_of, strict=True):
-            uses.setdefault(k[0], [])
-            if t not in done:
-                done.add(t)
-                for row in self.templates[t]:
+        # the rows in the order the columns first touch them: at the first column of each job its eq. 12 row,
+        # then at the first column of each template its eq. 13 rows (jobs and templates are numbered in the
+        # order of their first columns, so each one's first position is found in numpy, not key by key)
+        numbered, job = self.numbers
+        job_first = np.unique(job, return_index=True)[1]
+        template_first = np.unique(np.asarray(self.template_of, dtype=np.int64), return_index=True)[1]
+        at = np.concatenate([job_first, template_first])
+        kind = np.concatenate([np.zeros(len(job_first), dtype=np.int64), np.ones(len(template_first), dtype=np.int64)])
+        which = np.concatenate([np.arange(len(job_first)), np.arange(len(template_first))])
+        jobs = list(numbered)
+        for e in np.lexsort((kind, at)).tolist():
+            if kind[e]:
+                for row in self.templates[int(which[e])]:
                     uses.setdefault(row, [])
+            else:
+                uses.setdefault(jobs[int(which[e])], [])
         for k, x in self.xs.items():
             for row, cnt in self.touch(k).items():
                 uses[row].append((cnt, x))
@@ -294,10 +307,11 @@ class CompactSolve:
         rows_of, of_template, keys, gains = self.rows_of, self._of_template, self.keys, self.gains
         specs: list[tuple[float, list[int], list[float]]] = []
         taken: list[int] = []
+        template_of = self.template_of
         for i in positions:
             k = keys[i]
             job_row = rows_of.get(k[0])
-            t = self._of(k)[1]
+            t = template_of[i]  # (self._of(k)'s template, by position)
             made = of_template.get(t)
             if made is None:
                 made = of_template[t] = self._template_rows(t)
@@ -350,6 +364,11 @@ class CompactSolve:
         """Each column's LP value, in keys order (0 for the columns outside the model)."""
         at = self.x_at
         xval = [0.0] * len(self.keys)
+        values = column_values(self.m)  # (every column's value in one read, when the solver allows it)
+        if values is not None:
+            for k, x in self.xs.items():
+                xval[at[k]] = float(values[x.idx])
+            return xval
         for k, x in self.xs.items():
             value = x.x
             if value is not None:

@@ -145,11 +145,10 @@ def shares_a_node(sig: Signature) -> bool:
     signature to its own config's nodes (see :func:`solve_compact`)."""
     if len(sig) < 2:
         return False
-    by_key: dict[BinKey, list[int]] = defaultdict(list)
-    for key, g in sig:
-        if key[2]:
-            by_key[key].append(g)
-    return any(len(gs) > 1 and sum(sorted(gs)[:2]) <= key[2] for key, gs in by_key.items())
+    # in (key, GPUs) order a key's two smallest pieces are its first two: they share a node when any two
+    # neighbours of one key do
+    ordered = sorted(sig)
+    return any(a[0] == b[0] and a[0][2] and a[1] + b[1] <= a[0][2] for a, b in zip(ordered, ordered[1:]))
 
 
 def maximal_patterns(capacity: int, sizes: Sequence[int]) -> list[tuple[int, ...]]:
