@@ -66,6 +66,15 @@ def aggregated_of(cluster: ClusterView, gpu_type: str, requirement: int, one_per
                                                        one_per_class=one_per_class))
 
 
+def aggregated_items(cluster: ClusterView, gpu_type: str, requirement: int,
+                     one_per_class: bool) -> list[tuple[tuple[tuple[str, int], ...], Config]]:
+    """:func:`aggregated_of` with each config's items (the key :func:`generate_configs` dedupes on), made
+    once per view like the configs themselves."""
+    return cluster._derived(f"aggregated-items:{gpu_type}:{requirement}:{one_per_class}",  # type: ignore[no-any-return]
+                            lambda: [(tuple(cfg.items()), cfg)
+                                     for cfg in aggregated_of(cluster, gpu_type, requirement, one_per_class)])
+
+
 #: how spanning configs are generated: per speed bucket (compact default) or from every start (the paper's)
 SPAN_RULES = ("bucketed", "every")
 #: spans per (job, type, requirement, slowest bucket) at most under ``spans="bucketed"``
@@ -314,8 +323,8 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
         of_type = cluster.nodes_of_type(gpu_type)
         largest = cluster.largest_node(gpu_type)
         for r in job.requirements:
-            for cfg in aggregated_of(cluster, gpu_type, r, one_per_class):
-                add(cfg)
+            for key, cfg in aggregated_items(cluster, gpu_type, r, one_per_class):
+                seen.setdefault(key, cfg)  # add(cfg), its key made once per view
         if not high or job.requirements[0] > largest:
             if index is not None and not index.every_start.get(gpu_type, True):
                 for spans_of_r in index.spans(gpu_type, job.requirements, class_speeds(job, index, gpu_type)):
