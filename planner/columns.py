@@ -16,6 +16,7 @@ model and reports the full LP bound. docs/design.md, "Spans per speed bucket and
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -40,8 +41,9 @@ def first_columns(keys: Sequence[tuple[str, Hashable]],
 
 def job_numbers(keys: Sequence[tuple[str, Hashable]]) -> tuple[dict[str, int], np.ndarray]:
     """Each job's number (in the order ``keys`` first name it) and each key's job as that number."""
-    jobs: dict[str, int] = {}
-    return jobs, np.array([jobs.setdefault(k[0], len(jobs)) for k in keys], dtype=np.int64)
+    ids = list(map(itemgetter(0), keys))  # (C loops over the keys: there are hundreds of thousands)
+    jobs = {j: n for n, j in enumerate(dict.fromkeys(ids))}
+    return jobs, np.fromiter(map(jobs.__getitem__, ids), dtype=np.int64, count=len(ids))
 
 
 def first_positions(keys: Sequence[tuple[str, Hashable]],

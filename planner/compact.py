@@ -17,6 +17,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from operator import attrgetter
 from typing import Protocol
 
 import mip
@@ -215,7 +216,8 @@ class CompactSolve:
         numbered, job = self.numbers
         weight = np.array([self.weights[j] for j in numbered], dtype=float)
         # in keys order: the job's weight times the candidate's gain (the same products, in numpy)
-        self.gains = (weight[job] * np.array([c.gain for c in self.best.values()], dtype=float)).tolist()
+        gain = np.fromiter(map(attrgetter("gain"), self.best.values()), dtype=float, count=len(self.keys))
+        self.gains = (weight[job] * gain).tolist()
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
         #: the starting columns' positions in keys

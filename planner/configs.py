@@ -352,11 +352,12 @@ def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[C
     needs one config with a positive estimate (:func:`planner.hops.why_unservable`)."""
     high = is_high_sensitivity(job, sigma)
     cluster = confine(cluster, job)
-    types = [(t, cluster.nodes_of_type(t)) for t in cluster.gpu_types]
-    for t, _ in types:
+    types = cluster.gpu_types
+    for t in types:
         for r in job.requirements:
             yield from aggregated_of(cluster, t, r, True)
-    for t, of_type in types:
+    for t in types:  # (a caller served by a single-node config never gets here)
         if not high or job.requirements[0] > cluster.largest_node(t):
+            of_type = cluster.nodes_of_type(t)
             for r in job.requirements:
                 yield from iter_distributed(of_type, r)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import mip
 import numpy as np
@@ -77,7 +78,8 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     cand = list(best.values()) if same else [best[k] for k in keys]
     if score is None:
         score = [weights[k[0]] * c.gain for k, c in zip(keys, cand)]
-    neg_score, neg_x, job_of = [-v for v in score], [-v for v in xs], [k[0] for k in keys]
+    neg_score, neg_x = (-np.asarray(score, dtype=float)).tolist(), (-np.asarray(xs, dtype=float)).tolist()
+    job_of = list(map(itemgetter(0), keys))
 
     def prefer(i: int) -> Config | None:
         cur = here.get(job_of[i])
@@ -98,7 +100,7 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     # -score, position): stable sorts on numbers (a job's rank in each job order stands for its id)
     jobs = list(dict.fromkeys(job_of))
     number = {j: k for k, j in enumerate(jobs)}  # each pair's job as a number, worked out once per pair
-    job_no = np.array([number[j] for j in job_of], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+    job_no = np.fromiter(map(number.__getitem__, job_of), dtype=np.int64, count=n)
     id_rank, heavy_rank = np.empty(len(jobs), dtype=np.int64), np.empty(len(jobs), dtype=np.int64)
     id_rank[[number[j] for j in sorted(jobs)]] = np.arange(len(jobs))
     heavy_rank[[number[j] for j in sorted(jobs, key=lambda j: (-weights[j], j))]] = np.arange(len(jobs))
