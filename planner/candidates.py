@@ -9,6 +9,8 @@ moves from :mod:`planner.moves`. Each compact candidate carries its signature on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import lt
 
 from planner.configs import SpanIndex, generate_configs
 from planner.moves import current_rate, move_price
@@ -50,12 +52,18 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
         else:
             sigs = [None] * len(configs)
         throughput = job.throughput
-        rated = [(sig, cfg, thr) for sig, cfg in zip(sigs, configs, strict=True)
-                 if (thr := float(throughput(cfg))) > 0.0]
+        on = nodes if compact else None
+        thrs = list(map(float, map(throughput, configs)))
+        if thrs and not job.current and all(map(lt, repeat(0.0), thrs)):
+            # a waiting job whose every config is estimated above 0 (the usual case): its candidates in one go,
+            # the same as below (C loops: hundreds of thousands at 16,384 GPUs)
+            low = min(thrs)
+            out.extend(map(made, repeat(job.job_id), configs, [thr / low for thr in thrs], sigs, repeat(on)))
+            continue
+        rated = [(sig, cfg, thr) for sig, cfg, thr in zip(sigs, configs, thrs, strict=True) if thr > 0.0]
         if not rated:
             continue
         low = min(thr for _, _, thr in rated)
-        on = nodes if compact else None
         if job.current and priced and all(n in by_name for n in job.current):
             # a running job: its current config (compact: its signature) at its gain, every other config a
             # move priced by what it costs this job (planner.moves); moves that do not pay are dropped

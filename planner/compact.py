@@ -17,7 +17,8 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Protocol
 
 import mip
@@ -111,10 +112,17 @@ class CompactSolve:
     # ------------------------------------------------------------------ build
     def build(self) -> bool:
         """Signatures, node groups, patterns, rows and the starting columns; False when there is no column."""
+        nodes, by_name, cands = self.nodes, self.by_name, self.cands
         best: dict[Key, Candidate] = {}
-        nodes, by_name = self.nodes, self.by_name
+        sigs = list(map(attrgetter("sig"), cands))
+        if cands and None not in sigs and all(map(is_, map(attrgetter("on"), cands), repeat(nodes))):
+            # every candidate carries its signature on these nodes (planner.candidates): when no two name one
+            # (job, signature), each is its key's best, in the loop's order (dict and zip run in C)
+            best = dict(zip(zip(map(attrgetter("job_id"), cands), sigs), cands))
+            if len(best) != len(cands):
+                best = {}
         get = best.get
-        for c in self.cands:
+        for c in (cands if not best else ()):
             sig = c.sig
             if sig is None or c.on is not nodes:
                 sig = signature_on(c, nodes, by_name)
@@ -148,7 +156,8 @@ class CompactSolve:
                                         if k[0] in self.pin and stays(k[0], k[1], current, by_name)} \
             if self.pin else {}
         # (a single-node signature never shares a node: only multi-node ones are asked)
-        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys if len(k[1]) > 1)}
+        self.signatures = list(dict.fromkeys(map(itemgetter(1), self.keys)))  # each once, in keys order
+        shares = {sig: shares_a_node(sig) for sig in self.signatures if len(sig) > 1}
         self.pinned = ({k for k in self.keys if len(k[1]) > 1 and shares[k[1]]} if any(shares.values()) else set()) \
             | set(self.held)
         pinned_nodes = {n for k in self.pinned for n in self._pin_config(k)}
@@ -172,7 +181,13 @@ class CompactSolve:
         distinct: list[tuple[ModelPiece, ...]] = []  # each tuple of pieces once, in the order columns first hold it
         self.template_of: list[int] = []  # per column, in keys order
         of_signature = self.of_signature
-        for k in self.keys:
+        if not pinned:  # every column's template is its signature's: numbered in the order keys first hold them
+            for sig in self.signatures:
+                of_signature[sig] = (tuple(((t_, c, f, ""), g) for (t_, c, f), g in sig), len(distinct))
+                distinct.append(of_signature[sig][0])
+            number = {sig: hit[1] for sig, hit in of_signature.items()}
+            self.template_of = list(map(number.__getitem__, map(itemgetter(1), self.keys)))
+        for k in (self.keys if pinned else ()):
             if pinned and k in pinned:
                 pieces = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
                                for n, g in sorted(self._pin_config(k).items()))
