@@ -16,6 +16,7 @@ model and reports the full LP bound. docs/design.md, "Spans per speed bucket and
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -38,15 +39,23 @@ def first_columns(keys: Sequence[tuple[str, Hashable]],
     return [keys[i] for i in first_positions(keys, gain_of, per_job, current, pinned)]
 
 
+def job_numbers(keys: Sequence[tuple[str, Hashable]]) -> tuple[dict[str, int], np.ndarray]:
+    """Each job's number (in the order ``keys`` first name it) and each key's job as that number."""
+    ids = list(map(itemgetter(0), keys))  # (C loops over the keys: there are hundreds of thousands)
+    jobs = {j: n for n, j in enumerate(dict.fromkeys(ids))}
+    return jobs, np.fromiter(map(jobs.__getitem__, ids), dtype=np.int64, count=len(ids))
+
+
 def first_positions(keys: Sequence[tuple[str, Hashable]],
                     gain_of: Mapping[tuple[str, Hashable], float] | Sequence[float], per_job: int,
-                    current: Mapping[str, object], pinned: Collection[tuple[str, Hashable]]) -> list[int]:
-    """:func:`first_columns` as positions in ``keys`` (ascending)."""
+                    current: Mapping[str, object], pinned: Collection[tuple[str, Hashable]],
+                    numbers: tuple[dict[str, int], np.ndarray] | None = None) -> list[int]:
+    """:func:`first_columns` as positions in ``keys`` (ascending); ``numbers``: :func:`job_numbers` of
+    ``keys`` when the caller has them."""
     gains = [gain_of[k] for k in keys] if isinstance(gain_of, Mapping) else gain_of
     if not keys:
         return []
-    jobs: dict[str, int] = {}
-    job = np.array([jobs.setdefault(k[0], len(jobs)) for k in keys], dtype=np.int64)
+    jobs, job = numbers if numbers is not None else job_numbers(keys)
     idx = np.arange(len(keys))
     # by job, best gain first, then position (a stable sort of each job's positions by -gain)
     order = np.lexsort((idx, -np.asarray(gains, dtype=float), job))
@@ -91,16 +100,18 @@ class Pricer:
     @classmethod
     def shared(cls, keys: Sequence[tuple[str, Hashable]], templates: Sequence[Mapping[object, float]],
                template_of: Sequence[int],
-               gain_of: Mapping[tuple[str, Hashable], float] | Sequence[float]) -> Pricer:
+               gain_of: Mapping[tuple[str, Hashable], float] | Sequence[float],
+               numbers: tuple[dict[str, int], np.ndarray] | None = None) -> Pricer:
         """A pricer for columns whose rows are their job's row (coefficient 1, first) and then the rows of a
         template many columns share (``templates[template_of[i]]`` for ``keys[i]``): the incidence is built
         per template, not per column, and the reduced costs come out as :meth:`enter` computes them for
-        ``rows[k] = {k[0]: 1.0, **template}`` (the same additions in the same order)."""
+        ``rows[k] = {k[0]: 1.0, **template}`` (the same additions in the same order). ``numbers``:
+        :func:`job_numbers` of ``keys`` when the caller has them."""
         self = cls.__new__(cls)
         self.keys = list(keys)
         self._index = None
         self.row_ids = {}
-        jobs = {j: n for n, j in enumerate(dict.fromkeys(k[0] for k in self.keys))}
+        jobs, job = numbers if numbers is not None else job_numbers(self.keys)
         job_rows = np.array([self.row_ids.setdefault(j, len(self.row_ids)) for j in jobs], dtype=np.int64)
         width = max((len(t) for t in templates), default=0)
         pad = len(self.row_ids)  # a row of its own with dual 0: padding adds 0.0
@@ -112,7 +123,7 @@ class Pricer:
                 rids[t, p] = self.row_ids.setdefault(row, len(self.row_ids))
                 coefs[t, p] = float(coef)
         self.gain = np.array([gain_of[k] for k in self.keys] if isinstance(gain_of, Mapping) else gain_of, dtype=float)
-        self.job = np.array([jobs[k[0]] for k in self.keys], dtype=np.int64)
+        self.job = job
         self.present = np.zeros(len(self.keys), dtype=bool)
         self._shared = (job_rows, rids, coefs, np.asarray(template_of, dtype=np.int64))
         return self

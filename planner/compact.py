@@ -17,13 +17,16 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Protocol
 
 import mip
+import numpy as np
 
-from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions
+from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions, job_numbers
 from planner.keep import keep_running_jobs
-from planner.lp_columns import add_binary_columns
+from planner.lp_columns import add_binary_columns, column_values
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
                                 shares_a_node, signature, signature_on, stays)
@@ -109,17 +112,29 @@ class CompactSolve:
     # ------------------------------------------------------------------ build
     def build(self) -> bool:
         """Signatures, node groups, patterns, rows and the starting columns; False when there is no column."""
+        nodes, by_name, cands = self.nodes, self.by_name, self.cands
         best: dict[Key, Candidate] = {}
-        nodes, by_name = self.nodes, self.by_name
-        for c in self.cands:
-            sig = c.sig if c.on is nodes and c.sig is not None else signature_on(c, nodes, by_name)
+        sigs = list(map(attrgetter("sig"), cands))
+        if cands and None not in sigs and all(map(is_, map(attrgetter("on"), cands), repeat(nodes))):
+            # every candidate carries its signature on these nodes (planner.candidates): when no two name one
+            # (job, signature), each is its key's best, in the loop's order (dict and zip run in C)
+            best = dict(zip(zip(map(attrgetter("job_id"), cands), sigs), cands))
+            if len(best) != len(cands):
+                best = {}
+        get = best.get
+        for c in (cands if not best else ()):
+            sig = c.sig
+            if sig is None or c.on is not nodes:
+                sig = signature_on(c, nodes, by_name)
             key = (c.job_id, sig)
-            got = best.get(key)
+            got = get(key)
             if got is None or c.gain > got.gain:
                 best[key] = c
         self.best = best
         self.keys = list(best)
-        self.jobs = list(dict.fromkeys(c.job_id for c in self.cands))
+        # each column's job as a number, in the order the keys (and so the candidates) first name the jobs
+        self.numbers = job_numbers(self.keys)
+        self.jobs = list(self.numbers[0])
         if not self.keys:
             return False
         self._group_nodes()
@@ -138,9 +153,11 @@ class CompactSolve:
         (see shares_a_node) is pinned to forms a group of its own, keyed by its name."""
         current, by_name = self.current, self.by_name
         self.held: dict[Key, Config] = {k: freeze_config(current[k[0]]) for k in self.keys
-                                        if k[0] in self.pin and stays(k[0], k[1], current, by_name)}
+                                        if k[0] in self.pin and stays(k[0], k[1], current, by_name)} \
+            if self.pin else {}
         # (a single-node signature never shares a node: only multi-node ones are asked)
-        shares = {sig: shares_a_node(sig) for sig in dict.fromkeys(k[1] for k in self.keys if len(k[1]) > 1)}
+        self.signatures = list(dict.fromkeys(map(itemgetter(1), self.keys)))  # each once, in keys order
+        shares = {sig: shares_a_node(sig) for sig in self.signatures if len(sig) > 1}
         self.pinned = ({k for k in self.keys if len(k[1]) > 1 and shares[k[1]]} if any(shares.values()) else set()) \
             | set(self.held)
         pinned_nodes = {n for k in self.pinned for n in self._pin_config(k)}
@@ -164,7 +181,13 @@ class CompactSolve:
         distinct: list[tuple[ModelPiece, ...]] = []  # each tuple of pieces once, in the order columns first hold it
         self.template_of: list[int] = []  # per column, in keys order
         of_signature = self.of_signature
-        for k in self.keys:
+        if not pinned:  # every column's template is its signature's: numbered in the order keys first hold them
+            for sig in self.signatures:
+                of_signature[sig] = (tuple(((t_, c, f, ""), g) for (t_, c, f), g in sig), len(distinct))
+                distinct.append(of_signature[sig][0])
+            number = {sig: hit[1] for sig, hit in of_signature.items()}
+            self.template_of = list(map(number.__getitem__, map(itemgetter(1), self.keys)))
+        for k in (self.keys if pinned else ()):
             if pinned and k in pinned:
                 pieces = tuple(((by_name[n].gpu_type, by_name[n].server_class, by_name[n].free_gpus, n), g)
                                for n, g in sorted(self._pin_config(k).items()))
@@ -205,12 +228,17 @@ class CompactSolve:
 
     def _touch(self) -> None:
         """Each column's weighted gain; the columns the model starts with."""
-        self.gains = [self.weights[k[0]] * c.gain for k, c in self.best.items()]  # in keys order
+        numbered, job = self.numbers
+        weight = np.array([self.weights[j] for j in numbered], dtype=float)
+        # in keys order: the job's weight times the candidate's gain (the same products, in numpy)
+        gain = np.fromiter(map(attrgetter("gain"), self.best.values()), dtype=float, count=len(self.keys))
+        self.gains = (weight[job] * gain).tolist()
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
         #: the starting columns' positions in keys
         self.start_at = (list(range(len(self.keys))) if not (self.columns and self.lp_rounding)
-                         else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned))
+                         else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned,
+                                              self.numbers))
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
@@ -239,13 +267,22 @@ class CompactSolve:
             self.x_at[keys[i]] = i
         self._of_template: dict[int, tuple[bool, list[int], list[float]]] = {}
         uses: dict[object, list[tuple[float, mip.Var]]] = defaultdict(list)
-        done: set[int] = set()  # templates whose rows are in (in the order the columns first touch them)
-        for k, t in zip(self.keys, self.template_of, strict=True):
-            uses.setdefault(k[0], [])
-            if t not in done:
-                done.add(t)
-                for row in self.templates[t]:
+        # the rows in the order the columns first touch them: at the first column of each job its eq. 12 row,
+        # then at the first column of each template its eq. 13 rows (jobs and templates are numbered in the
+        # order of their first columns, so each one's first position is found in numpy, not key by key)
+        numbered, job = self.numbers
+        job_first = np.unique(job, return_index=True)[1]
+        template_first = np.unique(np.asarray(self.template_of, dtype=np.int64), return_index=True)[1]
+        at = np.concatenate([job_first, template_first])
+        kind = np.concatenate([np.zeros(len(job_first), dtype=np.int64), np.ones(len(template_first), dtype=np.int64)])
+        which = np.concatenate([np.arange(len(job_first)), np.arange(len(template_first))])
+        jobs = list(numbered)
+        for e in np.lexsort((kind, at)).tolist():
+            if kind[e]:
+                for row in self.templates[int(which[e])]:
                     uses.setdefault(row, [])
+            else:
+                uses.setdefault(jobs[int(which[e])], [])
         for k, x in self.xs.items():
             for row, cnt in self.touch(k).items():
                 uses[row].append((cnt, x))
@@ -287,10 +324,11 @@ class CompactSolve:
         rows_of, of_template, keys, gains = self.rows_of, self._of_template, self.keys, self.gains
         specs: list[tuple[float, list[int], list[float]]] = []
         taken: list[int] = []
+        template_of = self.template_of
         for i in positions:
             k = keys[i]
             job_row = rows_of.get(k[0])
-            t = self._of(k)[1]
+            t = template_of[i]  # (self._of(k)'s template, by position)
             made = of_template.get(t)
             if made is None:
                 made = of_template[t] = self._template_rows(t)
@@ -323,7 +361,8 @@ class CompactSolve:
                 if status != mip.OptimizationStatus.OPTIMAL:
                     break
                 if pricer is None:
-                    pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains)
+                    pricer = self.pricer = Pricer.shared(self.keys, self.templates, self.template_of, self.gains,
+                                                               self.numbers)
                     pricer.add_at(list(self.x_at.values()))
                 enter = pricer.enter_at({r: float(c.pi or 0.0) for r, c in self.rows_of.items()}, self.columns)
                 self.extra["pricing_rounds"] = rounds + 1
@@ -342,6 +381,11 @@ class CompactSolve:
         """Each column's LP value, in keys order (0 for the columns outside the model)."""
         at = self.x_at
         xval = [0.0] * len(self.keys)
+        values = column_values(self.m)  # (every column's value in one read, when the solver allows it)
+        if values is not None:
+            for k, x in self.xs.items():
+                xval[at[k]] = float(values[x.idx])
+            return xval
         for k, x in self.xs.items():
             value = x.x
             if value is not None:

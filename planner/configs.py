@@ -66,6 +66,15 @@ def aggregated_of(cluster: ClusterView, gpu_type: str, requirement: int, one_per
                                                        one_per_class=one_per_class))
 
 
+def aggregated_items(cluster: ClusterView, gpu_type: str, requirement: int,
+                     one_per_class: bool) -> list[tuple[tuple[tuple[str, int], ...], Config]]:
+    """:func:`aggregated_of` with each config's items (the key :func:`generate_configs` dedupes on), made
+    once per view like the configs themselves."""
+    return cluster._derived(f"aggregated-items:{gpu_type}:{requirement}:{one_per_class}",  # type: ignore[no-any-return]
+                            lambda: [(tuple(cfg.items()), cfg)
+                                     for cfg in aggregated_of(cluster, gpu_type, requirement, one_per_class)])
+
+
 #: how spanning configs are generated: per speed bucket (compact default) or from every start (the paper's)
 SPAN_RULES = ("bucketed", "every")
 #: spans per (job, type, requirement, slowest bucket) at most under ``spans="bucketed"``
@@ -120,6 +129,10 @@ class SpanIndex:
                             for t, of in self.classes.items()}
         self._fragment_free: dict[tuple[str, int], tuple[dict[str, int], dict[str, list[NodeView]]]] = {}
         self._probes: dict[tuple[str, int], list[tuple[str, Config]]] = {}
+        #: (type, requirement, classes slowest first, where a speed equals the one before) -> :func:`_bucketed`'s
+        #: spans: they depend on the job's speeds only through that order, which many jobs share
+        self._spans: dict[tuple[str, int, tuple[str, ...], tuple[bool, ...]],
+                          dict[tuple[tuple[str, int], ...], Config]] = {}
 
     def fragments(self, gpu_type: str, server_class: str, requirement: int) -> list[NodeView]:
         """The class's nodes that cannot hold ``requirement`` alone (a suffix: most free first)."""
@@ -144,6 +157,28 @@ class SpanIndex:
             nodes = {c: self.fragments(gpu_type, c, requirement) for c in self.classes.get(gpu_type, {})}
             got = self._fragment_free[key] = ({c: sum(n.free_gpus for n in ns) for c, ns in nodes.items()}, nodes)
         return got
+
+
+    def spans(self, gpu_type: str, requirements: Sequence[int],
+              speed: Mapping[str, float]) -> list[dict[tuple[tuple[str, int], ...], Config]]:
+        """:func:`_bucketed` for each of ``requirements`` (by their items), made once per order of the
+        classes by ``speed`` (with its ties) and requirement: jobs whose classes order alike share the very
+        span objects. Speeds that are not numbers are compared class by class, for this job alone."""
+        by_speed = sorted(self.classes.get(gpu_type, {}), key=lambda c: (speed[c], c))
+        speeds = [speed[c] for c in by_speed]
+        if any(math.isnan(v) for v in speeds):
+            return [_bucketed(self, gpu_type, r, speed) for r in requirements]
+        order = tuple(by_speed)
+        ties = tuple(speeds[k] == speeds[k - 1] for k in range(1, len(speeds)))
+        memo = self._spans
+        out = []
+        for r in requirements:
+            key = (gpu_type, r, order, ties)
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = _bucketed(self, gpu_type, r, speed)
+            out.append(got)
+        return out
 
 
 def class_speeds(job: JobView, index: SpanIndex, gpu_type: str) -> dict[str, float]:
@@ -288,13 +323,12 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
         of_type = cluster.nodes_of_type(gpu_type)
         largest = cluster.largest_node(gpu_type)
         for r in job.requirements:
-            for cfg in aggregated_of(cluster, gpu_type, r, one_per_class):
-                add(cfg)
+            for key, cfg in aggregated_items(cluster, gpu_type, r, one_per_class):
+                seen.setdefault(key, cfg)  # add(cfg), its key made once per view
         if not high or job.requirements[0] > largest:
             if index is not None and not index.every_start.get(gpu_type, True):
-                speed = class_speeds(job, index, gpu_type)
-                for r in job.requirements:
-                    for key, cfg in _bucketed(index, gpu_type, r, speed).items():
+                for spans_of_r in index.spans(gpu_type, job.requirements, class_speeds(job, index, gpu_type)):
+                    for key, cfg in spans_of_r.items():
                         seen.setdefault(key, cfg)  # add(cfg): the key is its items
             else:
                 for r in job.requirements:
@@ -318,11 +352,12 @@ def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[C
     needs one config with a positive estimate (:func:`planner.hops.why_unservable`)."""
     high = is_high_sensitivity(job, sigma)
     cluster = confine(cluster, job)
-    types = [(t, cluster.nodes_of_type(t)) for t in cluster.gpu_types]
-    for t, _ in types:
+    types = cluster.gpu_types
+    for t in types:
         for r in job.requirements:
             yield from aggregated_of(cluster, t, r, True)
-    for t, of_type in types:
+    for t in types:  # (a caller served by a single-node config never gets here)
         if not high or job.requirements[0] > cluster.largest_node(t):
+            of_type = cluster.nodes_of_type(t)
             for r in job.requirements:
                 yield from iter_distributed(of_type, r)

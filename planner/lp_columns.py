@@ -45,14 +45,35 @@ def add_binary_columns(m: mip.Model, columns: Sequence[ColumnSpec]) -> list[mip.
                           column=mip.Column([constrs[i] for i in rows], list(coefs)))
                 for obj, rows, coefs in columns]
     lib, ffi, c_model, held = raw
-    add, new, null = lib.Cbc_addCol, ffi.new, ffi.NULL  # type: ignore[attr-defined]
+    add, null = lib.Cbc_addCol, ffi.NULL  # type: ignore[attr-defined]
     name, integer = b"", b"\x01"  # python-mip's unnamed column and its CHAR_ONE for an integer one
     start = len(held)
-    for obj, rows, coefs in columns:
+    # every column's rows and coefficients in one C array each (Cbc_addCol copies what it is given: each
+    # column gets a pointer into them, not arrays of its own)
+    all_rows = ffi.new("int[]", [r for _, rows, _ in columns for r in rows])  # type: ignore[attr-defined]
+    all_coefs = ffi.new("double[]", [c for _, _, coefs in columns for c in coefs])  # type: ignore[attr-defined]
+    at = 0
+    for obj, rows, _ in columns:
         if rows:
-            add(c_model, name, 0.0, 1.0, obj, integer, len(rows), new("int[]", rows), new("double[]", coefs))
+            add(c_model, name, 0.0, 1.0, obj, integer, len(rows), all_rows + at, all_coefs + at)
+            at += len(rows)
         else:  # (python-mip passes no arrays for a column with no row)
             add(c_model, name, 0.0, 1.0, obj, integer, 0, null, null)
     made = [mip.Var(m, start + i) for i in range(len(columns))]
     held.extend(made)
     return made
+
+
+def column_values(m: mip.Model) -> list[float] | None:
+    """Every column's value in the last LP solution of ``m``, in column order, read from CBC's solution array
+    in one call (what each ``Var.x`` reads one by one); None when the fast path does not apply or there is
+    no solution (callers then read ``Var.x``)."""
+    if _raw_cbc(m) is None:
+        return None
+    from mip import cbc
+
+    x = getattr(m.solver, "_SolverCbc__x", None)
+    ffi = cbc.ffi
+    if x is None or x == ffi.NULL or not isinstance(x, ffi.CData):
+        return None
+    return ffi.unpack(x, m.num_cols)  # type: ignore[no-any-return]

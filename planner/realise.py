@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import mip
 import numpy as np
@@ -77,7 +78,8 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     cand = list(best.values()) if same else [best[k] for k in keys]
     if score is None:
         score = [weights[k[0]] * c.gain for k, c in zip(keys, cand)]
-    neg_score, neg_x, job_of = [-v for v in score], [-v for v in xs], [k[0] for k in keys]
+    neg_score, neg_x = (-np.asarray(score, dtype=float)).tolist(), (-np.asarray(xs, dtype=float)).tolist()
+    job_of = list(map(itemgetter(0), keys))
 
     def prefer(i: int) -> Config | None:
         cur = here.get(job_of[i])
@@ -97,11 +99,14 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     # every pair by (-score, job id, position); every job by (-weight, job id) with its pairs by (-xval,
     # -score, position): stable sorts on numbers (a job's rank in each job order stands for its id)
     jobs = list(dict.fromkeys(job_of))
-    by_id = {j: r for r, j in enumerate(sorted(jobs))}
-    by_heavy = {j: r for r, j in enumerate(sorted(jobs, key=lambda j: (-weights[j], j)))}
+    number = {j: k for k, j in enumerate(jobs)}  # each pair's job as a number, worked out once per pair
+    job_no = np.fromiter(map(number.__getitem__, job_of), dtype=np.int64, count=n)
+    id_rank, heavy_rank = np.empty(len(jobs), dtype=np.int64), np.empty(len(jobs), dtype=np.int64)
+    id_rank[[number[j] for j in sorted(jobs)]] = np.arange(len(jobs))
+    heavy_rank[[number[j] for j in sorted(jobs, key=lambda j: (-weights[j], j))]] = np.arange(len(jobs))
     neg_score_a = np.array(neg_score, dtype=float)
-    by_gain = np.lexsort((np.array([by_id[j] for j in job_of], dtype=np.int64), neg_score_a)).tolist()
-    heavy = np.array([by_heavy[j] for j in job_of], dtype=np.int64)
+    by_gain = np.lexsort((id_rank[job_no], neg_score_a))
+    heavy = heavy_rank[job_no]
     by_weight_a = np.lexsort((neg_score_a, -xs_a, heavy))
     # by_weight holds each job's pairs together: one block per job (once the job is placed, the rest of its
     # block would only be skipped one by one)
@@ -113,23 +118,29 @@ def round_lp(keys: Sequence[tuple[str, Signature]], best: Mapping[tuple[str, Sig
     # warm start: running jobs where they are
     stay = [i for i in range(n) if job_of[i] in here and here[job_of[i]][0] == keys[i][1]] if here else []
     # with no running job where it is, the warm start is the second order again (the same rounding)
-    # each order: pairs one by one, then per-job blocks of pairs
-    orders: list[tuple[list[int], list[list[int]]]] = [(ones + fracs + by_gain, []), (ones, by_weight)]
+    # each order: pairs one by one (then, for the first, every pair by gain), then per-job blocks of pairs
+    orders: list[tuple[list[int], np.ndarray | None, list[list[int]]]] = [(ones + fracs, by_gain, []),
+                                                                          (ones, None, by_weight)]
     if stay:
-        orders.append((stay + ones, by_weight))
+        orders.append((stay + ones, None, by_weight))
     only_held = bool(held)
-    for flat, blocks in orders:
+    for flat, then, blocks in orders:
         packer = Packer(nodes)
         out: dict[str, Config | None] = {}
         value = 0.0
-        for i in flat:
-            j, sig = keys[i]
-            if j in out or packer.cannot(sig):  # (its preferred config, of that signature, cannot either)
-                continue
-            cfg = packer.place(sig, prefer(i), only=only_held and keys[i] in held)
-            if cfg is not None:
-                out[j] = cfg
-                value += score[i]
+        for part in (flat, then):
+            if isinstance(part, np.ndarray):  # the pairs of jobs placed by now would only be skipped one by one
+                placed = np.zeros(len(jobs), dtype=bool)
+                placed[[number[j] for j in out]] = True
+                part = part[~placed[job_no[part]]].tolist()
+            for i in part or ():
+                j, sig = keys[i]
+                if j in out or packer.cannot(sig):  # (its preferred config, of that signature, cannot either)
+                    continue
+                cfg = packer.place(sig, prefer(i), only=only_held and keys[i] in held)
+                if cfg is not None:
+                    out[j] = cfg
+                    value += score[i]
         for block in blocks:
             j = job_of[block[0]]
             if j in out:

@@ -120,3 +120,24 @@ def test_the_collector_is_back_on_after_a_solve_and_stays_off_when_it_was_off() 
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_candidate_repeated_with_a_higher_gain_is_its_columns_best() -> None:
+    """Candidates that carry their signatures, one (job, signature) twice: the column takes the higher gain, at
+    the place of its first candidate, as when the candidates carry none."""
+    from hops_slurm.tools.bench.solver_speeds import instance
+    from planner.candidates import candidates_for
+    from planner.compact import CompactSolve
+    from planner.entities import entity_classes
+    from planner.signatures import Candidate
+
+    cluster, jobs = instance(256, 30, 2)
+    ent = entity_classes(cluster, jobs, 0.05)
+    cands = candidates_for(jobs, ent, 1.4, compact=True, spans="bucketed")
+    twice = cands + [Candidate(cands[3].job_id, cands[3].config, cands[3].gain * 2, cands[3].sig, cands[3].on)]
+    w = {j.job_id: 1.0 for j in jobs}
+    carried, bare = (CompactSolve(cs, w, ent.nodes) for cs in (twice, [Candidate(c.job_id, c.config, c.gain) for c in twice]))
+    assert carried.build() and bare.build()
+    assert carried.keys == bare.keys and len(carried.keys) == len(cands)
+    assert carried.best[carried.keys[3]].gain == cands[3].gain * 2 == bare.best[bare.keys[3]].gain
+    assert carried.gains == bare.gains

@@ -133,3 +133,24 @@ def test_single_node_configs_are_made_once_per_view() -> None:
     assert as_set(first) == {(("n0", 2),), (("n1", 2),)}
     assert all(a is b for a, b in zip(first, again, strict=True))
     assert all(a is b for a, b in zip(first, made, strict=True))
+
+
+def test_span_index_shares_the_spans_of_jobs_whose_classes_order_alike() -> None:
+    """Two jobs whose speeds differ but order the classes alike (ties included) get the very same span
+    objects, equal to each job's own walk; another order, or a speed that is not a number, gets its own."""
+    import math
+
+    from planner.configs import SpanIndex, bucketed_spans
+
+    nodes = tuple(node(f"n{i}", (8, 3, 5, 2)[i % 4], cls=f"c{i % 3}") for i in range(12))
+    index = SpanIndex(ClusterView(nodes))
+    slow, fast = {"c0": 1.0, "c1": 2.0, "c2": 2.0}, {"c0": 0.5, "c1": 0.9, "c2": 0.9}
+    a, b = index.spans("v100", (4, 12), slow), index.spans("v100", (4, 12), fast)
+    assert all(x is y for x, y in zip(a, b, strict=True))
+    for got, r in zip(a, (4, 12), strict=True):
+        assert list(got.values()) == bucketed_spans(index, "v100", r, slow) == bucketed_spans(index, "v100", r, fast)
+    untied = {"c0": 1.0, "c1": 2.0, "c2": 2.5}  # the same order without the tie: its own spans
+    assert index.spans("v100", (12,), untied)[0] is not a[1]
+    assert list(index.spans("v100", (12,), untied)[0].values()) == bucketed_spans(index, "v100", 12, untied)
+    odd = {"c0": math.nan, "c1": 2.0, "c2": 2.0}
+    assert index.spans("v100", (12,), odd)[0] is not index.spans("v100", (12,), odd)[0]

@@ -43,3 +43,16 @@ def test_a_batch_of_columns_is_the_model_python_mip_makes(seed: int, tmp_path: P
         written.append(repr((m.objective_value, [v.x for v in m.vars], [c.pi for c in m.constrs])))
     assert written[0] == written[2] and written[1] == written[3]
     assert m.num_cols == 29 and len(m.vars) == 29 and m.vars[28].x is not None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_values_are_what_each_variable_reads(seed: int) -> None:
+    from planner.lp_columns import column_values
+
+    m = _model(True, seed)
+    assert column_values(m) is None  # no solution yet: callers read Var.x
+    m.optimize(relax=True)
+    assert column_values(m) == [v.x for v in m.vars] and len(m.vars) == 29
+    add_binary_columns(m, [(1.0, [0], [1.0])])
+    m.optimize(relax=True)
+    assert column_values(m) == [v.x for v in m.vars] and len(m.vars) == 30

@@ -267,3 +267,20 @@ def test_relabel_exchanges_whole_nodes_of_one_kind_only() -> None:
     # a different kind of node (class B) is never a partner: R planned on b0 stays there
     plan2 = {"R": freeze_config({"b0": 3}), "P": freeze_config({"a1": 4})}
     assert relabel_nodes(plan2, nodes, current) == plan2
+
+
+def test_shares_a_node_reads_as_the_two_smallest_pieces_of_each_kind() -> None:
+    """Random signatures, in any piece order: two pieces of one kind (with free GPUs) share a node exactly
+    when that kind's two smallest fit its free GPUs together."""
+    import random
+
+    rng = random.Random(5)
+    for _ in range(500):
+        kinds = [("v100", f"c{k}", rng.choice((0, 4, 8))) for k in range(rng.randint(1, 3))]
+        sig = tuple((rng.choice(kinds), rng.randint(1, 8)) for _ in range(rng.randint(0, 5)))
+        sizes: dict[tuple[str, str, int], list[int]] = {}
+        for key, g in sig:
+            sizes.setdefault(key, []).append(g)
+        want = len(sig) > 1 and any(key[2] and len(gs) > 1 and sum(sorted(gs)[:2]) <= key[2]
+                                    for key, gs in sizes.items())
+        assert shares_a_node(sig) == want

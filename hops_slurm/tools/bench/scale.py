@@ -12,6 +12,7 @@ runs the first one, cold only (a warm plan there costs as much again).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -54,6 +55,13 @@ def instance(gpus: int, n_jobs: int, seed: int, generator: str):  # noqa: ANN201
     return cluster, make_jobs(cluster, n_jobs, rng, node_speeds(cluster, seed + 1))
 
 
+def plan_digest(assignments: Mapping[str, Mapping[str, int] | None]) -> str:
+    """The first 12 hex digits of the SHA-1 of a plan's per-job assignments (job -> sorted (node, GPUs) pairs,
+    or None): equal plans, equal digests; a speed change must leave it as it was."""
+    text = json.dumps({j: sorted(dict(c).items()) if c else None for j, c in assignments.items()}, sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
 def measure_one(gpus: int, n_jobs: int, seed: int, generator: str, warm: bool = True) -> dict[str, object]:
     """Plan one instance cold (and warm) in this process (call it in a fresh one)."""
     from planner.hops import HopsPolicy
@@ -73,7 +81,7 @@ def measure_one(gpus: int, n_jobs: int, seed: int, generator: str, warm: bool = 
             "cold": t1 - t0, "cold_cpu": c1 - c0, "warm": t2 - t1 if warm else None,
             "warm_cpu": c2 - c1 if warm else None,
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "objective": d.get("objective"), "placed": len(plan.placed()), "window": len(d["window"]),  # type: ignore[arg-type]
+            "objective": d.get("objective"), "plan": plan_digest(plan.assignments), "placed": len(plan.placed()), "window": len(d["window"]),  # type: ignore[arg-type]
             "signatures": extra.get("signatures"), "columns": extra.get("columns"), "method": extra.get("method")}
 
 
@@ -125,18 +133,21 @@ def report(rungs: list[Rung], machine: str, cmd: str) -> str:
         "speed factor from one of two generators: *speeds* (0.8-1.2, the solver bench's) and *entity* (0.6-1.0).",
         "Each instance is planned in a fresh process by a new `HopsPolicy` with the defaults: *cold* is its",
         "first plan, *warm* the second plan of the same instance; *CPU* the process's CPU time for the same plan",
-        "(the figure to read when the machine is shared); *peak* the process's peak resident memory.",
+        "(the figure to read when the machine is shared); *peak* the process's peak resident memory; *plan* the",
+        "first 12 hex digits of the SHA-1 of the cold plan's per-job assignments (equal plans, equal digests: a",
+        "speed change leaves this column as it was).",
         "",
         "| GPUs | queued | generator | seed | window jobs | signatures | columns | cold (s) | cold CPU (s) "
-        "| warm (s) | warm CPU (s) | peak (MiB) | placed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| warm (s) | warm CPU (s) | peak (MiB) | placed | plan |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rung in rungs:
         for r in rung.runs:
             lines.append(f"| {r['gpus']} | {r['jobs']} | {r['generator']} | {r['seed']} | {r['window']} "
                          f"| {r['signatures']} | {r['columns']} | {float(r['cold']):.2f} "  # type: ignore[arg-type]
                          f"| {float(r['cold_cpu']):.2f} | {_opt(r['warm'])} "  # type: ignore[arg-type]
-                         f"| {_opt(r['warm_cpu'])} | {float(r['peak_mib']):.0f} | {r['placed']} |")  # type: ignore[arg-type]
+                         f"| {_opt(r['warm_cpu'])} | {float(r['peak_mib']):.0f} | {r['placed']} "  # type: ignore[arg-type]
+                         f"| {r.get('plan', '–')} |")
     lines += ["", "## Targets", ""]
     for rung in rungs:
         worst, worst_cpu = max(_f(rung.runs, "cold")), max(_f(rung.runs, "cold_cpu"))
