@@ -45,6 +45,8 @@ FIELDS = (("JobID", "job_id"), ("State", "job_state"), ("Reason", "state_reason"
           ("Dependency", "dependency"), ("Name", "name"), ("Comment", "comment"), ("admin_comment", "admin_comment"))
 _NUMBERS = frozenset({"priority", "node_count", "restart_cnt"})
 _TIMES = frozenset({"submit_time", "start_time", "end_time", "eligible_time"})  # epoch seconds (SLURM_TIME_FORMAT=%s)
+#: the end slurmctld gives a job that runs without a time limit, after its start (22.05.8's JSON: a year)
+UNLIMITED_RUN_S = 365 * 24 * 3600
 #: the environment squeue reads the listing's fields from, and how it writes times
 FORMAT_VARIABLE = "SQUEUE_FORMAT2"
 TIME_FORMAT = {"SLURM_TIME_FORMAT": "%s"}
@@ -133,6 +135,10 @@ def json_record(fields: Mapping[str, str]) -> dict[str, Any]:
             out[key] = minutes(value)
         else:
             out[key] = value
+    if (out.get("job_state") in ACTIVE_STATES and out.get("time_limit", 0) is None and out.get("start_time")
+            and not _DIGITS.fullmatch(fields.get("end_time", ""))):
+        # no time limit: squeue writes NONE, slurmctld's record (and so the JSON) holds the start plus a year
+        out["end_time"] = out["start_time"] + UNLIMITED_RUN_S
     return out
 
 

@@ -137,7 +137,7 @@ def test_the_json_listing_answers_only_when_the_text_cannot() -> None:
     pending = {"job_id": 7, "job_state": "PENDING", "state_reason": "JobHeldAdmin", "priority": 0, "partition": "hops",
                "user_name": "ann", "submit_time": 1700000000, "node_count": 1, "name": "train.sh", "admin_comment": HOPS}
     started = {**pending, "job_id": 8, "job_state": "RUNNING", "state_reason": "None", "priority": 1,
-               "start_time": 100, "nodes": "a100-1", "tres_per_node": "gres:gpu:1", "gres_detail": ["gpu:a100:1(IDX:5)"],
+               "start_time": 100, "end_time": 100 + read_text.UNLIMITED_RUN_S, "nodes": "a100-1", "tres_per_node": "gres:gpu:1", "gres_detail": ["gpu:a100:1(IDX:5)"],
                "name": "train.sh", "admin_comment": HOPS}
     run8 = line(job_id="8", job_state="RUNNING", state_reason="None", priority="1", start_time="100", nodes="a100-1",
                 tres_per_node="gres:gpu:1")
@@ -233,3 +233,11 @@ def test_a_name_or_comment_holding_scontrol_text_never_gives_the_gpus() -> None:
 ])
 def test_anything_but_the_jobs_whole_allocation_is_refused(text: str) -> None:
     assert detail_of(text) is None
+
+
+def test_a_job_running_without_a_time_limit_ends_a_year_after_its_start_as_the_json_says() -> None:
+    unlimited = read_text.json_record(records(line(job_state="RUNNING", start_time="100", end_time="NONE"), SEP)[0])
+    assert unlimited["end_time"] == 100 + 365 * 24 * 3600
+    limited = line(job_state="RUNNING", start_time="100", end_time="160", time_limit="1:00")
+    assert read_text.json_record(records(limited, SEP)[0])["end_time"] == 160
+    assert read_text.json_record(records(line(end_time="NONE"), SEP)[0])["end_time"] == 0  # pending
