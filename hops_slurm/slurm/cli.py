@@ -4,7 +4,8 @@ Where it sits: implements :class:`hops_slurm.slurm.api.SlurmApi` for the engine 
 (:mod:`hops_slurm.slurm.enact`). It asks ``scontrol --version`` once which release it talks to and lets
 :mod:`hops_slurm.slurm.dialect` choose the commands and the reader (``scontrol show job|nodes|reservation
 --json`` from 23.02 on, ``squeue/sinfo --json`` and ``scontrol -o show reservation`` on 22.05, where the job
-listing is squeue's text whenever it can answer: :mod:`hops_slurm.slurm.read_text`). Commands are
+listing is squeue's text whenever it can answer: :mod:`hops_slurm.slurm.read_text`, with the GPU indices of
+jobs started since the last JSON listing from ``scontrol -o -d show job``: :mod:`hops_slurm.slurm.read_detail`). Commands are
 found on ``PATH`` and run as argv lists (never through a shell) with the given environment (``SLURM_CONF``),
 so a ``PATH`` of wrapper scripts (e.g. ones that run the clients inside a Debian root) serves as well as the
 real clients. A failure raises :class:`SlurmCommandError` naming the command and Slurm's message; a release
@@ -28,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from hops_slurm.slurm import read_data_parser, read_text, read_v0038
+from hops_slurm.slurm import read_data_parser, read_detail, read_text, read_v0038
 from hops_slurm.slurm.api import ProbeJob, SlurmCommandError, SlurmError, SlurmJob, SlurmNode, SlurmReservation
 from hops_slurm.slurm.dialect import Dialect, UnsupportedSlurm, dialect_for
 from hops_slurm.slurm.read_common import JobCache
@@ -134,9 +135,9 @@ class CliSlurm:
         self.from_json = read_text.FromJson()
         #: job listings read so far, by form (``text``: squeue's text, tried first on 22.05; ``json``)
         self.listings: Counter[str] = Counter()
-        #: jobs were released since the last JSON listing: the next listing is read as JSON at once (the
-        #: text cannot give the GPU indices of the jobs that started)
-        self._released = False
+        #: jobs released since the last JSON listing: beyond :data:`read_detail.LIMIT` the next listing is read
+        #: as JSON at once (the text lacks the GPU indices of the jobs that started, too many to ask scontrol)
+        self._released = 0
 
     # ----- running commands -----------------------------------------------------------------------
     def _run(self, argv: list[str], stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -214,7 +215,7 @@ class CliSlurm:
     # ----- reading --------------------------------------------------------------------------------
     def jobs(self) -> list[SlurmJob]:
         d = self.dialect
-        if d.text_listing and not self._released:
+        if d.text_listing and self._released <= read_detail.LIMIT:
             self.listings["text"] += 1
             jobs = self._text_jobs()
             if jobs is not None:
@@ -230,7 +231,7 @@ class CliSlurm:
 
         jobs = self._read(d.jobs_argv(), lambda text: d.read(text, v0038, lambda data: read_data_parser.jobs(data, self.job_cache)))
         self.from_json.remember(jobs, records)
-        self._released = False
+        self._released = 0
         return jobs
 
     def _text_jobs(self) -> list[SlurmJob] | None:
@@ -252,13 +253,42 @@ class CliSlurm:
             if found is None:
                 log.info("squeue's text listing is not the records asked for: reading its JSON")
                 return None
-            return read_text.jobs(found, self.from_json, self.job_cache)
+            return read_text.jobs(found, self.from_json, self.job_cache, self._allocations)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a value the reader refuses
             log.info("squeue's text listing not read (%s: %s): reading its JSON", type(exc).__name__, exc)
             return None
         finally:
             if was:
                 gc.enable()
+
+    def _allocations(self, missing: list[tuple[dict[str, Any], tuple[str, ...]]]) -> list[dict[str, tuple[int, ...]]] | None:
+        """The GPU indices per node of running jobs the text listing gave (records of
+        :func:`read_text.json_record`, nodes expanded), one ``scontrol -o -d show job`` each
+        (:mod:`hops_slurm.slurm.read_detail`); None when there are more than :data:`read_detail.LIMIT`, a job
+        asks for no GPU, or one answer is not that job's whole allocation (the JSON listing answers then)."""
+        if len(missing) > read_detail.LIMIT:
+            log.info("%d jobs started since the last JSON listing: reading it again", len(missing))
+            return None
+        env = {**(self.env if self.env is not None else os.environ), **read_detail.TIME_FORMAT}
+        out: list[dict[str, tuple[int, ...]]] = []
+        for record, nodes in missing:
+            if "gpu" not in record["tres_per_node"] and "gpu" not in record["tres_per_job"]:
+                return None  # no GPU asked for: its allocation is the JSON's to say
+            job_id = str(record["job_id"])
+            try:
+                text = self._run(read_detail.argv(job_id), env=env)
+            except SlurmCommandError as exc:
+                if exc.returncode in (124, 127):
+                    raise
+                log.info("scontrol show job %s failed (%s): reading the JSON listing", job_id, exc)
+                return None
+            alloc = read_detail.allocation(text, job_id, str(record["name"]), str(record["job_state"]),
+                                           int(record["start_time"]), nodes)
+            if alloc is None:
+                log.info("scontrol's record of job %s is not its whole allocation: reading the JSON listing", job_id)
+                return None
+            out.append(alloc)
+        return out
 
     def job(self, job_id: str) -> SlurmJob | None:
         d = self.dialect
@@ -304,7 +334,7 @@ class CliSlurm:
         self._run(["scontrol", "hold", str(job_id)])
 
     def release(self, job_id: str) -> None:
-        self._released = True
+        self._released += 1
         self._run(["scontrol", "release", str(job_id)])
 
     def requeue_hold(self, job_id: str) -> None:
@@ -320,7 +350,7 @@ class CliSlurm:
         self._run(["scontrol", "hold", ",".join(job_ids)])
 
     def release_all(self, job_ids: list[str]) -> None:
-        self._released = True
+        self._released += len(job_ids)
         self._run(["scontrol", "release", ",".join(job_ids)])
 
     def requeue_hold_all(self, job_ids: list[str]) -> None:

@@ -8,8 +8,8 @@ fields is 1.3 MB and a tenth of the time (issue 37, docs/results/load.md).
 
 What the text lacks: a running job's GPU indices per node (``gres_detail``). They do not change while the
 job runs, so the caller keeps them from the last JSON listing (:class:`FromJson`, by job id, start
-time and nodes) and reads the JSON listing again whenever a job runs whose indices it does not hold (a
-job just started). The same for a reason the text gives as slurmctld's description rather than its
+time and nodes); a job that runs whose indices it does not hold (a job just started) is asked of
+``scontrol`` (:mod:`hops_slurm.slurm.read_detail`, a few jobs at most), else the JSON listing is read again. The same for a reason the text gives as slurmctld's description rather than its
 code (``job requeued in held state``), unless the last JSON listing gave that job's code with it:
 :func:`jobs` then answers None.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hops_slurm.slurm import read_v0038
@@ -45,6 +45,8 @@ FIELDS = (("JobID", "job_id"), ("State", "job_state"), ("Reason", "state_reason"
           ("Dependency", "dependency"), ("Name", "name"), ("Comment", "comment"), ("admin_comment", "admin_comment"))
 _NUMBERS = frozenset({"priority", "node_count", "restart_cnt"})
 _TIMES = frozenset({"submit_time", "start_time", "end_time", "eligible_time"})  # epoch seconds (SLURM_TIME_FORMAT=%s)
+#: the end slurmctld gives a job that runs without a time limit, after its start (22.05.8's JSON: a year)
+UNLIMITED_RUN_S = 365 * 24 * 3600
 #: the environment squeue reads the listing's fields from, and how it writes times
 FORMAT_VARIABLE = "SQUEUE_FORMAT2"
 TIME_FORMAT = {"SLURM_TIME_FORMAT": "%s"}
@@ -133,12 +135,17 @@ def json_record(fields: Mapping[str, str]) -> dict[str, Any]:
             out[key] = minutes(value)
         else:
             out[key] = value
+    if (out.get("job_state") in ACTIVE_STATES and out.get("time_limit", 0) is None and out.get("start_time")
+            and not _DIGITS.fullmatch(fields.get("end_time", ""))):
+        # no time limit: squeue writes NONE, slurmctld's record (and so the JSON) holds the start plus a year
+        out["end_time"] = out["start_time"] + UNLIMITED_RUN_S
     return out
 
 
 class FromJson:
     """What only the JSON listing says, kept from the last one: running jobs' GPU indices per node (while the
-    job runs on the same nodes from the same start: Slurm does not change them then), and the reason code of
+    job runs on the same nodes from the same start: Slurm does not change them then; or read since by
+    :meth:`learn`), and the reason code of
     each job whose reason slurmctld described (while the description, state and priority stay, and until
     :meth:`forget_reasons`: a hold changes the code, not the description)."""
 
@@ -154,6 +161,11 @@ class FromJson:
         self._allocations = {j.job_id: (j.start_time, j.nodes, dict(j.gpu_alloc)) for j in jobs if j.active and _whole(j)}
         self._reasons = {j.job_id: (str(r.get("state_description")), j.reason, j.state, j.priority)
                          for j, r in zip(jobs, records) if r.get("state_description")}
+
+    def learn(self, record: Mapping[str, Any], nodes: tuple[str, ...], alloc: Mapping[str, tuple[int, ...]]) -> None:
+        """The allocation of a record's job read elsewhere (:mod:`hops_slurm.slurm.read_detail`), naming every
+        node's GPUs, kept until the next JSON listing."""
+        self._allocations[str(record["job_id"])] = (float(record["start_time"]), nodes, dict(alloc))
 
     def forget_reasons(self) -> None:
         """After a command that may change jobs' reason codes (a hold, a requeue, an update)."""
@@ -181,12 +193,18 @@ def _whole(job: SlurmJob) -> bool:
     return "gpu" not in job.tres_per_node and "gpu" not in job.tres_per_job
 
 
-def jobs(found: list[dict[str, str]], facts: FromJson, cache: JobCache) -> list[SlurmJob] | None:
+#: asks for the allocations of active jobs that :class:`FromJson` does not hold (each a record of
+#: :func:`json_record` with its nodes, expanded): each one's GPU indices per node, or None when one is not known
+Lookup = Callable[[list[tuple[dict[str, Any], tuple[str, ...]]]], list[dict[str, tuple[int, ...]]] | None]
+
+
+def jobs(found: list[dict[str, str]], facts: FromJson, cache: JobCache, lookup: Lookup | None = None) -> list[SlurmJob] | None:
     """The jobs of :func:`records` (unchanged ones from ``cache``), or None when the JSON listing must answer:
-    a job is active whose allocation ``facts`` does not hold, or a job's reason is a description whose code
-    it does not hold."""
+    a job is active whose allocation neither ``facts`` holds nor ``lookup`` gives (then ``facts`` keeps it),
+    or a job's reason is a description whose code ``facts`` does not hold."""
     listing = [json_record(f) for f in found]
     known: dict[str, dict[str, tuple[int, ...]]] = {}
+    missing: list[tuple[dict[str, Any], tuple[str, ...]]] = []
     for record in listing:
         if not _REASON.fullmatch(record["state_reason"]):  # a description, not the reason's code
             code = facts.reason(record)
@@ -194,9 +212,18 @@ def jobs(found: list[dict[str, str]], facts: FromJson, cache: JobCache) -> list[
                 return None
             record["state_reason"] = code
         if record["job_state"] in ACTIVE_STATES:
-            alloc = facts.allocation(record, tuple(expand_hostlist(null_text(record["nodes"]))))
+            nodes = tuple(expand_hostlist(null_text(record["nodes"])))
+            alloc = facts.allocation(record, nodes)
             if alloc is None:
-                return None
+                missing.append((record, nodes))
+            else:
+                known[str(record["job_id"])] = alloc
+    if missing:
+        looked = lookup(missing) if lookup is not None else None
+        if looked is None or len(looked) != len(missing):
+            return None
+        for (record, nodes), alloc in zip(missing, looked):
+            facts.learn(record, nodes, alloc)
             known[str(record["job_id"])] = alloc
 
     def read(record: Mapping[str, Any]) -> SlurmJob:

@@ -213,6 +213,7 @@ def run(out_dir: Path) -> Path:
     from hops_slurm.engine.refresh import STEPS
     from hops_slurm.engine.round import STEPS as ROUND_STEPS
     from hops_slurm.slurm.cli import READ_BACK_LIMIT
+    from hops_slurm.slurm.read_detail import LIMIT as SHOW_LIMIT
     from hops_slurm.slurm.enact import ENACT_PHASES
     from hops_slurm.tools.minicluster.cluster import Minicluster
     from hops_slurm.tools.minicluster.processes import stop_child
@@ -249,11 +250,13 @@ def run(out_dir: Path) -> Path:
             for r in range(ROUNDS):
                 before = {c: step_seconds(engine.metrics.registry, c) for c in CYCLES}
                 c0 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
-                read0 = dict(api.listings)
+                read0, shown0 = dict(api.listings), api.calls["scontrol show job"]
                 rows.append(timed_round(engine, r + 1))
                 c1 = (cpu_seconds(), children_cpu_seconds(), cpu_seconds(ctld))
-                listings.append(", ".join(f"{n - read0.get(k, 0)} {k}" for k, n in sorted(api.listings.items())
-                                          if n > read0.get(k, 0)) or "none")
+                shown = api.calls["scontrol show job"] - shown0  # a job each (started since the last JSON listing)
+                listings.append(", ".join([*(f"{n - read0.get(k, 0)} {k}" for k, n in sorted(api.listings.items())
+                                             if n > read0.get(k, 0)), *([f"{shown} scontrol show job"] if shown else [])])
+                                or "none")
                 cpu.append(tuple(b - a for a, b in zip(c0, c1)))
                 loads.append(load())
                 for c in CYCLES:
@@ -319,8 +322,9 @@ def run(out_dir: Path) -> Path:
         "",
         "On 22.05 the job listing is squeue's text with only the fields the engine reads (hops_slurm/slurm/read_text.py: "
         "about 1 MB for 10,000 jobs), split on a separator drawn for each read; the JSON listing (32 MB, every filter "
-        "ignored) is read only when a job runs whose GPU indices the text lacks: the round after the one that "
-        "started jobs (its refresh verifies them).",
+        "ignored) is read only when more jobs run whose GPU indices the text lacks (started since the last JSON "
+        f"listing) than {SHOW_LIMIT} per read; up to that many, each one's come from `scontrol -o -d show job <id>` "
+        "(hops_slurm/slurm/read_detail.py: one process a job, its record checked against the text listing).",
         "",
         "The refresh of each round (the \"read (refresh)\" column) by its steps (hops_slurm/engine/refresh.py), "
         "seconds, as the engine times them (`hops_engine_step_duration_seconds{cycle=\"refresh\"}`):",
@@ -336,9 +340,8 @@ def run(out_dir: Path) -> Path:
         "",
         "The enactment's phases in each round (hops_slurm/slurm/enact.py, `cycle=\"enact\"`; those inside a "
         "refresh, e.g. its `settle` step verifying started jobs, count there too). With 10,000 jobs listed, Slurm "
-        "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`, and only the JSON "
-        f"gives their GPU indices), so the round does not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): "
-        "the next refresh verifies them.",
+        "22.05 cannot read back just the jobs a round started (`squeue --json` ignores `--jobs`), so the round does "
+        f"not read the listing again (beyond {READ_BACK_LIMIT:,} jobs): the next refresh verifies them.",
         "",
         *step_table(steps["enact"], ENACT_PHASES, "enact phase"),
         "",
