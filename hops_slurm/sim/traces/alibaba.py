@@ -8,8 +8,8 @@ What was assumed goes into :class:`hops_slurm.sim.traces.rows.Imported` (docs/tr
 * The trace has no model identity and no per-type speed: every GPU model maps onto one ground-truth
   type (:data:`TRUTH_TYPE`) and keeps its name as the node's server class (its feature), so a task runs
   as long on any node it may use as it ran in the trace: ``deletion_time - scheduled_time`` seconds on
-  its GPUs in one node, as the work of :data:`MODEL` (any spread placement runs slower, as the ground
-  truth's spread table says).
+  its GPUs in one node, as the work of :data:`MODEL` (spread over nodes it runs at the ground truth's
+  spread speed: slower at 2 GPUs, faster at 4 and 8, as Gavel measured ResNet-50 on v100).
 * ``num_gpu`` GPUs, rigid; ``gpu_spec`` (``V100M16|V100M32``) becomes the job's classes; a task
   sharing a GPU (``gpu_milli`` < 1000) takes a whole one (this project's job model has whole GPUs).
 * Left out, and counted: CPU-only tasks (``num_gpu`` 0), tasks never scheduled (no run time), tasks
