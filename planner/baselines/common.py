@@ -59,8 +59,12 @@ def representative_config(cluster: ClusterView, gpu_type: str, gpus: int, nodes:
     """A config of ``gpus`` GPUs of ``gpu_type`` a type-level scheduler uses to look up throughput.
 
     Type-level schedulers cannot tell servers of one type apart, so every "n GPUs of type t" decision
-    is evaluated on the same stand-in: the first nodes of the type in cluster order, each filled to its
-    *total* GPUs (free counts would make the estimate change with load), the last partly. With
+    is evaluated on the same stand-in, sized by *total* GPUs (free counts would make the estimate
+    change with load): what :func:`place_consolidated` would choose on the idle type — one node if one
+    can hold the job (the smallest such, then cluster order), else nodes filled in decreasing order of
+    size (then cluster order), the last partly. Where a type's nodes all have one size, as Gavel's
+    paper assumes, that is simply its first nodes in cluster order; where sizes mix (the Alibaba
+    fleet), a job that fits one server is not estimated spread over the first, smaller ones. With
     ``nodes`` given, the GPUs are spread as evenly as possible over exactly that many first nodes
     (Sia's (type, nodes, GPUs) configs). ``None`` when the type has too few GPUs or nodes.
     """
@@ -68,9 +72,12 @@ def representative_config(cluster: ClusterView, gpu_type: str, gpus: int, nodes:
     if gpus <= 0 or sum(n.total_gpus for n in of_type) < gpus:
         return None
     if nodes is None:
+        whole = [n for n in of_type if n.total_gpus >= gpus]
+        if whole:
+            return freeze_config({min(whole, key=lambda n: n.total_gpus).name: gpus})
         config: dict[str, int] = {}
         left = gpus
-        for n in of_type:
+        for n in sorted(of_type, key=lambda n: -n.total_gpus):
             take = min(n.total_gpus, left)
             config[n.name] = take
             left -= take

@@ -6,6 +6,7 @@ import pytest
 from baseline_helpers import check_plan, cluster, job, run_rounds, typed_throughput
 
 from planner.baselines import max_min_fairness_allocation
+from planner.baselines.common import representative_config
 from planner.policies import make_policy
 from planner.views import freeze_config
 
@@ -181,3 +182,26 @@ def test_no_job_fits_anywhere_gives_an_empty_allocation() -> None:
     view = cluster([("n0", "v100", 2)])
     j = job("big", (3,), typed_throughput(view, {"v100": 1.0}))
     assert make_policy("gavel").plan(view, (j,), 0.0).assignments == {"big": None}
+
+
+def test_throughput_stand_in_is_a_node_that_holds_the_job_when_sizes_mix() -> None:
+    # One type whose nodes have 1, 2, 8 and 4 GPUs (as on the Alibaba fleet): a 4-GPU job is
+    # estimated on one node that holds it (the 4-GPU one), not spread over the first nodes; 10 GPUs
+    # fill the largest nodes first.
+    view = cluster([("a", "v100", 1), ("b", "v100", 2), ("c", "v100", 8), ("d", "v100", 4)])
+    assert representative_config(view, "v100", 4) == freeze_config({"d": 4})
+    assert representative_config(view, "v100", 10) == freeze_config({"c": 8, "d": 2})
+    # one node size per type: the first nodes in cluster order, as before
+    uniform = cluster([("a", "v100", 4), ("b", "v100", 4), ("c", "v100", 4)])
+    assert representative_config(uniform, "v100", 3) == freeze_config({"a": 3})
+    assert representative_config(uniform, "v100", 6) == freeze_config({"a": 4, "b": 2})
+
+
+def test_multi_gpu_job_runs_on_a_type_with_mixed_node_sizes() -> None:
+    # Throughput only on one server (a rigid job): spread over the small first nodes it would be 0
+    # and Gavel would never run it; the 4-GPU node holds it.
+    view = cluster([("a", "v100", 1), ("b", "v100", 2), ("c", "v100", 4)])
+    j = job("x", (4,), typed_throughput(view, {"v100": 1.0}, spread_penalty=0.0))
+    plan = make_policy("gavel").plan(view, (j,), 0.0)
+    assert plan.diagnostics["allocation"]["x"]["v100"] > 0
+    assert plan.assignments["x"] == freeze_config({"c": 4})
