@@ -156,7 +156,19 @@ class EngineEnv:
         return "\n".join(lines)
 
     def wait(self, pred: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-        wait_until(pred, what, timeout)
+        """:func:`wait_until`; on failure the message ends with each daemon's state and the end of its log."""
+        try:
+            wait_until(pred, what, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.daemon_tails()}") from None
+
+    def daemon_tails(self, chars: int = 4000) -> str:
+        """Each daemon this test started: running or its exit status, and the last ``chars`` of its log."""
+        parts = []
+        for proc in self.daemons:
+            status = "running" if proc.poll() is None else f"exited {proc.returncode}"
+            parts.append(f"daemon pid {proc.pid} ({status}), log tail:\n{self.output(proc)[-chars:]}")
+        return "\n".join(parts)
 
 
 def write_config(path: Path, state_dir: Path, *, probe_in_place: bool = True) -> None:
