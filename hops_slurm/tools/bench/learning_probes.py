@@ -141,8 +141,9 @@ def probes_section(truth: GroundTruth, cells: list[Cell], production: list[Point
             "(`estimator.refine` reads the nearest measured count): "
             + ", ".join(f"{c.gpu_type} {_pct(statistics.mean(variants[pair][c]))} where the geometric mean of the "
                         f"two sides gives {_pct(between(truth, c))}" for c in inside)
-            + "; an estimator that interpolates between measured counts either side would help those cells, "
-            "not the consolidated V100 ones.")
+            + "; an estimator that interpolates between measured counts either side could help only "
+            + (", ".join(c.gpu_type for c in inside if between(truth, c) < statistics.mean(variants[pair][c]))
+               or "none of them") + ".")
     return lines
     return lines
 
