@@ -52,10 +52,11 @@ def test_probed_is_one_node_at_a_probed_count():
 
 
 def test_the_section_marks_probed_cells_and_its_shares_add_up_to_the_distance_to_the_target(truth):
-    out = replay(truth, plan_runs(truth, 0, 300))
+    out = replay(truth, plan_runs(truth, 0, 150))
     points = [(m, c, est, plain, meas) for (m, c, s), (est, plain, meas) in out.first_at.items() if s == "type"]
     cells = [c for c in _cells(truth) if any(p[1] == c for p in points)]
-    lines = probes_section(truth, cells, points, (0,), 300, TYPE_TARGET)
+    assert any(probed(c, ks) for c in cells for ks in PROBE_SETS)
+    lines = probes_section(truth, cells, points, (0,), 150, TYPE_TARGET)
     rows = {tuple(r.split(" | ")[:3]): r for r in lines if r.startswith("| ") and r.split(" | ")[1] in ("consolidated", "spread")}
     assert len(rows) == len(cells)
     for c in cells:
