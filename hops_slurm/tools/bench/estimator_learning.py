@@ -439,13 +439,15 @@ def run(out_dir: Path) -> Path:
         "the spread of the measurements themselves (the cells' reasons below), not a rule that reads too little "
         "of the store.",
         "",
-        "## A denser store: which cells carry the error, and one-node multi-GPU probes (what-if, in-sample)",
+        "## A denser store: which cells carry the error, and probes that run data-parallel (in-sample)",
         "",
-        "Per cell, the production error after one run on the type, its signed share of the mean's distance to "
-        "the target (the shares add up to it), and the same replays with each model's probe adding, on every "
-        "type, a data-parallel run on k GPUs of one profiler node (Gavel's consolidated figure at k, what such "
-        "a probe would measure; `hops_slurm/tools/bench/learning_probes.py`). The stages stay those of the "
-        "jobs' runs; (probed) marks a cell the probe measured itself.",
+        "Per cell, the production error after one run on the type (the default: probes time one GPU), its "
+        "signed share of the mean's distance to the target (the shares add up to it), and the same replays "
+        "with `engine.probe_data_parallel` set: each model's probe also runs it data-parallel on k GPUs of one "
+        "profiler node of every type (`python -m profiler.probe --data-parallel k`; here Gavel's consolidated "
+        "figure at k, what that run measures, stored by `profiler.ingest.ingest_probe`; "
+        "`hops_slurm/tools/bench/learning_probes.py`). The stages stay those of the jobs' runs; (probed) marks "
+        "a cell the probe measured itself.",
         "",
         *probes_section(truth, _cells(truth), inside["type"], SEEDS, JOBS, TYPE_TARGET),
         "",

@@ -1,14 +1,14 @@
 """The estimator-learning bench's section on a denser store: which cells carry the error after one run on
-the type, and what one-node multi-GPU probes would give there.
+the type, and what probes that also run the model data-parallel on one node give there.
 
 Where it sits: :mod:`hops_slurm.tools.bench.estimator_learning` passes the production replay's points of
 the stage "one run on the type at another count"; this module replays the same workloads
-(:func:`hops_slurm.tools.bench.learning_replay.replay`) with each model's probe adding, on every GPU type,
-the recorder window of a data-parallel run on k GPUs of one profiler node (``probe_gpus``,
-:meth:`hops_slurm.tools.bench.learning_replay.Replay.multi_gpu_probe`: Gavel's consolidated figure at k,
-what such a probe would measure). The production profiler does not run such a probe (``profiler.probe``
-times one GPU of each type), so these columns are a what-if, never the bench's headline; the stages stay
-those of the runs, and a cell whose count and layout the probe measured is marked.
+(:func:`hops_slurm.tools.bench.learning_replay.replay`) with each model's probe also running it
+data-parallel on k GPUs of one profiler node of every type (``probe_gpus``: the engine's
+``engine.probe_data_parallel``, off by default; :meth:`hops_slurm.tools.bench.learning_replay.Replay.probe`,
+Gavel's consolidated figure at k, what such a run measures), so these columns are what a site that turns
+the option on gets, never the bench's headline (the default); the stages stay those of the runs, and a
+cell whose count and layout the probe measured is marked.
 """
 
 from __future__ import annotations
@@ -128,10 +128,12 @@ def probes_section(truth: GroundTruth, cells: list[Cell], production: list[Point
                     for ks in PROBE_SETS)
         + ". Most of the gain is the probed cells themselves: a carry from a probed count moves the cells next "
         "to it less, because the cells that miss are those whose rate does not follow from a neighbouring "
-        f"count. Cost: a {names[best]}-GPU probe holds {sum(best)} GPUs of each type per new model where the "
-        "production probe holds one; the production profiler does not run it (`profiler.probe` times one GPU; "
-        "a data-parallel probe needs the engine to submit it on k GPUs and ingest its recorder window), so "
-        "production stays at the headline figure above.",
+        f"count. Cost: with `engine.probe_data_parallel = [{', '.join(str(k) for k in best)}]` a zoo model's "
+        f"probe takes {max(best)} GPUs of one node of each type (where the default probe takes one) and runs "
+        "the model data-parallel on each count after its one-GPU phases; off by default, as the paper's profiler "
+        "(one GPU per type): a new model waits longer for a node's GPUs to probe, entrypoint models (whose "
+        "probe cannot build a data-parallel run) gain nothing, and the cells it does not measure gain little, so "
+        "the headline figure above is the default's.",
     ]
     pair = next((ks for ks in PROBE_SETS if len(ks) == 2), None)
     if pair is not None:

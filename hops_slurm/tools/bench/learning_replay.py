@@ -42,7 +42,6 @@ from hops_slurm.sim.knowledge import Knowledge
 from hops_slurm.sim.measure import calibration, runtime_record
 from hops_slurm.sim.workload import MULTI_GPU_FAMILIES, load_workload
 from planner.views import ClusterView, NodeView
-from profiler.records import RuntimeRecord
 
 COUNTS = (1, 2, 4, 8)
 NODES_PER_TYPE = 8
@@ -226,21 +225,11 @@ class Replay:
         return est.layer
 
     def probe(self, model: str, at: float, probe_gpus: tuple[int, ...] = ()) -> None:
-        """The production probe (one GPU of every type); ``probe_gpus``: besides it, what a probe of the
-        model on k GPUs of one profiler node of every type would record (:func:`multi_gpu_probe`)."""
-        self.knowledge.probe(self.signature(model), model, at=at, probe_seconds=60.0)
-        for gpu_type in self.truth.gpu_types:
-            for k in probe_gpus:
-                self.knowledge.ingest(self.multi_gpu_probe(model, gpu_type, k, at))
-
-    def multi_gpu_probe(self, model: str, gpu_type: str, gpus: int, at: float) -> RuntimeRecord:
-        """The recorder window of a data-parallel probe of ``model`` on ``gpus`` GPUs of one profiler node of
-        ``gpu_type`` (``profiler-<type>``, no node a job runs on): Gavel's consolidated figure at that count,
-        the figure such a probe would measure. The production profiler does not run it (``profiler.probe``
-        times one GPU): the bench's what-if of a denser store (:mod:`hops_slurm.tools.bench.learning_probes`)."""
-        cell = Cell(gpu_type, gpus, False)
-        return runtime_record(self.signature(model), model, gpu_type, f"profiler-{gpu_type}", gpus=gpus, nodes=1,
-                              throughput=self.measured(model, cell), window=WINDOW, at=at)
+        """The production probe on one GPU of every type; ``probe_gpus``: the counts it also runs
+        data-parallel on one node of the type (``engine.probe_data_parallel``; none by default), whose
+        throughputs :func:`profiler.ingest.ingest_probe` stores (Gavel's consolidated figures at those counts,
+        what such a run would measure: :func:`hops_slurm.sim.measure.probe_result`)."""
+        self.knowledge.probe(self.signature(model), model, at=at, probe_seconds=60.0, data_parallel=probe_gpus)
 
     def write_back(self, run: Run, at: float) -> None:
         """The finished run's recorder window, ingested as the engine ingests one (module docstring)."""
@@ -254,8 +243,9 @@ class Replay:
 def replay(truth: GroundTruth, runs: list[Run], *, held_out: Iterable[str] | None = None,
            evaluate: Iterable[str] | None = None, probe_gpus: tuple[int, ...] = ()) -> Outcome:
     """Replay ``runs`` in order (module docstring); estimates are taken for the models of ``evaluate``
-    (default: every model); ``probe_gpus``: the counts of the one-node multi-GPU probes each model's probe
-    adds on every type (:meth:`Replay.multi_gpu_probe`; none in production). Stages stay those of the runs."""
+    (default: every model); ``probe_gpus``: the counts each model's probe also runs data-parallel on one node
+    of every type (``engine.probe_data_parallel``: :meth:`Replay.probe`; none by default). Stages stay those of
+    the runs."""
     wanted = set(evaluate) if evaluate is not None else {r.model for r in runs}
     targets: dict[str, dict[Cell, tuple[tuple[str, int], ...]]] = defaultdict(dict)
     for r in runs:

@@ -1,5 +1,6 @@
-"""The learning bench's what-if of a denser store: a one-node multi-GPU probe feeds the store what such a
-probe would measure, stages stay those of the runs, and the section marks the cells a probe measured."""
+"""The learning bench's denser store: a probe that also runs the model data-parallel on one node
+(``engine.probe_data_parallel``) feeds the store what that run measures through the production ingest,
+stages stay those of the runs, and the section marks the cells a probe measured."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ def test_a_multi_gpu_probe_gives_its_count_before_any_run_and_only_on_one_node(t
         assert without.estimate(MODEL, place(cell, 1)) != pytest.approx(measured, rel=1e-3)
         # the probe ran on one node: the spread configuration is not measured by it
         assert with_probe.estimate(MODEL, place(spread, 1)) != pytest.approx(with_probe.measured(MODEL, spread), rel=1e-3)
-        record = with_probe.multi_gpu_probe(MODEL, "v100", 8, 0.0)
-        assert (record.gpus, record.nodes, record.node) == (8, 1, "profiler-v100")
+        stored = with_probe.knowledge.store.snapshot(Replay.signature(MODEL))
+        assert set(stored.entity_aggregated) >= {("profiler-v100", 8)}
     finally:
         with_probe.close()
         without.close()
