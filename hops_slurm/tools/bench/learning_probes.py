@@ -120,10 +120,10 @@ def probes_section(truth: GroundTruth, cells: list[Cell], production: list[Point
                        if c != Cell("v100", 4, False))]) + ".",
         "",
         f"A denser store when the first run ends: the best probe set here, {names[best]} GPUs on one node of every "
-        f"type, would give {_pct(means[best])} over all cells (the {_pct(target)} target "
-        f"{'met' if means[best] <= target else 'missed'} by a what-if), {_pct(unprobed[best])} over the cells it "
+        f"type, gives {_pct(means[best])} over all cells (the {_pct(target)} target "
+        f"{'met' if means[best] <= target else 'missed'} with the option on), {_pct(unprobed[best])} over the cells it "
         "does not measure itself; "
-        + "; ".join(f"{names[ks]} GPUs {_pct(means[ks])} ({_pct(unprobed[ks])} on the cells not probed, production "
+        + "; ".join(f"{names[ks]} GPUs {_pct(means[ks])} ({_pct(unprobed[ks])} on the cells not probed, the default "
                     f"{_pct(statistics.mean(prod_mean[c] for c in cells if not probed(c, ks)))} there)"
                     for ks in PROBE_SETS)
         + ". Most of the gain is the probed cells themselves: a carry from a probed count moves the cells next "
