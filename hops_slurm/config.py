@@ -211,6 +211,10 @@ class EngineConfig(_Section):
     probe_time_limit: float = Field(300.0, ge=1, le=DAY, description="seconds a probe may run before it counts as failed")
     probe_device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$", description="--device of the probe: auto, cpu, cuda[:N]")
     probe_retries: int = Field(1, ge=0, le=5, description="resubmissions of a probe that crashed, timed out or left no record")
+    probe_data_parallel: list[Annotated[int, Field(ge=2, le=16)]] = Field(
+        [], max_length=4, description="GPU counts a zoo model's probe also runs data-parallel on one node of each "
+        "type (the probe then takes the largest count of GPUs); their throughputs go into the store as runtime "
+        "records would. Empty (default): probes time one GPU, as the paper's (docs/results/estimator-learning.md)")
     probe_in_place: bool = Field(True, description="a job of a model without data starts at once on idle GPUs, "
                                  "measured by its runtime records; false: probed before it is planned (the paper)")
     default_b_link: float = Field(1.0e10, ge=1e3, le=1e15, description="params/s within a node until `hops-slurm calibrate` measures it")

@@ -54,7 +54,9 @@ def ingest_probe(store: StoreWriter, result: ProbeResult) -> None:
     """Theoretical layer: T_f, T_b, T_u, pattern, params, batch size and the probe's data-time samples
     (a single-process probe has no sync wait, so no sync samples), and the job's family (the probe's model,
     parameter count and input shape without the batch size: :func:`profiler.signature.family_signature`;
-    an entrypoint's only among its owner's jobs, the ``<owner>/`` of the engine's signatures)."""
+    an entrypoint's only among its owner's jobs, the ``<owner>/`` of the engine's signatures). Each of its
+    data-parallel runs (``--data-parallel``) is stored as a runtime window of that many GPUs on the probe's
+    node."""
     owner = result.signature.split("/", 1)[0] if result.source == "entrypoint" and "/" in result.signature else ""
     store.put_theory(
         result.signature, result.gpu_type, t_f=result.t_forward, t_b=result.t_backward, t_u=result.t_update,
@@ -62,6 +64,9 @@ def ingest_probe(store: StoreWriter, result: ProbeResult) -> None:
         data_samples=list(result.data_samples), sync_samples=[],
         family=family_signature(result.model, int(result.params), result.input_shape, owner),
     )
+    for point in result.data_parallel:  # its data-parallel runs: the type and entity layers, as a runtime window
+        store.add_runtime_samples(result.signature, result.gpu_type, result.node, gpus=point.gpus, nodes=1,
+                                  throughput=point.throughput)
 
 
 def ingest_runtime(store: StoreWriter, record: RuntimeRecord) -> None:

@@ -14,7 +14,9 @@ Three measured phases after ``warmup`` iterations, ``iterations`` each:
 3. *loader alone*: batches pulled back to back (with the copy to the device); the median is the
    intrinsic data time T_d.
 
-The pattern (:mod:`profiler.pattern`) follows from T_d, T_f, T_b, T_u and T_obs. On failure the CLI
+The pattern (:mod:`profiler.pattern`) follows from T_d, T_f, T_b, T_u and T_obs. With ``--data-parallel
+K ...`` (a zoo model, ``engine.probe_data_parallel``) the probe then runs the model data-parallel on K GPUs
+of its node for each K and reports each run's throughput (:func:`data_parallel`). On failure the CLI
 writes a :class:`profiler.records.ProbeFailure` and exits non-zero: 2 bad entrypoint or arguments,
 3 out of memory, 4 time limit, 1 anything else.
 """
@@ -40,7 +42,7 @@ import torch
 from hops_slurm.errors import HopsError
 from profiler.job import EntrypointError, ProbeJob, load_entrypoint
 from profiler.pattern import detect_pattern
-from profiler.records import ProbeFailure, ProbeResult, write_record
+from profiler.records import MAX_DATA_PARALLEL, DataParallelPoint, ProbeFailure, ProbeResult, write_record
 from profiler.signature import job_signature
 from profiler.timing import PhaseClock, synchronize
 
@@ -267,8 +269,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-type", default=None, help="GPU type name for the store (default: from the device)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds before the probe gives up (default 300)")
+    p.add_argument("--data-parallel", type=int, nargs="+", default=[], metavar="GPUS",
+                   help="also run the zoo model data-parallel on this many GPUs of this node (each 2..16, at most "
+                        f"{MAX_DATA_PARALLEL}; torch DDP, nccl on GPUs, gloo on the CPU) and report its throughput")
     p.add_argument("--out", type=Path, default=None, help="result JSON file (default: stdout)")
     return p
+
+
+def data_parallel(result: ProbeResult, model: str, counts: list[int], *, size: str, iterations: int,
+                  warmup: int) -> ProbeResult:
+    """``result`` with the throughput of a data-parallel run of zoo ``model`` (the one probed) on each of
+    ``counts`` GPUs of this node (:func:`profiler.ddp_run.measure_ddp`: the running-mode recorder's figure, as a job's)."""
+    from profiler.ddp_run import measure_ddp
+
+    if result.source != "zoo":
+        raise EntrypointError("--data-parallel runs zoo models only (--model)")
+    if len(set(counts)) != len(counts) or len(counts) > MAX_DATA_PARALLEL or any(not 2 <= k <= 16 for k in counts):
+        raise EntrypointError(f"--data-parallel takes at most {MAX_DATA_PARALLEL} distinct counts in 2..16")
+    on_gpu = result.device.startswith("cuda")
+    if on_gpu and torch.cuda.device_count() < max(counts):
+        raise EntrypointError(f"--data-parallel {max(counts)} needs that many GPUs on this node; "
+                              f"{torch.cuda.device_count()} visible")
+    points = [DataParallelPoint(gpus=k, throughput=measure_ddp(
+        model, size, world_size=k, backend="nccl" if on_gpu else "gloo", batch_size=result.batch_size,
+        iterations=iterations, warmup=warmup).throughput) for k in counts]
+    return result.model_copy(update={"data_parallel": points})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             job, source=source, size=args.size if args.model else "", iterations=args.iterations, warmup=args.warmup,
             device=args.device, gpu_type=args.gpu_type, time_limit=args.time_limit,
         )
+        if args.data_parallel:
+            result = data_parallel(result, args.model or "", args.data_parallel, size=args.size,
+                                   iterations=args.iterations, warmup=args.warmup)
     except (EntrypointError, ProbeOutOfMemory, ProbeTimeLimit, Exception) as exc:  # noqa: BLE001
         code, kind = _classify(exc)
         print(f"profiler.probe: error: {exc}", file=sys.stderr)

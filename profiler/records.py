@@ -52,8 +52,21 @@ class _Record(BaseModel):
     schema_version: int = SCHEMA_VERSION
 
 
+MAX_DATA_PARALLEL = 4  # data-parallel counts one probe measures (engine.probe_data_parallel)
+
+
+class DataParallelPoint(BaseModel):
+    """A probe's data-parallel run on ``gpus`` GPUs of its one node (``--data-parallel``): the whole job's
+    samples/s, as a runtime record of that configuration would report it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    gpus: int = Field(ge=2, le=MAX_GPUS)
+    throughput: float = Field(gt=0, le=MAX_THROUGHPUT)
+
+
 class ProbeResult(_Record):
-    """A successful probe: the basic time components of one training iteration on one GPU type."""
+    """A successful probe: the basic time components of one training iteration on one GPU type, and the
+    throughput of the data-parallel runs it was asked for (none by default)."""
 
     kind: Literal["probe"] = "probe"
     model: Text  # zoo name ("resnet18") or entrypoint ("pkg.module:build")
@@ -89,6 +102,7 @@ class ProbeResult(_Record):
     torch_version: Text
     probe_seconds: Seconds
     measured_at: datetime = Field(default_factory=utc_now)
+    data_parallel: list[DataParallelPoint] = Field(default_factory=list, max_length=MAX_DATA_PARALLEL)
 
     @property
     def t_compute(self) -> float:

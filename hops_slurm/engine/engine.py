@@ -221,7 +221,7 @@ class Engine:
             profiler = ProfilerFlow(
                 ProbeSettings(self.places.probe_dir, self.config.slurm.profiler_partition, e.probe_python, e.probe_size,
                               e.probe_iterations, e.probe_time_limit, e.probe_device, e.probe_retries,
-                              in_place=e.probe_in_place), state,
+                              in_place=e.probe_in_place, data_parallel=tuple(e.probe_data_parallel)), state,
                 store, api=self.api, journal=journal, nodes=enactor.gate_nodes, owners=self.owners,
                 ingested=reader.ingested)
             profiler.adopt(tracked.values())

@@ -8,7 +8,9 @@ planned with the fallback view until its own runtime records, :mod:`hops_slurm.e
 give the store data; the model cache learns the types they measured, :meth:`ProfilerFlow.measured`)
 or waits for probes; probes on dedicated profiler nodes run beside an in-place job, never waited for.
 For a probe the engine (root) submits, per GPU type, an ordinary batch job in the profiler partition
-that runs ``python -m profiler.probe`` for the job's model on one GPU of that type and writes a JSON record.
+that runs ``python -m profiler.probe`` for the job's model on one GPU of that type and writes a JSON record
+(with ``engine.probe_data_parallel``, a zoo model's probe takes that many GPUs of one node and also runs
+the model data-parallel on each count listed: their throughputs go into the store with the probe).
 A probe that crashed, hit its time limit or left no record is submitted again (``probe_retries``
 times); after that, or for a bad entrypoint or out of memory, the type is failed.
 
@@ -83,6 +85,8 @@ class ProbeSettings:
     device: str = "auto"
     retries: int = 1  # resubmissions of a probe that failed for a reason that may not recur
     in_place: bool = True  # probe in place (hops_slurm.engine.inplace); False: every new model probed first
+    #: GPU counts a zoo model's probe also runs data-parallel on one node (``engine.probe_data_parallel``)
+    data_parallel: tuple[int, ...] = ()
 
     @property
     def interpreter(self) -> str:
@@ -370,9 +374,11 @@ class ProfilerFlow:
         stem = place / f"probe-{gpu_type}"
         out = stem.with_suffix(".json")
         what = ["--entrypoint", d.model] if ":" in d.model else ["--model", d.model, "--size", s.size]
+        parallel = s.data_parallel if ":" not in d.model else ()  # an entrypoint's probe times one GPU
         argv = [s.interpreter, "-m", "profiler.probe", *what, "--batch-size", str(d.batch_size),
                 "--iterations", str(s.iterations), "--warmup", "2", "--device", s.device, "--gpu-type", gpu_type,
-                "--time-limit", f"{s.time_limit:g}", "--threads", "1", "--out", str(out)]
+                "--time-limit", f"{s.time_limit:g}", "--threads", "1", "--out", str(out),
+                *(["--data-parallel", *(str(k) for k in parallel)] if parallel else [])]
         script = ("#!/bin/sh\n# Hops profiling probe (written by the engine; runs as the job's owner)\n"
                   "rm -f " + shlex.quote(str(out)) + "\nexec " + shlex.join(argv) + "\n")
         try:
@@ -382,7 +388,8 @@ class ProfilerFlow:
         probe = ProbeJob(name=f"{PROBE_NAME_PREFIX}{job.job_id}-{gpu_type}", uid=owner.uid, gid=owner.gid,
                          partition=s.partition, reservation=reservation, gpu_type=gpu_type,
                          time_limit_min=max(1, int(s.time_limit // 60) + 2), workdir=place,
-                         log=stem.with_suffix(".log"), out=out, script=script, model=d.model, batch_size=d.batch_size)
+                         log=stem.with_suffix(".log"), out=out, script=script, model=d.model, batch_size=d.batch_size,
+                         gpus=max(parallel, default=1), data_parallel=parallel)
         if self.api is None:
             return {"status": "failed", "error": "no Slurm to submit the probe to", "kind": "missing"}
         try:
@@ -412,6 +419,10 @@ class ProfilerFlow:
                 record = parse_record(data.decode("utf-8"))
                 if isinstance(record, ProbeResult):
                     check_probe(record, d, gpu_type)
+                    asked = self.settings.data_parallel if ":" not in d.model else ()
+                    if any(p.gpus not in asked for p in record.data_parallel):
+                        raise ValueError(f"data-parallel runs on {[p.gpus for p in record.data_parallel]} GPUs; "
+                                         f"asked for {list(asked)}")
         except (HopsError, ValueError) as exc:  # UnsafeFile, UnicodeDecodeError, pydantic's ValidationError
             reason = f"probe record refused: {one_line_reason(exc)}"
             probe.update(status="failed", error=reason, kind="error")

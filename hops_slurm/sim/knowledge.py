@@ -83,10 +83,13 @@ class Knowledge:
     def profiled(self, signature: str) -> bool:
         return bool(self.store.profiled_types(signature))
 
-    def probe(self, signature: str, model: str, *, at: float, probe_seconds: float) -> None:
-        """Probe ``model`` on every GPU type (the profiler partition) and ingest the results."""
+    def probe(self, signature: str, model: str, *, at: float, probe_seconds: float,
+              data_parallel: tuple[int, ...] = ()) -> None:
+        """Probe ``model`` on every GPU type (the profiler partition) and ingest the results; ``data_parallel``:
+        the counts its probe also runs data-parallel on one node (``engine.probe_data_parallel``)."""
         for gpu_type in self.gpu_types:
-            result = probe_result(self.truth, model, gpu_type, signature, at=at, probe_seconds=probe_seconds)
+            result = probe_result(self.truth, model, gpu_type, signature, at=at, probe_seconds=probe_seconds,
+                                  data_parallel=data_parallel)
             if result is not None:
                 ingest_probe(self.store, result)
         self._learned.add(signature)

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from hops_slurm.sim.groundtruth import GroundTruth, batch_size, family
 from estimator.calibration import fit_physical
 from estimator.model import NON_OVERLAP_SHARE
-from profiler.records import MAX_SECONDS, ProbeResult, RuntimeRecord
+from profiler.records import MAX_SECONDS, DataParallelPoint, ProbeResult, RuntimeRecord
 
 #: parameter counts of the ground truth's model families (published sizes, rounded)
 PARAMS = {
@@ -62,11 +62,12 @@ def _at(t: float) -> datetime:
 
 
 def probe_result(truth: GroundTruth, model: str, gpu_type: str, signature: str, *, at: float,
-                 probe_seconds: float) -> ProbeResult | None:
+                 probe_seconds: float, data_parallel: tuple[int, ...] = ()) -> ProbeResult | None:
     """The probe of ``model`` on one GPU of ``gpu_type``; None where the model cannot run on that type. The
     probe names the model as a job's ``#HOPS model=`` directive does: the network (``'ResNet-50'``), its
     per-GPU batch size apart (``batch-size=``), so the variants of one network share a family
-    (:func:`profiler.signature.family_signature`)."""
+    (:func:`profiler.signature.family_signature`). ``data_parallel``: the GPU counts its data-parallel runs on
+    the probe's node (``engine.probe_data_parallel``) measure, ground truth's consolidated figures."""
     thr = truth.samples_per_second(model, gpu_type, 1, False)
     if thr <= 0:
         return None
@@ -81,6 +82,8 @@ def probe_result(truth: GroundTruth, model: str, gpu_type: str, signature: str, 
         pattern_determined=False, pattern_margin=0.0, peak_memory_bytes=0, memory_source="cuda_max_allocated",
         timing="cuda_events", threads=0, torch_version="simulated", probe_seconds=min(probe_seconds, MAX_SECONDS),
         measured_at=_at(at),
+        data_parallel=[DataParallelPoint(gpus=k, throughput=thr_k) for k in data_parallel
+                       if (thr_k := truth.samples_per_second(model, gpu_type, k, False)) > 0],
     )
 
 

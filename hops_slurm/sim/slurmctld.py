@@ -355,7 +355,8 @@ class SimSlurmctld:
         pr = p.probe
         model = self.models.get((pr.model, pr.batch_size))
         result = probe_result(self.truth, model, pr.gpu_type, "", at=EPOCH + self.t,
-                              probe_seconds=self.cluster.profiler.probe_seconds) if model else None
+                              probe_seconds=self.cluster.profiler.probe_seconds,
+                              data_parallel=pr.data_parallel) if model else None
         if result is not None:
             params = params_of(model or "")
             result = result.model_copy(update={"model": pr.model, "batch_size": pr.batch_size, "params": params,

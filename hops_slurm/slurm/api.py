@@ -157,12 +157,14 @@ class ProbeJob:
     script: str
     model: str
     batch_size: int
+    gpus: int = 1  # GPUs of its one node (more than one: the probe runs data-parallel on ``data_parallel``)
+    data_parallel: tuple[int, ...] = ()
 
     def sbatch_argv(self) -> list[str]:
         """``sbatch`` for this probe (the script goes on standard input: root never reads a user's file)."""
         return ["sbatch", "--parsable", f"--uid={self.uid}", f"--gid={self.gid}", "-p", self.partition,
                 *([f"--reservation={self.reservation}"] if self.reservation else []), "-N", "1",
-                f"--gres=gpu:{self.gpu_type}:1",
+                f"--gres=gpu:{self.gpu_type}:{self.gpus}",
                 "-J", self.name, "-t", str(self.time_limit_min), "-D", str(self.workdir), "-o", str(self.log)]
 
 

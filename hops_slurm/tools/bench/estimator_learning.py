@@ -33,6 +33,7 @@ from hops_slurm.tools.bench.learning_carries import (CarryPoint, alternatives, c
                                                      coverage_table)
 from hops_slurm.tools.bench.learning_family import FamilyPoint, family_table, verdict
 from hops_slurm.tools.bench.learning_peers import PeerPoint, peers_table, peers_verdict
+from hops_slurm.tools.bench.learning_probes import probes_section
 from hops_slurm.tools.bench.learning_replay import COUNTS, Cell, Outcome, multi_gpu_models, plan_runs, replay
 from hops_slurm.tools import results_header
 
@@ -437,6 +438,18 @@ def run(out_dir: Path) -> Path:
         "error down steadily. At the density the store has when a model first runs on a type, what misses is "
         "the spread of the measurements themselves (the cells' reasons below), not a rule that reads too little "
         "of the store.",
+        "",
+        "## A denser store: which cells carry the error, and probes that run data-parallel (in-sample)",
+        "",
+        "Per cell, the production error after one run on the type (the default: probes time one GPU), its "
+        "signed share of the mean's distance to the target (the shares add up to it), and the same replays "
+        "with `engine.probe_data_parallel` set: each model's probe also runs it data-parallel on k GPUs of one "
+        "profiler node of every type (`python -m profiler.probe --data-parallel k`; here Gavel's consolidated "
+        "figure at k, what that run measures, stored by `profiler.ingest.ingest_probe`; "
+        "`hops_slurm/tools/bench/learning_probes.py`). The stages stay those of the jobs' runs; (probed) marks "
+        "a cell the probe measured itself.",
+        "",
+        *probes_section(truth, _cells(truth), inside["type"], SEEDS, JOBS, TYPE_TARGET),
         "",
         "## Cells over a target, with the reason from their own points (in-sample)",
         "",

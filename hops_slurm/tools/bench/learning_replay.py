@@ -224,8 +224,12 @@ class Replay:
                                entity_factors=source.entity_factors(), peers=source.peers())
         return est.layer
 
-    def probe(self, model: str, at: float) -> None:
-        self.knowledge.probe(self.signature(model), model, at=at, probe_seconds=60.0)
+    def probe(self, model: str, at: float, probe_gpus: tuple[int, ...] = ()) -> None:
+        """The production probe on one GPU of every type; ``probe_gpus``: the counts it also runs
+        data-parallel on one node of the type (``engine.probe_data_parallel``; none by default), whose
+        throughputs :func:`profiler.ingest.ingest_probe` stores (Gavel's consolidated figures at those counts,
+        what such a run would measure: :func:`hops_slurm.sim.measure.probe_result`)."""
+        self.knowledge.probe(self.signature(model), model, at=at, probe_seconds=60.0, data_parallel=probe_gpus)
 
     def write_back(self, run: Run, at: float) -> None:
         """The finished run's recorder window, ingested as the engine ingests one (module docstring)."""
@@ -237,9 +241,11 @@ class Replay:
 
 
 def replay(truth: GroundTruth, runs: list[Run], *, held_out: Iterable[str] | None = None,
-           evaluate: Iterable[str] | None = None) -> Outcome:
+           evaluate: Iterable[str] | None = None, probe_gpus: tuple[int, ...] = ()) -> Outcome:
     """Replay ``runs`` in order (module docstring); estimates are taken for the models of ``evaluate``
-    (default: every model)."""
+    (default: every model); ``probe_gpus``: the counts each model's probe also runs data-parallel on one node
+    of every type (``engine.probe_data_parallel``: :meth:`Replay.probe`; none by default). Stages stay those of
+    the runs."""
     wanted = set(evaluate) if evaluate is not None else {r.model for r in runs}
     targets: dict[str, dict[Cell, tuple[tuple[str, int], ...]]] = defaultdict(dict)
     for r in runs:
@@ -253,7 +259,7 @@ def replay(truth: GroundTruth, runs: list[Run], *, held_out: Iterable[str] | Non
         for i, run in enumerate(runs):
             at = (i + 1) * WINDOW
             if not ran[run.model]:
-                rep.probe(run.model, at)
+                rep.probe(run.model, at, probe_gpus)
             if run.model in wanted:
                 _observe(rep, out, run.model, targets[run.model], ran[run.model])
             rep.write_back(run, at)
