@@ -43,6 +43,22 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return max(bound - objective, 0.0) / abs(bound)
 
 
+def pick_solver(solver: str, priced: bool) -> str:
+    """The solver a model is built with: ``solver`` itself unless it is "auto"; "auto" is HiGHS for a compact
+    model whose columns enter in pricing rounds (``priced``: :mod:`planner.columns`; its LP is re-solved after
+    each round, where HiGHS from the previous basis takes a third of CBC's time: 2.0 s against 7-9 s at
+    16,384 GPUs, docs/design.md, "Spans per speed bucket and column generation") and CBC for every other model (one LP, or the plain model: the
+    plans CBC has always made there)."""
+    if solver != "auto":
+        return solver
+    if priced:
+        from mip import highs
+
+        if highs.has_highs:
+            return "HiGHS"
+    return "CBC"
+
+
 def new_model(solver: str, gap: float, threads: int) -> mip.Model:
     m = mip.Model(sense=mip.MAXIMIZE, solver_name=solver)
     m.verbose = 0
