@@ -240,7 +240,7 @@ class CompactSolve:
         self.start_at = (list(range(len(self.keys))) if not priced
                          else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned,
                                               self.numbers))
-        self.solver = pick_solver(self.solver, priced)  # ("auto": the model's solver, now that its size is known)
+        self.solver = pick_solver(self.solver, priced, len(self.keys))  # ("auto": by size)
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13

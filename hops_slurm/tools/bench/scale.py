@@ -140,9 +140,10 @@ def report(rungs: list[Rung], machine: str, cmd: str) -> str:
         "first plan, *warm* the second plan of the same instance; *CPU* the process's CPU time for the same plan",
         "(the figure to read when the machine is shared); *peak* the process's peak resident memory; *plan* the",
         "first 12 hex digits of the SHA-1 of the cold plan's per-job assignments (equal plans, equal digests: a",
-        "speed change leaves this column as it was); *solver* the one that solved the cold plan's model (`solver = auto`:",
-        "HiGHS where columns are priced in rounds), *LP bound* the optimum of its LP relaxation over every column (a",
-        "change of LP solver or its options may move the plan, never this).",
+        "speed change leaves this column as it was); *solver* the one that solved the cold plan's model",
+        "(`solver = auto`: HiGHS for a model priced in rounds with 200,000 columns or more, CBC otherwise);",
+        "*LP bound* the optimum of its LP relaxation over every column (a change of LP solver or of its options",
+        "may move the plan, never this).",
         "",
         "| GPUs | queued | generator | seed | window jobs | signatures | columns | cold (s) | cold CPU (s) "
         "| warm (s) | warm CPU (s) | peak (MiB) | placed | plan | solver | LP bound |",
