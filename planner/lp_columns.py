@@ -79,12 +79,11 @@ def _highs_columns(raw: tuple[object, object, object, list[mip.Var]], m: mip.Mod
     for _, rows, _ in columns:
         starts.append(at)
         at += len(rows)
-    check(lib.Highs_addCols(solver._model, n,  # type: ignore[attr-defined]
-                            ffi.new("double[]", [obj for obj, _, _ in columns]),  # type: ignore[attr-defined]
-                            ffi.new("double[]", n), ffi.new("double[]", [1.0] * n),  # type: ignore[attr-defined]
-                            at, ffi.new("int[]", starts),  # type: ignore[attr-defined]
-                            ffi.new("int[]", [r for _, rows, _ in columns for r in rows]),  # type: ignore[attr-defined]
-                            ffi.new("double[]", [c for _, _, coefs in columns for c in coefs])))  # type: ignore[attr-defined]
+    new, c_model = ffi.new, solver._model  # type: ignore[attr-defined]
+    check(lib.Highs_addCols(c_model, n, new("double[]", [obj for obj, _, _ in columns]),  # type: ignore[attr-defined]
+                            new("double[]", n), new("double[]", [1.0] * n), at, new("int[]", starts),
+                            new("int[]", [r for _, rows, _ in columns for r in rows]),
+                            new("double[]", [c for _, _, coefs in columns for c in coefs])))
     check(lib.Highs_changeColsIntegralityByRange(  # type: ignore[attr-defined]
         solver._model, start, start + n - 1,  # type: ignore[attr-defined]
         ffi.new("int[]", [lib.kHighsVarTypeInteger] * n)))  # type: ignore[attr-defined]

@@ -144,8 +144,8 @@ def test_a_candidate_repeated_with_a_higher_gain_is_its_columns_best() -> None:
 
 
 def test_auto_keeps_cbc_below_its_size_and_highs_prices_at_cbcs_lp_bound() -> None:
-    """solver "auto": CBC (the very plan) for every model but a priced one of HIGHS_FROM columns or more, which is
-    HiGHS's; HiGHS (columns in batches, planner.lp_columns) prices a model to CBC's LP optimum."""
+    """solver "auto": CBC (the very plan) for every model but a priced one of HIGHS_FROM columns or more,
+    which is HiGHS's; HiGHS (columns in batches, planner.lp_columns) prices a model to CBC's LP optimum."""
     from hops_slurm.tools.bench.solver_instances import node_speeds
     from planner.columns import MIN_SIGNATURES
     from planner.solution import HIGHS_FROM, pick_solver
