@@ -26,11 +26,11 @@ import numpy as np
 
 from planner.columns import COLUMNS, MAX_PRICING_ROUNDS, MIN_SIGNATURES, Pricer, first_positions, job_numbers
 from planner.keep import keep_running_jobs
-from planner.lp_columns import add_binary_columns, column_values
+from planner.lp_columns import add_binary_columns, column_values, solve_relaxation
 from planner.realise import Eligible, realise, round_lp, scopes, warm_start
 from planner.signatures import (Candidate, GroupKey, ModelPiece, Signature, maximal_patterns, quiet_stdout,
                                 shares_a_node, signature, signature_on, stays)
-from planner.solution import NODE_LIMIT, Solution, finish, new_model, relative_gap
+from planner.solution import NODE_LIMIT, Solution, finish, new_model, pick_solver, relative_gap
 from planner.views import Config, NodeView, freeze_config
 
 #: the named steps of one compact solve, in the order they run (``branch`` only when rounding falls short)
@@ -96,7 +96,7 @@ class CompactSolve:
             built = self.build()
         if not built:
             return Solution({}, 0.0, 0.0, 0.0, "optimal", time.perf_counter() - self.t0, 0, 0, 0, "compact",
-                            self.solver)
+                            pick_solver(self.solver, False))
         if self.lp_rounding:
             with self._stage("solve"):
                 status = self.solve_lp()
@@ -236,9 +236,11 @@ class CompactSolve:
         if len(self.keys) < MIN_SIGNATURES:  # a small model: every column at once costs less than pricing rounds
             self.columns = 0
         #: the starting columns' positions in keys
-        self.start_at = (list(range(len(self.keys))) if not (self.columns and self.lp_rounding)
+        priced = bool(self.columns and self.lp_rounding)
+        self.start_at = (list(range(len(self.keys))) if not priced
                          else first_positions(self.keys, self.gains, self.columns, self.current, self.pinned,
                                               self.numbers))
+        self.solver = pick_solver(self.solver, priced, len(self.keys))  # ("auto": by size)
 
     def touch(self, k: Key) -> dict[object, float]:
         """A column's rows and coefficients: its job's eq. 12 row (key = job id) and, per piece, the eq. 13
@@ -353,7 +355,7 @@ class CompactSolve:
         until none would enter."""
         m = self.m
         with quiet_stdout(self.solver == "CBC"):
-            status = m.optimize(relax=True, max_seconds=self.time_limit)
+            status = solve_relaxation(m, self.time_limit)
             if not self.columns:
                 return status
             pricer: Pricer | None = None
@@ -370,7 +372,7 @@ class CompactSolve:
                     break
                 self.add_columns(enter)
                 pricer.add_at(enter)
-                status = m.optimize(relax=True, max_seconds=self.time_limit)
+                status = solve_relaxation(m, self.time_limit)
             else:
                 # the LP optimum is the restricted model's only: no LP bound, branch and bound over every column
                 self.extra["pricing_stopped"] = True
@@ -419,7 +421,7 @@ class CompactSolve:
                     self.xs[k].lb = 1.0
                     fixed.append(self.xs[k])
             with quiet_stdout(self.solver == "CBC"):
-                status = self.m.optimize(relax=True, max_seconds=self.time_limit)
+                status = solve_relaxation(self.m, self.time_limit)
             if status != mip.OptimizationStatus.OPTIMAL:
                 break
             xval = self._xval()

@@ -56,7 +56,7 @@ from planner.compact import STEPS, CompactSolve, StageTimer
 from planner.keep import keep_equivalent, keep_running, keep_running_jobs, relabel_nodes
 from planner.signatures import (BinKey, Candidate, Packer, Piece, Signature, maximal_patterns, moved, objective_of,
                                 piece_key, shares_a_node, signature)
-from planner.solution import NODE_LIMIT, Solution, finish, new_model, relative_gap
+from planner.solution import NODE_LIMIT, Solution, finish, new_model, pick_solver, relative_gap
 from planner.views import Config, NodeView
 
 __all__ = ["NODE_LIMIT", "STEPS", "BinKey", "Candidate", "CompactSolve", "Packer", "Piece", "Signature", "Solution",
@@ -70,6 +70,7 @@ def solve_plain(cands: Sequence[Candidate], weights: Mapping[str, float], capaci
     """Eq. 11-13 with one binary per candidate config (the reference formulation); branch and bound
     stops after ``node_limit`` nodes (deterministic), ``time_limit`` is a safety net."""
     t0 = time.perf_counter()
+    solver = pick_solver(solver, False)
     m = new_model(solver, gap, threads)
     xs = [m.add_var(var_type=mip.BINARY) for _ in cands]
     by_job: dict[str, list[int]] = defaultdict(list)

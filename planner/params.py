@@ -19,7 +19,7 @@ from typing import Any
 from planner.configs import SPAN_RULES
 from planner.priorities import PRIORITIES
 
-SOLVERS = ("CBC", "HiGHS")
+SOLVERS = ("auto", "CBC", "HiGHS")  # auto: planner.solution.pick_solver
 FORMULATIONS = ("compact", "plain")
 WINDOW_RULES = ("waiting", "active", "all")
 
@@ -53,7 +53,7 @@ class PlannerParams:
     formulation: str = "compact"
     spans: str = "bucketed"
     columns: int = 6
-    solver: str = "CBC"
+    solver: str = "auto"
     gap: float = 0.01
     node_limit: int = 2000
     time_limit: float = 60.0

@@ -141,3 +141,33 @@ def test_a_candidate_repeated_with_a_higher_gain_is_its_columns_best() -> None:
     assert carried.keys == bare.keys and len(carried.keys) == len(cands)
     assert carried.best[carried.keys[3]].gain == cands[3].gain * 2 == bare.best[bare.keys[3]].gain
     assert carried.gains == bare.gains
+
+
+def test_auto_keeps_cbc_below_its_size_and_highs_prices_at_cbcs_lp_bound() -> None:
+    """solver "auto": CBC (the very plan) for every model but a priced one of HIGHS_FROM columns or more,
+    which is HiGHS's; HiGHS (columns in batches, planner.lp_columns) prices a model to CBC's LP optimum."""
+    from hops_slurm.tools.bench.solver_instances import node_speeds
+    from planner.columns import MIN_SIGNATURES
+    from planner.solution import HIGHS_FROM, pick_solver
+
+    assert pick_solver("auto", True, HIGHS_FROM) == "HiGHS"
+    assert pick_solver("auto", True, HIGHS_FROM - 1) == pick_solver("auto", False, 10 * HIGHS_FROM) == "CBC"
+    assert pick_solver("CBC", True, 10 * HIGHS_FROM) == "CBC" and pick_solver("HiGHS", False) == "HiGHS"
+    nodes, cands, w = _instance(0)
+    small, cbc = solve_compact(cands, w, nodes, solver="auto"), solve_compact(cands, w, nodes, solver="CBC")
+    assert small.solver == "CBC" and "pricing_rounds" not in small.extra
+    assert small.assignments == cbc.assignments and small.objective == cbc.objective
+    rng = random.Random(5)
+    cluster = make_cluster(512, rng)
+    jobs = make_jobs(cluster, 300, rng, node_speeds(cluster, 6))
+    ent = entity_classes(cluster, jobs, 0.05)
+    cands = candidates_for(jobs, ent, 1.4, compact=True, spans="bucketed")
+    w = {j.job_id: 1.0 + k / 7 for k, j in enumerate(jobs)}
+    auto = solve_compact(cands, w, ent.nodes, solver="auto")
+    big, cbc = solve_compact(cands, w, ent.nodes, solver="HiGHS"), solve_compact(cands, w, ent.nodes, solver="CBC")
+    assert auto.solver == "CBC" and auto.assignments == cbc.assignments  # (fewer columns than HIGHS_FROM)
+    assert big.extra["signatures"] >= MIN_SIGNATURES and big.extra["pricing_rounds"] >= 1  # type: ignore[operator]
+    assert big.solver == "HiGHS" and big.status == "optimal"
+    lp, lp_cbc = float(big.extra["lp_bound"]), float(cbc.extra["lp_bound"])  # type: ignore[arg-type]
+    assert abs(lp - lp_cbc) <= 1e-7 * abs(lp_cbc)
+    assert big.objective is not None and big.objective >= (1 - 0.01) * lp  # within the gap of the LP bound

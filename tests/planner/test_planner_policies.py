@@ -59,7 +59,7 @@ def test_site_parameters_are_the_start_and_the_name_applies_on_top() -> None:
     ("hops:sigma=fast", "sigma='fast' is not valid: must be a number"),
     ("hops:pin_running=yes", "pin_running='yes' is not valid: must be true or false"),
     ("hops:restart_penalty=1.5", "restart_penalty = 1.5: must be a number in [0, 1)"),
-    ("hops:solver=gurobi", "solver = 'gurobi': must be one of CBC, HiGHS"),
+    ("hops:solver=gurobi", "solver = 'gurobi': must be one of auto, CBC, HiGHS"),
     ("hops-random", "priority = 'random': must be one of lr, ftf"),
     ("gavel:sigma=1.2", "only Hops policies take planner parameters"),
     ("tiresias", "choose one of: hops, gavel, gavel-lr"),

@@ -299,7 +299,7 @@ def run(out_dir: Path) -> Path:
         "",
         f"{JOBS} jobs submitted by {SUBMITTERS} parallel sbatch processes in {fill_s:.0f} s "
         f"({JOBS / fill_s:.0f} jobs/s), {len(fill_errors)} errors{': ' + fill_errors[0] if fill_errors else ''}. "
-        f"Then one in-process engine (CLI backend, CBC, time limit {cfg.planner.time_limit:g} s) held and profiled them "
+        f"Then one in-process engine (CLI backend, solver {cfg.planner.solver}, time limit {cfg.planner.time_limit:g} s) held and profiled them "
         f"in {profiling:.0f} s (not a round: every new job gets an admin hold, one probe per model and GPU type), "
         "and ran rounds as the daemon does. Seconds per round:",
         "",

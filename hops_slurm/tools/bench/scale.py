@@ -82,7 +82,8 @@ def measure_one(gpus: int, n_jobs: int, seed: int, generator: str, warm: bool = 
             "warm_cpu": c2 - c1 if warm else None,
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "objective": d.get("objective"), "plan": plan_digest(plan.assignments), "placed": len(plan.placed()), "window": len(d["window"]),  # type: ignore[arg-type]
-            "signatures": extra.get("signatures"), "columns": extra.get("columns"), "method": extra.get("method")}
+            "signatures": extra.get("signatures"), "columns": extra.get("columns"), "method": extra.get("method"),
+            "solver": d.get("solver"), "lp_bound": extra.get("lp_bound")}
 
 
 @dataclass
@@ -117,6 +118,10 @@ def _opt(value: object) -> str:
     return "–" if value is None else f"{float(value):.2f}"  # type: ignore[arg-type]
 
 
+def _lp(value: object) -> str:
+    return "–" if value is None else f"{float(value):.10g}"  # type: ignore[arg-type]
+
+
 def _f(runs: list[dict[str, object]], key: str) -> list[float]:
     return [float(r[key]) for r in runs]  # type: ignore[arg-type]
 
@@ -135,11 +140,14 @@ def report(rungs: list[Rung], machine: str, cmd: str) -> str:
         "first plan, *warm* the second plan of the same instance; *CPU* the process's CPU time for the same plan",
         "(the figure to read when the machine is shared); *peak* the process's peak resident memory; *plan* the",
         "first 12 hex digits of the SHA-1 of the cold plan's per-job assignments (equal plans, equal digests: a",
-        "speed change leaves this column as it was).",
+        "speed change leaves this column as it was); *solver* the one that solved the cold plan's model",
+        "(`solver = auto`: HiGHS for a model priced in rounds with 200,000 columns or more, CBC otherwise);",
+        "*LP bound* the optimum of its LP relaxation over every column (a change of LP solver or of its options",
+        "may move the plan, never this).",
         "",
         "| GPUs | queued | generator | seed | window jobs | signatures | columns | cold (s) | cold CPU (s) "
-        "| warm (s) | warm CPU (s) | peak (MiB) | placed | plan |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| warm (s) | warm CPU (s) | peak (MiB) | placed | plan | solver | LP bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rung in rungs:
         for r in rung.runs:
@@ -147,7 +155,7 @@ def report(rungs: list[Rung], machine: str, cmd: str) -> str:
                          f"| {r['signatures']} | {r['columns']} | {float(r['cold']):.2f} "  # type: ignore[arg-type]
                          f"| {float(r['cold_cpu']):.2f} | {_opt(r['warm'])} "  # type: ignore[arg-type]
                          f"| {_opt(r['warm_cpu'])} | {float(r['peak_mib']):.0f} | {r['placed']} "  # type: ignore[arg-type]
-                         f"| {r.get('plan', '–')} |")
+                         f"| {r.get('plan', '–')} | {r.get('solver') or '–'} | {_lp(r.get('lp_bound'))} |")
     lines += ["", "## Targets", ""]
     for rung in rungs:
         worst, worst_cpu = max(_f(rung.runs, "cold")), max(_f(rung.runs, "cold_cpu"))

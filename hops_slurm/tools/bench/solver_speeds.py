@@ -126,7 +126,7 @@ def report(rows: list[SpeedRow], seeds: list[int], machine: str = "") -> str:
         "",
         "Instances: the solver bench's clusters and queues (`make_cluster`, `make_jobs`), 10,000 jobs, each node",
         "its own speed factor drawn from 0.8-1.2 (the entity layer having learned every server). *cold*: the",
-        "first plan of a new `HopsPolicy` with the defaults (spans per speed bucket, column generation, CBC);",
+        "first plan of a new `HopsPolicy` with the defaults (spans per speed bucket, column generation, `solver=auto`);",
         "*warm*: its second plan of the same instance; *today*: one plan with today's full model",
         "(`spans=every,columns=0`). Gap: (today's objective of today's plan - today's objective of the",
         "default plan) / the former, both measured with today's gains (docs/design.md, \"Spans per speed",
