@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
-from planner.explore_floor import below_floor
+from planner.explore_floor import below_floor, makes_room
 from planner.explore_scaling import measured_scaling, scaled_bound
 from planner.moves import move_price
 from planner.views import ClusterView, Config, JobView, config_gpus, freeze_config
@@ -86,6 +86,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         return out, {}
     why: dict[str, str] = {}
     types = {n.name: n.gpu_type for n in cluster.nodes}
+    waiting = [j for j in jobs if not j.current and not out.get(j.job_id)] if floor > 0.0 else []
     for job in jobs:
         cfg = out.get(job.job_id)
         # exploring is free at a (re)start; a running job pays a move for it before its first preemption,
@@ -110,7 +111,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
                 continue
             if job.current and move_price(job, rate, opt).saves <= 0.0:
                 continue
-            if below_floor(job, cand, rate, floor):
+            if below_floor(job, cand, rate, floor) and not makes_room(cfg, cand, free, waiting, cluster, sigma):
                 continue
             if settled and any(g > (cfg.get(n, 0) + (idle_before or {}).get(n, 0)) for n, g in cand.items()):
                 continue  # not idle for a whole round

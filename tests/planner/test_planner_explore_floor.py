@@ -68,3 +68,15 @@ def test_a_config_on_one_server_is_not_held_to_the_floor() -> None:
 def test_the_floor_is_a_planner_parameter() -> None:
     assert PlannerParams().explore_floor == 0.0
     assert PlannerParams().with_settings("explore_floor=1").explore_floor == 1.0
+
+
+def test_a_move_below_the_floor_is_made_when_it_makes_room_for_a_waiting_job() -> None:
+    # w may use only the "a" servers, which j holds: moving j to "b" lets w start there
+    w = JobView("w", (8,), 0.0, 600.0, 3600.0, 1.0, estimate, total_samples=1.0e8, nodes=frozenset({"a0", "a1"}))
+    out, why = explore_idle({"j": ON_A, "w": None}, (job(ON_A), w), FOUR, ONLY_B, 1.4, idle_before=ONLY_B, floor=1.0)
+    assert out["j"] == {"b0": 4, "b1": 4} and "j" in why
+    # a waiting job that fits the idle GPUs already gains nothing from the move: the floor holds
+    anywhere = JobView("w", (8,), 0.0, 600.0, 3600.0, 1.0, estimate, total_samples=1.0e8)
+    out, _ = explore_idle({"j": ON_A, "w": None}, (job(ON_A), anywhere), FOUR, ONLY_B, 1.4, idle_before=ONLY_B,
+                          floor=1.0)
+    assert out["j"] == ON_A
