@@ -13,15 +13,14 @@ from itertools import repeat
 from operator import lt
 
 from planner.configs import SpanIndex, generate_configs
-from planner.moves import current_rate, move_price, rate_over_work
+from planner.moves import current_rate, move_price
 from planner.signatures import Candidate, Signature, signature
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
                    compact: bool = False, restart_penalty: float = 0.0, priced: bool = False,
-                   preempt_penalty: float = 0.0, spans: str = "every",
-                   requeue_moves: bool = False) -> list[Candidate]:
+                   preempt_penalty: float = 0.0, spans: str = "every") -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
     throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
     signature (what the compact ILP uses), so throughput is asked once per signature.
@@ -30,9 +29,7 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     job's remaining work with its restart and lost work paid (:func:`planner.moves.move_price`), dropped
     when they do not pay, and keep (1 - ``restart_penalty``) of that gain; every candidate of a running job
     is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job.
-    ``spans`` (compact only; the plain model always takes every span): :data:`planner.configs.SPAN_RULES`.
-    ``requeue_moves`` (``PlannerParams.requeue_moves``): a move that does not pay is kept, at the rate it
-    achieves over the remaining work (:func:`planner.moves.rate_over_work`), below staying's worth."""
+    ``spans`` (compact only; the plain model always takes every span): :data:`planner.configs.SPAN_RULES`."""
     out: list[Candidate] = []
     nodes = cluster.nodes
     by_name = {n.name: n for n in nodes}
@@ -81,8 +78,6 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
                     out.append(Candidate(job.job_id, cfg, thr / low * keep, sig, on))
                     continue
                 worth = move_price(job, rate_now, thr).rate
-                if worth <= 0.0 and requeue_moves:
-                    worth = rate_over_work(job, rate_now, thr)
                 if worth > 0.0:
                     out.append(Candidate(job.job_id, cfg, worth / low * (1.0 - restart_penalty) * keep, sig, on))
         else:

@@ -418,7 +418,7 @@ def _candidates(s: PlanState) -> None:
     p = s.policy.params
     s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
                              restart_penalty=0.0 if s.fragment else p.restart_penalty, priced=not s.fragment,
-                             preempt_penalty=p.preempt_penalty, spans=p.spans, requeue_moves=p.requeue_moves)
+                             preempt_penalty=p.preempt_penalty, spans=p.spans)
 
 
 def _backfill(s: PlanState) -> None:

@@ -118,21 +118,5 @@ def move_price(job: JobView, rate_now: float, rate_new: float) -> MovePrice:
     return MovePrice(work / move, stay - move)
 
 
-def rate_over_work(job: JobView, rate_now: float, rate_new: float) -> float:
-    """The rate a move achieves over the job's remaining work, restart and lost work paid, whether or not
-    it pays against staying (``requeue_moves``: a move that does not pay still beats a requeue, so the
-    plan may take it where it would otherwise leave the job out). 0.0 when nothing is known."""
-    if rate_new <= 0.0 or rate_now <= 0.0:
-        return 0.0
-    if job.measured and job.total_samples > 0.0:
-        work = job.remaining_samples
-    else:
-        left = remaining_seconds(job, rate_now)
-        work = (left if left is not None else 0.0) * rate_now
-    if work <= 0.0:
-        return 0.0
-    return work / (job.restart_cost + (work + job.unsaved * rate_now) / rate_new)
-
-
 __all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "HELD_ENDING", "MovePrice", "current_rate", "held_reason",
            "move_price", "remaining_seconds"]

@@ -48,7 +48,6 @@ class PlannerParams:
     explore_spanning: bool = True
     explore_scaling: bool = False
     explore_floor: float = 0.0
-    requeue_moves: bool = False
     head_reservation: bool = False
     reserve_after: float = 1.0
     entity_tolerance: float = 0.05
@@ -153,8 +152,6 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                         "share of its single-GPU rate it keeps where it runs (planner.explore_scaling)"),
     "explore_floor": (_number(0.0, 10.0), "a number in [0, 10]: a running job is moved to explore an unmeasured config only "
                       "where its estimate there is at least this share of its planned rate (planner.explore_floor; 0 = off)"),
-    "requeue_moves": (_switch, "true or false: a round plan may move a running job to a config where the move does not pay "
-                      "against staying, at the rate it achieves over its remaining work, instead of requeuing it (planner.moves)"),
     "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "

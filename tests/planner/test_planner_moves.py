@@ -159,16 +159,3 @@ def test_the_preempt_penalty_is_a_checked_planner_parameter() -> None:
     assert PlannerParams().with_settings("preempt_penalty=0.5").preempt_penalty == 0.5
     with pytest.raises(ValueError, match="preempt_penalty"):
         PlannerParams(preempt_penalty=-1.0)
-
-
-def test_with_requeue_moves_a_displaced_job_moves_to_idle_slower_gpus_instead_of_waiting() -> None:
-    # W may use only the fast node, which R holds; R's move to the slow node does not pay against staying
-    # (4 samples/s against 12), so without the switch R is requeued and the slow node stays idle
-    r = running(current={"fast": 4}, thr=by_node)
-    w = JobView("W", (4,), 0.0, 5000.0, 100.0, 1.1, linear, total_samples=1e6, nodes=frozenset({"fast"}))
-    default = plan(SLOW_FAST, (r, w)).assignments
-    assert default["W"] == {"fast": 4} and default["R"] is None
-    moved = plan(SLOW_FAST, (r, w), requeue_moves=True).assignments
-    assert moved["W"] == {"fast": 4} and moved["R"] == {"slow": 4}
-    # alone, R stays where it runs: the move is worth less than staying
-    assert plan(SLOW_FAST, (r,), requeue_moves=True).assignments["R"] == {"fast": 4}
