@@ -19,8 +19,9 @@ has run there). The optimistic bound still ranks the configs that pass, and the 
 
 A move the floor would stop is still made when it makes room for a waiting job (:func:`makes_room`):
 the GPUs it frees, with those still idle, then fit a job the plan left waiting that fits nowhere now.
-Without that exception the floor cost Table 4 avg JCT: those moves de-fragment (the job moves onto
-idle GPUs and its own, often most of a server, go to a waiting job at the next fragment plan).
+Such moves de-fragment (the job moves onto idle GPUs and its own, often most of a server, go to a
+waiting job at the next fragment plan). Measured, the floor costs Table 4 avg JCT with or without this
+exception, which is why it is off by default (docs/results/preemptions.md).
 
 Only configs on several servers are checked: there the bound lacks exactly what the estimate models
 (communication across servers), and there the bad moves were. A config on one server keeps the plain
