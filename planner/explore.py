@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
+from planner.explore_floor import below_floor, makes_room
 from planner.explore_scaling import measured_scaling, scaled_bound
 from planner.moves import move_price
 from planner.views import ClusterView, Config, JobView, config_gpus, freeze_config
@@ -65,7 +66,7 @@ def _spreads(cand: Config, cfg: Config, types: Mapping[str, str]) -> bool:
 def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
                  capacity: Mapping[str, int], sigma: float, idle_before: Mapping[str, int] | None = None,
                  move_running: bool = True, move_spanning: bool = True,
-                 scaling: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
+                 scaling: bool = False, floor: float = 0.0) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why.
     ``idle_before``: GPUs per node left idle by the previous round's plan (None: unknown, so a job
     preempted or moved before does not explore while it runs). ``move_running`` False
@@ -74,7 +75,8 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     a running job is never moved to explore a config on more than one server: the optimistic rate has no
     communication in it, so there it is no bound worth a restart (a job starting still tries it). ``scaling``
     (``PlannerParams.explore_scaling``): a running job's bound carries its measured scaling
-    (:mod:`planner.explore_scaling`)."""
+    (:mod:`planner.explore_scaling`). ``floor`` (``PlannerParams.explore_floor``): a running job is moved only
+    where its estimate is at least that share of its planned rate (:mod:`planner.explore_floor`)."""
     out: dict[str, Config | None] = dict(chosen)
     free = dict(capacity)
     for cfg in out.values():
@@ -84,6 +86,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         return out, {}
     why: dict[str, str] = {}
     types = {n.name: n.gpu_type for n in cluster.nodes}
+    waiting = [j for j in jobs if not j.current and not out.get(j.job_id)] if floor > 0.0 else []
     for job in jobs:
         cfg = out.get(job.job_id)
         # exploring is free at a (re)start; a running job pays a move for it before its first preemption,
@@ -107,6 +110,8 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
             if job.current and not move_spanning and len(cand) > 1:
                 continue
             if job.current and move_price(job, rate, opt).saves <= 0.0:
+                continue
+            if below_floor(job, cand, rate, floor) and not makes_room(cfg, cand, free, waiting, cluster, sigma):
                 continue
             if settled and any(g > (cfg.get(n, 0) + (idle_before or {}).get(n, 0)) for n, g in cand.items()):
                 continue  # not idle for a whole round

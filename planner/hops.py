@@ -481,7 +481,8 @@ def _explore(s: PlanState) -> None:
         s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
                                             s.policy._idle_before, move_running=s.policy.params.explore_moves,
                                             move_spanning=s.policy.params.explore_spanning,
-                                            scaling=s.policy.params.explore_scaling)
+                                            scaling=s.policy.params.explore_scaling,
+                                            floor=s.policy.params.explore_floor)
 
 
 def _fits(s: PlanState) -> None:

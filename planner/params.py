@@ -47,6 +47,7 @@ class PlannerParams:
     explore_moves: bool = True
     explore_spanning: bool = True
     explore_scaling: bool = False
+    explore_floor: float = 0.0
     head_reservation: bool = False
     reserve_after: float = 1.0
     entity_tolerance: float = 0.05
@@ -149,6 +150,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                          "servers; false = only at a (re)start (its optimistic rate has no communication in it)"),
     "explore_scaling": (_switch, "true or false: a running job's optimistic rate on an unmeasured config is scaled by the "
                         "share of its single-GPU rate it keeps where it runs (planner.explore_scaling)"),
+    "explore_floor": (_number(0.0, 10.0), "a number in [0, 10]: a running job is moved to explore an unmeasured config only "
+                      "where its estimate there is at least this share of its planned rate (planner.explore_floor; 0 = off)"),
     "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
