@@ -103,6 +103,7 @@ class Engine:
         self._policy: Policy = make_policy("hops", config.planner)
         self.announced: set[str] = set()  # pending Hops jobs the monitor has already refreshed for
         self.reasons = Reasons()  # why each pending job waits (hops_slurm.engine.reasons; the queue summary)
+        self.reasons.after_fork = self.lock.drop_inherited  # a forecast's child never keeps the engine's lock
         #: the offer file's one writer (``[engine] offer_file``; None: no offers)
         self.offers = OfferWriter(config.engine.offer_file) if config.engine.offer_file is not None else None
         self.views = ViewCache()  # the job views of the round's instant, remade only where their inputs changed

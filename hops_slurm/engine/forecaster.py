@@ -37,7 +37,7 @@ import signal
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -112,9 +112,11 @@ class Forecaster:
     """The worker (see the module docstring)."""
 
     def __init__(self, *, round_seconds: float, refresh_seconds: float, budget: float, grace: float = 5.0,
-                 inline: bool = False, band: ErrorBand | None = None) -> None:
+                 inline: bool = False, band: ErrorBand | None = None,
+                 after_fork: Callable[[], None] | None = None) -> None:
         self.timetable = Timetable(round_seconds=round_seconds, refresh_seconds=refresh_seconds)
         self.budget, self.grace, self.inline = budget, grace, inline
+        self.after_fork = after_fork  # run first in the child (the engine drops its lock there)
         self.band = band if band is not None else ErrorBand(floor=round_seconds)
         self.child: _Child | None = None
         self.latest: dict[str, Banded] = {}  # job id -> its latest forecast with its band
@@ -146,6 +148,8 @@ class Forecaster:
             try:
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
                     signal.signal(sig, signal.SIG_DFL)  # never the daemon's handlers: a stop ends the child
+                if self.after_fork is not None:
+                    self.after_fork()
                 os.nice(19)
                 logging.disable(logging.WARNING)
                 got = run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget)

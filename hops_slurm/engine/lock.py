@@ -49,6 +49,14 @@ class InstanceLock:
             os.close(self._fd)
             self._fd = None
 
+    def drop_inherited(self) -> None:
+        """In a child forked by the lock's holder: close this process's copy of the lock's descriptor without
+        unlocking (the lock belongs to the open file, which the parent keeps), so that the child, however long
+        it lives, never holds the lock after the parent ends: an engine started then is not refused."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def __enter__(self) -> InstanceLock:
         return self.acquire()
 

@@ -14,7 +14,7 @@ reason changes: :meth:`Reasons.log_changes`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -69,6 +69,9 @@ class Reasons:
         #: the forecast worker (``[engine] forecast``: :func:`start_forecast`); None until the first forecast
         self.forecaster: Forecaster | None = None
         self.forecast_inline = False  # the forecast in the engine's own process (the engine simulation)
+        #: run in the forecast's child right after the fork: the engine drops its copy of the instance lock
+        #: there (:meth:`hops_slurm.engine.lock.InstanceLock.drop_inherited`)
+        self.after_fork: Callable[[], None] | None = None
 
     def first_forecast(self, job_id: str) -> float | None:
         """The first forecast start made for ``job_id`` after its submission (None: none)."""
@@ -130,7 +133,7 @@ def start_forecast(reasons: Reasons, policy: Policy, cluster: ClusterView, jobs:
     within ``budget`` wall seconds, and never holds the round up. False: the last forecast still runs."""
     if reasons.forecaster is None:
         reasons.forecaster = Forecaster(round_seconds=round_seconds, refresh_seconds=refresh_seconds, budget=budget,
-                                        inline=reasons.forecast_inline)
+                                        inline=reasons.forecast_inline, after_fork=reasons.after_fork)
     return reasons.forecaster.submit(policy, cluster, jobs, now)
 
 

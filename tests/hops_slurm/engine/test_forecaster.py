@@ -92,3 +92,20 @@ def test_each_forecast_is_banded_and_measured_in_the_class_of_the_jobs_ahead_of_
     by_class = {h: len(e) for h, e in enumerate(f.band.by_horizon) if e}
     assert by_class == {f.band.horizon(0.0, 6000.0, 5): 1, f.band.horizon(0.0, 1000.0, 0): 1}
     assert f.band.horizon(0.0, 6000.0, 5) != f.band.horizon(0.0, 6000.0, None)  # not the class of "unknown"
+
+
+def test_a_forecasts_child_never_keeps_the_engines_lock(tmp_path) -> None:  # noqa: ANN001
+    """The child drops its inherited copy of the instance lock (the engine's ``after_fork``): when the engine
+    dies (its descriptor closed, no unlock) while a forecast still runs, a new engine takes the lock."""
+    from hops_slurm.engine.lock import InstanceLock
+
+    lock = InstanceLock(tmp_path / "engine.lock").acquire()
+    f = Forecaster(round_seconds=360.0, refresh_seconds=30.0, budget=30.0, after_fork=lock.drop_inherited)
+    assert f.submit(Sleeper(), CLUSTER, JOBS, 0.0)
+    try:
+        time.sleep(0.5)  # the child has forked and dropped its copy
+        lock.drop_inherited()  # the engine's own descriptor closed without an unlock, as when it is killed
+        assert f.child is not None and f.poll() is None  # the forecast still runs
+        InstanceLock(tmp_path / "engine.lock").acquire().release()
+    finally:
+        f.close()
