@@ -11,16 +11,18 @@ import pytest
 from planner.lp_columns import add_binary_columns
 
 
-def _model(batch: bool, seed: int) -> mip.Model:
-    """Rows first, then columns over them (as column generation adds them), some columns with no row."""
+def _built(batch: bool, seed: int, *, solver: str = "CBC", counts: int = 4, n_rows: int = 7, n_cols: int = 25,
+           least: int = 0) -> tuple[mip.Model, list[mip.Constr]]:
+    """Rows first, then binary columns over them (as column generation adds them; each column on ``least`` to 4
+    rows), in one batch or by python-mip's own per-column adds; the rows with the model."""
     rng = random.Random(seed)
-    m = mip.Model(sense=mip.MAXIMIZE, solver_name="CBC")
+    m = mip.Model(sense=mip.MAXIMIZE, solver_name=solver)
     m.verbose = 0
-    z = [m.add_var(var_type=mip.INTEGER, lb=0, ub=rng.randint(1, 4)) for _ in range(4)]
-    rows = [m.add_constr(mip.xsum(rng.randint(-2, 2) * v for v in z) <= rng.randint(1, 6)) for _ in range(7)]
+    z = [m.add_var(var_type=mip.INTEGER, lb=0, ub=rng.randint(1, 4)) for _ in range(counts)]
+    rows = [m.add_constr(mip.xsum(rng.randint(-2, 2) * v for v in z) <= rng.randint(1, 6)) for _ in range(n_rows)]
     specs = []
-    for _ in range(25):
-        picked = rng.sample(range(len(rows)), rng.randint(0, 4))
+    for _ in range(n_cols):
+        picked = rng.sample(range(len(rows)), rng.randint(least, 4))
         specs.append((rng.uniform(0.1, 3.0), picked, [float(rng.randint(1, 3)) for _ in picked]))
     if batch:
         made = add_binary_columns(m, specs)
@@ -28,7 +30,12 @@ def _model(batch: bool, seed: int) -> mip.Model:
         made = [m.add_var(var_type=mip.BINARY, obj=obj, column=mip.Column([rows[i] for i in idx], coefs))
                 for obj, idx, coefs in specs]
     assert [v.idx for v in made] == list(range(len(z), len(z) + len(specs)))
-    return m
+    return m, rows
+
+
+def _model(batch: bool, seed: int) -> mip.Model:
+    """A CBC model, some columns with no row."""
+    return _built(batch, seed)[0]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -60,22 +67,7 @@ def test_column_values_are_what_each_variable_reads(seed: int) -> None:
 
 def _highs_model(batch: bool, seed: int) -> tuple[mip.Model, list[mip.Constr]]:
     """A HiGHS model as the compact solve makes it: integer pattern counts, rows, then binary columns."""
-    rng = random.Random(seed)
-    m = mip.Model(sense=mip.MAXIMIZE, solver_name="HiGHS")
-    m.verbose = 0
-    z = [m.add_var(var_type=mip.INTEGER, lb=0, ub=rng.randint(1, 4)) for _ in range(5)]
-    rows = [m.add_constr(mip.xsum(rng.randint(-2, 2) * v for v in z) <= rng.randint(1, 6)) for _ in range(9)]
-    specs = []
-    for _ in range(40):
-        picked = rng.sample(range(len(rows)), rng.randint(1, 4))
-        specs.append((rng.uniform(0.1, 3.0), picked, [float(rng.randint(1, 3)) for _ in picked]))
-    if batch:
-        made = add_binary_columns(m, specs)
-    else:
-        made = [m.add_var(var_type=mip.BINARY, obj=obj, column=mip.Column([rows[i] for i in idx], coefs))
-                for obj, idx, coefs in specs]
-    assert [v.idx for v in made] == list(range(len(z), len(z) + len(specs)))
-    return m, rows
+    return _built(batch, seed, solver="HiGHS", counts=5, n_rows=9, n_cols=40, least=1)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
