@@ -365,6 +365,14 @@ class ProfilerFlow:
                 gone.append(r.name)
         return gone
 
+    def _fitting(self, counts: tuple[int, ...], gpu_type: str) -> tuple[int, ...]:
+        """The data-parallel ``counts`` that one node of ``gpu_type`` holds (a probe is one node: a count above
+        the type's largest node would leave it pending for ever)."""
+        if not counts or self.api is None:
+            return counts
+        largest = max((n.gpus_total for n in self.api.nodes() if n.gpu_type == gpu_type), default=0)
+        return tuple(k for k in counts if k <= largest)
+
     def _submit(self, job: JobState, d: HopsDirectives, gpu_type: str, *, dedicated: bool = False) -> dict[str, object]:
         """Submit one probe; ``dedicated``: to the profiler partition's own nodes, outside every Hops
         reservation (no reservation: Slurm keeps it off the gated Hops nodes)."""
@@ -374,7 +382,7 @@ class ProfilerFlow:
         stem = place / f"probe-{gpu_type}"
         out = stem.with_suffix(".json")
         what = ["--entrypoint", d.model] if ":" in d.model else ["--model", d.model, "--size", s.size]
-        parallel = s.data_parallel if ":" not in d.model else ()  # an entrypoint's probe times one GPU
+        parallel = self._fitting(s.data_parallel, gpu_type) if ":" not in d.model else ()  # an entrypoint's: one GPU
         argv = [s.interpreter, "-m", "profiler.probe", *what, "--batch-size", str(d.batch_size),
                 "--iterations", str(s.iterations), "--warmup", "2", "--device", s.device, "--gpu-type", gpu_type,
                 "--time-limit", f"{s.time_limit:g}", "--threads", "1", "--out", str(out),

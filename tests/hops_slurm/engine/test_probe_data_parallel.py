@@ -28,8 +28,8 @@ ENTRYPOINT = "gpus=2,4 samples=100000 batch-size=8 model=mypkg.train:build"
 
 
 class Capturing(StandInSlurm):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, gpus_per_node: int = 4) -> None:
+        super().__init__(gpus_per_node=gpus_per_node)
         self.probes: list[ProbeJob] = []
 
     def submit_probe(self, probe: ProbeJob) -> str:
@@ -50,13 +50,21 @@ def _job(job_id: str, directives: str) -> JobState:
 
 
 def test_a_zoo_models_probe_takes_the_largest_count_and_runs_each(tmp_path: Path) -> None:
-    api = Capturing()
+    api = Capturing(gpus_per_node=8)
     flow = _flow(tmp_path, api, data_parallel=(2, 8))
     assert flow.advance(_job("1", ZOO), TYPES, {}, Capacity())
     (probe,) = api.probes
     assert (probe.gpus, probe.data_parallel) == (8, (2, 8))
     assert "--gres=gpu:a100:8" in probe.sbatch_argv()
     assert "--data-parallel 2 8" in probe.script
+
+
+def test_counts_above_the_types_largest_node_are_left_out(tmp_path: Path) -> None:
+    api = Capturing(gpus_per_node=4)  # 4-GPU a100 nodes: an 8-GPU probe would never start
+    assert _flow(tmp_path, api, data_parallel=(2, 8)).advance(_job("1", ZOO), TYPES, {}, Capacity())
+    (probe,) = api.probes
+    assert (probe.gpus, probe.data_parallel) == (2, (2,))
+    assert "--gres=gpu:a100:2" in probe.sbatch_argv() and probe.script.endswith("--data-parallel 2\n")
 
 
 def test_an_entrypoint_probe_and_the_default_time_one_gpu(tmp_path: Path) -> None:
