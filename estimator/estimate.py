@@ -2,9 +2,8 @@
 
 Reads a :class:`~estimator.snapshot.JobSnapshot` (from the store or memory) and answers, top-down
 (entity layer → type layer → the job's own rate at another count on the type carried with its family's
-scaling, :mod:`estimator.family_refine` → with the type's other jobs' scaling, :mod:`estimator.peers` (off by
-default) → carried with the type's learned count law, :mod:`estimator.count_law` → the job's own
-communication time measured at another count on the type, :mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
+scaling, :mod:`estimator.family_refine` → the job's own communication time measured at another count on
+the type, :mod:`estimator.refine` → theoretical layer with eq. 1-5 → what the job measured elsewhere,
 :mod:`estimator.extrapolate`, for a job measured where it ran but never probed there):
 
 Entity speed across jobs: where this job has no record on a server, the type or theoretical layer's
@@ -32,7 +31,6 @@ from dataclasses import dataclass
 
 from estimator.errors import CalibrationMissing, EstimateUnavailable
 from estimator.explore import MODEL_ONLY, confidence, optimistic_per_gpu
-from estimator.count_law import COUNT_LAW, exponents, law_per_gpu
 from estimator.family_refine import FAMILY, family_per_gpu
 from estimator.extrapolate import extrapolated_per_gpu
 from estimator.model import per_gpu_theory_throughput
@@ -68,15 +66,13 @@ def per_gpu_estimate(
     refine: bool = True,
     family: bool = True,
     peers: PeerTable | None = None,
-    laws: Mapping[tuple[str, bool], float] | None = None,
 ) -> Estimate:
     """Per-GPU throughput of the job on one node of ``gpu_type`` (entity ``server``), when the whole
     config has ``gpus`` GPUs over ``nodes`` nodes. Aggregated tables are keyed by GPU count (nodes == 1),
     distributed ones by node count. Below the entity layer the answer is scaled by ``server``'s entity
     factor (module docstring); ``refine`` False: without :mod:`estimator.refine` and
     :mod:`estimator.family_refine`, ``family`` False: without the latter (reports); ``peers``: what the
-    type's other jobs measured (:mod:`estimator.peers`; None: without that layer); ``laws``: the types'
-    learned count laws (:func:`estimator.count_law.exponents`; None: the ring share). Without a profile on
+    type's other jobs measured (:mod:`estimator.peers`; None: without that layer). Without a profile on
     ``gpu_type`` the job's measurements are carried
     over (:func:`estimator.extrapolate.extrapolated_per_gpu`, layer ``extrapolated``). Raises
     :class:`EstimateUnavailable` when no layer can answer."""
@@ -110,9 +106,6 @@ def per_gpu_estimate(
     carried = peer_per_gpu(snap, peers, gpu_type, gpus=gpus, nodes=nodes) if refine and peers and gpus > 1 else None
     if carried is not None:
         return Estimate(carried * factor, PEERS)
-    carried = law_per_gpu(snap, laws, gpu_type, gpus=gpus, nodes=nodes) if refine and laws and gpus > 1 else None
-    if carried is not None:
-        return Estimate(carried * factor, COUNT_LAW)
     refined = refined_per_gpu(snap, gpu_type, gpus=gpus, nodes=nodes) if refine and gpus > 1 else None
     if refined is not None:
         return Estimate(refined * factor, REFINED)
@@ -143,12 +136,10 @@ def per_gpu_throughput(
     refine: bool = True,
     family: bool = True,
     peers: PeerTable | None = None,
-    laws: Mapping[tuple[str, bool], float] | None = None,
 ) -> float:
     """:func:`per_gpu_estimate`'s value (samples/s per GPU)."""
     return per_gpu_estimate(snap, calibrations, gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
-                            entity_factors=entity_factors, refine=refine, family=family, peers=peers,
-                            laws=laws).per_gpu
+                            entity_factors=entity_factors, refine=refine, family=family, peers=peers).per_gpu
 
 
 def config_throughput(
@@ -160,13 +151,12 @@ def config_throughput(
     refine: bool = True,
     family: bool = True,
     peers: PeerTable | None = None,
-    laws: Mapping[tuple[str, bool], float] | None = None,
 ) -> float:
     """Samples/s of the job in ``config`` (node -> GPUs): min over its nodes of the per-GPU throughput,
     times the config's GPU count (§3.5: the slowest GPU paces synchronous data parallelism).
 
     ``nodes`` maps node name -> (gpu_type, server); server keys the entity layer. Empty config: 0.0.
-    ``refine``, ``family``, ``peers``, ``laws``: as :func:`per_gpu_estimate`'s.
+    ``refine``, ``family``, ``peers``: as :func:`per_gpu_estimate`'s.
     """
     used = {n: int(g) for n, g in config.items() if g > 0}
     if not used:
@@ -178,8 +168,7 @@ def config_throughput(
             raise EstimateUnavailable(f"config names node {node!r}, which the estimator's node map does not know")
         gpu_type, server = nodes[node]
         value = per_gpu_throughput(snap, calibrations, gpu_type=gpu_type, gpus=total, nodes=n_nodes, server=server,
-                                   entity_factors=entity_factors, refine=refine, family=family, peers=peers,
-                                   laws=laws)
+                                   entity_factors=entity_factors, refine=refine, family=family, peers=peers)
         slowest = min(slowest, value)
     return slowest * total
 
@@ -231,7 +220,6 @@ class Estimator:
         type_gpus: Mapping[str, int] | None = None,
         *,
         cross_model: bool = False,
-        count_law: bool = True,
     ) -> None:
         self.source = source
         self.nodes = dict(nodes)
@@ -239,10 +227,6 @@ class Estimator:
         #: use the cross-model layer (:mod:`estimator.peers`); off by default: it moves the learning curve
         #: 0.1 points (docs/results/estimator-learning.md) and has not been measured on the paper tables
         self.cross_model = cross_model
-        #: carry a job's run with its type's learned count law (:mod:`estimator.count_law`; False: the ring
-        #: share of :mod:`estimator.refine`)
-        self.count_law = count_law
-        self._laws: tuple[object, dict[tuple[str, bool], float]] | None = None  # (peer table read, its laws)
 
     @classmethod
     def for_cluster(cls, source: SnapshotSource, cluster: ClusterView, *, entity: str = "node") -> Estimator:
@@ -272,7 +256,6 @@ class Estimator:
         calibrations = self.source.calibrations()
         factors = self.entity_factors()
         peers = self.peers()
-        laws = self.laws()
         cache: dict[tuple[tuple[str, int], ...], float] = {}
 
         def fn(config: Config) -> float:
@@ -282,8 +265,7 @@ class Estimator:
                 if unknown:
                     raise EstimateUnavailable(f"config names nodes {unknown} that the estimator's node map lacks")
                 try:
-                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes, factors, peers=peers,
-                                                   laws=laws)
+                    cache[key] = config_throughput(dict(key), snap, calibrations, self.nodes, factors, peers=peers)
                 except CalibrationMissing:
                     raise
                 except EstimateUnavailable as exc:
@@ -348,24 +330,13 @@ class Estimator:
         read = getattr(self.source, "peers", None) if self.cross_model else None
         return read() if callable(read) else None
 
-    def laws(self) -> dict[tuple[str, bool], float] | None:
-        """The types' learned count laws (:mod:`estimator.count_law`), worked out once per peer table the
-        source reads; None without :attr:`count_law` or from a source without a peer table."""
-        read = getattr(self.source, "peers", None) if self.count_law else None
-        table = read() if callable(read) else None
-        if not isinstance(table, PeerTable):
-            return None
-        if self._laws is None or self._laws[0] is not table:
-            self._laws = (table, exponents(table))
-        return self._laws[1]
-
     def per_gpu_throughput(
         self, signature: str, gpu_type: str, gpus: int, nodes: int = 1, server: str | None = None
     ) -> float:
         snap = self.source.snapshot(signature)
         return per_gpu_throughput(
             snap, self.source.calibrations(), gpu_type=gpu_type, gpus=gpus, nodes=nodes, server=server,
-            entity_factors=self.entity_factors() if server else None, peers=self.peers(), laws=self.laws(),
+            entity_factors=self.entity_factors() if server else None, peers=self.peers(),
         )
 
     def sensitivity(self, signature: str, gpu_type: str | None = None) -> float:
