@@ -447,7 +447,10 @@ def run(out_dir: Path) -> Path:
         "growing as ((N-1)/N / (N0-1)/N0)^alpha; alpha = 1 is the ring share, the type's law is alpha learned "
         "from the other models' runs at two counts (median, every other model known), and the best law for "
         "the cell is the exponent that fits the cell's own answers best (fitted to what it is scored on: a "
-        "bound, not a rule; `hops_slurm/tools/bench/learning_carries_bound.py`). No calibration is read, so "
+        "bound, not a rule; `hops_slurm/tools/bench/learning_carries_bound.py`); the last column is not a law "
+        "but a per-count correction of the type: the ring carry times the median over the other models of "
+        "their measured rate at N over their own ring carry from N0 (`estimator.peers` weighs those models "
+        "by efficiency instead, and reaches 9.7% with every other model known, above). No calibration is read, so "
         "the held-out split gives the same table. ✗: over the target even with the cell's best law.",
         "",
         *law_bound_section(truth, _cells(truth), TYPE_TARGET),

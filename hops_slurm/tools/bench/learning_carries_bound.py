@@ -8,7 +8,7 @@ type and layout, the model's own per-GPU rate at N0 carried to N as :mod:`estima
 communication time T_c0 under which eq. (1) of the model's probe gives the N0 rate), with the
 communication growing as (s(N)/s(N0))^alpha, s(N) = (N-1)/N the ring share (alpha = 1: ``estimator.refine``).
 
-Three exponents per cell (:func:`law_bound`):
+Three exponents per cell, and one factor (:func:`law_bound`):
 
 - ``ring``: alpha = 1, production's rule;
 - ``type's law``: alpha learned from the type's other models in the same layout (every other model known,
@@ -18,7 +18,11 @@ Three exponents per cell (:func:`law_bound`):
 - ``best for the cell``: the one exponent of :data:`EXPONENTS` with the least mean error on the cell's own
   answers. That one is fitted to what it is scored on, so it is no rule: it bounds every rule that carries
   the model's one run with a law of its communication term shared by the cell. Where even it is over the
-  target, no such law reaches the target from the cell's own numbers.
+  target, no such law reaches the target from the cell's own numbers;
+- ``type's residual``: the ring share's carry times the median over the type's other models (every other
+  model known) of their measured rate at N over their own ring carry from N0: a per-count correction of
+  the type shared by its models (what a GPU type's topology, e.g. an NVLink mesh, does to every job alike),
+  where :mod:`estimator.peers` weighs the other models by how near their efficiency is to the model's.
 
 The carries read no bandwidth calibration, so a held-out calibration gives the same numbers. Pure: plain
 values in and out.
@@ -55,6 +59,7 @@ class LawBound:
     learned_alpha: float  # the median over the models of the exponent each was carried with
     best: float
     best_alpha: float
+    residual: float  # the ring carry times the type's median residual (module docstring)
 
 
 def comm_time(theory: TypeTheory, per_gpu: float, count: int, aggregated: bool) -> float | None:
@@ -86,10 +91,10 @@ def pair_exponents(truth: GroundTruth, model: str, gpu_type: str, spread: bool) 
 
 
 def law_bound(truth: GroundTruth, cell: Cell) -> LawBound:
-    """The cell's mean error over every model and N0 with each of the three exponents (module docstring)."""
+    """The cell's mean error over every model and N0 with each rule of the module docstring."""
     models = multi_gpu_models(truth)
     pairs = {m: pair_exponents(truth, m, cell.gpu_type, cell.spread) for m in models}
-    cases: list[tuple[TypeTheory, float, int, float, float]] = []  # theory, rate at N0, N0, measured, law
+    cases: list[tuple[str, TypeTheory, float, int, float, float]] = []  # model, theory, N0 rate, N0, measured, law
     alphas = []
     for model in models:
         others = [a for m, got in pairs.items() if m != model for a in got]
@@ -99,17 +104,25 @@ def law_bound(truth: GroundTruth, cell: Cell) -> LawBound:
         measured = per_gpu_rate(truth, model, cell.gpu_type, cell.gpus, cell.spread)
         for n0 in COUNTS[1:]:
             if n0 != cell.gpus:
-                cases.append((theory, per_gpu_rate(truth, model, cell.gpu_type, n0, cell.spread), n0, measured, alpha))
+                rate0 = per_gpu_rate(truth, model, cell.gpu_type, n0, cell.spread)
+                cases.append((model, theory, rate0, n0, measured, alpha))
+
+    def carry(case: tuple[str, TypeTheory, float, int, float, float], alpha: float) -> float:
+        _, theory, rate0, n0, _, _ = case
+        got = carried(theory, rate0, n0, cell.gpus, not cell.spread, alpha)
+        return rate0 if got is None else got  # no progress at N0: the rate held
 
     def mean_error(alpha: float | None) -> float:  # None: each model's learned law
-        errors = []
-        for theory, rate0, n0, measured, law in cases:
-            got = carried(theory, rate0, n0, cell.gpus, not cell.spread, law if alpha is None else alpha)
-            errors.append(abs((rate0 if got is None else got) - measured) / measured)
-        return statistics.mean(errors)
+        return statistics.mean(abs(carry(c, c[5] if alpha is None else alpha) - c[4]) / c[4] for c in cases)
 
+    residual = {(c[0], c[3]): c[4] / carry(c, 1.0) for c in cases}  # (model, N0): measured over its ring carry
+    corrected = []
+    for case in cases:
+        others = [v for (m, n0), v in residual.items() if m != case[0] and n0 == case[3]]
+        corrected.append(abs(carry(case, 1.0) * statistics.median(others) - case[4]) / case[4])
     best, best_alpha = min((mean_error(a), a) for a in EXPONENTS)
-    return LawBound(cell, len(cases), mean_error(1.0), mean_error(None), statistics.median(alphas), best, best_alpha)
+    return LawBound(cell, len(cases), mean_error(1.0), mean_error(None), statistics.median(alphas), best, best_alpha,
+                    statistics.mean(corrected))
 
 
 def _pct(x: float) -> str:
@@ -119,25 +132,29 @@ def _pct(x: float) -> str:
 def law_bound_table(bounds: Sequence[LawBound], target: float) -> list[str]:
     """Per cell: the ring share, the type's learned law and the cell's best law; ✗ where even that misses."""
     lines = ["| GPU type | layout | GPUs | points | ring share (`estimator.refine`) | the type's law from the other "
-             "models (exponent) | best law for the cell (exponent) |", "|---|---|---:|---:|---:|---:|---:|"]
+             "models (exponent) | best law for the cell (exponent) | ring times the type's residual |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for b in bounds:
         mark = " ✗" if b.best > target else ""
         lines.append(f"| {b.cell.gpu_type} | {b.cell.layout} | {b.cell.gpus} | {b.points} | {_pct(b.ring)} | "
-                     f"{_pct(b.learned)} ({b.learned_alpha:.2f}) | {_pct(b.best)} ({b.best_alpha:.2f}){mark} |")
+                     f"{_pct(b.learned)} ({b.learned_alpha:.2f}) | {_pct(b.best)} ({b.best_alpha:.2f}){mark} | "
+                     f"{_pct(b.residual)} |")
     mean = statistics.mean
     lines.append(f"| mean over cells | | | {sum(b.points for b in bounds)} | {_pct(mean(b.ring for b in bounds))} | "
-                 f"{_pct(mean(b.learned for b in bounds))} | {_pct(mean(b.best for b in bounds))} |")
+                 f"{_pct(mean(b.learned for b in bounds))} | {_pct(mean(b.best for b in bounds))} | "
+                 f"{_pct(mean(b.residual for b in bounds))} |")
     return lines
 
 
 def law_bound_verdict(bounds: Sequence[LawBound], target: float) -> str:
     """One paragraph: the three means and the cells no count law brings under ``target``."""
     mean = statistics.mean
-    ring, learned, best = (mean(getattr(b, k) for b in bounds) for k in ("ring", "learned", "best"))
+    ring, learned, best, residual = (mean(getattr(b, k) for b in bounds) for k in ("ring", "learned", "best", "residual"))
     out = [f"{b.cell.gpu_type} {b.cell.layout} {b.cell.gpus} GPUs {_pct(b.best)}" for b in bounds if b.best > target]
     return (f"Mean over cells: the ring share {_pct(ring)}, the type's law learned from its other models "
             f"{_pct(learned)}, the best law for each cell {_pct(best)} (target {_pct(target)}: "
-            f"{'met' if best <= target else 'missed'} even so). Cells that no law of the communication term "
+            f"{'met' if best <= target else 'missed'} even so); the ring share's carry times the type's median "
+            f"residual {_pct(residual)}. Cells that no law of the communication term "
             f"carrying the model's one run brings under the target, from their own numbers: "
             f"{', '.join(out) if out else 'none'}.")
 

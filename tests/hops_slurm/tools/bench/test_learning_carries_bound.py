@@ -57,12 +57,21 @@ def test_the_cells_best_law_is_no_worse_than_the_ring_share_and_the_bound_is_n_m
 
 
 def test_the_table_marks_the_cells_no_law_brings_under_the_target():
-    bounds = [LawBound(Cell("k80", 2, False), 10, 0.08, 0.07, 1.2, 0.05, 0.9),
-              LawBound(Cell("v100", 4, True), 10, 0.30, 0.32, 0.6, 0.25, 1.1)]
+    bounds = [LawBound(Cell("k80", 2, False), 10, 0.08, 0.07, 1.2, 0.05, 0.9, 0.06),
+              LawBound(Cell("v100", 4, True), 10, 0.30, 0.32, 0.6, 0.25, 1.1, 0.20)]
     lines = law_bound_table(bounds, 0.10)
-    assert lines[2] == "| k80 | consolidated | 2 | 10 | 8.0% | 7.0% (1.20) | 5.0% (0.90) |"
-    assert lines[3] == "| v100 | spread | 4 | 10 | 30.0% | 32.0% (0.60) | 25.0% (1.10) ✗ |"
-    assert lines[4] == "| mean over cells | | | 20 | 19.0% | 19.5% | 15.0% |"
+    assert lines[2] == "| k80 | consolidated | 2 | 10 | 8.0% | 7.0% (1.20) | 5.0% (0.90) | 6.0% |"
+    assert lines[3] == "| v100 | spread | 4 | 10 | 30.0% | 32.0% (0.60) | 25.0% (1.10) ✗ | 20.0% |"
+    assert lines[4] == "| mean over cells | | | 20 | 19.0% | 19.5% | 15.0% | 13.0% |"
     verdict = law_bound_verdict(bounds, 0.10)
-    assert "the best law for each cell 15.0% (target 10.0%: missed even so)" in verdict
+    assert "the best law for each cell 15.0% (target 10.0%: missed even so); the ring share's carry times " \
+           "the type's median residual 13.0%" in verdict
     assert verdict.endswith("from their own numbers: v100 spread 4 GPUs 25.0%.")
+
+
+def test_the_types_residual_catches_a_dip_every_model_of_the_type_shares(truth):
+    """Consolidated V100s run 4 GPUs slower per GPU than both 2 and 8 for most models (Gavel's table): no law
+    of the communication term follows that, the other models' residual at 4 GPUs does in part."""
+    got = law_bound(truth, Cell("v100", 4, False))
+    assert got.best > 0.10  # no law reaches the target there
+    assert got.residual < got.best
