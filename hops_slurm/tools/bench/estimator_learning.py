@@ -450,7 +450,8 @@ def run(out_dir: Path) -> Path:
         "bound, not a rule; `hops_slurm/tools/bench/learning_carries_bound.py`); the last column is not a law "
         "but a per-count correction of the type: the ring carry times the median over the other models of "
         "their measured rate at N over their own ring carry from N0 (`estimator.peers` weighs those models "
-        "by efficiency instead, and reaches 9.7% with every other model known, above). No calibration is read, so "
+        "by efficiency instead: the cross-model table's column \"every other model known\" above). No calibration "
+        "is read, so "
         "the held-out split gives the same table. ✗: over the target even with the cell's best law.",
         "",
         *law_bound_section(truth, _cells(truth), TYPE_TARGET),
