@@ -31,6 +31,7 @@ from estimator.peers import PEERS
 from estimator.refine import REFINED
 from hops_slurm.tools.bench.learning_carries import (CarryPoint, alternatives, carries_table, carries_verdict,
                                                      coverage_table)
+from hops_slurm.tools.bench.learning_carries_bound import law_bound_section
 from hops_slurm.tools.bench.learning_family import FamilyPoint, family_table, verdict
 from hops_slurm.tools.bench.learning_peers import PeerPoint, peers_table, peers_verdict
 from hops_slurm.tools.bench.learning_probes import probes_section
@@ -438,6 +439,22 @@ def run(out_dir: Path) -> Path:
         "error down steadily. At the density the store has when a model first runs on a type, what misses is "
         "the spread of the measurements themselves (the cells' reasons below), not a rule that reads too little "
         "of the store.",
+        "",
+        "## The most a law of the communication term can carry (Gavel's table alone, every model and N0)",
+        "",
+        "Every multi-GPU model, every cell and every other count N0 of the type and layout (not only the "
+        "replay's points): the model's rate at N0 carried as `estimator.refine` does, its communication time "
+        "growing as ((N-1)/N / (N0-1)/N0)^alpha; alpha = 1 is the ring share, the type's law is alpha learned "
+        "from the other models' runs at two counts (median, every other model known), and the best law for "
+        "the cell is the exponent that fits the cell's own answers best (fitted to what it is scored on: a "
+        "bound, not a rule; `hops_slurm/tools/bench/learning_carries_bound.py`); the last column is not a law "
+        "but a per-count correction of the type: the ring carry times the median over the other models of "
+        "their measured rate at N over their own ring carry from N0 (`estimator.peers` weighs those models "
+        "by efficiency instead: the cross-model table's column \"every other model known\" above). No calibration "
+        "is read, so "
+        "the held-out split gives the same table. ✗: over the target even with the cell's best law.",
+        "",
+        *law_bound_section(truth, _cells(truth), TYPE_TARGET),
         "",
         "## A denser store: which cells carry the error, and probes that run data-parallel (in-sample)",
         "",
