@@ -144,6 +144,8 @@ class Driver:
         """Run one step, after the repair from the journal that a step which failed half-way needs."""
         if self.damaged:
             self.damaged = not _run_step("recovery", self.steps.recover)
+            if self.damaged:  # counted as any failed step: a repair that keeps failing holds every step back
+                self.steps.failed("recovery")
         if not self.damaged:
             self.damaged = not _run_step(name, fn)
             if self.damaged:
