@@ -69,13 +69,41 @@ def test_one_move_serves_one_waiting_job_and_the_freed_gpus_are_not_counted_twic
     assert out["j"] == ON_B and out["w1"] == ON_A and out["w2"] is None
 
 
-def test_starts_and_gpus_idle_for_a_whole_round_are_explored_as_before() -> None:
+def four(job_id: str, current: Config | None) -> JobView:
+    """A 4-GPU job that runs (or starts) in ``current``: measured 200 on an "a" server."""
+    def est(cfg: Config) -> float:
+        return 200.0 if _type(cfg) == "a" else 0.9 * sum(cfg.values()) * SINGLE[_type(cfg)]
+    return JobView(job_id, (4,), 0.0, 0.0, 3600.0 * 100, 1.0, est, total_samples=1.0e8, done_samples=1.0e6,
+                   current=current, placed_for=3600.0, restart_cost=60.0, explore=optimistic)
+
+
+def test_two_running_jobs_are_moved_together_when_both_must_make_room() -> None:
+    on_a0, on_a1 = freeze_config({"a0": 4}), freeze_config({"a1": 4})
+    jobs = (four("j1", on_a0), four("j2", on_a1), waiting())
+    out, why = explore_idle({"j1": on_a0, "j2": on_a1, "w": None}, jobs, FOUR, CAPACITY, 1.4, idle_before=NOTHING,
+                            room=True)
+    assert sorted(tuple(dict(out[j] or {})) for j in ("j1", "j2")) == [("b0",), ("b1",)]
+    assert out["w"] == ON_A and set(why) == {"j1", "j2"}
+    # one of them held in place (its GPUs not the plan's): moving the other alone starts nobody, so neither moves
+    held = {**CAPACITY, "a1": 0}
+    out, why = explore_idle({"j1": on_a0, "w": None}, (four("j1", on_a0), waiting()), FOUR, held, 1.4,
+                            idle_before=NOTHING, room=True)
+    assert out["j1"] == on_a0 and out["w"] is None and why == {}
+
+
+def test_starts_and_gpus_of_one_server_idle_for_a_whole_round_are_explored_as_before() -> None:
     # a job that starts explores the idle "b" servers at no move's cost
     out, _ = explore_idle({"j": ON_A}, (running(current=None),), FOUR, CAPACITY, 1.4, room=True)
     assert out["j"] == ON_B
-    # a running job still explores GPUs idle for a whole round (issue 22's case), nobody waiting
-    out, _ = explore_idle({"j": ON_A}, (running(),), FOUR, CAPACITY, 1.4, idle_before=ONLY_B, room=True)
+    # a running job still explores one server idle for a whole round (issue 22's case), nobody waiting
+    on_a0 = freeze_config({"a0": 4})
+    out, _ = explore_idle({"j": on_a0}, (four("j", on_a0),), FOUR, CAPACITY, 1.4, idle_before=ONLY_B, room=True)
+    assert _type(out["j"] or {}) == "b" and len(out["j"] or {}) == 1
+    # but not several servers: there the optimistic rate has no communication in it
+    out, _ = explore_idle({"j": ON_A}, (running(),), FOUR, CAPACITY, 1.4, idle_before=ONLY_B)
     assert out["j"] == ON_B
+    out, _ = explore_idle({"j": ON_A}, (running(),), FOUR, CAPACITY, 1.4, idle_before=ONLY_B, room=True)
+    assert out["j"] == ON_A
 
 
 def test_the_rule_is_a_planner_parameter_off_by_default() -> None:
