@@ -80,7 +80,7 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     (:mod:`planner.explore_scaling`). ``floor`` (``PlannerParams.explore_floor``): a running job is moved only
     where its estimate is at least that share of its planned rate (:mod:`planner.explore_floor`). ``room``
     (``PlannerParams.explore_room``): a running job is moved to explore only as part of a placement that
-    starts a waiting job now, or onto GPUs of one server idle for a whole round (:mod:`planner.explore_room`)."""
+    starts a waiting job now, or onto GPUs idle for a whole round (:mod:`planner.explore_room`)."""
     out: dict[str, Config | None] = dict(chosen)
     free = dict(capacity)
     for cfg in out.values():
@@ -131,8 +131,6 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         if not cfg or job.job_id in why or job.explore is None or (settled and idle_before is None):
             continue
         found = moves(job, cfg, free, settled)
-        if room and job.current:  # planner.explore_room: a running job's own try only on one server
-            found = [m for m in found if len(m[0]) == 1]
         if not found:
             continue
         best, best_rate = found[0]

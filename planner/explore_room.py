@@ -3,9 +3,9 @@
 Where it sits: :func:`planner.explore.explore_idle` calls :func:`room_moves` first, when
 ``PlannerParams.explore_room`` is on, with the explore moves each running job could make (the configs
 the plain rule accepts for it, best first); after it, the plain rule runs for the jobs that start or
-restart (free) and for running jobs only onto GPUs of one server idle for a whole round (issue 22's
-case: an estimate wrong for a whole GPU type; on several servers the optimistic rate, with no
-communication in it, is no bound worth a restart). Pure: job views and free GPUs in, configs out.
+restart (free) and for running jobs only onto GPUs idle for a whole round (issue 22's case, as
+``explore_moves=false``; limiting those to one server cost Table 4 avg JCT +6 %,
+docs/results/preemptions.md). Pure: job views and free GPUs in, configs out.
 
 Why (docs/results/preemptions.md): on Table 4 a third of all preemptions were explore moves of running
 jobs, and half of them bought nothing for the job moved; yet cutting them by the job's own estimate
