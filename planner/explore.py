@@ -119,9 +119,10 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
 
     if room:
         def room_candidates(job: JobView, cfg: Config, idle: Mapping[str, int]) -> list[tuple[Config, float]]:
-            if job.explore is None or (job.preemptions > 0 or not move_running) and idle_before is None:
+            settled = job.preemptions > 0 or not move_running  # as below, without ``room``
+            if job.explore is None or (settled and idle_before is None):
                 return []
-            return moves(job, cfg, idle, job.preemptions > 0 or not move_running)
+            return moves(job, cfg, idle, settled)
         out, free, why = room_moves(out, jobs, cluster, free, sigma, room_candidates)
     for job in jobs:
         cfg = out.get(job.job_id)
@@ -139,7 +140,8 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
         for n, g in best.items():
             free[n] = free.get(n, 0) - g
         out[job.job_id] = best
-        why[job.job_id] = f"optimistic {best_rate:.4g} samples/s unmeasured vs {_rate(job.throughput, cfg):.4g} planned"
+        planned = _rate(job.throughput, cfg)
+        why[job.job_id] = f"optimistic {best_rate:.4g} samples/s unmeasured vs {planned:.4g} planned"
     return out, why
 
 
