@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
 from planner.explore_floor import below_floor, makes_room
+from planner.explore_room import room_moves
 from planner.explore_scaling import measured_scaling, scaled_bound
 from planner.moves import move_price
 from planner.views import ClusterView, Config, JobView, config_gpus, freeze_config
@@ -66,7 +67,8 @@ def _spreads(cand: Config, cfg: Config, types: Mapping[str, str]) -> bool:
 def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], cluster: ClusterView,
                  capacity: Mapping[str, int], sigma: float, idle_before: Mapping[str, int] | None = None,
                  move_running: bool = True, move_spanning: bool = True,
-                 scaling: bool = False, floor: float = 0.0) -> tuple[dict[str, Config | None], dict[str, str]]:
+                 scaling: bool = False, floor: float = 0.0,
+                 room: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with explored configs swapped in (module docstring) and, per explored job, why.
     ``idle_before``: GPUs per node left idle by the previous round's plan (None: unknown, so a job
     preempted or moved before does not explore while it runs). ``move_running`` False
@@ -76,7 +78,9 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     communication in it, so there it is no bound worth a restart (a job starting still tries it). ``scaling``
     (``PlannerParams.explore_scaling``): a running job's bound carries its measured scaling
     (:mod:`planner.explore_scaling`). ``floor`` (``PlannerParams.explore_floor``): a running job is moved only
-    where its estimate is at least that share of its planned rate (:mod:`planner.explore_floor`)."""
+    where its estimate is at least that share of its planned rate (:mod:`planner.explore_floor`). ``room``
+    (``PlannerParams.explore_room``): a running job is moved to explore only as part of a placement that
+    starts a waiting job now, or onto GPUs idle for a whole round (:mod:`planner.explore_room`)."""
     out: dict[str, Config | None] = dict(chosen)
     free = dict(capacity)
     for cfg in out.values():
@@ -87,43 +91,57 @@ def explore_idle(chosen: Mapping[str, Config | None], jobs: Sequence[JobView], c
     why: dict[str, str] = {}
     types = {n.name: n.gpu_type for n in cluster.nodes}
     waiting = [j for j in jobs if not j.current and not out.get(j.job_id)] if floor > 0.0 else []
-    for job in jobs:
-        cfg = out.get(job.job_id)
-        # exploring is free at a (re)start; a running job pays a move for it before its first preemption,
-        # and after it only onto GPUs idle for a whole round
-        settled = bool(job.current and (job.preemptions > 0 or not move_running))
-        if not cfg or job.explore is None or (settled and idle_before is None):
-            continue
+
+    def moves(job: JobView, cfg: Config, idle: Mapping[str, int], settled: bool) -> list[tuple[Config, float]]:
+        """The unmeasured configs ``job`` may explore from ``cfg`` with ``idle`` GPUs left, best first."""
         rate = _rate(job.throughput, cfg)
         if rate <= 0.0:
-            continue
-        pool = cluster.with_free(lambda n: max(0, min(n.total_gpus, free.get(n.name, 0) + cfg.get(n.name, 0))))
-        best: Config | None = None
-        best_rate = rate * EXPLORE_MARGIN
+            return []
+        pool = cluster.with_free(lambda n: max(0, min(n.total_gpus, idle.get(n.name, 0) + cfg.get(n.name, 0))))
         scale = measured_scaling(job) if scaling else None
+        found: list[tuple[Config, float]] = []
         for cand in generate_configs(job, pool, sigma, one_per_class=True):
             if config_gpus(cand) != config_gpus(cfg) or dict(cand) == dict(cfg) or _spreads(cand, cfg, types):
                 continue
             opt = scaled_bound(job, cand, _rate(job.explore, cand), scale)
-            if opt <= best_rate:
+            if opt <= rate * EXPLORE_MARGIN:
                 continue
             if job.current and not move_spanning and len(cand) > 1:
                 continue
             if job.current and move_price(job, rate, opt).saves <= 0.0:
                 continue
-            if below_floor(job, cand, rate, floor) and not makes_room(cfg, cand, free, waiting, cluster, sigma):
+            if below_floor(job, cand, rate, floor) and not makes_room(cfg, cand, idle, waiting, cluster, sigma):
                 continue
             if settled and any(g > (cfg.get(n, 0) + (idle_before or {}).get(n, 0)) for n, g in cand.items()):
                 continue  # not idle for a whole round
-            best, best_rate = freeze_config(cand), opt
-        if best is None:
+            found.append((freeze_config(cand), opt))
+        return sorted(found, key=lambda m: -m[1])
+
+    if room:
+        def room_candidates(job: JobView, cfg: Config, idle: Mapping[str, int]) -> list[tuple[Config, float]]:
+            settled = job.preemptions > 0 or not move_running  # as below, without ``room``
+            if job.explore is None or (settled and idle_before is None):
+                return []
+            return moves(job, cfg, idle, settled)
+        out, free, why = room_moves(out, jobs, cluster, free, sigma, room_candidates)
+    for job in jobs:
+        cfg = out.get(job.job_id)
+        # exploring is free at a (re)start; a running job pays a move for it before its first preemption,
+        # and after it only onto GPUs idle for a whole round (only onto those with ``room``)
+        settled = bool(job.current and (job.preemptions > 0 or not move_running or room))
+        if not cfg or job.job_id in why or job.explore is None or (settled and idle_before is None):
             continue
+        found = moves(job, cfg, free, settled)
+        if not found:
+            continue
+        best, best_rate = found[0]
         for n, g in cfg.items():
             free[n] = free.get(n, 0) + g
         for n, g in best.items():
             free[n] = free.get(n, 0) - g
         out[job.job_id] = best
-        why[job.job_id] = f"optimistic {best_rate:.4g} samples/s unmeasured vs {rate:.4g} planned"
+        planned = _rate(job.throughput, cfg)
+        why[job.job_id] = f"optimistic {best_rate:.4g} samples/s unmeasured vs {planned:.4g} planned"
     return out, why
 
 

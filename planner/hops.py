@@ -482,7 +482,7 @@ def _explore(s: PlanState) -> None:
                                             s.policy._idle_before, move_running=s.policy.params.explore_moves,
                                             move_spanning=s.policy.params.explore_spanning,
                                             scaling=s.policy.params.explore_scaling,
-                                            floor=s.policy.params.explore_floor)
+                                            floor=s.policy.params.explore_floor, room=s.policy.params.explore_room)
 
 
 def _fits(s: PlanState) -> None:

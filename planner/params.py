@@ -48,6 +48,7 @@ class PlannerParams:
     explore_spanning: bool = True
     explore_scaling: bool = False
     explore_floor: float = 0.0
+    explore_room: bool = False
     head_reservation: bool = False
     reserve_after: float = 1.0
     entity_tolerance: float = 0.05
@@ -152,6 +153,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                         "share of its single-GPU rate it keeps where it runs (planner.explore_scaling)"),
     "explore_floor": (_number(0.0, 10.0), "a number in [0, 10]: a running job is moved to explore an unmeasured config only "
                       "where its estimate there is at least this share of its planned rate (planner.explore_floor; 0 = off)"),
+    "explore_room": (_switch, "true or false: a running job is moved to explore an unmeasured config only as part of a "
+                     "placement that starts a waiting job now, or onto GPUs idle for a whole round (planner.explore_room)"),
     "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
