@@ -83,6 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
+from planner.requeue_price import requeue_keeps
 from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
@@ -418,7 +419,9 @@ def _candidates(s: PlanState) -> None:
     p = s.policy.params
     s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
                              restart_penalty=0.0 if s.fragment else p.restart_penalty, priced=not s.fragment,
-                             preempt_penalty=p.preempt_penalty, spans=p.spans)
+                             preempt_penalty=p.preempt_penalty, spans=p.spans,
+                             keeps=requeue_keeps(s.running, s.keeping, p.preempt_penalty, p.min_run_time)
+                             if p.requeue_price and not s.fragment else None)
 
 
 def _backfill(s: PlanState) -> None:
