@@ -420,8 +420,8 @@ def _candidates(s: PlanState) -> None:
     s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
                              restart_penalty=0.0 if s.fragment else p.restart_penalty, priced=not s.fragment,
                              preempt_penalty=p.preempt_penalty, spans=p.spans,
-                             keeps=requeue_keeps(s.running, s.keeping, p.preempt_penalty, p.min_run_time)
-                             if p.requeue_price and not s.fragment else None)
+                             keeps=requeue_keeps(s.running, s.keeping, p.preempt_penalty, p.min_run_time, p.requeue_price)
+                             if p.requeue_price > 0.0 and not s.fragment else None)
 
 
 def _backfill(s: PlanState) -> None:

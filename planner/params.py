@@ -39,7 +39,7 @@ class PlannerParams:
     preempt_penalty: float = 1.5
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
-    requeue_price: bool = False
+    requeue_price: float = 0.0
     fragment_swaps: bool = False
     fragment_moves: bool = False
     stretch_weights: bool = False
@@ -137,8 +137,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
-    "requeue_price": (_switch, "true or false: a running job's premium grows with what a requeue costs it (restart, unsaved "
-                      "work, the wait until GPUs free up for it) in minimum run times, up to 4x (planner.requeue_price)"),
+    "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: a running job's premium grows with what a requeue costs "
+                      "it (restart, unsaved work, the wait until GPUs free up for it) in minimum run times, up to this "
+                      "many times (planner.requeue_price; 0 = off)"),
     "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
     "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs where the move pays for "

@@ -18,10 +18,11 @@ where ``gap`` is how long until GPUs free up for it again, estimated from what f
 holds are freed by jobs other than itself). In units of the minimum run time (the shortest time a
 placement lasts, so the time one round plan's choice stands for), the job's premium becomes
 
-    keep = 1 + preempt_penalty * clamp(L / min_run_time, 1, CAP)
+    keep = 1 + preempt_penalty * clamp(L / min_run_time, 1, cap)
 
-so a requeue is never priced below today's premium, a job whose requeue costs several minimum run
-times is left out only for a waiting job worth that much more, and the premium stays bounded (``CAP``)
+(``cap`` is the parameter's value, e.g. 4) so a requeue is never priced below today's premium, a job whose
+requeue costs several minimum run times is left out only for a waiting job worth that much more, and the
+premium stays bounded (``cap``)
 so a waiting job worth enough always gets in (the requeued job's loss is bounded by what the planner
 knows; wide waiting jobs must not starve behind it). A job with no known end, or whose GPUs no known
 ends free, gets the cap.
@@ -36,8 +37,6 @@ from itertools import accumulate
 from planner.moves import current_rate, remaining_seconds
 from planner.views import JobView, config_gpus
 
-#: the premium's multiple of ``preempt_penalty`` at most (a requeue priced at 4 minimum run times or more)
-CAP = 4.0
 #: seconds: the unit of a requeue's cost when ``min_run_time`` is 0 (no minimum run time: one minute)
 SMALLEST_UNIT = 60.0
 
@@ -63,21 +62,21 @@ def requeue_gaps(running: Sequence[JobView]) -> dict[str, float]:
     return out
 
 
-def requeue_keep(job: JobView, gap: float, preempt_penalty: float, min_run_time: float) -> float:
+def requeue_keep(job: JobView, gap: float, preempt_penalty: float, min_run_time: float, cap: float) -> float:
     """The factor every candidate of running ``job`` is worth of its gain when a requeue is priced
-    (module docstring): 1 + ``preempt_penalty`` times its requeue's cost in minimum run times, from 1 to CAP."""
+    (module docstring): 1 + ``preempt_penalty`` times its requeue's cost in minimum run times, from 1 to ``cap``."""
     unit = max(min_run_time, SMALLEST_UNIT)
     loss = max(job.restart_cost, 0.0) + max(job.unsaved, 0.0) + max(gap, 0.0)
-    return 1.0 + preempt_penalty * min(max(loss / unit, 1.0), CAP)
+    return 1.0 + preempt_penalty * min(max(loss / unit, 1.0), max(cap, 1.0))
 
 
 def requeue_keeps(movable: Sequence[JobView], held: Sequence[JobView], preempt_penalty: float,
-                  min_run_time: float) -> Mapping[str, float]:
+                  min_run_time: float, cap: float) -> Mapping[str, float]:
     """Running job id -> :func:`requeue_keep`, for the running jobs a round plan may move or preempt
     (``movable``); the gaps count the ends of those held in place too."""
     gaps = requeue_gaps([*movable, *held])
-    return {j.job_id: requeue_keep(j, gaps.get(j.job_id, float("inf")), preempt_penalty, min_run_time)
+    return {j.job_id: requeue_keep(j, gaps.get(j.job_id, float("inf")), preempt_penalty, min_run_time, cap)
             for j in movable if j.current}
 
 
-__all__ = ["CAP", "SMALLEST_UNIT", "requeue_gaps", "requeue_keep", "requeue_keeps"]
+__all__ = ["SMALLEST_UNIT", "requeue_gaps", "requeue_keep", "requeue_keeps"]
