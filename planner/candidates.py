@@ -20,8 +20,7 @@ from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
 def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, *,
                    compact: bool = False, restart_penalty: float = 0.0, priced: bool = False,
-                   preempt_penalty: float = 0.0, spans: str = "every",
-                   keeps: Mapping[str, float] | None = None) -> list[Candidate]:
+                   preempt_penalty: float = 0.0, spans: str = "every") -> list[Candidate]:
     """Every window job's configs with their gains G = throughput / the job's smallest candidate
     throughput; configs with zero throughput are dropped. ``compact``: one config per node-class
     signature (what the compact ILP uses), so throughput is asked once per signature.
@@ -29,8 +28,7 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
     its current config (compact: its current signature) are moves, worth the rate they achieve over the
     job's remaining work with its restart and lost work paid (:func:`planner.moves.move_price`), dropped
     when they do not pay, and keep (1 - ``restart_penalty``) of that gain; every candidate of a running job
-    is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job, or the
-    factor ``keeps`` gives it (:mod:`planner.requeue_price`).
+    is worth (1 + ``preempt_penalty``) of its gain, the price of leaving it out for a waiting job.
     ``spans`` (compact only; the plain model always takes every span): :data:`planner.configs.SPAN_RULES`."""
     out: list[Candidate] = []
     nodes = cluster.nodes
@@ -74,8 +72,7 @@ def candidates_for(jobs: Sequence[JobView], cluster: ClusterView, sigma: float, 
                 else (lambda sig, cfg, cur=dict(job.current): dict(cfg) == cur)
             # every placement of a running job is worth (1 + preempt_penalty): leaving it out of the plan (a
             # preemption for a waiting job) must gain that much more; its moves compete with staying as before
-            rate_now = current_rate(job)
-            keep = keeps.get(job.job_id, 1.0 + preempt_penalty) if keeps else 1.0 + preempt_penalty
+            rate_now, keep = current_rate(job), 1.0 + preempt_penalty
             for sig, cfg, thr in rated:
                 if same(sig, cfg):
                     out.append(Candidate(job.job_id, cfg, thr / low * keep, sig, on))

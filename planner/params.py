@@ -137,9 +137,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
-    "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: a running job's premium grows with what a requeue costs "
-                      "it (restart, unsaved work, the wait until GPUs free up for it) in minimum run times, up to this "
-                      "many times (planner.requeue_price; 0 = off)"),
+    "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
+                      "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
+                      "this many minimum run times; planner.requeue_price; 0 = off)"),
     "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
     "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs where the move pays for "

@@ -1,31 +1,25 @@
 """Requeues priced: what leaving a running job out of a round plan costs it (``requeue_price``, off by default).
 
-Where it sits: :func:`planner.hops._candidates` asks this module, in a round plan (never a fragment plan),
-for each running job that may be moved or preempted, after :mod:`planner.moves` has held the others in
-place and before :func:`planner.candidates.candidates_for` prices the candidates. Pure: it reads the job
-views (``restart_cost``, ``unsaved``, the estimated rate and remaining work) and nothing else.
+Where it sits: :func:`planner.hops._weights` asks this module, in a round plan (never a fragment plan), with
+the ``lr`` priority, for the priors of the running jobs that may be moved or preempted, after
+:mod:`planner.moves` has held the others in place and before eq. 11's weights are made of the priors. Pure:
+it reads the job views (``wait``, ``age``, ``restart_cost``, ``unsaved``, the estimated rate and remaining
+work) and nothing else.
 
-By default every candidate of a running job is worth (1 + ``preempt_penalty``) of its gain, whatever the
-requeue costs that job: a job that loses ten minutes of unsaved work and restarts, then waits an hour
-for GPUs, is left out as readily as one that loses nothing and starts again at once. A move is priced
-by its restart and lost work (:func:`planner.moves.move_price`); a requeue is not. With ``requeue_price``
-a requeue is priced too: it costs the job
+By default a running job is weighed by its latency ratio (wait / expected run time, eq. 8), which stops
+growing while it runs, times the premium (1 + ``preempt_penalty``). A job that started soon after it
+arrived has a latency ratio near 0, so the premium multiplies nearly nothing: any waiting job takes its
+GPUs, however much the requeue costs it. A move is priced by its restart and lost work
+(:func:`planner.moves.move_price`); a requeue is not. With ``requeue_price`` a requeue is priced in the
+unit eq. 11 already uses: the job is weighed by the latency ratio it would have once requeued,
 
-    L = restart_cost + unsaved + gap,
+    prior = (wait + L) / age,   L = min(restart_cost + unsaved + gap, requeue_price * min_run_time),
 
 where ``gap`` is how long until GPUs free up for it again, estimated from what frees up
 (:func:`requeue_gaps`: the running jobs' estimated ends, earliest first, until as many GPUs as the job
-holds are freed by jobs other than itself). In units of the minimum run time (the shortest time a
-placement lasts, so the time one round plan's choice stands for), the job's premium becomes
-
-    keep = 1 + preempt_penalty * clamp(L / min_run_time, 1, cap)
-
-(``cap`` is the parameter's value, e.g. 4) so a requeue is never priced below today's premium, a job whose
-requeue costs several minimum run times is left out only for a waiting job worth that much more, and the
-premium stays bounded (``cap``)
-so a waiting job worth enough always gets in (the requeued job's loss is bounded by what the planner
-knows; wide waiting jobs must not starve behind it). A job with no known end, or whose GPUs no known
-ends free, gets the cap.
+holds are freed by jobs other than itself; ``inf`` when no known ends do). The bound (``requeue_price``
+minimum run times) keeps a waiting job worth enough always able to get in: the gap is only what the
+planner's estimates say, and wide waiting jobs must not starve behind the running ones.
 """
 
 from __future__ import annotations
@@ -37,7 +31,7 @@ from itertools import accumulate
 from planner.moves import current_rate, remaining_seconds
 from planner.views import JobView, config_gpus
 
-#: seconds: the unit of a requeue's cost when ``min_run_time`` is 0 (no minimum run time: one minute)
+#: seconds: the unit of the bound when ``min_run_time`` is 0 (no minimum run time: one minute)
 SMALLEST_UNIT = 60.0
 
 
@@ -62,21 +56,25 @@ def requeue_gaps(running: Sequence[JobView]) -> dict[str, float]:
     return out
 
 
-def requeue_keep(job: JobView, gap: float, preempt_penalty: float, min_run_time: float, cap: float) -> float:
-    """The factor every candidate of running ``job`` is worth of its gain when a requeue is priced
-    (module docstring): 1 + ``preempt_penalty`` times its requeue's cost in minimum run times, from 1 to ``cap``."""
-    unit = max(min_run_time, SMALLEST_UNIT)
+def requeue_loss(job: JobView, gap: float, min_run_time: float, bound: float) -> float:
+    """Seconds a requeue now costs running ``job``: restart, unsaved work and ``gap``, at most ``bound``
+    minimum run times (module docstring)."""
     loss = max(job.restart_cost, 0.0) + max(job.unsaved, 0.0) + max(gap, 0.0)
-    return 1.0 + preempt_penalty * min(max(loss / unit, 1.0), max(cap, 1.0))
+    return min(loss, bound * max(min_run_time, SMALLEST_UNIT))
 
 
-def requeue_keeps(movable: Sequence[JobView], held: Sequence[JobView], preempt_penalty: float,
-                  min_run_time: float, cap: float) -> Mapping[str, float]:
-    """Running job id -> :func:`requeue_keep`, for the running jobs a round plan may move or preempt
-    (``movable``); the gaps count the ends of those held in place too."""
+def requeue_priors(prior: Mapping[str, float], movable: Sequence[JobView], held: Sequence[JobView],
+                   min_run_time: float, bound: float) -> dict[str, float]:
+    """``prior`` (latency ratios) with each running job of ``movable`` (those the round may move or preempt)
+    at the latency ratio it would have once requeued: (wait + :func:`requeue_loss`) / age. The gaps count
+    the ends of the jobs ``held`` in place too."""
     gaps = requeue_gaps([*movable, *held])
-    return {j.job_id: requeue_keep(j, gaps.get(j.job_id, float("inf")), preempt_penalty, min_run_time, cap)
-            for j in movable if j.current}
+    out = dict(prior)
+    for j in movable:
+        if j.current and j.job_id in out and j.age > 0.0:
+            loss = requeue_loss(j, gaps.get(j.job_id, float("inf")), min_run_time, bound)
+            out[j.job_id] = (j.wait + loss) / j.age
+    return out
 
 
-__all__ = ["SMALLEST_UNIT", "requeue_gaps", "requeue_keep", "requeue_keeps"]
+__all__ = ["SMALLEST_UNIT", "requeue_gaps", "requeue_loss", "requeue_priors"]

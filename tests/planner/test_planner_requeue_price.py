@@ -10,7 +10,7 @@ import pytest
 
 from planner.hops import HopsPolicy
 from planner.params import PlannerParams
-from planner.requeue_price import requeue_gaps, requeue_keep
+from planner.requeue_price import requeue_gaps, requeue_loss, requeue_priors
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
 ONE_NODE = ClusterView((NodeView("n0", "t", "A", 4, 4),))
@@ -47,22 +47,27 @@ def test_the_gap_is_when_other_jobs_ends_free_as_many_gpus() -> None:
     assert math.isinf(requeue_gaps([c])["C"])  # nothing else frees GPUs
 
 
-def test_the_premium_grows_with_the_requeue_cost_from_the_default_to_the_cap() -> None:
-    job = running(restart=100.0, unsaved=200.0)
-    assert requeue_keep(job, 0.0, 1.5, 300.0, 4.0) == 2.5  # one minimum run time or less: the default premium
-    assert requeue_keep(job, 600.0, 1.5, 300.0, 4.0) == 1.0 + 1.5 * 3.0
-    assert requeue_keep(job, float("inf"), 1.5, 300.0, 4.0) == 1.0 + 1.5 * 4.0
+def test_a_running_job_is_weighed_by_the_latency_ratio_a_requeue_would_give_it() -> None:
+    job = running(restart=100.0, unsaved=200.0, wait=500.0)  # age 1000 s: latency ratio 0.5
+    assert requeue_loss(job, 0.0, 300.0, 4.0) == 300.0  # restart and unsaved work
+    assert requeue_loss(job, 600.0, 300.0, 4.0) == 900.0
+    assert requeue_loss(job, float("inf"), 300.0, 4.0) == 1200.0  # at most 4 minimum run times
+    other = running("O", node="m", total=1600.0)  # ends in 400 s and frees 4 GPUs
+    priors = requeue_priors({"R": 0.5, "W": 3.0}, [job], [other], 300.0, 4.0)
+    assert priors == {"R": (500.0 + 300.0 + 400.0) / 1000.0, "W": 3.0}
 
 
-# W's latency ratio (2) is 4x R's (0.5): worth more than R's default premium (2.5x) but less than R's priced
-# requeue (no other running job frees GPUs for R, so its gap is capped: 1 + 1.5 * 4 = 7x).
+# R started at once (latency ratio 0): any waiting job outweighs it by default, whatever its requeue costs.
+# Priced, R weighs as if requeued: no other running job frees GPUs for it, so it would wait the bound
+# (4 minimum run times: 1200 s of a 1000 s expected run), a latency ratio of 1.2; with the premium (2.5x)
+# that outweighs W's 2 (wait 200 s, expected run 100 s).
 @pytest.mark.parametrize(("priced", "requeued"), [(False, True), (True, False)])
 def test_a_costly_requeue_keeps_the_running_job(priced: bool, requeued: bool) -> None:
-    p = plan((running(restart=60.0, unsaved=300.0), waiting("W", wait=200.0)), requeue_price=4.0 if priced else 0.0)
+    p = plan((running(restart=60.0, unsaved=300.0, wait=0.0), waiting("W", wait=200.0)), requeue_price=4.0 if priced else 0.0)
     assert (p.assignments["R"] is None) is requeued
     assert (p.assignments["W"] == {"n0": 4}) is requeued
 
 
 def test_a_waiting_job_worth_more_than_the_cap_still_gets_in() -> None:
-    p = plan((running(restart=60.0, unsaved=300.0), waiting("W", wait=100_000.0)), requeue_price=4.0)
+    p = plan((running(restart=60.0, unsaved=300.0, wait=0.0), waiting("W", wait=100_000.0)), requeue_price=4.0)
     assert p.assignments["R"] is None and p.assignments["W"] == {"n0": 4}
