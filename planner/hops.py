@@ -83,6 +83,7 @@ from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.params import PlannerParams
+from planner.requeue_price import requeue_priors
 from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
@@ -436,6 +437,8 @@ def _weights(s: PlanState) -> None:
     """Weights (prior + bias)^λ, and what the solve and its fallbacks place on."""
     p = s.policy.params
     prior = {j.job_id: s.prios[j.job_id] for j in s.planned}
+    if p.requeue_price > 0.0 and p.priority == "lr" and not s.fragment:  # a requeue priced (planner.requeue_price)
+        prior = requeue_priors(prior, s.running, s.keeping, p.min_run_time, p.requeue_price)
     s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
     if p.head_reservation and not s.fragment:  # the reserved head and those started so before (planner.reserve)
         s.w.update(overriding_weights(s.reserved, s.policy._protected & set(s.w), s.cands, s.w))

@@ -39,6 +39,7 @@ class PlannerParams:
     preempt_penalty: float = 1.5
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
+    requeue_price: float = 0.0
     fragment_swaps: bool = False
     fragment_moves: bool = False
     stretch_weights: bool = False
@@ -137,6 +138,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
+    "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
+                      "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
+                      "this many minimum run times; planner.requeue_price; 0 = off)"),
     "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
     "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs where the move pays for "
