@@ -502,10 +502,10 @@ def _same_nodes(s: PlanState) -> None:
 def _swaps(s: PlanState) -> None:
     """Round plans: a waiting job that also fills idle GPUs takes a placed job's (planner.fragfill)."""
     p = s.policy.params
-    if not s.fragment and (p.fragment_swaps or p.fragment_moves):
+    if not s.fragment and (p.fragment_swaps or p.fragment_moves or p.fragment_fill):
         s.chosen, s.swapped = swap_for_fragments(s.chosen, s.planned, s.cands, s.w, s.cluster, s.capacity,
                                                  p.sigma, p.preempt_penalty, requeue=p.fragment_swaps,
-                                                 relocate=p.fragment_moves)
+                                                 relocate=p.fragment_moves, fill=p.fragment_fill)
 
 
 def _outcome(s: PlanState) -> None:
