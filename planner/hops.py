@@ -79,6 +79,7 @@ from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
 from planner.fragfill import swap_for_fragments
+from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
@@ -508,6 +509,13 @@ def _swaps(s: PlanState) -> None:
                                                  relocate=p.fragment_moves, fill=p.fragment_fill)
 
 
+def _split(s: PlanState) -> None:
+    """Placements Slurm would not split as planned: kept in place, split as Slurm splits, or left out (planner.fragsplit)."""
+    if s.policy.params.split_spans:
+        s.chosen, _ = keep_splittable(s.chosen, [j.job_id for j in s.jobs], s.capacity, s.current,
+                                      {j.job_id: j.throughput for j in s.planned}, s.cluster)
+
+
 def _outcome(s: PlanState) -> None:
     """The assignments (held jobs on their GPUs), what the next round remembers, the diagnostics."""
     policy, sol = s.policy, s.solution
@@ -567,4 +575,4 @@ PLAN_STAGES: tuple[tuple[str, Callable[[PlanState], None]], ...] = (
     ("unservable", _unservable), ("in_place", _in_place), ("priorities", _priorities), ("window", _window),
     ("classes", _classes), ("candidates", _candidates), ("backfill", _backfill), ("weights", _weights),
     ("solve", _solve), ("fallback", _fallback), ("fill", _fill), ("explore", _explore), ("fits", _fits),
-    ("same_nodes", _same_nodes), ("swaps", _swaps), ("outcome", _outcome))
+    ("same_nodes", _same_nodes), ("swaps", _swaps), ("split", _split), ("outcome", _outcome))
