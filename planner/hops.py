@@ -501,17 +501,14 @@ def _same_nodes(s: PlanState) -> None:
 
 
 def _swaps(s: PlanState) -> None:
-    """Round plans: a waiting job that also fills idle GPUs takes a placed job's (planner.fragfill)."""
+    """Round plans: a waiting job that also fills idle GPUs takes a placed job's (planner.fragfill); then,
+    with ``split_spans``, every planning's placements as Slurm splits them (planner.fragsplit)."""
     p = s.policy.params
     if not s.fragment and (p.fragment_swaps or p.fragment_moves or p.fragment_fill):
         s.chosen, s.swapped = swap_for_fragments(s.chosen, s.planned, s.cands, s.w, s.cluster, s.capacity,
                                                  p.sigma, p.preempt_penalty, requeue=p.fragment_swaps,
                                                  relocate=p.fragment_moves, fill=p.fragment_fill)
-
-
-def _split(s: PlanState) -> None:
-    """Placements Slurm would not split as planned: kept in place, split as Slurm splits, or left out (planner.fragsplit)."""
-    if s.policy.params.split_spans:
+    if p.split_spans:  # placements Slurm would not split as planned (planner.fragsplit), every planning
         s.chosen, _ = keep_splittable(s.chosen, [j.job_id for j in s.jobs], s.capacity, s.current,
                                       {j.job_id: j.throughput for j in s.planned}, s.cluster)
 
@@ -575,4 +572,4 @@ PLAN_STAGES: tuple[tuple[str, Callable[[PlanState], None]], ...] = (
     ("unservable", _unservable), ("in_place", _in_place), ("priorities", _priorities), ("window", _window),
     ("classes", _classes), ("candidates", _candidates), ("backfill", _backfill), ("weights", _weights),
     ("solve", _solve), ("fallback", _fallback), ("fill", _fill), ("explore", _explore), ("fits", _fits),
-    ("same_nodes", _same_nodes), ("swaps", _swaps), ("split", _split), ("outcome", _outcome))
+    ("same_nodes", _same_nodes), ("swaps", _swaps), ("outcome", _outcome))
