@@ -31,6 +31,16 @@ and dropped: on Table 4 they gave back avg JCT (docs/results/fragments.md). With
 ``fragment_moves`` makes only such swaps (nobody is requeued for a fragment); with both on, a swap moves
 the displaced job when it can and requeues it otherwise. A job held in place is never displaced; fragment plans never swap.
 
+Fill swaps (``fill``, the parameter ``fragment_fill``): a swap is also made, whatever the two jobs'
+weights, when the waiting job puts at least as many idle GPUs to work as it takes from the displaced
+job (its config holds at least twice the displaced job's GPUs: :func:`fills_enough`). Why
+(docs/results/fragments.md, the classes of Table 4's fragments): most idle GPUs left while jobs wait
+are ones a waiting wide job would fill with one running job's GPUs added, and eq. 11 refuses that swap
+even without the premium because a job that has just arrived has a latency ratio near 0 (a 16-GPU job
+arriving at a full cluster with 13 GPUs of its type idle; the last wide jobs of a run). Such a swap at
+least doubles the GPUs at work on those GPUs, and the displaced job is back in the queue for the
+fragment plans of the same round.
+
 Bounded: at most :data:`MAX_WAITING` waiting jobs are looked at per planning; placed jobs are tried
 lowest weighted gain first and the search stops at the first that makes a swap; a placed job is tried
 only when it holds GPUs of a type with idle GPUs, the waiting job's smallest request fits those plus its
@@ -106,15 +116,21 @@ def _relocation(job: JobView, now_cfg: Config, idle: Mapping[str, int], cluster:
     return best
 
 
+def fills_enough(config: Config, held: int) -> bool:
+    """Whether a waiting job on ``config`` puts at least as many idle GPUs to work as the ``held`` GPUs it
+    takes from the job it displaces (a fill swap, ``fragment_fill``)."""
+    return held > 0 and config_gpus(config) - held >= held
+
+
 def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[JobView], cands: Sequence[Candidate],
                        weights: Mapping[str, float], cluster: ClusterView, capacity: Mapping[str, int],
                        sigma: float, preempt_penalty: float, *, requeue: bool = True,
-                       relocate: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
+                       relocate: bool = False, fill: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with the fragment swaps of the module docstring made, and the swaps (waiting job id ->
     the id of the job it displaced). ``planned``: the planning's jobs in priority order; ``capacity``:
     the GPUs per node the planning distributes (jobs held in place excluded). ``requeue``: a displaced job
     may be left out of the plan (``fragment_swaps``); ``relocate``: it may be moved to GPUs still idle
-    (``fragment_moves``)."""
+    (``fragment_moves``); ``fill``: it may be left out of the plan for a fill swap (``fragment_fill``)."""
     out: dict[str, Config | None] = dict(chosen)
     idle = dict(capacity)
     for cfg in out.values():
@@ -182,7 +198,7 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                     moved = _relocation(jobs[p_id], p_cfg, left, cluster, sigma)
                 if moved is not None and w_value > p_value * (1.0 - moved[0]):
                     best = (p_value, -w_value, p_id, cfg, moved[1])
-                elif requeue and w_value > p_value:
+                elif (requeue and w_value > p_value) or (fill and fills_enough(cfg, held)):
                     best = (p_value, -w_value, p_id, cfg, None)
         if best is None:
             continue
@@ -197,4 +213,4 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
     return out, swaps
 
 
-__all__ = ["MAX_WAITING", "swap_for_fragments"]
+__all__ = ["MAX_WAITING", "fills_enough", "swap_for_fragments"]

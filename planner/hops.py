@@ -79,6 +79,7 @@ from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
 from planner.fragfill import swap_for_fragments
+from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
@@ -503,12 +504,16 @@ def _same_nodes(s: PlanState) -> None:
 
 
 def _swaps(s: PlanState) -> None:
-    """Round plans: a waiting job that also fills idle GPUs takes a placed job's (planner.fragfill)."""
+    """Round plans: a waiting job that also fills idle GPUs takes a placed job's (planner.fragfill); then,
+    with ``split_spans``, every planning's placements as Slurm splits them (planner.fragsplit)."""
     p = s.policy.params
-    if not s.fragment and (p.fragment_swaps or p.fragment_moves):
+    if not s.fragment and (p.fragment_swaps or p.fragment_moves or p.fragment_fill):
         s.chosen, s.swapped = swap_for_fragments(s.chosen, s.planned, s.cands, s.w, s.cluster, s.capacity,
                                                  p.sigma, p.preempt_penalty, requeue=p.fragment_swaps,
-                                                 relocate=p.fragment_moves)
+                                                 relocate=p.fragment_moves, fill=p.fragment_fill)
+    if p.split_spans:  # placements Slurm would not split as planned (planner.fragsplit), every planning
+        s.chosen, _ = keep_splittable(s.chosen, [j.job_id for j in s.jobs], s.capacity, s.current,
+                                      {j.job_id: j.throughput for j in s.planned}, s.cluster)
 
 
 def _outcome(s: PlanState) -> None:

@@ -42,6 +42,8 @@ class PlannerParams:
     requeue_price: float = 0.0
     fragment_swaps: bool = False
     fragment_moves: bool = False
+    fragment_fill: bool = False
+    split_spans: bool = False
     stretch_weights: bool = False
     pin_running: bool = True
     explore: bool = True
@@ -145,6 +147,10 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
     "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs where the move pays for "
                        "itself, for a waiting job that takes its GPUs and fills idle ones (planner.fragfill)"),
+    "fragment_fill": (_switch, "true or false: a round plan may preempt a running job for a waiting job that puts at least "
+                      "as many idle GPUs to work as it takes, whatever their weights (planner.fragfill)"),
+    "split_spans": (_switch, "true or false: a placement Slurm would not split as planned is kept in place, split as "
+                    "Slurm splits it, or left out (planner.fragsplit)"),
     "stretch_weights": (_switch, "true or false: eq. 11 weights a job by 1 + its latency ratio (its slowdown so far) "
                         "instead of the latency ratio (planner.stretch; the lr priority only)"),
     "pin_running": (_switch, "true or false"),
