@@ -429,7 +429,8 @@ def _backfill(s: PlanState) -> None:
         res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, s.policy.params.reserve_after)
         if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
-            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now) else ""
+            bound = s.policy.params.reserve_bound
+            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now, bound) else ""
 
 
 def _weights(s: PlanState) -> None:

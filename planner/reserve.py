@@ -35,7 +35,14 @@ latency ratio by more than 1) also gets a weight that outweighs every other job'
 (:func:`overriding_weights`): the round plan places it at once if any placement fits, preempting the
 jobs whose loss costs the objective least, and the job started so outweighs every later head while it
 runs (else two starved heads take each other's GPUs round after round); fragment plans, which place on
-idle GPUs only, keep the reservation. Pure: the clock is ``now``, passed in.
+idle GPUs only, keep the reservation.
+
+``reserve_bound`` (0 = off) ties the override to a latency-ratio target instead of the head's run
+time: the head starts by preemption as soon as its latency ratio at the reservation's start (wait so
+far plus the time to that start, over its expected run time) would pass the bound. With
+``reserve_after`` above 1 (the reservation only for heads the weights have left far behind, so that
+fewer plans keep GPUs idle), the run-time rule alone would let such a head reach ``reserve_after`` + 1;
+the bound keeps it at the target (docs/results/starvation.md). Pure: the clock is ``now``, passed in.
 """
 
 from __future__ import annotations
@@ -116,10 +123,15 @@ def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[J
     return [c for c in cands if id(c) not in dropped]
 
 
-def overrides(res: Reservation, head: JobView, now: float) -> bool:
+def overrides(res: Reservation, head: JobView, now: float, bound: float = 0.0) -> bool:
     """Whether ``head`` should start now by preemption rather than wait for ``res``: when waiting for it
-    would cost the head more than its own expected run time (its latency ratio would rise by over 1)."""
-    return res.start - now > head.age
+    would cost the head more than its own expected run time (its latency ratio would rise by over 1), or,
+    with a ``bound`` (``reserve_bound`` > 0), when its latency ratio at the reservation's start would pass
+    that bound (the target a site holds Max.LR to)."""
+    wait = res.start - now
+    if bound > 0.0 and head.age > 0.0:
+        return (head.wait + wait) / head.age > bound
+    return wait > head.age
 
 
 def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candidate],

@@ -98,3 +98,17 @@ def test_a_head_started_by_the_reservation_is_not_taken_back_by_the_next_head() 
     # a planner that did not start A that way hands the GPUs to B
     fresh = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True))
     assert fresh.plan(one, (a_runs, b_waits), now=360.0).assignments == {"A": None, "B": {"a100-1": 8}}
+
+
+def test_with_a_bound_the_head_starts_once_waiting_for_its_reservation_would_pass_it() -> None:
+    # the head has waited 1,500 s of a 1,000 s run (latency ratio 1.5); r1 ends in 600 s: ratio 2.1 then
+    js = jobs(1e8)[:3] + (job("head", 8, samples=1e8, wait=1500.0), jobs(1e8)[4])
+    late = dict(stretch_weights=True, head_reservation=True, reserve_after=1.5)
+    # the run-time rule waits (600 s < 1,000 s): the head's ratio reaches 2.1
+    assert HopsPolicy(PlannerParams(**late)).plan(NODES, js, now=0.0).assignments["head"] is None
+    head = HopsPolicy(PlannerParams(**late, reserve_bound=2.0)).plan(NODES, js, now=0.0).assignments["head"]
+    assert head is not None and sum(head.values()) == 8
+    # a bound the reservation keeps (2.1 <= 2.5): the head waits for it, nobody is preempted for it
+    kept = HopsPolicy(PlannerParams(**late, reserve_bound=2.5)).plan(NODES, js, now=0.0)
+    assert kept.assignments["head"] is None and kept.assignments["r1"] == {"a100-1": 4}
+    assert PlannerParams().reserve_bound == 0.0
