@@ -428,10 +428,12 @@ def _backfill(s: PlanState) -> None:
         s.backfilled = s.policy._backfill(s.queue, s.window.jobs, s.planned, s.cands, s.cluster, s.keeping, s.now)
     if s.policy.params.head_reservation:  # the queue head's reservation against the other waiting jobs
         idle = s.cluster if s.fragment else idle_now(s.cluster, s.running)
-        res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, s.policy.params.reserve_after)
+        p = s.policy.params  # with a bound, none for a head shorter than the minimum run time (planner.reserve)
+        res = head_reservation(s.queue, idle, s.keeping + s.running, s.now, p.reserve_after,
+                               shortest=p.min_run_time if p.reserve_bound > 0 else 0.0)
         if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
-            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now) else ""
+            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now, p.reserve_bound) else ""
 
 
 def _weights(s: PlanState) -> None:

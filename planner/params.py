@@ -54,6 +54,7 @@ class PlannerParams:
     explore_room: bool = False
     head_reservation: bool = False
     reserve_after: float = 1.0
+    reserve_bound: float = 0.0
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -169,6 +170,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
                       "which the queue head gets its reservation (planner.reserve; 0 = always)"),
+    "reserve_bound": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation, the queue head starts by "
+                      "preemption once waiting for its reservation would take its latency ratio past this (planner.reserve; "
+                      "0 = once it would wait longer than its run time)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "

@@ -98,3 +98,34 @@ def test_a_head_started_by_the_reservation_is_not_taken_back_by_the_next_head() 
     # a planner that did not start A that way hands the GPUs to B
     fresh = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True))
     assert fresh.plan(one, (a_runs, b_waits), now=360.0).assignments == {"A": None, "B": {"a100-1": 8}}
+
+
+def test_with_a_bound_the_head_starts_once_waiting_for_its_reservation_would_pass_it() -> None:
+    # the head has waited 1,500 s of a 1,000 s run (latency ratio 1.5); r1 ends in 600 s: ratio 2.1 then
+    js = jobs(1e8)[:3] + (job("head", 8, samples=1e8, wait=1500.0), jobs(1e8)[4])
+    late = dict(stretch_weights=True, head_reservation=True, reserve_after=1.5)
+    # the run-time rule waits (600 s < 1,000 s): the head's ratio reaches 2.1
+    assert HopsPolicy(PlannerParams(**late)).plan(NODES, js, now=0.0).assignments["head"] is None
+    head = HopsPolicy(PlannerParams(**late, reserve_bound=2.0)).plan(NODES, js, now=0.0).assignments["head"]
+    assert head is not None and sum(head.values()) == 8
+    # a bound the reservation keeps (2.1 <= 2.5): the head waits for it, nobody is preempted for it
+    kept = HopsPolicy(PlannerParams(**late, reserve_bound=2.5)).plan(NODES, js, now=0.0)
+    assert kept.assignments["head"] is None and kept.assignments["r1"] == {"a100-1": 4}
+    assert PlannerParams().reserve_bound == 0.0
+
+
+def test_with_a_bound_a_head_shorter_than_the_minimum_run_time_preempts_nobody() -> None:
+    # the head runs 200 s (age 200 < min_run_time 300) and has waited 300 s: latency ratio 1.5, 9 at r1's end
+    short = JobView("head", (8,), submit_time=0.0, wait=300.0, age=200.0, sensitivity=1.0, throughput=per_gpu,
+                    total_samples=1e8)
+    js = jobs(1e8, r1_samples=60_000)[:3] + (short,)
+    running = [j for j in js if j.current]
+    assert head_reservation([short], idle_now(NODES, running), running, now=0.0, shortest=300.0) is None
+    assert head_reservation([short], idle_now(NODES, running), running, now=0.0) is not None
+    bound = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5, reserve_bound=2.0)
+    plan = HopsPolicy(bound).plan(NODES, js, now=0.0)
+    assert plan.assignments["head"] is None and plan.assignments["r1"] == {"a100-1": 4}
+    assert HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, js, now=0.0).assignments["head"] is None
+    # without a bound the reservation's run-time rule still serves it (the rule as it was)
+    plain = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5)
+    assert HopsPolicy(plain).plan(NODES, js, now=0.0).assignments["head"] is not None
