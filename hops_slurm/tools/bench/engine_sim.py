@@ -49,8 +49,8 @@ DIFFERENCES = [
     "its probes running on the simulated profiler's own GPUs; the engine collects their records at the first "
     "refresh after they end (up to two 30 s ticks later than the fast path).",
     "- The enactor refuses a placement Slurm would not make exactly (an uneven split over nodes, `greedy_split`: "
-    "Slurm 22.05 splits `--gpus` greedily in node order); the fast path enacts any plan. The refused job waits "
-    "for the next plan.",
+    "Slurm 22.05 splits `--gpus` greedily in node order); the fast path applies the same rule with the free GPUs "
+    "counted as the enactor counts them (hops_slurm/sim/split.py). The refused job waits for the next plan.",
     "- The engine accounts jobs at its refreshes (every 30 s), the fast path at every event; both estimate "
     "processed samples from the runtime records by one function (hops_slurm/core/processed.py: restart time "
     "is not progress, redone samples count once), the engine from the record files it reads at its refreshes.",
