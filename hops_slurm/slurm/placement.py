@@ -18,6 +18,7 @@ from pathlib import Path
 from hops_slurm.errors import HopsError
 from hops_slurm.rootfile import ensure_own_dir, remove_file, write_file
 from hops_slurm.slurm.api import SlurmJob, SlurmNode
+from planner.fragsplit import greedy_split, split_as_planned  # noqa: F401 - Slurm's split, stated once
 
 log = logging.getLogger(__name__)
 
@@ -36,33 +37,13 @@ def ordered_config(config: Mapping[str, int], node_order: list[str]) -> dict[str
     return {n: int(config[n]) for n in sorted(config, key=rank.__getitem__) if config[n] > 0}
 
 
-def greedy_split(total: int, nodes: list[str], free: Mapping[str, int]) -> dict[str, int] | None:
-    """How Slurm 22.05 splits ``--gpus=total`` over required ``nodes`` (in node order) given their free
-    GPUs: each node takes as many as it can while leaving one for every node after it. None if the
-    free GPUs cannot hold it. (Observed: 6 GPUs on two idle 8-GPU nodes -> 5+1; 4 on two idle 4-GPU
-    nodes -> 3+1.)"""
-    out: dict[str, int] = {}
-    left = total
-    for i, node in enumerate(nodes):
-        after = len(nodes) - i - 1
-        take = min(free.get(node, 0), left - after)
-        if take < 1:
-            return None
-        out[node] = take
-        left -= take
-    return out if left == 0 else None
-
-
 def realisable(config: Mapping[str, int], free: Mapping[str, int], node_order: list[str]) -> bool:
     """True if Slurm will allocate exactly ``config`` given the free GPUs per node. An even split is
     exact whenever it starts (it waits for busy GPUs); an uneven one only if the greedy split of the
-    GPUs free now equals it."""
+    GPUs free now equals it. The split itself is stated once, in :mod:`planner.fragsplit` (the planner
+    replays it with ``split_as_planned``)."""
     cfg = ordered_config(config, node_order)
-    if len(set(cfg.values())) <= 1:
-        return True
-    if any(k > free.get(n, 0) for n, k in cfg.items()):
-        return False
-    return greedy_split(sum(cfg.values()), list(cfg), free) == cfg
+    return split_as_planned(cfg, free, {n: i for i, n in enumerate(node_order)})
 
 
 def placement_fields(config: Mapping[str, int], nodes: Mapping[str, SlurmNode], node_order: list[str]) -> dict[str, str]:
