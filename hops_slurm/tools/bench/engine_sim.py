@@ -120,7 +120,7 @@ def assemble(out_dir: Path) -> Path:
     lines += DIFFERENCES
     notes = data / NOTES  # the hand-written part, kept as it is
     if notes.is_file():
-        lines += ["", notes.read_text().rstrip("\n")]
+        lines += [notes.read_text().rstrip("\n"), ""]
     path = out_dir / "engine-sim.md"
     return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
                                  command=command(os.environ))
