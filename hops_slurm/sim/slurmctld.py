@@ -564,7 +564,7 @@ def directives(spec: JobSpec) -> HopsDirectives:
     """The ``#HOPS`` line of a workload job as the hook stores it: its counts, declared samples, model and
     the model's batch size; HopsError naming the job if the hook would refuse it."""
     try:
-        return HopsDirectives(gpus=tuple(spec.requirements), samples=max(1, round(spec.declared)),
+        return HopsDirectives(gpus=tuple(spec.requirements), samples=int(spec.declared),
                               batch_size=batch_size(spec.model), model=directive_model(family(spec.model)))
     except ValueError as exc:
         raise HopsError(f"workload job {spec.job_id}: its #HOPS line would be refused: {str(exc).splitlines()[0]}") from None

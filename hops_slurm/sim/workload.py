@@ -96,8 +96,20 @@ class JobSpec:
 
     @property
     def declared(self) -> float:
-        """What the scheduler is told: ``declared_samples``, or the truth for an honest job."""
-        return self.total_samples if self.declared_samples is None else self.declared_samples
+        """What the scheduler is told: ``declared_samples``, or the truth for an honest job, as the job's
+        ``#HOPS samples=`` line carries it (:func:`declared_count`). Both simulated paths read this one
+        number: the fast path plans with it, the engine path's simulated hook writes it into the directive
+        the engine parses (:func:`hops_slurm.sim.slurmctld.directives`)."""
+        return declared_count(self.total_samples if self.declared_samples is None else self.declared_samples)
+
+
+def declared_count(samples: float) -> float:
+    """``samples`` as a ``#HOPS samples=`` line states it: a whole number of samples, at least 1 (the
+    directive's count is an integer, :class:`hops_slurm.directives.HopsDirectives`). A workload's truth is
+    fractional; were the fast path to plan with the fraction and the engine with the directive's integer,
+    every eq. 9 age would differ in its last digits and the planner's ties would break apart between the
+    paths (docs/results/engine-sim.md)."""
+    return float(max(1, round(samples)))
 
 
 def _usable_models(truth: GroundTruth, max_gpus: int) -> list[str]:

@@ -57,10 +57,24 @@ DIFFERENCES = [
     "- Both paths charge one cost model (hops_slurm/sim/costs.py): a requeue's notice holds the job's GPUs and "
     "a job placed on a node where a notice runs starts when the notices there end. On the engine path the "
     "requeue and the placements come at one virtual instant, so a job a fragment plan placed beside a notice "
-    "may be split by Slurm otherwise than planned once it starts (the enactor then requeue-holds it).", "",
+    "may be split by Slurm otherwise than planned once it starts (the enactor then requeue-holds it).",
+    "- Restart costs: the engine learns each model's from its runtime records (start to first progress, notice "
+    "included; `[engine] restart_cost_default`, 60 s, before), the fast path is told the cost model's; a run "
+    "without a record yet counts its time less that cost as progress (engine) or less the process start (fast).",
+    "- Fair share: the fast path gives each job its owner's decayed-usage factor, the engine path has no `sshare` "
+    "(every factor 1.0); the planner reads it only with `fairshare_weight` > 0 (default 0).",
+    "- Both plan with the declared samples as the job's `#HOPS samples=` line states them (a whole number). The "
+    "planner's choice among near-equal plans (1% gap; jobs without data are equal on every GPU type) turns on "
+    "the last bits of its inputs, and the engine's times are Unix seconds (2.4e-7 s resolution): the paths part "
+    "within the first hour and one seed's numbers differ within the planner's own noise (see the section below).", "",
     "The engine path's wall time is its SQLite writes (journal, engine state, records; `synchronous=OFF` in "
     "simulation), the probe and runtime-record files and the estimates made at every refresh.", "",
 ]
+
+
+#: a hand-written part (engine-sim/notes.md: measurements made by hand, e.g. why the paths differ), put
+#: after the generated text when present
+NOTES = "notes.md"
 
 
 def parts(env: Mapping[str, str]) -> list[str]:
@@ -104,6 +118,9 @@ def assemble(out_dir: Path) -> Path:
         if part.is_file():
             lines += [part.read_text().rstrip("\n"), ""]
     lines += DIFFERENCES
+    notes = data / NOTES  # the hand-written part, kept as it is
+    if notes.is_file():
+        lines += [notes.read_text().rstrip("\n"), ""]
     path = out_dir / "engine-sim.md"
     return results_header.write(path, "\n".join(lines) + "\n", generator=f"{__name__}:run",
                                  command=command(os.environ))

@@ -8,6 +8,7 @@ from hops_slurm.sim.costs import CostModel
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.core.rounds import LoopSettings, run_rounds
 from hops_slurm.report.metrics import summarize
+from hops_slurm.sim.slurmctld import directives
 from hops_slurm.sim.workload import JobSpec
 from planner.baselines import FifoGreedy
 from planner.views import Plan, Policy
@@ -273,3 +274,17 @@ def test_a_job_with_zero_progress_on_every_config_is_set_aside_and_not_placed_ag
     assert 1 <= len(stuck.placements) <= 2
     assert stuck.end is not None and stuck.end < 2 * 3600.0
     assert all(p.end is not None and p.end - p.start < 3600.0 for p in stuck.placements)
+
+
+def test_a_fractional_declaration_is_planned_as_its_hops_line_states_it(tmp_path):
+    """The fast path plans with the samples the engine path reads from the job's #HOPS line (an integer
+    count the simulated hook writes), not with the workload's fraction: else every eq. 9 age differs between
+    the paths in its last digits and the planner's ties break apart (docs/results/engine-sim.md)."""
+    honest = JobSpec("a", 0.0, R50, (4,), 1000.6)
+    liar = JobSpec("b", 0.0, R50, (4,), 1e6, declared_samples=2.4)
+    backend = SimBackend(cluster(tmp_path, nodes=2), (honest, liar))
+    backend.wait_until(0.0)
+    views = {v.job_id: v for v in backend.job_views(fragment=False)}
+    assert views["a"].total_samples == float(directives(honest).samples) == 1001.0
+    assert views["b"].total_samples == float(directives(liar).samples) == 2.0
+    assert {r.job_id: r.total_samples for r in backend.job_records()} == {"a": 1001.0, "b": 2.0}

@@ -14,7 +14,8 @@ def test_the_first_users_by_name_understate_and_nothing_else_changes() -> None:
     changed = declare(jobs, users, 100.0)
     for old, new in zip(jobs, changed):
         assert new.total_samples == old.total_samples and new.arrival == old.arrival
-        assert new.declared == (old.total_samples / 100.0 if old.user in users else old.total_samples)
+        # as the job's #HOPS line states it: a whole number of samples (hops_slurm.sim.workload.declared_count)
+        assert new.declared == round(old.total_samples / 100.0 if old.user in users else old.total_samples)
     assert changed_users(jobs, 0.0) == set()
     assert {s.tag for s in SCENARIOS} >= {"honest", "liars-10-100-on", "liars-30-10-off", "over-30-10-on"}
 
