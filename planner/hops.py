@@ -78,6 +78,7 @@ from planner.configs import generate_configs, is_high_sensitivity, iter_configs
 from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
+from planner.explore_types import masked, remember
 from planner.fragfill import swap_for_fragments
 from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
@@ -88,6 +89,7 @@ from planner.requeue_price import requeue_priors
 from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
+from planner.settle import drop_moves, settled
 from planner.stretch import stretch_priors
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 from planner.window import Window, select
@@ -195,6 +197,8 @@ class HopsPolicy(Policy):
         self._idle_before: dict[str, int] | None = None
         #: queue heads a round plan started with planner.reserve's overriding weight, while they run
         self._protected: set[str] = set()
+        #: job id -> the GPU types it has run on (planner.explore_types, with ``explore_types_once``)
+        self._ran_on: dict[str, frozenset[str]] = {}
         #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
         #: throughput function judged): the verdict of :meth:`_unservable`
         self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
@@ -421,6 +425,8 @@ def _candidates(s: PlanState) -> None:
     s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
                              restart_penalty=0.0 if s.fragment else p.restart_penalty, priced=not s.fragment,
                              preempt_penalty=p.preempt_penalty, spans=p.spans)
+    if p.settle_time > 0.0 and not s.fragment:  # jobs placed a short while ago are not moved (planner.settle)
+        s.cands = drop_moves(s.cands, s.running, s.cluster, p.settle_time)
 
 
 def _backfill(s: PlanState) -> None:
@@ -483,8 +489,12 @@ def _fill(s: PlanState) -> None:
 
 def _explore(s: PlanState) -> None:
     """Configs no record measured, on GPUs the plan leaves idle (planner.explore)."""
-    if s.policy.params.explore:
-        s.chosen, s.explored = explore_idle(s.chosen, s.planned, s.cluster, s.capacity, s.policy.params.sigma,
+    if s.policy.params.explore:  # jobs placed a short while ago are not moved (planner.settle)
+        jobs = settled(s.planned, s.policy.params.settle_time)
+        if s.policy.params.explore_types_once:  # explore a GPU type once by moves (planner.explore_types)
+            remember(s.policy._ran_on, s.jobs, s.cluster, prune=not s.fragment)
+            jobs = masked(jobs, s.policy._ran_on, s.cluster)
+        s.chosen, s.explored = explore_idle(s.chosen, jobs, s.cluster, s.capacity, s.policy.params.sigma,
                                             s.policy._idle_before, move_running=s.policy.params.explore_moves,
                                             move_spanning=s.policy.params.explore_spanning,
                                             scaling=s.policy.params.explore_scaling,

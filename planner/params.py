@@ -39,6 +39,7 @@ class PlannerParams:
     preempt_penalty: float = 1.5
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
+    settle_time: float = 0.0
     requeue_price: float = 0.0
     fragment_swaps: bool = False
     fragment_moves: bool = False
@@ -52,6 +53,7 @@ class PlannerParams:
     explore_scaling: bool = False
     explore_floor: float = 0.0
     explore_room: bool = False
+    explore_types_once: bool = False
     head_reservation: bool = False
     reserve_after: float = 1.0
     reserve_bound: float = 0.0
@@ -141,6 +143,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
+    "settle_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: a running job placed less than this long ago is not "
+                    "moved by a round plan (the ILP or exploration), though it may still be preempted for a waiting job "
+                    "(planner.settle; 0 = off)"),
     "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
                       "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
                       "this many minimum run times; planner.requeue_price; 0 = off)"),
@@ -166,6 +171,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                       "where its estimate there is at least this share of its planned rate (planner.explore_floor; 0 = off)"),
     "explore_room": (_switch, "true or false: a running job is moved to explore an unmeasured config only as part of a "
                      "placement that starts a waiting job now, or onto GPUs idle for a whole round (planner.explore_room)"),
+    "explore_types_once": (_switch, "true or false: a running job is moved to explore an unmeasured config only onto a GPU "
+                           "type it has not run on; jobs that start or restart explore as before (planner.explore_types)"),
     "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
