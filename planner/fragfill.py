@@ -41,6 +41,11 @@ arriving at a full cluster with 13 GPUs of its type idle; the last wide jobs of 
 least doubles the GPUs at work on those GPUs, and the displaced job is back in the queue for the
 fragment plans of the same round.
 
+Narrower swaps (:mod:`planner.swap_order`, each off by default): ``swap_shorter`` requeues only for a
+waiting job that ends first; ``swap_narrow`` displaces the placed job of fewest GPUs that makes the swap,
+``swap_soonest`` the one expected back on GPUs first (before worth); ``swap_back`` requeues only a job
+expected back on GPUs within that many seconds.
+
 Bounded: at most :data:`MAX_WAITING` waiting jobs are looked at per planning; placed jobs are tried
 lowest weighted gain first and the search stops at the first that makes a swap; a placed job is tried
 only when it holds GPUs of a type with idle GPUs, the waiting job's smallest request fits those plus its
@@ -54,6 +59,7 @@ from collections.abc import Mapping, Sequence
 from planner.configs import generate_configs
 from planner.moves import move_price, remaining_seconds
 from planner.signatures import Candidate, signature
+from planner.swap_order import RestartWaits, finishes_first
 from planner.views import ClusterView, Config, JobView, NodeView, config_gpus
 
 #: waiting jobs the plan left out that are looked at per planning, highest priority first
@@ -125,12 +131,18 @@ def fills_enough(config: Config, held: int) -> bool:
 def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[JobView], cands: Sequence[Candidate],
                        weights: Mapping[str, float], cluster: ClusterView, capacity: Mapping[str, int],
                        sigma: float, preempt_penalty: float, *, requeue: bool = True,
-                       relocate: bool = False, fill: bool = False) -> tuple[dict[str, Config | None], dict[str, str]]:
+                       relocate: bool = False, fill: bool = False,
+                       shorter: float = 0.0, narrow: bool = False, soonest: bool = False,
+                       back: float = 0.0) -> tuple[dict[str, Config | None], dict[str, str]]:
     """``chosen`` with the fragment swaps of the module docstring made, and the swaps (waiting job id ->
     the id of the job it displaced). ``planned``: the planning's jobs in priority order; ``capacity``:
     the GPUs per node the planning distributes (jobs held in place excluded). ``requeue``: a displaced job
     may be left out of the plan (``fragment_swaps``); ``relocate``: it may be moved to GPUs still idle
-    (``fragment_moves``); ``fill``: it may be left out of the plan for a fill swap (``fragment_fill``)."""
+    (``fragment_moves``); ``fill``: it may be left out of the plan for a fill swap (``fragment_fill``);
+    ``shorter``: with ``requeue``, only when the waiting job ends first (``swap_shorter``, :mod:`planner.swap_order`);
+    ``narrow``: the placed job of fewest GPUs is displaced first, then the lowest worth (``swap_narrow``);
+    ``soonest``: the placed job expected back on GPUs first, before that (``swap_soonest``); ``back``: with
+    ``requeue``, only a placed job expected back on GPUs within that many seconds (``swap_back``; 0 = any)."""
     out: dict[str, Config | None] = dict(chosen)
     idle = dict(capacity)
     for cfg in out.values():
@@ -149,13 +161,16 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
     largest = {t: max(cluster.nodes_of_type(t), key=lambda n: n.total_gpus) for t in cluster.gpu_types}
     premium = 1.0 + preempt_penalty
     # the placed jobs, lowest weighted gain (without the premium) first: the first that makes a swap is the one
-    placed: list[tuple[float, str]] = []
+    placed: list[tuple[tuple[float, ...], float, str]] = []  # (rank, worth, id): ``soonest``, ``narrow``, worth
+    waits = RestartWaits(cluster, out, jobs, idle) if soonest or back > 0.0 else None
     for p_id, p_cfg in out.items():
         p_job = jobs.get(p_id)
         worth = gain.get((p_id, signature(p_cfg, by_name))) if p_cfg and p_job is not None else None
         if worth is not None:
-            placed.append((weights.get(p_id, 0.0) * worth / (premium if p_job.current else 1.0), p_id))
-    placed.sort(key=lambda vp: vp[0])
+            value = weights.get(p_id, 0.0) * worth / (premium if p_job.current else 1.0)
+            rank = ((waits.wait(p_job, p_cfg),) if soonest and waits is not None else ()) + ((float(config_gpus(p_cfg)),) if narrow else ())
+            placed.append((rank + (value,), value, p_id))
+    placed.sort(key=lambda rvp: rvp[0])
     swaps: dict[str, str] = {}
     for w_job in waiting:
         low = _lowest_rate(w_job, cands)
@@ -169,11 +184,11 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                                   for n in cluster.nodes))
         if any(_rate(w_job, cfg) > 0.0 for cfg in generate_configs(w_job, alone, sigma)):
             continue  # it fits the idle GPUs alone: a fill for the fragment plans, not a swap
-        # (placed worth, -waiting worth, placed id, config, the placed job's new config or None)
-        best: tuple[float, float, str, Config, Config | None] | None = None
-        for p_value, p_id in placed:
+        # (placed rank, -waiting worth, placed id, config, the placed job's new config or None)
+        best: tuple[tuple[float, ...], float, str, Config, Config | None] | None = None
+        for p_rank, p_value, p_id in placed:
             p_cfg = out.get(p_id)
-            if best is not None and p_value > best[0]:
+            if best is not None and p_rank > best[0]:
                 break
             if not p_cfg or p_id in swaps.values():
                 continue
@@ -190,16 +205,18 @@ def swap_for_fragments(chosen: Mapping[str, Config | None], planned: Sequence[Jo
                 if config_gpus(cfg) <= held:
                     continue  # fills no idle GPU
                 w_value = weights[w_job.job_id] * _rate(w_job, cfg) / low
-                if best is not None and (p_value, -w_value) >= best[:2]:
+                if best is not None and (p_rank, -w_value) >= best[:2]:
                     continue
                 moved = None
                 if relocate:  # the displaced job on the GPUs still idle after the swap, what it keeps there
                     left = {n: idle.get(n, 0) + p_cfg.get(n, 0) - cfg.get(n, 0) for n in by_name}
                     moved = _relocation(jobs[p_id], p_cfg, left, cluster, sigma)
                 if moved is not None and w_value > p_value * (1.0 - moved[0]):
-                    best = (p_value, -w_value, p_id, cfg, moved[1])
-                elif (requeue and w_value > p_value) or (fill and fills_enough(cfg, held)):
-                    best = (p_value, -w_value, p_id, cfg, None)
+                    best = (p_rank, -w_value, p_id, cfg, moved[1])
+                elif ((requeue and w_value > p_value and finishes_first(w_job, cfg, jobs[p_id], p_cfg, shorter)
+                       and (waits is None or back <= 0.0 or waits.wait(jobs[p_id], p_cfg) <= back))
+                      or (fill and fills_enough(cfg, held))):
+                    best = (p_rank, -w_value, p_id, cfg, None)
         if best is None:
             continue
         _, _, p_id, cfg, new_cfg = best

@@ -522,7 +522,9 @@ def _swaps(s: PlanState) -> None:
     if not s.fragment and (p.fragment_swaps or p.fragment_moves or p.fragment_fill):
         s.chosen, s.swapped = swap_for_fragments(s.chosen, s.planned, s.cands, s.w, s.cluster, s.capacity,
                                                  p.sigma, p.preempt_penalty, requeue=p.fragment_swaps,
-                                                 relocate=p.fragment_moves, fill=p.fragment_fill)
+                                                 relocate=p.fragment_moves, fill=p.fragment_fill,
+                                                 shorter=p.swap_shorter, narrow=p.swap_narrow,
+                                                 soonest=p.swap_soonest, back=p.swap_back)
     if p.split_spans:  # placements Slurm would not split as planned (planner.fragsplit), every planning
         s.chosen, _ = keep_splittable(s.chosen, [j.job_id for j in s.jobs], s.capacity, s.current,
                                       {j.job_id: j.throughput for j in s.planned}, s.cluster)

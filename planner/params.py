@@ -42,6 +42,10 @@ class PlannerParams:
     settle_time: float = 0.0
     requeue_price: float = 0.0
     fragment_swaps: bool = False
+    swap_shorter: float = 0.0
+    swap_narrow: bool = False
+    swap_soonest: bool = False
+    swap_back: float = 0.0
     fragment_moves: bool = False
     fragment_fill: bool = False
     split_spans: bool = False
@@ -151,6 +155,15 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                       "this many minimum run times; planner.requeue_price; 0 = off)"),
     "fragment_swaps": (_switch, "true or false: a round plan may preempt a running job for a waiting job that also fills "
                        "idle GPUs when eq. 11 without the premium rises (planner.fragfill)"),
+    "swap_shorter": (_number(0.0, 100.0), "a number in [0, 100]: with fragment_swaps, a swap requeues the job it displaces "
+                     "only when the waiting job's remaining time is at most this many times the displaced job's "
+                     "(planner.swap_order; 0 = off)"),
+    "swap_narrow": (_switch, "true or false: a fragment swap displaces the placed job of fewest GPUs that makes it, "
+                    "then the lowest worth; false = the lowest worth (planner.fragfill)"),
+    "swap_soonest": (_switch, "true or false: a fragment swap displaces the placed job expected to get GPUs again first "
+                     "(planner.swap_order); false = the lowest worth"),
+    "swap_back": (_number(0.0, 864000.0), "seconds in [0, 864000]: with fragment_swaps, a swap requeues only a job expected "
+                  "to get GPUs again within this time (planner.swap_order; 0 = any)"),
     "fragment_moves": (_switch, "true or false: a round plan may move a running job to idle GPUs where the move pays for "
                        "itself, for a waiting job that takes its GPUs and fills idle ones (planner.fragfill)"),
     "fragment_fill": (_switch, "true or false: a round plan may preempt a running job for a waiting job that puts at least "
