@@ -8,8 +8,8 @@ import random
 from collections import defaultdict
 
 import pytest
-from hypothesis import example, HealthCheck, given, settings
-from hypothesis import example, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from planner.configs import generate_configs
 from planner.greedy import fill_leftovers, greedy_plan
