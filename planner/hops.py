@@ -84,6 +84,7 @@ from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
+from planner.jct_gain import efficiency_gains, remaining_weights, saturated
 from planner.params import PlannerParams
 from planner.requeue_price import requeue_priors
 from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
@@ -422,8 +423,10 @@ def _classes(s: PlanState) -> None:
 
 def _candidates(s: PlanState) -> None:
     p = s.policy.params
+    # idle_moves: unsaturated round plans price moves by their restart and lost work only (planner.jct_gain)
+    free = s.fragment or (p.idle_moves and not saturated(s.live, s.cluster.free_gpus))
     s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
-                             restart_penalty=0.0 if s.fragment else p.restart_penalty, priced=not s.fragment,
+                             restart_penalty=0.0 if free else p.restart_penalty, priced=not s.fragment,
                              preempt_penalty=p.preempt_penalty, spans=p.spans)
     if p.settle_time > 0.0 and not s.fragment:  # jobs placed a short while ago are not moved (planner.settle)
         s.cands = drop_moves(s.cands, s.running, s.cluster, p.settle_time)
@@ -449,6 +452,10 @@ def _weights(s: PlanState) -> None:
     if p.requeue_price > 0.0 and p.priority == "lr" and not s.fragment:  # a requeue priced (planner.requeue_price)
         prior = requeue_priors(prior, s.running, s.keeping, p.min_run_time, p.requeue_price)
     s.w = weights(stretch_priors(prior) if p.stretch_weights and p.priority == "lr" else prior, s.policy.lambda_)
+    if p.remaining_weight > 0.0:  # shortest remaining work first within eq. 11 (planner.jct_gain)
+        s.w = remaining_weights(s.w, s.planned, p.remaining_weight, s.cands if p.remaining_basis == "slowest" else None)
+    if p.gpu_efficiency > 0.0 and saturated(s.live, s.cluster.free_gpus):  # gains per GPU (planner.jct_gain)
+        s.cands = efficiency_gains(s.cands, p.gpu_efficiency)
     if p.head_reservation and not s.fragment:  # the reserved head and those started so before (planner.reserve)
         s.w.update(overriding_weights(s.reserved, s.policy._protected & set(s.w), s.cands, s.w))
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}

@@ -50,6 +50,10 @@ class PlannerParams:
     fragment_fill: bool = False
     split_spans: bool = False
     stretch_weights: bool = False
+    gpu_efficiency: float = 0.0
+    remaining_weight: float = 0.0
+    remaining_basis: str = "age"
+    idle_moves: bool = False
     pin_running: bool = True
     explore: bool = True
     explore_moves: bool = True
@@ -172,6 +176,17 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                     "Slurm splits it, or left out (planner.fragsplit)"),
     "stretch_weights": (_switch, "true or false: eq. 11 weights a job by 1 + its latency ratio (its slowdown so far) "
                         "instead of the latency ratio (planner.stretch; the lr priority only)"),
+    "gpu_efficiency": (_number(0.0, 10.0), "a number in [0, 10]: when the planned jobs' smallest demands exceed the free "
+                       "GPUs, each candidate's gain is multiplied by its gain per GPU over the job's best, to this power "
+                       "(planner.jct_gain; 0 = off)"),
+    "remaining_weight": (_number(0.0, 10.0), "a number in [0, 10]: each planned job's eq. 11 weight is multiplied by (the "
+                         "mean expected remaining run time / its own) to this power (planner.jct_gain; 0 = off)"),
+    "remaining_basis": (_choice(("age", "slowest")), "age or slowest: with remaining_weight, a job's remaining run time "
+                        "is its age times the share of its samples left, or its remaining samples on its slowest candidate "
+                        "(weight x gain = the share of its remaining work done per second; planner.jct_gain)"),
+    "idle_moves": (_switch, "true or false: a round plan whose planned jobs' smallest demands fit the free GPUs (nothing "
+                   "waits for them) prices a running job's moves by their restart and lost work only, without "
+                   "restart_penalty (planner.jct_gain)"),
     "pin_running": (_switch, "true or false"),
     "explore": (_switch, "true or false: try a config no record measured when its GPUs sit idle (planner.explore)"),
     "explore_moves": (_switch, "true or false: a running job never preempted may be moved to explore an unmeasured config; "
