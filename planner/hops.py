@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from planner.backfill import fillers, reservation
 from planner.candidates import candidates_for
 from planner.compact import gc_paused
-from planner.configs import generate_configs, is_high_sensitivity, iter_configs
+from planner.configs import is_high_sensitivity, iter_configs
 from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
@@ -82,7 +82,7 @@ from planner.explore_types import masked, remember
 from planner.fragfill import swap_for_fragments
 from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
-from planner.moves import HELD_ENDING, current_rate, held_reason, move_price
+from planner.moves import current_rate, hold_in_place
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.jct_gain import efficiency_gains, remaining_weights, saturated
 from planner.params import PlannerParams
@@ -100,46 +100,6 @@ log = logging.getLogger(__name__)
 #: solves per round plan at most: the first, then, if it moved a running job to an equivalent
 #: placement, again with every running job's current signature pinned to the nodes it holds
 PIN_PASSES = 2
-
-
-def _pays_to_move(job: JobView, idle: ClusterView, sigma: float) -> bool:
-    """Whether some config of running ``job`` on the ``idle`` GPUs (no running job holds them) is a move
-    that pays (:func:`planner.moves.move_price`)."""
-    rate_now = current_rate(job)
-    for cfg in generate_configs(job, idle, sigma, one_per_class=True):
-        try:
-            thr = float(job.throughput(cfg))
-        except Exception:  # noqa: BLE001 - no estimate there: no move there
-            continue
-        if thr > 0.0 and move_price(job, rate_now, thr).saves > 0.0:
-            return True
-    return False
-
-
-def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0,
-                  sigma: float = 1.4) -> tuple[
-        ClusterView, dict[str, str]]:
-    """The running jobs a round leaves where they are (:func:`planner.moves.held_reason`: job id ->
-    why) and the cluster the round plans the others on: each node's free GPUs less what those jobs hold."""
-    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth))}
-    ending = [j for j in jobs if held.get(j.job_id) == HELD_ENDING]
-    if ending:  # nearly done: kept unless a move to GPUs no running job holds pays
-        busy: dict[str, int] = {}
-        for j in jobs:
-            for n, g in (j.current or {}).items():
-                busy[n] = busy.get(n, 0) + g
-        idle = cluster.with_free(lambda n: max(0, n.free_gpus - busy.get(n.name, 0)))
-        for j in ending:
-            if idle.free_gpus and _pays_to_move(j, idle, sigma):
-                del held[j.job_id]
-    if not held:
-        return cluster, {}
-    taken: dict[str, int] = {}
-    for j in jobs:
-        if j.job_id in held and j.current:
-            for n, g in j.current.items():
-                taken[n] = taken.get(n, 0) + g
-    return cluster.with_free(lambda n: max(0, n.free_gpus - taken.get(n.name, 0))), held
 
 
 #: what of the compact solve's extras a plan's diagnostics carry (``solve_extra``)
@@ -383,7 +343,7 @@ def _unservable(s: PlanState) -> None:
 
 def _in_place(s: PlanState) -> None:
     """A fragment plan's running jobs are context only; a round plan's running jobs that may not move
-    (planner.moves) are held and planned around (:func:`hold_in_place`)."""
+    (planner.moves) are held and planned around (:func:`planner.moves.hold_in_place`)."""
     p = s.policy.params
     if s.fragment:
         s.keeping = [j for j in s.live if j.current]

@@ -17,7 +17,7 @@ Two rules:
      unsaved work): stopping it can only delay it;
    - its remaining time is below ``min_run_time`` (it frees its GPUs before a job started in its place
      could be moved again), unless a move to GPUs no running job holds pays (``HELD_ENDING``: the
-     policy checks that, :func:`planner.hops.hold_in_place`).
+     policy checks that, :func:`hold_in_place`).
    A held job keeps its GPUs; the round plans the others around it. A job whose estimate where it runs
    is 0 (its records there show no progress, :mod:`estimator.progress`) is never held.
 2. **A move's worth** (:func:`move_price`, for each candidate config of a running job:
@@ -34,9 +34,11 @@ Two rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.views import JobView
+from planner.configs import generate_configs
+from planner.views import ClusterView, JobView
 
 #: why a running job is held in place (diagnostics ``held``)
 HELD_MIN_RUN_TIME = "min_run_time"
@@ -118,5 +120,46 @@ def move_price(job: JobView, rate_now: float, rate_new: float) -> MovePrice:
     return MovePrice(work / move, stay - move)
 
 
+def _pays_to_move(job: JobView, idle: ClusterView, sigma: float) -> bool:
+    """Whether some config of running ``job`` on the ``idle`` GPUs (no running job holds them) is a move
+    that pays (:func:`planner.moves.move_price`)."""
+    rate_now = current_rate(job)
+    for cfg in generate_configs(job, idle, sigma, one_per_class=True):
+        try:
+            thr = float(job.throughput(cfg))
+        except Exception:  # noqa: BLE001 - no estimate there: no move there
+            continue
+        if thr > 0.0 and move_price(job, rate_now, thr).saves > 0.0:
+            return True
+    return False
+
+
+def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0,
+                  sigma: float = 1.4) -> tuple[
+        ClusterView, dict[str, str]]:
+    """The running jobs a round leaves where they are (:func:`planner.moves.held_reason`: job id ->
+    why) and the cluster the round plans the others on: each node's free GPUs less what those jobs hold."""
+    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth))}
+    ending = [j for j in jobs if held.get(j.job_id) == HELD_ENDING]
+    if ending:  # nearly done: kept unless a move to GPUs no running job holds pays
+        busy: dict[str, int] = {}
+        for j in jobs:
+            for n, g in (j.current or {}).items():
+                busy[n] = busy.get(n, 0) + g
+        idle = cluster.with_free(lambda n: max(0, n.free_gpus - busy.get(n.name, 0)))
+        for j in ending:
+            if idle.free_gpus and _pays_to_move(j, idle, sigma):
+                del held[j.job_id]
+    if not held:
+        return cluster, {}
+    taken: dict[str, int] = {}
+    for j in jobs:
+        if j.job_id in held and j.current:
+            for n, g in j.current.items():
+                taken[n] = taken.get(n, 0) + g
+    return cluster.with_free(lambda n: max(0, n.free_gpus - taken.get(n.name, 0))), held
+
+
 __all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "HELD_ENDING", "MovePrice", "current_rate", "held_reason",
+           "hold_in_place",
            "move_price", "remaining_seconds"]
