@@ -118,6 +118,9 @@ def test_cpu_seconds_grow_with_work_and_count_children_once_waited() -> None:
         pass
     assert load.cpu_seconds() >= before + 0.05
     waited = load.children_cpu_seconds()
-    subprocess.run([sys.executable, "-c", "import os, time\nt = os.times()\nwhile sum(os.times()[:2]) < sum(t[:2]) + 0.05: pass"],
+    # the child spins 0.1 s of its own CPU time and the check asks for 0.05 s: CPU time is counted in clock
+    # ticks (10 ms), and a child that stopped at exactly 0.05 s once failed the check by float rounding
+    # (196.98 >= 196.93 + 0.05)
+    subprocess.run([sys.executable, "-c", "import os, time\nt = os.times()\nwhile sum(os.times()[:2]) < sum(t[:2]) + 0.1: pass"],
                    check=True)
     assert load.children_cpu_seconds() >= waited + 0.05
