@@ -60,7 +60,7 @@ its optimistic estimate beats the planned rate (priced like a move for a running
 ``explored`` names each with why.
 
 Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored,
-swapped, lambda, objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver,
+swapped, grown, lambda, objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver,
 n_vars, n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method, solve_extra
 (the compact solve's signatures, columns in the model, pricing rounds, dives and LP bound).
 """
@@ -79,6 +79,7 @@ from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
 from planner.explore_types import masked, remember
+from planner.fraggrow import grow_into_fragments
 from planner.fragfill import swap_for_fragments
 from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
@@ -315,6 +316,8 @@ class PlanState:
     cands: list[Candidate] = field(default_factory=list)
     backfilled: list[str] = field(default_factory=list)
     reserved: str = ""  # the queue head that outweighs every other job (planner.reserve)
+    held_type: str = ""  # the GPU type of the queue head's reservation (planner.reserve), "" when none
+    grown: dict[str, int] = field(default_factory=dict)  # running jobs grown into fragments (planner.fraggrow)
     w: dict[str, float] = field(default_factory=dict)
     capacity: dict[str, int] = field(default_factory=dict)
     current: dict[str, Config] = field(default_factory=dict)
@@ -402,6 +405,7 @@ def _backfill(s: PlanState) -> None:
                                shortest=p.min_run_time if p.reserve_bound > 0 else 0.0)
         if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
+            s.held_type = res.gpu_type
             s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now, p.reserve_bound) else ""
 
 
@@ -492,6 +496,9 @@ def _swaps(s: PlanState) -> None:
                                                  relocate=p.fragment_moves, fill=p.fragment_fill,
                                                  shorter=p.swap_shorter, narrow=p.swap_narrow,
                                                  soonest=p.swap_soonest, back=p.swap_back)
+    if p.fragment_growth > 0.0 and not s.fragment:  # running jobs grown into idle GPUs (planner.fraggrow)
+        s.chosen, s.grown = grow_into_fragments(s.chosen, s.planned, s.queue, s.cluster, s.capacity, p.sigma,
+                                                p.fragment_growth, s.held_type)
     if p.split_spans:  # placements Slurm would not split as planned (planner.fragsplit), every planning
         s.chosen, _ = keep_splittable(s.chosen, [j.job_id for j in s.jobs], s.capacity, s.current,
                                       {j.job_id: j.throughput for j in s.planned}, s.cluster)
@@ -528,6 +535,7 @@ def _outcome(s: PlanState) -> None:
         "unservable": dict(s.unservable),
         "explored": s.explored,
         "swapped": s.swapped,
+        "grown": s.grown,
         "entity_classes": len({(n.gpu_type, n.server_class) for n in s.cluster.nodes}),
         "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
         "lambda": policy.lambda_,

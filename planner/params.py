@@ -49,6 +49,7 @@ class PlannerParams:
     fragment_moves: bool = False
     fragment_fill: bool = False
     split_spans: bool = False
+    fragment_growth: float = 0.0
     stretch_weights: bool = False
     gpu_efficiency: float = 0.0
     remaining_weight: float = 0.0
@@ -172,6 +173,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                        "itself, for a waiting job that takes its GPUs and fills idle ones (planner.fragfill)"),
     "fragment_fill": (_switch, "true or false: a round plan may preempt a running job for a waiting job that puts at least "
                       "as many idle GPUs to work as it takes, whatever their weights (planner.fragfill)"),
+    "fragment_growth": (_number(0.0, 864000.0), "seconds in [0, 864000]: a round plan grows a running job into idle GPUs "
+                        "that no waiting job can use when the move saves it at least this long (planner.fraggrow; 0 = off)"),
     "split_spans": (_switch, "true or false: a placement Slurm would not split as planned is kept in place, split as "
                     "Slurm splits it, or left out (planner.fragsplit)"),
     "stretch_weights": (_switch, "true or false: eq. 11 weights a job by 1 + its latency ratio (its slowdown so far) "
