@@ -85,7 +85,9 @@ from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.moves import current_rate, hold_in_place
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
+from planner.growth import discount_growth
 from planner.jct_gain import efficiency_gains, remaining_weights, saturated
+from planner.keep_shorter import premium_shorter
 from planner.params import PlannerParams
 from planner.requeue_price import requeue_priors
 from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
@@ -420,6 +422,10 @@ def _weights(s: PlanState) -> None:
         s.w = remaining_weights(s.w, s.planned, p.remaining_weight, s.cands if p.remaining_basis == "slowest" else None)
     if p.gpu_efficiency > 0.0 and saturated(s.live, s.cluster.free_gpus):  # gains per GPU (planner.jct_gain)
         s.cands = efficiency_gains(s.cands, p.gpu_efficiency)
+    if p.keep_shorter > 0.0 and not s.fragment:  # against waiting peers with more work left (planner.keep_shorter)
+        s.w = premium_shorter(s.w, s.live, s.held, p.keep_shorter)
+    if p.growth_discount > 0.0 and saturated(s.live, s.cluster.free_gpus):  # a start over extra GPUs (planner.growth)
+        s.cands = discount_growth(s.cands, {n.name: n.gpu_type for n in s.cluster.nodes}, p.growth_discount)
     if p.head_reservation and not s.fragment:  # the reserved head and those started so before (planner.reserve)
         s.w.update(overriding_weights(s.reserved, s.policy._protected & set(s.w), s.cands, s.w))
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}

@@ -54,6 +54,8 @@ class PlannerParams:
     gpu_efficiency: float = 0.0
     remaining_weight: float = 0.0
     remaining_basis: str = "age"
+    growth_discount: float = 0.0
+    keep_shorter: float = 0.0
     idle_moves: bool = False
     pin_running: bool = True
     explore: bool = True
@@ -187,6 +189,12 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "remaining_basis": (_choice(("age", "slowest")), "age or slowest: with remaining_weight, a job's remaining run time "
                         "is its age times the share of its samples left, or its remaining samples on its slowest candidate "
                         "(weight x gain = the share of its remaining work done per second; planner.jct_gain)"),
+    "growth_discount": (_number(0.0, 1.0, high_open=True), "a number in [0, 1): when the planned jobs' smallest demands "
+                        "exceed the free GPUs, a candidate's gain above its job's smallest-count gain on the same GPU type "
+                        "counts only (1 - this) of itself (planner.growth; 0 = off)"),
+    "keep_shorter": (_number(0.0, 100.0), "a number in [0, 100]: in a round plan a running job's weight is multiplied by "
+                     "1 + this when every waiting job whose smallest count is at least the GPUs it holds has more expected "
+                     "run time left (planner.keep_shorter; 0 = off)"),
     "idle_moves": (_switch, "true or false: a round plan whose planned jobs' smallest demands fit the free GPUs (nothing "
                    "waits for them) prices a running job's moves by their restart and lost work only, without "
                    "restart_penalty (planner.jct_gain)"),
