@@ -78,11 +78,14 @@ from planner.configs import is_high_sensitivity, iter_configs
 from planner.eligible import confine, eligibility_classes
 from planner.entities import entity_classes
 from planner.explore import explore_idle
+from planner.explore_estimate import capped
 from planner.explore_types import masked, remember
 from planner.fraggrow import grow_into_fragments
 from planner.fragfill import swap_for_fragments
 from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
+from planner.move_back import Departures, drop_returns, no_return_explore, observe
+from planner.move_toll import tolled, weigh_kept
 from planner.moves import current_rate, hold_in_place
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.growth import discount_growth
@@ -163,6 +166,8 @@ class HopsPolicy(Policy):
         self._protected: set[str] = set()
         #: job id -> the GPU types it has run on (planner.explore_types, with ``explore_types_once``)
         self._ran_on: dict[str, frozenset[str]] = {}
+        #: job id -> the GPU types it ran on when last seen and when it left others (planner.move_back)
+        self._left: Departures = {}
         #: job id -> (cluster shape, reason or "" when servable, the config that showed it servable, the
         #: throughput function judged): the verdict of :meth:`_unservable`
         self._servable: dict[str, tuple[tuple[tuple[str, str, str, int], ...], str, Config | None, object]] = {}
@@ -350,6 +355,8 @@ def _in_place(s: PlanState) -> None:
     """A fragment plan's running jobs are context only; a round plan's running jobs that may not move
     (planner.moves) are held and planned around (:func:`planner.moves.hold_in_place`)."""
     p = s.policy.params
+    if p.return_time > 0.0:  # the GPU types each job has left, and when (planner.move_back)
+        observe(s.policy._left, s.jobs, s.cluster, s.now, prune=not s.fragment)
     if s.fragment:
         s.keeping = [j for j in s.live if j.current]
         s.live = tuple(j for j in s.live if not j.current)
@@ -390,9 +397,14 @@ def _candidates(s: PlanState) -> None:
     p = s.policy.params
     # idle_moves: unsaturated round plans price moves by their restart and lost work only (planner.jct_gain)
     free = s.fragment or (p.idle_moves and not saturated(s.live, s.cluster.free_gpus))
-    s.cands = candidates_for(s.planned, s.cluster, p.sigma, compact=p.formulation == "compact",
+    planned = tolled(s.planned, p.move_toll) if p.move_toll > 0.0 and not s.fragment else s.planned
+    s.cands = candidates_for(planned, s.cluster, p.sigma, compact=p.formulation == "compact",
                              restart_penalty=0.0 if free else p.restart_penalty, priced=not s.fragment,
                              preempt_penalty=p.preempt_penalty, spans=p.spans)
+    if p.requeue_toll > 0.0 and not s.fragment:  # earlier preemptions make a requeue dearer (planner.move_toll)
+        s.cands = weigh_kept(s.cands, s.running, p.requeue_toll)
+    if p.return_time > 0.0 and not s.fragment:  # no quick move back (planner.move_back)
+        s.cands = drop_returns(s.cands, s.running, s.cluster, s.policy._left, s.now, p.return_time)
     if p.settle_time > 0.0 and not s.fragment:  # jobs placed a short while ago are not moved (planner.settle)
         s.cands = drop_moves(s.cands, s.running, s.cluster, p.settle_time)
 
@@ -471,6 +483,12 @@ def _explore(s: PlanState) -> None:
         if s.policy.params.explore_types_once:  # explore a GPU type once by moves (planner.explore_types)
             remember(s.policy._ran_on, s.jobs, s.cluster, prune=not s.fragment)
             jobs = masked(jobs, s.policy._ran_on, s.cluster)
+        if s.policy.params.explore_estimate:  # across servers at the estimate (planner.explore_estimate)
+            jobs = capped(jobs)
+        if s.policy.params.return_time > 0.0:  # no quick move back (planner.move_back)
+            jobs = no_return_explore(jobs, s.cluster, s.policy._left, s.now, s.policy.params.return_time)
+        if s.policy.params.move_toll > 0.0:  # earlier preemptions make a move dearer (planner.move_toll)
+            jobs = tolled(jobs, s.policy.params.move_toll)
         s.chosen, s.explored = explore_idle(s.chosen, jobs, s.cluster, s.capacity, s.policy.params.sigma,
                                             s.policy._idle_before, move_running=s.policy.params.explore_moves,
                                             move_spanning=s.policy.params.explore_spanning,

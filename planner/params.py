@@ -40,6 +40,9 @@ class PlannerParams:
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
     settle_time: float = 0.0
+    move_toll: float = 0.0
+    requeue_toll: float = 0.0
+    return_time: float = 0.0
     requeue_price: float = 0.0
     fragment_swaps: bool = False
     swap_shorter: float = 0.0
@@ -65,6 +68,7 @@ class PlannerParams:
     explore_floor: float = 0.0
     explore_room: bool = False
     explore_types_once: bool = False
+    explore_estimate: bool = False
     head_reservation: bool = False
     reserve_after: float = 1.0
     reserve_bound: float = 0.0
@@ -157,6 +161,12 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "settle_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: a running job placed less than this long ago is not "
                     "moved by a round plan (the ILP or exploration), though it may still be preempted for a waiting job "
                     "(planner.settle; 0 = off)"),
+    "move_toll": (_number(0.0, 100.0), "a number in [0, 100]: a running job preempted k times pays a move as if its "
+                  "restart cost were (1 + this k) times its own (planner.move_toll; 0 = off)"),
+    "requeue_toll": (_number(0.0, 100.0), "a number in [0, 100]: every candidate of a running job preempted k times is "
+                     "worth (1 + this k) of its gain, so a requeue is dearer (planner.move_toll; 0 = off)"),
+    "return_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: a running job is not moved back onto a GPU type it "
+                    "left less than this long ago unless its estimate there is 1.5x its current one (planner.move_back; 0 = off)"),
     "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
                       "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
                       "this many minimum run times; planner.requeue_price; 0 = off)"),
@@ -212,6 +222,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "placement that starts a waiting job now, or onto GPUs idle for a whole round (planner.explore_room)"),
     "explore_types_once": (_switch, "true or false: a running job is moved to explore an unmeasured config only onto a GPU "
                            "type it has not run on; jobs that start or restart explore as before (planner.explore_types)"),
+    "explore_estimate": (_switch, "true or false: a running job is moved to explore an unmeasured config on several servers "
+                         "only where its estimate there (not the optimistic bound) pays the move (planner.explore_estimate)"),
     "head_reservation": (_switch, "true or false: the queue's first waiting job gets EASY's reservation against the other "
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
