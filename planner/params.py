@@ -40,6 +40,8 @@ class PlannerParams:
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
     settle_time: float = 0.0
+    fragment_affinity: float = 0.0
+    young_moves: float = 0.0
     requeue_price: float = 0.0
     fragment_swaps: bool = False
     swap_shorter: float = 0.0
@@ -154,6 +156,12 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "settle_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: a running job placed less than this long ago is not "
                     "moved by a round plan (the ILP or exploration), though it may still be preempted for a waiting job "
                     "(planner.settle; 0 = off)"),
+    "fragment_affinity": (_number(0.0, 1.0), "a number in [0, 1]: a fragment plan gives a waiting job idle GPUs only "
+                          "on a config estimated at this share of its best rate on the whole cluster or more, and "
+                          "cuts its window from the jobs that have one (planner.affinity; 0 = off)"),
+    "young_moves": (_number(0.0, 864000.0), "seconds in [0, 864000]: a round plan does not move a running job placed "
+                    "less than this long ago onto GPUs it frees by moving or requeuing others (it solves again "
+                    "without that job's moves; planner.displace; 0 = off)"),
     "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
                       "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
                       "this many minimum run times; planner.requeue_price; 0 = off)"),
