@@ -84,6 +84,7 @@ from planner.explore_types import masked, remember
 from planner.fragfill import swap_for_fragments
 from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
+from planner.move_gain import drop_small_moves
 from planner.moves import current_rate, hold_in_place
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.jct_gain import efficiency_gains, remaining_weights, saturated
@@ -395,6 +396,8 @@ def _candidates(s: PlanState) -> None:
                              preempt_penalty=p.preempt_penalty, spans=p.spans)
     if p.settle_time > 0.0 and not s.fragment:  # jobs placed a short while ago are not moved (planner.settle)
         s.cands = drop_moves(s.cands, s.running, s.cluster, p.settle_time)
+    if p.move_gain > 0.0 and not s.fragment:  # moves of small gain are not made (planner.move_gain)
+        s.cands = drop_small_moves(s.cands, s.running, s.cluster, p.move_gain)
 
 
 def _backfill(s: PlanState) -> None:

@@ -42,6 +42,7 @@ class PlannerParams:
     settle_time: float = 0.0
     fragment_affinity: float = 0.0
     young_moves: float = 0.0
+    move_gain: float = 0.0
     requeue_price: float = 0.0
     fragment_swaps: bool = False
     swap_shorter: float = 0.0
@@ -162,6 +163,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "young_moves": (_number(0.0, 864000.0), "seconds in [0, 864000]: a round plan does not move a running job placed "
                     "less than this long ago onto GPUs it frees by moving or requeuing others (it solves again "
                     "without that job's moves; planner.displace; 0 = off)"),
+    "move_gain": (_number(0.0, 100.0), "a number in [0, 100]: a round plan moves a running job only to a config "
+                  "estimated at least this many times as fast as where it runs (planner.move_gain; 0 = off)"),
     "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
                       "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
                       "this many minimum run times; planner.requeue_price; 0 = off)"),
