@@ -71,7 +71,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from planner.affinity import affine, drop_slow
 from planner.backfill import fillers, reservation
+from planner.displace import solve_without_displacing
 from planner.candidates import candidates_for
 from planner.compact import gc_paused
 from planner.configs import is_high_sensitivity, iter_configs
@@ -86,6 +88,7 @@ from planner.fragsplit import keep_splittable
 from planner.greedy import fill_leftovers, greedy_plan
 from planner.move_back import Departures, drop_returns, no_return_explore, observe
 from planner.move_toll import tolled, weigh_kept
+from planner.move_gain import drop_small_moves
 from planner.moves import current_rate, hold_in_place
 from planner.ilp import Candidate, Solution, keep_running_jobs, objective_of, signature, solve_compact, solve_plain
 from planner.growth import discount_growth
@@ -325,6 +328,7 @@ class PlanState:
     reserved: str = ""  # the queue head that outweighs every other job (planner.reserve)
     held_type: str = ""  # the GPU type of the queue head's reservation (planner.reserve), "" when none
     grown: dict[str, int] = field(default_factory=dict)  # running jobs grown into fragments (planner.fraggrow)
+    best: dict[str, float] = field(default_factory=dict)  # waiting job id -> its best rate (planner.affinity)
     w: dict[str, float] = field(default_factory=dict)
     capacity: dict[str, int] = field(default_factory=dict)
     current: dict[str, Config] = field(default_factory=dict)
@@ -382,7 +386,9 @@ def _window(s: PlanState) -> None:
         planned = list(s.window.jobs)
     else:  # the paper's: the window over the waiting queue, running jobs always planned
         s.queue = queue_order([j for j in s.live if not j.current], s.prios)
-        s.window = select(s.queue, gpus, rule=p.window, fragment=s.fragment, adjust=p.sensitivity_adjustment)
+        cut = affine(s.queue, s.cluster, p.sigma, p.fragment_affinity, s.best) \
+            if s.fragment and p.fragment_affinity > 0.0 else s.queue  # jobs the idle GPUs suit (planner.affinity)
+        s.window = select(cut, gpus, rule=p.window, fragment=s.fragment, adjust=p.sensitivity_adjustment)
         planned = queue_order(s.running, s.prios) + list(s.window.jobs)
     s.planned = queue_order(planned, s.prios)  # highest priority first: entity probes, greedy fallbacks
 
@@ -407,6 +413,8 @@ def _candidates(s: PlanState) -> None:
         s.cands = drop_returns(s.cands, s.running, s.cluster, s.policy._left, s.now, p.return_time)
     if p.settle_time > 0.0 and not s.fragment:  # jobs placed a short while ago are not moved (planner.settle)
         s.cands = drop_moves(s.cands, s.running, s.cluster, p.settle_time)
+    if p.move_gain > 0.0 and not s.fragment:  # moves of small gain are not made (planner.move_gain)
+        s.cands = drop_small_moves(s.cands, s.running, s.cluster, p.move_gain)
 
 
 def _backfill(s: PlanState) -> None:
@@ -421,6 +429,9 @@ def _backfill(s: PlanState) -> None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
             s.held_type = res.gpu_type
             s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now, p.reserve_bound) else ""
+    if s.fragment and s.policy.params.fragment_affinity > 0.0:  # configs the idle GPUs suit (planner.affinity)
+        s.cands = drop_slow(s.cands, s.planned, s.cluster, s.policy.params.sigma, s.policy.params.fragment_affinity,
+                            s.best)
 
 
 def _weights(s: PlanState) -> None:
@@ -448,6 +459,11 @@ def _weights(s: PlanState) -> None:
 
 
 def _solve(s: PlanState) -> None:
+    young = s.policy.params.young_moves
+    if young > 0.0 and not s.fragment:  # no displacing moves of young jobs (planner.displace)
+        s.sol, s.cands = solve_without_displacing(lambda c: s.policy._solve(c, s.w, s.cluster, s.current), s.cands,
+                                                  s.running, s.cluster, young)
+        return
     s.sol = s.policy._solve(s.cands, s.w, s.cluster, s.current)
 
 

@@ -43,6 +43,9 @@ class PlannerParams:
     move_toll: float = 0.0
     requeue_toll: float = 0.0
     return_time: float = 0.0
+    fragment_affinity: float = 0.0
+    young_moves: float = 0.0
+    move_gain: float = 0.0
     requeue_price: float = 0.0
     fragment_swaps: bool = False
     swap_shorter: float = 0.0
@@ -167,6 +170,14 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "worth (1 + this k) of its gain, so a requeue is dearer (planner.move_toll; 0 = off)"),
     "return_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: a running job is not moved back onto a GPU type it "
                     "left less than this long ago unless its estimate there is 1.5x its current one (planner.move_back; 0 = off)"),
+    "fragment_affinity": (_number(0.0, 1.0), "a number in [0, 1]: a fragment plan gives a waiting job idle GPUs only "
+                          "on a config estimated at this share of its best rate on the whole cluster or more, and "
+                          "cuts its window from the jobs that have one (planner.affinity; 0 = off)"),
+    "young_moves": (_number(0.0, 864000.0), "seconds in [0, 864000]: a round plan does not move a running job placed "
+                    "less than this long ago onto GPUs it frees by moving or requeuing others (it solves again "
+                    "without that job's moves; planner.displace; 0 = off)"),
+    "move_gain": (_number(0.0, 100.0), "a number in [0, 100]: a round plan moves a running job only to a config "
+                  "estimated at least this many times as fast as where it runs (planner.move_gain; 0 = off)"),
     "requeue_price": (_number(0.0, 100.0), "a number in [0, 100]: with the lr priority a running job is weighed by the latency "
                       "ratio a requeue would give it (restart, unsaved work, the wait until GPUs free up for it, at most "
                       "this many minimum run times; planner.requeue_price; 0 = off)"),
