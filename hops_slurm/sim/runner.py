@@ -4,13 +4,16 @@ Data flow: :func:`simulate` builds the SimBackend for a workload, drives a fresh
 round loop, and returns a :class:`RunResult`; :func:`compare` runs every (policy, seed) pair, writes
 each run's JobRecord / RoundRecord JSONL and the live engine's records file (``records.sqlite``, the
 format ``hops-slurm report --records`` reads from a cluster) under ``out/<policy>/seed<k>/`` and
-shows a progress line.
+shows a progress line. A policy name too long for a file name (many settings after the colon) or with a
+``/`` gets a shortened folder name with a digest (:func:`policy_folder`) and its whole name in
+``policy.txt`` there.
 A run that fails (a policy error, the simulator's 90-day guard) does not lose the comparison: it is
 kept as a :class:`RunFailure` (``error.txt`` in its folder) and every other run still completes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -136,6 +139,30 @@ def simulate(
                      time.perf_counter() - start, exits=dict(sorted(exits.items())))
 
 
+#: the longest policy name used as a folder name as it is (a file name may have 255 bytes)
+FOLDER_NAME_MAX = 120
+
+
+def policy_folder(name: str) -> str:
+    """The folder name of a policy's runs: the name itself when it is a safe file name of at most
+    :data:`FOLDER_NAME_MAX` bytes, else its first 80 characters (``/`` made ``_``), ``~`` and 12 hex
+    digits of its SHA-256, so that two long names that differ only at the end do not share a folder."""
+    if "/" not in name and name not in ("", ".", "..") and len(name.encode()) <= FOLDER_NAME_MAX:
+        return name
+    head = name[:80].replace("/", "_").lstrip(".") or "policy"
+    return f"{head}~{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def run_folder(out: Path, name: str, seed: int) -> Path:
+    """Where one run's records go: ``out/<policy_folder(name)>/seed<seed>``; a shortened policy folder
+    gets the whole name in its ``policy.txt``."""
+    top = out / policy_folder(name)
+    if top.name != name:
+        top.mkdir(parents=True, exist_ok=True)
+        (top / "policy.txt").write_text(name + "\n")
+    return top / f"seed{seed}"
+
+
 def write_run(result: RunResult, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "jobs.jsonl").open("w") as fh:
@@ -230,14 +257,14 @@ def compare(
         if isinstance(outcome, str):  # one failed policy must not lose the comparison
             results.failures.append(RunFailure(name, seed, outcome))
             if out is not None:
-                folder = out / name / f"seed{seed}"
+                folder = run_folder(out, name, seed)
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / "error.txt").write_text(outcome + "\n")
             continue
         outcome.bound_avg_jct = bound
         bar.show(f"{name} seed {seed}", len(jobs), len(jobs), max(j.end or 0.0 for j in outcome.jobs), force=True)
         if out is not None:
-            write_run(outcome, out / name / f"seed{seed}")
+            write_run(outcome, run_folder(out, name, seed))
         results.append(outcome)
     bar.finish()
     return results

@@ -128,6 +128,26 @@ def test_one_failed_policy_does_not_lose_the_comparison(tmp_path, monkeypatch) -
     assert [f["policy"] for f in json.loads(js.read_text())["failed"]] == ["unenactable", "unenactable"]
 
 
+def test_a_policy_name_too_long_for_a_file_name_gets_a_short_folder_with_its_name_inside(tmp_path) -> None:
+    """A policy with many settings after the colon is longer than a file name may be (255 bytes): its runs
+    go to a shortened folder named with a digest, and ``policy.txt`` there says the whole name."""
+    long = "hops:" + ",".join(f"swap_back={i}" for i in range(30))  # valid, later settings win; 400+ characters
+    other = long.replace("swap_back=29", "swap_back=28")  # the same first 80 characters
+    assert len(long.encode()) > 255
+    out = tmp_path / "out"
+    results = runner.compare(load_cluster("paper-64"), "paper:jobs=4", ["fifo-greedy", long, other], [0], out,
+                             progress=False)
+    assert not results.failures
+    assert (out / "fifo-greedy" / "seed0" / "jobs.jsonl").is_file()  # a short name stays as it is
+    folders = {runner.policy_folder(name) for name in (long, other)}
+    assert len(folders) == 2 and all(len(f.encode()) <= runner.FOLDER_NAME_MAX for f in folders)
+    for name in (long, other):
+        top = out / runner.policy_folder(name)
+        assert (top / "seed0" / "metrics.json").is_file()
+        assert (top / "policy.txt").read_text() == name + "\n"
+    assert runner.policy_folder("hops:a/b") != "hops:a/b" and "/" not in runner.policy_folder("hops:a/b")
+
+
 def test_runs_in_several_processes_give_what_one_at_a_time_gives(tmp_path, monkeypatch) -> None:
     """``compare(workers=2)``: the same runs, the same results in the same order, failures kept too."""
     real = make_policy
