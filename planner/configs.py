@@ -349,7 +349,7 @@ def generate_configs(job: JobView, cluster: ClusterView, sigma: float, *, one_pe
 def iter_configs(job: JobView, cluster: ClusterView, sigma: float) -> Iterator[Config]:
     """The configs of :func:`generate_configs` with ``one_per_class`` and every span (no current config),
     lazily and cheapest first: every single-node config of every type, then the spans; for a caller that
-    needs one config with a positive estimate (:func:`planner.hops.why_unservable`)."""
+    needs one config with a positive estimate (:func:`planner.servable.why_unservable`)."""
     high = is_high_sensitivity(job, sigma)
     cluster = confine(cluster, job)
     types = cluster.gpu_types

@@ -14,7 +14,7 @@ administrator corrected them) the engine checks them again and, if they parse, t
 
 No progress, no placement (:func:`set_aside_unservable`): a job a round plan finds no configuration
 for (every config estimated at throughput 0, or made no progress where it ran: :mod:`estimator.progress`,
-:data:`planner.hops.NO_USABLE_CONFIG`) is set aside with that reason, so it is not placed again.
+:data:`planner.servable.NO_USABLE_CONFIG`) is set aside with that reason, so it is not placed again.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TypeVar
 from hops_slurm.directives import HopsDirectives
 from hops_slurm.engine.state import JobState, disk_failure
 from hops_slurm.slurm.api import SlurmError
-from planner.hops import NO_USABLE_CONFIG
+from planner.servable import NO_USABLE_CONFIG
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Where it sits: :meth:`hops_slurm.sim.sim_backend.SimBackend.apply` asks :func:`no_usable_config` after every
 round plan, whatever the policy: a job the plan left unplaced whose estimates give every config on the
-whole (idle) cluster throughput 0 (:func:`planner.hops.why_unservable`; a config where its runtime
+whole (idle) cluster throughput 0 (:func:`planner.servable.why_unservable`; a config where its runtime
 records show no progress is one, :mod:`estimator.progress`) is set aside with that reason, as the live
 engine tells its owner (``hops-slurm queue``, the job's Comment), and leaves the run, so a simulation of
 a trace with such jobs ends. Two more rules make it the same for every policy, those that read no
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from planner.hops import NO_USABLE_CONFIG, why_unservable
+from planner.servable import NO_USABLE_CONFIG, why_unservable
 from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView
 
@@ -68,7 +68,7 @@ def placed_where_it_cannot_run(views: Mapping[str, JobView], placed: Mapping[str
 
 def named_unservable(diagnostics: Mapping[str, object], placed: Mapping[str, Config]) -> dict[str, str]:
     """Job id -> reason, for each job a plan's ``unservable`` diagnostics name as served by no configuration
-    (:data:`planner.hops.NO_USABLE_CONFIG`) and the plan does not place: the policy's own verdict, which
+    (:data:`planner.servable.NO_USABLE_CONFIG`) and the plan does not place: the policy's own verdict, which
     the live engine acts on too (:func:`hops_slurm.engine.aside.set_aside_unservable`)."""
     named = diagnostics.get("unservable")
     if not isinstance(named, Mapping):

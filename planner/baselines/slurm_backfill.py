@@ -14,7 +14,7 @@ GPUs fall idle (Slurm's scheduler runs on job completion too). What it models:
   job cannot run (its estimate there is 0: it made no progress there, or the model does not fit) is
   skipped, as a user resubmits a job that failed on one partition to the others; a running job that
   makes no progress is requeued, and a job no type can run is named ``unservable``
-  (:data:`planner.hops.NO_USABLE_CONFIG`: the backend sets it aside).
+  (:data:`planner.servable.NO_USABLE_CONFIG`: the backend sets it aside).
 - **EASY backfill** (Lifka '95; Slurm's sched/backfill): the first job in the queue that cannot start
   gets a reservation at the earliest time enough GPUs free up (running jobs end at start + time
   limit); a later job may start now only if it fits now and either ends before that time or leaves
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from planner.baselines.common import free_by_node, take
 from planner.eligible import confine
-from planner.hops import NO_USABLE_CONFIG
+from planner.servable import NO_USABLE_CONFIG
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 
 log = logging.getLogger(__name__)

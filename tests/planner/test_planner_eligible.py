@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from planner.configs import generate_configs, iter_configs
 from planner.eligible import confine, eligibility_classes
-from planner.hops import HopsPolicy, why_unservable
+from planner.hops import HopsPolicy
+from planner.servable import why_unservable
 from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView
 

@@ -206,7 +206,7 @@ def test_a_job_no_configuration_serves_is_set_aside_with_the_reason_and_not_plac
     # job 1's model made no progress wherever it could run (its estimate is 0 on every config,
     # estimator.progress): the round sets it aside, its owner reads why, and it is never released
     from estimator.errors import EstimateUnavailable
-    from planner.hops import NO_USABLE_CONFIG
+    from planner.servable import NO_USABLE_CONFIG
 
     api = StandInSlurm()
     api.submit("1", "gpus=1 samples=1000 batch-size=16 model=resnet18")

@@ -254,7 +254,7 @@ def test_a_job_with_zero_progress_on_every_config_is_set_aside_and_not_placed_ag
     # a rigid 2-GPU request of a model that makes no progress on more than one GPU (ground truth: 0),
     # beside a job that runs: the no-progress job is tried where its estimates say it could run, its
     # records there show no progress, it is set aside with the reason and the run ends
-    from planner.hops import NO_USABLE_CONFIG
+    from planner.servable import NO_USABLE_CONFIG
     from planner.policies import make_policy
 
     rec_model = "Recommendation (batch size 1024)"

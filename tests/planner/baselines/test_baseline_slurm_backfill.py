@@ -128,7 +128,7 @@ def test_a_running_job_that_makes_no_progress_is_requeued_and_placed_where_it_ru
 
 
 def test_a_job_no_type_can_run_is_named_unservable_and_not_placed() -> None:
-    from planner.hops import NO_USABLE_CONFIG
+    from planner.servable import NO_USABLE_CONFIG
 
     view = cluster([("k0", "k80", 4), ("v0", "v100", 4)])
     zero = typed_throughput(view, {"v100": 0.0, "k80": 0.0})
