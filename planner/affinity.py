@@ -24,16 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from planner.configs import generate_configs
+from planner.moves import rate_on
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView
-
-
-def _rate(job: JobView, cfg: Config) -> float:
-    """The job's estimated rate on ``cfg`` (0.0 when the estimate fails or is not positive)."""
-    try:
-        return max(float(job.throughput(cfg)), 0.0)
-    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
-        return 0.0
 
 
 def exempt(job: JobView) -> bool:
@@ -46,7 +39,7 @@ def best_rate(job: JobView, cluster: ClusterView, sigma: float) -> float:
     """The job's best estimated rate over every config it could run on ``cluster`` as if idle (one config per
     server class and GPU count: interchangeable nodes give the same estimate)."""
     configs = generate_configs(job, cluster.idle(), sigma, one_per_class=True, spans="bucketed")
-    return max((_rate(job, cfg) for cfg in configs), default=0.0)
+    return max((rate_on(job, cfg) for cfg in configs), default=0.0)
 
 
 def good_enough(job: JobView, cluster: ClusterView, sigma: float, f: float,
@@ -57,7 +50,7 @@ def good_enough(job: JobView, cluster: ClusterView, sigma: float, f: float,
         best[job.job_id] = best_rate(job, cluster, sigma)
     floor = 0.0 if exempt(job) else f * best[job.job_id]
     return [cfg for cfg in generate_configs(job, cluster, sigma, one_per_class=True, spans="bucketed")
-            if (r := _rate(job, cfg)) > 0.0 and r >= floor]
+            if (r := rate_on(job, cfg)) > 0.0 and r >= floor]
 
 
 def affine(queue: Sequence[JobView], cluster: ClusterView, sigma: float, f: float,
@@ -78,7 +71,7 @@ def drop_slow(cands: Sequence[Candidate], jobs: Sequence[JobView], cluster: Clus
     out: list[Candidate] = []
     for c in cands:
         hit = floors.get(c.job_id)
-        if hit is None or _rate(hit[0], c.config) >= hit[1]:
+        if hit is None or rate_on(hit[0], c.config) >= hit[1]:
             out.append(c)
     return out
 

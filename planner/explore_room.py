@@ -27,19 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from planner.configs import generate_configs
+from planner.moves import rate_on
 from planner.views import ClusterView, Config, JobView, freeze_config
 
 #: how many of the waiting jobs the plan left out (highest priority first) moves may be made for
 ROOM_JOBS = 8
 #: at most this many running jobs are moved together to start one waiting job
 MAX_MOVES = 3
-
-
-def _rate(job: JobView, cfg: Config) -> float:
-    try:
-        return max(float(job.throughput(cfg)), 0.0)
-    except Exception:  # noqa: BLE001 - no estimate there: not a config to start on
-        return 0.0
 
 
 def _configs(job: JobView, cluster: ClusterView, free: Mapping[str, int], sigma: float) -> list[Config]:
@@ -49,8 +43,8 @@ def _configs(job: JobView, cluster: ClusterView, free: Mapping[str, int], sigma:
 
 def _start_config(job: JobView, configs: Sequence[Config]) -> Config | None:
     """The config of highest estimated rate (fewest servers on a tie); None where none has a rate."""
-    best = max(configs, key=lambda c: (_rate(job, c), -len(c)), default=None)
-    return freeze_config(best) if best is not None and _rate(job, best) > 0.0 else None
+    best = max(configs, key=lambda c: (rate_on(job, c), -len(c)), default=None)
+    return freeze_config(best) if best is not None and rate_on(job, best) > 0.0 else None
 
 
 def _frees(cfg: Config, cand: Config, nodes: Sequence[str]) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from planner.configs import generate_configs
-from planner.moves import current_rate, move_price
+from planner.moves import current_rate, move_price, rate_on
 from planner.views import ClusterView, Config, JobView, config_gpus, freeze_config
 
 
@@ -37,13 +37,6 @@ def idle_after(chosen: Mapping[str, Config | None], capacity: Mapping[str, int])
         for n, g in (cfg or {}).items():
             idle[n] = idle.get(n, 0) - g
     return {n: max(g, 0) for n, g in idle.items()}
-
-
-def _rate(job: JobView, cfg: Config) -> float:
-    try:
-        return max(float(job.throughput(cfg)), 0.0)
-    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
-        return 0.0
 
 
 def _best_growth(job: JobView, cluster: ClusterView, idle: Mapping[str, int], sigma: float,
@@ -57,7 +50,7 @@ def _best_growth(job: JobView, cluster: ClusterView, idle: Mapping[str, int], si
     for cfg in generate_configs(job, view, sigma):
         if config_gpus(cfg) <= held:
             continue
-        saves = move_price(job, rate_now, _rate(job, cfg)).saves
+        saves = move_price(job, rate_now, rate_on(job, cfg)).saves
         if saves >= min_saving and saves > 0.0 and (best is None or saves > best[1]):
             best = (cfg, saves)
     return best

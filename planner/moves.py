@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.configs import generate_configs
-from planner.views import ClusterView, JobView
+from planner.views import ClusterView, Config, JobView
 
 #: why a running job is held in place (diagnostics ``held``)
 HELD_MIN_RUN_TIME = "min_run_time"
@@ -47,14 +47,18 @@ HELD_FINISHING = "finishing"
 HELD_ENDING = "ending"  # less left than min_run_time: not preempted, but moved to idle GPUs where that pays
 
 
-def current_rate(job: JobView) -> float:
-    """The job's estimated samples/s where it runs now (0.0 when pending or unknown)."""
-    if not job.current:
-        return 0.0
+def rate_on(job: JobView, config: Config) -> float:
+    """The job's estimated samples/s on ``config`` (0.0 when the estimate fails or is not positive)."""
     try:
-        return max(float(job.throughput(job.current)), 0.0)
-    except Exception:  # noqa: BLE001 - an estimate that fails is no rate; the job is then not held for it
+        return max(float(job.throughput(config)), 0.0)
+    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
         return 0.0
+
+
+def current_rate(job: JobView) -> float:
+    """The job's estimated samples/s where it runs now (0.0 when pending or unknown; a running job whose
+    estimate fails is then not held for it)."""
+    return rate_on(job, job.current) if job.current else 0.0
 
 
 def remaining_seconds(job: JobView, rate: float) -> float | None:

@@ -56,17 +56,10 @@ from collections.abc import Mapping, Sequence, Set
 
 from planner.backfill import Reservation, reservation
 from planner.eligible import confine
-from planner.moves import remaining_seconds
+from planner.moves import rate_on, remaining_seconds
 from planner.priorities import latency_ratio
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView
-
-
-def _rate(job: JobView, config: Config) -> float:
-    try:
-        return max(float(job.throughput(config)), 0.0)
-    except Exception:  # noqa: BLE001 - an estimate that fails is no rate
-        return 0.0
 
 
 def idle_now(cluster: ClusterView, running: Sequence[JobView]) -> ClusterView:
@@ -116,7 +109,7 @@ def hold_for_head(res: Reservation, cands: Sequence[Candidate], jobs: Sequence[J
             on_reserved = sum(g for n, g in c.config.items() if type_of.get(n) == res.gpu_type) - holds
             if on_reserved <= 0:
                 continue
-            left = remaining_seconds(job, _rate(job, c.config))
+            left = remaining_seconds(job, rate_on(job, c.config))
             ends = now + (left if left is not None else math.inf) + job.restart_cost
             if ends <= res.start:
                 continue

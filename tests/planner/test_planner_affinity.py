@@ -9,21 +9,10 @@ from planner.params import PlannerParams
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, freeze_config
 
+from tests.planner.two_speeds import by_count, by_node
+
 #: the fast node is held by a running job: a fragment plan sees the slow node's 4 GPUs idle
 BUSY_FAST = ClusterView((NodeView("slow", "k80", "S", 4, 4), NodeView("fast", "v100", "F", 4, 0)))
-
-
-def by_node(cfg: Config) -> float:
-    """1 sample/s per GPU on the slow node, 3 on the fast one; single-node configs only."""
-    if len(cfg) != 1:
-        return 0.0
-    (n, g), = cfg.items()
-    return g * (3.0 if n == "fast" else 1.0)
-
-
-def by_count(cfg: Config) -> float:
-    """The same rate per GPU on either type: the slow node is as good as the fast one."""
-    return float(sum(cfg.values())) if len(cfg) == 1 else 0.0
 
 
 def waiting(job_id: str, wait: float, thr: object) -> JobView:

@@ -10,19 +10,7 @@ from planner.hops import HopsPolicy
 from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, freeze_config
 
-SLOW_FAST = ClusterView((NodeView("slow", "k80", "S", 4, 4), NodeView("fast", "v100", "F", 4, 4)))
-
-
-def by_node(cfg: Config) -> float:
-    """1 sample/s per GPU on the slow node, 3 on the fast one; single-node configs only."""
-    if len(cfg) != 1:
-        return 0.0
-    (n, g), = cfg.items()
-    return g * (3.0 if n == "fast" else 1.0)
-
-
-def by_count(cfg: Config) -> float:
-    return float(sum(cfg.values())) if len(cfg) == 1 else 0.0
+from tests.planner.two_speeds import SLOW_FAST, by_count, by_node
 
 
 def running(job_id: str, node: str, placed_for: float, thr: object, wait: float = 0.0) -> JobView:

@@ -11,7 +11,7 @@ from planner.params import PlannerParams
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
-SLOW_FAST = ClusterView((NodeView("slow", "k80", "S", 4, 4), NodeView("fast", "v100", "F", 4, 4)))
+from tests.planner.two_speeds import SLOW_FAST
 
 
 def by_node(cfg: Config) -> float:

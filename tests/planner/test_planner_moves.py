@@ -11,20 +11,7 @@ from planner.moves import HELD_ENDING, HELD_FINISHING, HELD_MIN_RUN_TIME, HELD_S
 from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
-ONE_NODE = ClusterView((NodeView("n0", "t", "A", 4, 4),))
-SLOW_FAST = ClusterView((NodeView("slow", "k80", "S", 4, 4), NodeView("fast", "v100", "F", 4, 4)))
-
-
-def linear(cfg: Config) -> float:
-    return float(sum(cfg.values()))
-
-
-def by_node(cfg: Config) -> float:
-    """1 sample/s per GPU on the slow node, 3 on the fast one; single-node configs only."""
-    if len(cfg) != 1:
-        return 0.0
-    (n, g), = cfg.items()
-    return g * (3.0 if n == "fast" else 1.0)
+from tests.planner.two_speeds import ONE_NODE, SLOW_FAST, by_node, linear
 
 
 def running(job_id: str = "R", *, current: dict[str, int] | None = None, placed_for: float = 10_000.0,

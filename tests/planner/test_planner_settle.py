@@ -13,20 +13,7 @@ from planner.settle import drop_moves, unsettled
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, freeze_config
 
-SLOW_FAST = ClusterView((NodeView("slow", "k80", "S", 4, 4), NodeView("fast", "v100", "F", 4, 4)))
-ONE_NODE = ClusterView((NodeView("n0", "t", "A", 4, 4),))
-
-
-def by_node(cfg: Config) -> float:
-    """1 sample/s per GPU on the slow node, 3 on the fast one; single-node configs only."""
-    if len(cfg) != 1:
-        return 0.0
-    (n, g), = cfg.items()
-    return g * (3.0 if n == "fast" else 1.0)
-
-
-def linear(cfg: Config) -> float:
-    return float(sum(cfg.values()))
+from tests.planner.two_speeds import ONE_NODE, SLOW_FAST, by_node, linear
 
 
 def running(placed_for: float, *, current: Config | None = None, thr: Callable[[Config], float] = by_node,
