@@ -323,7 +323,7 @@ def _window(s: PlanState) -> None:
         cut = affine(s.queue, s.cluster, p.sigma, p.fragment_affinity, s.best) \
             if s.fragment and p.fragment_affinity > 0.0 else s.queue  # jobs the idle GPUs suit (planner.affinity)
         if s.fragment and p.fragment_span_limit > 0:  # no wide job on scraps (planner.span_limit)
-            cut = narrow(cut, s.cluster, p.fragment_span_limit)
+            cut = narrow(cut, s.cluster, p.fragment_span_limit, p.fragment_span_after)
         s.window = select(cut, gpus, rule=p.window, fragment=s.fragment, adjust=p.sensitivity_adjustment)
         planned = queue_order(s.running, s.prios) + list(s.window.jobs)
     s.planned = queue_order(planned, s.prios)  # highest priority first: entity probes, greedy fallbacks
@@ -344,7 +344,7 @@ def _candidates(s: PlanState) -> None:
                              restart_penalty=0.0 if free else p.restart_penalty, priced=not s.fragment,
                              preempt_penalty=p.preempt_penalty, spans=p.spans)
     if p.fragment_span_limit > 0 and s.fragment:  # wide jobs not started on scraps (planner.span_limit)
-        s.cands = drop_wide(s.cands, s.planned, p.fragment_span_limit)
+        s.cands = drop_wide(s.cands, s.planned, p.fragment_span_limit, p.fragment_span_after)
     if p.requeue_toll > 0.0 and not s.fragment:  # earlier preemptions make a requeue dearer (planner.move_toll)
         s.cands = weigh_kept(s.cands, s.running, p.requeue_toll)
     if p.return_time > 0.0 and not s.fragment:  # no quick move back (planner.move_back)

@@ -48,6 +48,13 @@ def test_round_plans_are_unchanged() -> None:
     assert len(plan((waiting("W", 8, 100.0),), fragment=False, fragment_span_limit=2).assignments["W"] or {}) == 4
 
 
+def test_with_span_after_only_jobs_preempted_that_often_are_held() -> None:
+    once = JobView("W", (8,), 0.0, 100.0, 1000.0, 1.1, per_gpu, total_samples=1e6,  # type: ignore[arg-type]
+                   preemptions=1)
+    assert plan((once,), fragment_span_limit=2, fragment_span_after=1).assignments["W"] is None
+    assert len(plan((once,), fragment_span_limit=2, fragment_span_after=2).assignments["W"] or {}) == 4
+
+
 def test_drop_wide_keeps_running_jobs_and_narrow_configs() -> None:
     w = waiting("W", 4, 0.0)
     r = JobView("R", (4,), 0.0, 0.0, 1000.0, 1.1, per_gpu, total_samples=1e6,  # type: ignore[arg-type]
