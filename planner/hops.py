@@ -100,6 +100,7 @@ from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.servable import Servability
 from planner.settle import drop_moves, settled
+from planner.span_limit import drop_wide, narrow
 from planner.stretch import stretch_priors
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, Policy, freeze_config
 from planner.window import Window, select
@@ -321,6 +322,8 @@ def _window(s: PlanState) -> None:
         s.queue = queue_order([j for j in s.live if not j.current], s.prios)
         cut = affine(s.queue, s.cluster, p.sigma, p.fragment_affinity, s.best) \
             if s.fragment and p.fragment_affinity > 0.0 else s.queue  # jobs the idle GPUs suit (planner.affinity)
+        if s.fragment and p.fragment_span_limit > 0:  # no wide job on scraps (planner.span_limit)
+            cut = narrow(cut, s.cluster, p.fragment_span_limit, p.fragment_span_after)
         s.window = select(cut, gpus, rule=p.window, fragment=s.fragment, adjust=p.sensitivity_adjustment)
         planned = queue_order(s.running, s.prios) + list(s.window.jobs)
     s.planned = queue_order(planned, s.prios)  # highest priority first: entity probes, greedy fallbacks
@@ -340,6 +343,8 @@ def _candidates(s: PlanState) -> None:
     s.cands = candidates_for(planned, s.cluster, p.sigma, compact=p.formulation == "compact",
                              restart_penalty=0.0 if free else p.restart_penalty, priced=not s.fragment,
                              preempt_penalty=p.preempt_penalty, spans=p.spans)
+    if p.fragment_span_limit > 0 and s.fragment:  # wide jobs not started on scraps (planner.span_limit)
+        s.cands = drop_wide(s.cands, s.planned, p.fragment_span_limit, p.fragment_span_after)
     if p.requeue_toll > 0.0 and not s.fragment:  # earlier preemptions make a requeue dearer (planner.move_toll)
         s.cands = weigh_kept(s.cands, s.running, p.requeue_toll)
     if p.return_time > 0.0 and not s.fragment:  # no quick move back (planner.move_back)

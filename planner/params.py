@@ -44,6 +44,8 @@ class PlannerParams:
     requeue_toll: float = 0.0
     return_time: float = 0.0
     fragment_affinity: float = 0.0
+    fragment_span_limit: int = 0
+    fragment_span_after: int = 0
     young_moves: float = 0.0
     move_gain: float = 0.0
     requeue_price: float = 0.0
@@ -173,6 +175,11 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "fragment_affinity": (_number(0.0, 1.0), "a number in [0, 1]: a fragment plan gives a waiting job idle GPUs only "
                           "on a config estimated at this share of its best rate on the whole cluster or more, and "
                           "cuts its window from the jobs that have one (planner.affinity; 0 = off)"),
+    "fragment_span_limit": (_number(0, 1000, integer=True), "an integer in [0, 1000]: a fragment plan gives a waiting "
+                            "job a config over more than this many servers only once it has waited its expected run "
+                            "time (planner.span_limit; 0 = off)"),
+    "fragment_span_after": (_number(0, 1000, integer=True), "an integer in [0, 1000]: with fragment_span_limit, only "
+                            "jobs preempted this many times or more are held to it (planner.span_limit; 0 = every job)"),
     "young_moves": (_number(0.0, 864000.0), "seconds in [0, 864000]: a round plan does not move a running job placed "
                     "less than this long ago onto GPUs it frees by moving or requeuing others (it solves again "
                     "without that job's moves; planner.displace; 0 = off)"),
