@@ -7,7 +7,7 @@ candidates' gains and configs and the cluster's node types.
 Why (docs/results/requeues.md, "Where the wait is"): eq. 11's gain is a config's throughput over the job's
 slowest candidate's, so a job's start is worth about 1 while the speed-up of an elastic job from 1 to 4 GPUs
 is worth 2-3 more. Under saturation the ILP therefore spends GPUs on narrow jobs above their smallest counts
-(80-100 GPUs of 512 on Table 4 from 2 h to 6 h, most of them on jobs expected to run 2 h or more) while wide
+(75-87 GPUs of 512 on Table 4 from 2 h to 5 h, most of them on jobs expected to run 2 h or more) while wide
 jobs wait: those waits are most of the average wait. With ``growth_discount`` = d in (0, 1), when the
 planned jobs' smallest demands exceed the free GPUs (:func:`planner.jct_gain.saturated`), each candidate's
 gain above the gain of its job's smallest-count candidates on the same GPU type counts only (1 - d) of

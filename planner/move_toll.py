@@ -16,8 +16,9 @@ carries it, so the live engine's plans see the same toll as the simulator's, wit
   compete with staying as before (all its candidates scale alike).
 
 Why: under the JCT combination (docs/results/preemptions.md, "Explore and repeated moves under the JCT
-combination") a few jobs take most of the preemptions: on Table 4 seed 0, 27 of the 321 jobs ever preempted
-were preempted 8 times or more, and 157 of the 278 requeues were a job's fifth or later. Pure: views in,
+combination") a few jobs take most of the preemptions: on Table 4 seed 0, 35 of the 325 jobs ever preempted
+were preempted 8 times or more and hold 467 of the 969 preemptions, and 164 of the 288 requeues were a job's
+fifth or later. Pure: views in,
 views and candidates out.
 """
 
