@@ -1,5 +1,5 @@
 """Explore across servers at the estimate: a running job is moved to explore a config on several servers only
-where the estimator's own estimate there pays the move (``explore_estimate``, off by default).
+where the estimator's own estimate there pays the move (``explore_estimate``, on by default).
 
 Where it sits: :class:`planner.hops.HopsPolicy`'s ``explore`` stage hands :func:`planner.explore.explore_idle`
 running jobs whose optimistic rate (:attr:`planner.views.JobView.explore`) on a config over more than one

@@ -41,7 +41,7 @@ arriving at a full cluster with 13 GPUs of its type idle; the last wide jobs of 
 least doubles the GPUs at work on those GPUs, and the displaced job is back in the queue for the
 fragment plans of the same round.
 
-Narrower swaps (:mod:`planner.swap_order`, each off by default): ``swap_shorter`` requeues only for a
+Narrower swaps (:mod:`planner.swap_order`; ``swap_narrow`` and ``swap_back`` = 3600 s on by default, the others off): ``swap_shorter`` requeues only for a
 waiting job that ends first; ``swap_narrow`` displaces the placed job of fewest GPUs that makes the swap,
 ``swap_soonest`` the one expected back on GPUs first (before worth); ``swap_back`` requeues only a job
 expected back on GPUs within that many seconds.

@@ -1,7 +1,7 @@
 """Spans Slurm splits as planned: a plan's uneven multi-node placements replayed through Slurm's split.
 
 Where it sits: the last step of a planning of :class:`planner.hops.HopsPolicy` before ``outcome`` (the
-end of stage ``swaps``, round and fragment plans alike), with the parameter ``split_spans`` (off by default). Pure: the plan, the
+end of stage ``swaps``, round and fragment plans alike), with the parameter ``split_spans`` (on by default). Pure: the plan, the
 planning's free GPUs and the job views in, the plan out.
 
 Why (docs/results/fragments.md, the classes of Table 4's fragments): an uneven config such as

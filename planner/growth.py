@@ -1,7 +1,7 @@
 """Growth discount: in a saturated planning, GPUs above a job's smallest count are worth less than starting a job.
 
-Where it sits: the ``weights`` stage of :class:`planner.hops.HopsPolicy` (parameter ``growth_discount``, off
-by default: 0), after the candidates (:mod:`planner.candidates`), before the ILP. Pure: it reads the
+Where it sits: the ``weights`` stage of :class:`planner.hops.HopsPolicy` (parameter ``growth_discount``, 0.5
+by default; 0 = off), after the candidates (:mod:`planner.candidates`), before the ILP. Pure: it reads the
 candidates' gains and configs and the cluster's node types.
 
 Why (docs/results/requeues.md, "Where the wait is"): eq. 11's gain is a config's throughput over the job's

@@ -1,4 +1,4 @@
-"""Gains and weights for the average JCT under saturation (``gpu_efficiency``, ``remaining_weight``; off by default).
+"""Gains and weights for the average JCT under saturation (``gpu_efficiency``, ``remaining_weight``: the first off, the second 0.5 by default).
 
 Where it sits: the ``weights`` stage of :class:`planner.hops.HopsPolicy`, after the candidates
 (:mod:`planner.candidates`) and the queue priorities, before the ILP. Pure: it reads the candidates' gains,

@@ -1,4 +1,4 @@
-"""A reservation for the head of the queue inside the window (``head_reservation``, off by default).
+"""A reservation for the head of the queue inside the window (``head_reservation``, on by default since issue 37).
 
 Where it sits: the ``backfill`` stage of :class:`planner.hops.HopsPolicy`, after the window's candidate
 configs and before the weights and the ILP, in round and fragment plans alike (the overriding weight
@@ -24,7 +24,7 @@ GPUs than are still spare, beyond those it holds now (a job keeping such a confi
 a waiting job left with none sits out this planning, a running job keeps its place or shrinks, but
 does not grow into the reserved GPUs (on Gavel's workload, where jobs take several GPU counts,
 running jobs growing into the GPUs freed one by one starved an 8-GPU job as much as waiting ones).
-No reservation when the head's start is unknown (no type frees enough GPUs by the known ends), nor before the head's latency ratio reaches ``reserve_after`` (1 by default: it has waited as
+No reservation when the head's start is unknown (no type frees enough GPUs by the known ends), nor before the head's latency ratio reaches ``reserve_after`` (1.75 by default; at 1 it has waited as
 long as it is expected to run, a slowdown of 2 already), so that the reservation, which leaves GPUs
 idle, is paid only for jobs the weights have left waiting.
 

@@ -1,7 +1,7 @@
 """Stretch weights: eq. 11's weights from a job's slowdown so far (1 + latency ratio), not its latency ratio.
 
 Where it sits: the ``weights`` stage of :class:`planner.hops.HopsPolicy` (parameter ``stretch_weights``,
-off by default), between the queue priorities (:mod:`planner.priorities`) and the ILP. Only the weights
+on by default), between the queue priorities (:mod:`planner.priorities`) and the ILP. Only the weights
 change; the queue order, the service window and the sensitivity adjustment still follow the latency
 ratio. Pure.
 

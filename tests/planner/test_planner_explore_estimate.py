@@ -7,8 +7,9 @@ import pytest
 
 from planner.explore_estimate import capped
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, Plan, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 #: the job runs on node c (type u); a and b (type t) hold 4 GPUs only across two servers; d (type v) holds 4
 SPAN = ClusterView((NodeView("a", "t", "T", 2, 2), NodeView("b", "t", "T", 2, 2), NodeView("c", "u", "U", 4, 4)))
@@ -32,7 +33,7 @@ def running(placed: Config | None = None) -> JobView:
 
 
 def plan(cluster: ClusterView, jobs: tuple[JobView, ...], **params: object) -> Plan:
-    return HopsPolicy(PlannerParams(gap=0.0, min_run_time=300.0, **params)).plan(cluster, jobs, 10_000.0)  # type: ignore[arg-type]
+    return HopsPolicy(rules_off(gap=0.0, min_run_time=300.0, **params)).plan(cluster, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
 def test_a_running_job_is_not_moved_to_explore_across_servers_where_its_estimate_is_lower() -> None:
@@ -57,7 +58,7 @@ def test_a_waiting_job_explores_across_servers_as_before() -> None:
 
 
 def test_explore_estimate_is_a_planner_parameter() -> None:
-    assert PlannerParams().explore_estimate is False
-    assert PlannerParams().with_settings("explore_estimate=true").explore_estimate is True
+    assert PlannerParams().explore_estimate is True
+    assert rules_off().with_settings("explore_estimate=true").explore_estimate is True
     with pytest.raises(ValueError, match="explore_estimate"):
-        PlannerParams(explore_estimate="maybe")  # type: ignore[arg-type]
+        rules_off(explore_estimate="maybe")  # type: ignore[arg-type]

@@ -7,8 +7,8 @@ import pytest
 
 from planner.explore_types import masked, remember
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from tests.planner.rules_off import rules_off
 
 #: two 4-GPU servers of type "a", one 8-GPU server of type "v"
 CLUSTER = ClusterView((NodeView("a0", "a", "a", 4, 4), NodeView("a1", "a", "a", 4, 4),
@@ -37,7 +37,7 @@ def plan(policy: HopsPolicy, current: Config | None) -> dict[str, Config | None]
 
 @pytest.mark.parametrize("once", [False, True])
 def test_a_running_job_is_not_moved_back_to_explore_a_type_it_ran_on(once: bool) -> None:
-    policy = HopsPolicy(PlannerParams(gap=0.0, explore_types_once=once))
+    policy = HopsPolicy(rules_off(gap=0.0, explore_types_once=once))
     # it starts on "a" (explored at its start: 800 optimistic against 200 estimated) ...
     first = plan(policy, None)
     assert first["j"] == ON_A
@@ -48,7 +48,7 @@ def test_a_running_job_is_not_moved_back_to_explore_a_type_it_ran_on(once: bool)
 
 
 def test_a_type_the_job_never_ran_on_is_still_explored_by_a_move() -> None:
-    policy = HopsPolicy(PlannerParams(gap=0.0, explore_types_once=True))
+    policy = HopsPolicy(rules_off(gap=0.0, explore_types_once=True))
     assert plan(policy, ON_V)["j"] == {"a0": 4, "a1": 4}  # never ran on "a": moved there to explore
 
 
@@ -66,5 +66,5 @@ def test_masked_zeroes_the_bound_on_types_run_on_only_for_running_jobs() -> None
 
 
 def test_explore_types_once_is_a_planner_parameter() -> None:
-    assert not PlannerParams().explore_types_once
-    assert PlannerParams().with_settings("explore_types_once=true").explore_types_once
+    assert not rules_off().explore_types_once
+    assert rules_off().with_settings("explore_types_once=true").explore_types_once

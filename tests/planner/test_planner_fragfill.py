@@ -4,8 +4,9 @@ waiting job that also fills idle GPUs when eq. 11 without the running premium ri
 from __future__ import annotations
 
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 #: two 8-GPU nodes of one type and class
 TWO = ClusterView((NodeView("n0", "t", "A", 8, 8), NodeView("n1", "t", "A", 8, 8)))
@@ -25,7 +26,7 @@ def job(job_id: str, reqs: tuple[int, ...], wait: float, age: float, current: di
 def plan(jobs: tuple[JobView, ...], **params: object):
     """A round plan with fragment swaps on (they are off by default: docs/design.md, "Fragment swaps")."""
     params = {"fragment_swaps": True, **params}
-    return HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(TWO, jobs, 10_000.0)  # type: ignore[arg-type]
+    return HopsPolicy(rules_off(gap=0.0, lambda_=1.0, **params)).plan(TWO, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
 def cluster_of(r_gpus: int, w_reqs: tuple[int, ...], w_lr: float) -> tuple[JobView, ...]:
@@ -66,7 +67,7 @@ def test_no_swap_when_it_would_fill_no_idle_gpu() -> None:
 def test_fragment_plans_never_swap() -> None:
     x, r, w = cluster_of(4, (8,), 0.15)
     idle = ClusterView((NodeView("n0", "t", "A", 8, 0), NodeView("n1", "t", "A", 8, 4)))
-    p = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, fragment_swaps=True)).plan(idle, (x, r, w), 10_000.0, fragment=True)
+    p = HopsPolicy(rules_off(gap=0.0, lambda_=1.0, fragment_swaps=True)).plan(idle, (x, r, w), 10_000.0, fragment=True)
     assert p.assignments.get("W") is None and "R" not in p.assignments
 
 
@@ -83,10 +84,10 @@ def test_no_swap_when_the_waiting_job_fits_the_idle_gpus_alone() -> None:
     assert swaps == {} and out == chosen
 
 
-def test_swaps_are_off_by_default() -> None:
-    assert PlannerParams().fragment_swaps is False
+def test_swaps_are_on_by_default() -> None:
+    assert PlannerParams().fragment_swaps is True
     x, r, w = cluster_of(4, (8,), 0.15)
-    assert HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(TWO, (x, r, w), 10_000.0).diagnostics.get("swapped", {}) == {}
+    assert HopsPolicy(rules_off(gap=0.0, lambda_=1.0)).plan(TWO, (x, r, w), 10_000.0).diagnostics.get("swapped", {}) == {}
 
 
 # ----- fragment moves: the displaced job moved to idle GPUs instead of requeued -----------------------
@@ -103,7 +104,7 @@ def moved_cluster(w_lr: float, y_gpus: int) -> tuple[JobView, ...]:
 
 
 def plan_three(jobs: tuple[JobView, ...], **params: object):
-    return HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(THREE, jobs, 10_000.0)  # type: ignore[arg-type]
+    return HopsPolicy(rules_off(gap=0.0, lambda_=1.0, **params)).plan(THREE, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
 def test_a_displaced_job_moves_to_idle_gpus_of_another_type_and_the_waiting_job_fills_its_node() -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from planner.fragfill import fills_enough
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.views import JobView, freeze_config
 from tests.planner.test_planner_fragfill import TWO, cluster_of, linear, plan
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 
 def test_fills_enough_counts_the_idle_gpus_put_to_work_against_those_taken() -> None:
@@ -45,4 +46,4 @@ def test_a_job_held_in_place_is_never_displaced_by_a_fill_swap() -> None:
 def test_fill_swaps_are_off_by_default() -> None:
     assert PlannerParams().fragment_fill is False
     jobs = cluster_of(4, (8,), 0.05)
-    assert HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(TWO, jobs, 10_000.0).assignments["W"] is None
+    assert HopsPolicy(rules_off(gap=0.0, lambda_=1.0)).plan(TWO, jobs, 10_000.0).assignments["W"] is None

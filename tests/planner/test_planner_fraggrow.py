@@ -12,6 +12,7 @@ from planner.hops import HopsPolicy
 from planner.params import PlannerParams, check
 from planner.views import Config, JobView, freeze_config
 from tests.planner.test_planner_fragfill import TWO, job
+from tests.planner.rules_off import rules_off
 
 
 def plan_of(jobs: tuple[JobView, ...]) -> dict[str, Config | None]:
@@ -70,12 +71,12 @@ def test_no_growth_when_no_job_waits() -> None:
     assert out["R"] == {"n1": 4} and grown == {}
 
 
-def test_through_the_policy_and_off_by_default() -> None:
-    assert PlannerParams().fragment_growth == 0.0
+def test_through_the_policy_and_on_by_default() -> None:
+    assert PlannerParams().fragment_growth == 60.0
     jobs = scene()
     # a restart penalty of 0.6 prices the solve's own growth (twice the rate, 0.4 of it kept) below staying
     for value, expect in ((0.0, {"n1": 4}), (60.0, {"n1": 8})):
-        params = PlannerParams(gap=0.0, lambda_=1.0, restart_penalty=0.6, fragment_growth=value)
+        params = rules_off(gap=0.0, lambda_=1.0, restart_penalty=0.6, fragment_growth=value)
         p = HopsPolicy(params).plan(TWO, jobs, 10_000.0)
         assert p.assignments["R"] == expect
         assert p.diagnostics["grown"] == ({"R": 4} if value else {})

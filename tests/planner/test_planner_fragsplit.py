@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from planner.fragsplit import greedy_split, keep_splittable, split_as_planned
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 #: three 8-GPU nodes of one type, in Slurm's node order a, b, c
 ABC = ClusterView((NodeView("a", "t", "A", 8, 8), NodeView("b", "t", "A", 8, 8), NodeView("c", "t", "A", 8, 8)))
@@ -52,9 +53,9 @@ def test_placements_slurm_splits_as_planned_are_untouched() -> None:
     assert out == chosen and changed == {}
 
 
-def test_split_spans_is_off_by_default_and_a_plan_on_idle_nodes_is_unchanged_with_it() -> None:
-    assert PlannerParams().split_spans is False
+def test_split_spans_is_on_by_default_and_a_plan_on_idle_nodes_is_unchanged_with_it() -> None:
+    assert PlannerParams().split_spans is True
     w = JobView("W", (8,), 0.0, 100.0, 1000.0, 1.1, linear, total_samples=1e6)
-    on = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, split_spans=True)).plan(ABC, (w,), 10_000.0)
-    off = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0)).plan(ABC, (w,), 10_000.0)
+    on = HopsPolicy(rules_off(gap=0.0, lambda_=1.0, split_spans=True)).plan(ABC, (w,), 10_000.0)
+    off = HopsPolicy(rules_off(gap=0.0, lambda_=1.0)).plan(ABC, (w,), 10_000.0)
     assert on.assignments == off.assignments and sum((on.assignments["W"] or {}).values()) == 8

@@ -7,9 +7,10 @@ import pytest
 
 from planner.growth import discount_growth
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 ONE = ClusterView((NodeView("n0", "t", "A", 8, 8),))
 
@@ -24,7 +25,7 @@ def job(job_id: str, requirements: tuple[int, ...]) -> JobView:
 
 
 def plan(jobs: tuple[JobView, ...], **params: object) -> dict[str, Config | None]:
-    policy = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, explore=False, backfill=False, **params))  # type: ignore[arg-type]
+    policy = HopsPolicy(rules_off(gap=0.0, lambda_=1.0, explore=False, backfill=False, **params))  # type: ignore[arg-type]
     return dict(policy.plan(ONE, jobs, 20_000.0).assignments)
 
 
@@ -53,10 +54,10 @@ def test_unsaturated_plannings_keep_eq_11() -> None:
     assert plan(jobs, growth_discount=0.75) == plan(jobs)
 
 
-def test_off_by_default_and_below_one() -> None:
-    assert PlannerParams().growth_discount == 0.0
-    assert PlannerParams().with_settings("growth_discount=0.5").growth_discount == 0.5
+def test_on_by_default_and_below_one() -> None:
+    assert PlannerParams().growth_discount == 0.5
+    assert rules_off().with_settings("growth_discount=0.5").growth_discount == 0.5
     with pytest.raises(ValueError):
-        PlannerParams(growth_discount=1.0)
+        rules_off(growth_discount=1.0)
     with pytest.raises(ValueError):
-        PlannerParams().with_settings("growth_discount=-0.1")
+        rules_off().with_settings("growth_discount=-0.1")

@@ -9,9 +9,10 @@ import pytest
 from planner.hops import HopsPolicy
 from planner.jct_gain import (CLIP, SHORTEST, efficiency_gains, remaining_time, remaining_weights, saturated,
                               slowest_remaining_time)
-from planner.params import PlannerParams
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 ONE = ClusterView((NodeView("n0", "t", "A", 8, 8),))
 
@@ -26,7 +27,7 @@ def poor(cfg: Config) -> float:
 
 
 def plan(jobs: tuple[JobView, ...], **params: object) -> dict[str, Config | None]:
-    policy = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, explore=False, backfill=False, **params))  # type: ignore[arg-type]
+    policy = HopsPolicy(rules_off(gap=0.0, lambda_=1.0, explore=False, backfill=False, **params))  # type: ignore[arg-type]
     return dict(policy.plan(ONE, jobs, 20_000.0).assignments)
 
 
@@ -110,11 +111,11 @@ def test_a_short_waiting_job_outweighs_a_long_running_one() -> None:
 
 
 def test_off_by_default() -> None:
-    assert PlannerParams().gpu_efficiency == 0.0 and PlannerParams().remaining_weight == 0.0
+    assert PlannerParams().gpu_efficiency == 0.0 and PlannerParams().remaining_weight == 0.5
     with pytest.raises(ValueError):
-        PlannerParams(gpu_efficiency=-1.0)
+        rules_off(gpu_efficiency=-1.0)
     with pytest.raises(ValueError):
-        PlannerParams().with_settings("remaining_weight=11")
+        rules_off().with_settings("remaining_weight=11")
 
 
 TWO = ClusterView((NodeView("n0", "k", "K", 4, 4), NodeView("n1", "v", "V", 4, 4)))
@@ -130,7 +131,7 @@ def on_slow() -> JobView:
 
 
 def plan_two(jobs: tuple[JobView, ...], **params: object) -> dict[str, Config | None]:
-    policy = HopsPolicy(PlannerParams(gap=0.0, explore=False, backfill=False, **params))  # type: ignore[arg-type]
+    policy = HopsPolicy(rules_off(gap=0.0, explore=False, backfill=False, **params))  # type: ignore[arg-type]
     return dict(policy.plan(TWO, jobs, 20_000.0).assignments)
 
 

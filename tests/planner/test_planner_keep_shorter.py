@@ -7,8 +7,9 @@ import pytest
 
 from planner.hops import HopsPolicy
 from planner.keep_shorter import shorter_running
-from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 ONE = ClusterView((NodeView("n0", "t", "A", 8, 8),))
 
@@ -28,7 +29,7 @@ def waiting(job_id: str, smallest: int, age: float) -> JobView:
 
 
 def plan(jobs: tuple[JobView, ...], **params: object) -> dict[str, Config | None]:
-    policy = HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, explore=False, backfill=False, stretch_weights=True,
+    policy = HopsPolicy(rules_off(gap=0.0, lambda_=1.0, explore=False, backfill=False, stretch_weights=True,
                                       preempt_penalty=0.0, **params))  # type: ignore[arg-type]
     return dict(policy.plan(ONE, jobs, 20_000.0).assignments)
 
@@ -56,4 +57,4 @@ def test_only_waiting_jobs_at_least_as_wide_count() -> None:
 def test_off_by_default() -> None:
     assert PlannerParams().keep_shorter == 0.0
     with pytest.raises(ValueError):
-        PlannerParams().with_settings("keep_shorter=-1")
+        rules_off().with_settings("keep_shorter=-1")

@@ -8,10 +8,11 @@ import pytest
 
 from planner.hops import HopsPolicy
 from planner.moves import HELD_ENDING, HELD_FINISHING, HELD_MIN_RUN_TIME, HELD_SAMPLES, held_reason, move_price
-from planner.params import PlannerParams
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
 
 from tests.planner.two_speeds import ONE_NODE, SLOW_FAST, by_node, linear
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 
 def running(job_id: str = "R", *, current: dict[str, int] | None = None, placed_for: float = 10_000.0,
@@ -27,7 +28,7 @@ def waiting(job_id: str, wait: float, reqs: tuple[int, ...] = (4,)) -> JobView:
 
 
 def plan(cluster: ClusterView, jobs: tuple[JobView, ...], **params: object):
-    return HopsPolicy(PlannerParams(gap=0.0, **params)).plan(cluster, jobs, 10_000.0)  # type: ignore[arg-type]
+    return HopsPolicy(rules_off(gap=0.0, **params)).plan(cluster, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
 # A waiting job with a huge latency ratio would take R's 4 GPUs (the only 4 there are) if R may be preempted.
@@ -63,7 +64,7 @@ def test_a_job_with_less_left_than_a_restart_costs_finishes() -> None:
 
 def test_fragment_plans_never_touch_running_jobs_and_the_next_round_keeps_what_they_started() -> None:
     w = waiting("W", wait=10.0)
-    fill = HopsPolicy(PlannerParams(gap=0.0)).plan(ONE_NODE, (w,), 0.0, fragment=True)
+    fill = HopsPolicy(rules_off(gap=0.0)).plan(ONE_NODE, (w,), 0.0, fragment=True)
     assert fill.assignments["W"] == {"n0": 4}
     # the round 5 s later: W runs (placed 5 s ago) and a job with a far higher LR waits
     started = JobView("W", (4,), 0.0, 10.0, 100.0, 1.1, linear, total_samples=1e6, current=freeze_config({"n0": 4}),
@@ -99,9 +100,9 @@ def test_unsaved_work_is_part_of_the_price() -> None:
 
 def test_min_run_time_is_a_checked_planner_parameter() -> None:
     assert PlannerParams().min_run_time == 300.0
-    assert PlannerParams().with_settings("min_run_time=30").min_run_time == 30.0
+    assert rules_off().with_settings("min_run_time=30").min_run_time == 30.0
     with pytest.raises(ValueError, match="min_run_time"):
-        PlannerParams(min_run_time=-1.0)
+        rules_off(min_run_time=-1.0)
 
 
 def test_each_preemption_lengthens_the_next_exemption() -> None:
@@ -143,6 +144,6 @@ def test_a_waiting_job_takes_a_running_jobs_gpus_only_when_worth_the_preempt_pen
 
 
 def test_the_preempt_penalty_is_a_checked_planner_parameter() -> None:
-    assert PlannerParams().with_settings("preempt_penalty=0.5").preempt_penalty == 0.5
+    assert rules_off().with_settings("preempt_penalty=0.5").preempt_penalty == 0.5
     with pytest.raises(ValueError, match="preempt_penalty"):
-        PlannerParams(preempt_penalty=-1.0)
+        rules_off(preempt_penalty=-1.0)

@@ -9,9 +9,9 @@ import math
 import pytest
 
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.requeue_price import requeue_gaps, requeue_loss, requeue_priors
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from tests.planner.rules_off import rules_off
 
 ONE_NODE = ClusterView((NodeView("n0", "t", "A", 4, 4),))
 
@@ -32,7 +32,7 @@ def waiting(job_id: str, wait: float) -> JobView:
 
 
 def plan(jobs: tuple[JobView, ...], **params: object):
-    return HopsPolicy(PlannerParams(gap=0.0, **params)).plan(ONE_NODE, jobs, 10_000.0)  # type: ignore[arg-type]
+    return HopsPolicy(rules_off(gap=0.0, **params)).plan(ONE_NODE, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
 def test_the_gap_is_when_other_jobs_ends_free_as_many_gpus() -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.reserve import head_reservation, hold_for_head, idle_now
 from planner.signatures import Candidate
 from planner.views import ClusterView, Config, JobView, NodeView
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 #: a100-1: r1 (4 GPUs, ends in 600 s) and r3 (4, hours); a100-2: r2 (4, hours) and 4 idle GPUs
 NODES = ClusterView((NodeView("a100-1", "a100", "a100", 8, 8), NodeView("a100-2", "a100", "a100", 8, 8)))
@@ -55,13 +56,13 @@ def test_only_configs_that_end_before_the_head_or_use_spare_gpus_are_kept_for_th
     assert hold_for_head(res, [long_small], short, NODES, 0.0) == [long_small]
     keep_r2 = Candidate("r2", {"a100-2": 4}, 2.5)  # a running job keeping what it holds
     assert hold_for_head(res, [keep_r2, Candidate("r2", {"a100-2": 8}, 2.0)], js, NODES, 0.0) == [keep_r2]
-    assert PlannerParams().head_reservation is False
+    assert PlannerParams().head_reservation is True
 
 
 def test_in_a_round_plan_the_head_waits_for_a_near_reservation_and_starts_at_once_before_a_far_one() -> None:
-    plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, jobs(1e8), now=0.0)
+    plan = HopsPolicy(rules_off(stretch_weights=True)).plan(NODES, jobs(1e8), now=0.0)
     assert plan.assignments["small"] == {"a100-2": 4} and plan.assignments["head"] is None  # the default
-    params = PlannerParams(stretch_weights=True, head_reservation=True)
+    params = rules_off(stretch_weights=True, head_reservation=True)
     # r1 ends in 600 s, within the head's own run time (1000 s): the GPUs are kept, nobody is preempted
     plan = HopsPolicy(params).plan(NODES, jobs(1e8), now=0.0)
     assert plan.assignments["small"] is None and plan.assignments["head"] is None
@@ -71,7 +72,7 @@ def test_in_a_round_plan_the_head_waits_for_a_near_reservation_and_starts_at_onc
     head = plan.assignments["head"]
     assert head is not None and sum(head.values()) == 8 and plan.assignments["small"] is None
     # below the latency ratio it needs, the head gets neither
-    late = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5)
+    late = rules_off(stretch_weights=True, head_reservation=True, reserve_after=1.5)
     assert HopsPolicy(late).plan(NODES, jobs(1e8, r1_samples=60_000), now=0.0).assignments["head"] is None
 
 
@@ -79,15 +80,15 @@ def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus()
     grow = JobView("grow", (4, 8), submit_time=0.0, wait=0.0, age=1000.0, sensitivity=1.0, throughput=per_gpu,
                    total_samples=1e8, current={"a100-2": 4}, run_time=3600.0, placed_for=3600.0)
     js = jobs(1e8, r1_samples=60_000)[:2] + (grow, jobs(1e8)[3])
-    plan = HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, js, now=0.0)
+    plan = HopsPolicy(rules_off(stretch_weights=True)).plan(NODES, js, now=0.0)
     assert plan.assignments["grow"] == {"a100-2": 8}  # the default: it takes the idle GPUs
-    plan = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True)).plan(NODES, js, now=0.0)
+    plan = HopsPolicy(rules_off(stretch_weights=True, head_reservation=True)).plan(NODES, js, now=0.0)
     assert plan.assignments["grow"] != {"a100-2": 8} and plan.assignments["head"] is not None
 
 
 def test_a_head_started_by_the_reservation_is_not_taken_back_by_the_next_head() -> None:
     one = ClusterView((NodeView("a100-1", "a100", "a100", 8, 8),))
-    policy = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True))
+    policy = HopsPolicy(rules_off(stretch_weights=True, head_reservation=True))
     a_waits = job("A", 8, samples=1e8, wait=1000.0)
     b_runs = job("B", 8, samples=1e8, current={"a100-1": 8})
     assert policy.plan(one, (a_waits, b_runs), now=0.0).assignments == {"A": {"a100-1": 8}, "B": None}
@@ -96,7 +97,7 @@ def test_a_head_started_by_the_reservation_is_not_taken_back_by_the_next_head() 
     b_waits = job("B", 8, samples=1e8, wait=1500.0)
     assert policy.plan(one, (a_runs, b_waits), now=360.0).assignments == {"A": {"a100-1": 8}, "B": None}
     # a planner that did not start A that way hands the GPUs to B
-    fresh = HopsPolicy(PlannerParams(stretch_weights=True, head_reservation=True))
+    fresh = HopsPolicy(rules_off(stretch_weights=True, head_reservation=True))
     assert fresh.plan(one, (a_runs, b_waits), now=360.0).assignments == {"A": None, "B": {"a100-1": 8}}
 
 
@@ -105,13 +106,13 @@ def test_with_a_bound_the_head_starts_once_waiting_for_its_reservation_would_pas
     js = jobs(1e8)[:3] + (job("head", 8, samples=1e8, wait=1500.0), jobs(1e8)[4])
     late = dict(stretch_weights=True, head_reservation=True, reserve_after=1.5)
     # the run-time rule waits (600 s < 1,000 s): the head's ratio reaches 2.1
-    assert HopsPolicy(PlannerParams(**late)).plan(NODES, js, now=0.0).assignments["head"] is None
-    head = HopsPolicy(PlannerParams(**late, reserve_bound=2.0)).plan(NODES, js, now=0.0).assignments["head"]
+    assert HopsPolicy(rules_off(**late)).plan(NODES, js, now=0.0).assignments["head"] is None
+    head = HopsPolicy(rules_off(**late, reserve_bound=2.0)).plan(NODES, js, now=0.0).assignments["head"]
     assert head is not None and sum(head.values()) == 8
     # a bound the reservation keeps (2.1 <= 2.5): the head waits for it, nobody is preempted for it
-    kept = HopsPolicy(PlannerParams(**late, reserve_bound=2.5)).plan(NODES, js, now=0.0)
+    kept = HopsPolicy(rules_off(**late, reserve_bound=2.5)).plan(NODES, js, now=0.0)
     assert kept.assignments["head"] is None and kept.assignments["r1"] == {"a100-1": 4}
-    assert PlannerParams().reserve_bound == 0.0
+    assert PlannerParams().reserve_bound == 2.0
 
 
 def test_with_a_bound_a_head_shorter_than_the_minimum_run_time_preempts_nobody() -> None:
@@ -122,10 +123,10 @@ def test_with_a_bound_a_head_shorter_than_the_minimum_run_time_preempts_nobody()
     running = [j for j in js if j.current]
     assert head_reservation([short], idle_now(NODES, running), running, now=0.0, shortest=300.0) is None
     assert head_reservation([short], idle_now(NODES, running), running, now=0.0) is not None
-    bound = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5, reserve_bound=2.0)
+    bound = rules_off(stretch_weights=True, head_reservation=True, reserve_after=1.5, reserve_bound=2.0)
     plan = HopsPolicy(bound).plan(NODES, js, now=0.0)
     assert plan.assignments["head"] is None and plan.assignments["r1"] == {"a100-1": 4}
-    assert HopsPolicy(PlannerParams(stretch_weights=True)).plan(NODES, js, now=0.0).assignments["head"] is None
+    assert HopsPolicy(rules_off(stretch_weights=True)).plan(NODES, js, now=0.0).assignments["head"] is None
     # without a bound the reservation's run-time rule still serves it (the rule as it was)
-    plain = PlannerParams(stretch_weights=True, head_reservation=True, reserve_after=1.5)
+    plain = rules_off(stretch_weights=True, head_reservation=True, reserve_after=1.5)
     assert HopsPolicy(plain).plan(NODES, js, now=0.0).assignments["head"] is not None

@@ -5,9 +5,10 @@ a job that has waited long still takes a running job's GPUs."""
 from __future__ import annotations
 
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.stretch import stretch_priors
 from planner.views import ClusterView, Config, JobView, NodeView, freeze_config
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 ONE = ClusterView((NodeView("n0", "t", "A", 8, 8),))
 
@@ -24,7 +25,7 @@ def job(job_id: str, wait: float, age: float, running: bool = False) -> JobView:
 
 
 def plan(jobs: tuple[JobView, ...], **params: object) -> dict[str, object]:
-    return dict(HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(ONE, jobs, 20_000.0).assignments)  # type: ignore[arg-type]
+    return dict(HopsPolicy(rules_off(gap=0.0, lambda_=1.0, **params)).plan(ONE, jobs, 20_000.0).assignments)  # type: ignore[arg-type]
 
 
 def test_priors_are_one_plus_the_latency_ratio() -> None:
@@ -47,5 +48,5 @@ def test_a_job_slowed_down_more_than_the_premium_still_preempts() -> None:
     assert on["R"] is None and on["W"] == {"n0": 8}
 
 
-def test_off_by_default() -> None:
-    assert PlannerParams().stretch_weights is False
+def test_on_by_default() -> None:
+    assert PlannerParams().stretch_weights is True

@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from planner.hops import HopsPolicy
-from planner.params import PlannerParams
 from planner.swap_order import finishes_first
 from planner.views import JobView, freeze_config
 from tests.planner.test_planner_fragfill import TWO, cluster_of
+from planner.params import PlannerParams
+from tests.planner.rules_off import rules_off
 
 
 def with_done(j: JobView, share: float) -> JobView:
@@ -21,7 +22,7 @@ def with_done(j: JobView, share: float) -> JobView:
 
 def plan(jobs: tuple[JobView, ...], **params: object):
     params = {"fragment_swaps": True, **params}
-    return HopsPolicy(PlannerParams(gap=0.0, lambda_=1.0, **params)).plan(TWO, jobs, 10_000.0)  # type: ignore[arg-type]
+    return HopsPolicy(rules_off(gap=0.0, lambda_=1.0, **params)).plan(TWO, jobs, 10_000.0)  # type: ignore[arg-type]
 
 
 def nearly_done_r() -> tuple[JobView, ...]:
@@ -68,7 +69,7 @@ def test_off_and_unknown_remaining_times_allow_the_swap() -> None:
 def test_the_rule_is_off_by_default_and_validated() -> None:
     assert PlannerParams().swap_shorter == 0.0
     with pytest.raises(ValueError):
-        PlannerParams(swap_shorter=-1.0)
+        rules_off(swap_shorter=-1.0)
 
 
 def two_victims(narrow: bool) -> tuple[dict[str, object], dict[str, str]]:
@@ -102,8 +103,8 @@ def test_swap_narrow_displaces_the_job_of_fewest_gpus() -> None:
     assert dict(out["R2"]) == {"n1": 4}  # type: ignore[arg-type]
 
 
-def test_swap_narrow_is_off_by_default() -> None:
-    assert PlannerParams().swap_narrow is False
+def test_swap_narrow_is_on_by_default() -> None:
+    assert PlannerParams().swap_narrow is True
 
 
 def soonest_case(**kw: object) -> dict[str, str]:
@@ -146,4 +147,4 @@ def test_swap_back_through_the_policy() -> None:
     jobs = cluster_of(4, (8,), 0.15)
     assert plan(jobs, swap_back=3600.0).diagnostics["swapped"] == {}
     assert plan(jobs, swap_back=200_000.0).diagnostics["swapped"] == {"W": "R"}
-    assert PlannerParams().swap_back == 0.0 and PlannerParams().swap_soonest is False
+    assert PlannerParams().swap_back == 3600.0 and PlannerParams().swap_soonest is False

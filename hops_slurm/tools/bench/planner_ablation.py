@@ -33,8 +33,9 @@ def command(env: Mapping[str, str]) -> str:
 
 
 BEFORE = "hops:window=active,restart_penalty=0,pin_running=false,entity_tolerance=0"
-#: the planner of issue 13 (restart penalty 0.1); today's defaults price moves and preemptions higher
-#: (planner/params.py: restart_penalty 0.4, preempt_penalty 1.5), so no row below is today's planner
+#: the planner of issue 13 (restart penalty 0.1); the settings below change only what they name, on top of
+#: the defaults of the commit that runs them (since issue 37 the JCT combination of docs/design.md, "The
+#: defaults"), so no row below is today's planner and a rerun is not the historical document's table
 AFTER = "hops:restart_penalty=0.1"
 AT_TICKS = [
     BEFORE,                                                          # the planner before issue 13
