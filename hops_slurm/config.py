@@ -225,6 +225,10 @@ class EngineConfig(_Section):
                            "by running the round loop forward in the simulator on the estimates, in a worker "
                            "beside the rounds (hops_slurm.engine.forecaster), shown by `hops-slurm queue --start` "
                            "(docs/user-guide.md; accuracy: docs/results/forecast.md)")
+    forecast_arrivals: float = Field(0.0, ge=0, le=DAY, description="seconds: each forecast expects the jobs "
+                                     "submitted in this many seconds before it to be submitted again as many seconds "
+                                     "later (the next window brings what the last did: hops_slurm.sim.forecast_arrivals); "
+                                     "0 = only the jobs of now (the default; docs/results/forecast.md measures both)")
     preempt_signal: Literal[PREEMPT_SIGNALS] = Field(  # type: ignore[valid-type]
         "USR1", description="signal a running job gets before a planned requeue (docs/preemption.md)")
     preempt_grace: float = Field(120.0, ge=0, le=3600, description="seconds a job has after its notice to save a "

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from hops_slurm.sim.forecast_arrivals import ArrivalHistory
 from hops_slurm.sim.forecast_run import Outcome, Timetable, forecast, window_for
 from planner.forecast import Banded, ErrorBand, Forecast
 from planner.views import ClusterView, JobView, Policy
@@ -84,7 +85,7 @@ def solver_capped(policy: Policy, seconds: float) -> Policy:
 
 
 def run_forecast(policy: Policy, cluster: ClusterView, views: Sequence[JobView], now: float, *,
-                 timetable: Timetable | None, budget: float) -> Outcome:
+                 timetable: Timetable | None, budget: float, arrivals: Sequence[JobView] = ()) -> Outcome:
     """One forecast within ``budget`` wall seconds, each solve capped at a twentieth of it; ``timetable``
     None: the engine's round and refresh, coarser for a long queue (:meth:`Timetable.for_queue`). A long
     queue is seen through a window (:func:`hops_slurm.sim.forecast_run.window_for`)."""
@@ -93,7 +94,7 @@ def run_forecast(policy: Policy, cluster: ClusterView, views: Sequence[JobView],
     if timetable is None:
         timetable = Timetable.for_queue(waiting)
     return forecast(solver_capped(policy, budget / 20.0), cluster, views, now, timetable=timetable,
-                    stop=lambda: time.monotonic() > deadline, window=window_for(policy, waiting))
+                    stop=lambda: time.monotonic() > deadline, window=window_for(policy, waiting), arrivals=arrivals)
 
 
 def _encode(o: Outcome) -> bytes:
@@ -113,8 +114,10 @@ class Forecaster:
 
     def __init__(self, *, round_seconds: float, refresh_seconds: float, budget: float, grace: float = 5.0,
                  inline: bool = False, band: ErrorBand | None = None,
-                 after_fork: Callable[[], None] | None = None) -> None:
+                 after_fork: Callable[[], None] | None = None, arrivals: ArrivalHistory | None = None) -> None:
         self.timetable = Timetable(round_seconds=round_seconds, refresh_seconds=refresh_seconds)
+        #: the jobs submitted of late, replayed ahead in each forecast (:mod:`hops_slurm.sim.forecast_arrivals`)
+        self.arrivals = arrivals if arrivals is not None else ArrivalHistory(window=0.0)
         self.budget, self.grace, self.inline = budget, grace, inline
         self.after_fork = after_fork  # run first in the child (the engine drops its lock there)
         self.band = band if band is not None else ErrorBand(floor=round_seconds)
@@ -129,10 +132,13 @@ class Forecaster:
     def submit(self, policy: Policy, cluster: ClusterView, views: Sequence[JobView], now: float) -> bool:
         """Start a forecast from this round (False: the last one still runs; this round's turn is skipped)."""
         self.poll()
+        self.arrivals.observe(views, now)
         if not any(v.current is None for v in views):
             return False
+        expected = self.arrivals.arrivals(now)
         if self.inline:
-            self.take(run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget))
+            self.take(run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget,
+                                   arrivals=expected))
             return True
         if self.child is not None:
             self.skipped += 1
@@ -152,7 +158,8 @@ class Forecaster:
                     self.after_fork()
                 os.nice(19)
                 logging.disable(logging.WARNING)
-                got = run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget)
+                got = run_forecast(policy, cluster, views, now, timetable=self._timetable(views), budget=self.budget,
+                                   arrivals=expected)
                 out.write(_encode(got))
                 out.flush()
                 code = 0

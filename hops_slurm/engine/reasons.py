@@ -22,6 +22,7 @@ from hops_slurm.engine import queue_summary
 from hops_slurm.engine.state import SCHEDULABLE_PROFILES, JobState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.engine.forecaster import Forecaster
+from hops_slurm.sim.forecast_arrivals import ArrivalHistory
 from planner.forecast import Banded
 from planner.reasons import Code, Why
 from planner.views import ClusterView, JobView, Policy
@@ -127,13 +128,15 @@ class Gauges(Protocol):
 
 
 def start_forecast(reasons: Reasons, policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now: float, *,
-                   round_seconds: float, refresh_seconds: float, budget: float) -> bool:
+                   round_seconds: float, refresh_seconds: float, budget: float, arrivals: float = 0.0) -> bool:
     """Hand this round's views to the forecast worker (:class:`hops_slurm.engine.forecaster.Forecaster`,
     made on first use): it runs the round loop forward from them in the simulator, in a child process,
-    within ``budget`` wall seconds, and never holds the round up. False: the last forecast still runs."""
+    within ``budget`` wall seconds, and never holds the round up; ``arrivals``: seconds of recent submissions
+    it expects again (:mod:`hops_slurm.sim.forecast_arrivals`; 0: none). False: the last forecast still runs."""
     if reasons.forecaster is None:
         reasons.forecaster = Forecaster(round_seconds=round_seconds, refresh_seconds=refresh_seconds, budget=budget,
-                                        inline=reasons.forecast_inline, after_fork=reasons.after_fork)
+                                        inline=reasons.forecast_inline, after_fork=reasons.after_fork,
+                                        arrivals=ArrivalHistory(window=arrivals))
     return reasons.forecaster.submit(policy, cluster, jobs, now)
 
 

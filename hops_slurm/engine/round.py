@@ -106,7 +106,8 @@ def summary(s: S, r: Resources) -> None:  # the reasons the plannings gave, publ
         sched = r.config.scheduler
         reasons.start_forecast(r.reasons, r.policy, r.backend.cluster_view(fragment=False), s.views, r.now(),
                                round_seconds=sched.round_length, refresh_seconds=sched.queue_refresh,
-                               budget=min(sched.round_length * 0.9, FORECAST_BUDGET))
+                               budget=min(sched.round_length * 0.9, FORECAST_BUDGET),
+                               arrivals=r.config.engine.forecast_arrivals)
     bk.publish_reasons(r, r.backend.listing, r.now())
 
 

@@ -4,8 +4,9 @@ Where it sits: behind :class:`hops_slurm.core.interface.Backend`, under the roun
 (:func:`hops_slurm.core.rounds.run_rounds`) that ``hops-slurm simulate`` and the daemon's timetable run,
 driven by :func:`hops_slurm.sim.forecast_run.forecast`. It starts from what a round planned with (the
 cluster view of a round plan: each node's GPUs not held outside the planning; the job views: each job's
-estimates, wait, processed samples and current config) and knows nothing else: no ground truth, no
-arrivals. Where :class:`hops_slurm.sim.sim_backend.SimBackend` runs a job at its true speed, this one runs
+estimates, wait, processed samples and current config) and the jobs expected to arrive
+(``arrivals``, :mod:`hops_slurm.sim.forecast_arrivals`: each joins the queue at its submission time), and
+knows nothing else: no ground truth. Where :class:`hops_slurm.sim.sim_backend.SimBackend` runs a job at its true speed, this one runs
 it at the speed the estimator gives the job's config (``JobView.throughput``, times ``speed``):
 
 * a job placed on a new config (a first start, or a move) holds its GPUs and makes no progress for its
@@ -82,7 +83,8 @@ class ForecastBackend:
     waiting (``targets``)."""
 
     def __init__(self, cluster: ClusterView, jobs: Sequence[JobView], now: float, *, speed: float = 1.0,
-                 stop: Callable[[], bool] = lambda: False, window: QueueWindow | None = None) -> None:
+                 stop: Callable[[], bool] = lambda: False, window: QueueWindow | None = None,
+                 arrivals: Sequence[JobView] = ()) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.t = float(now)
@@ -125,6 +127,10 @@ class ForecastBackend:
             else:
                 self.targets.add(view.job_id)
         self.waiting = set(self.targets)  # targets not started yet
+        #: jobs expected later (never targets), in submission order; each joins the queue at its submission
+        self._arrivals = sorted((v for v in arrivals if v.job_id not in self.runs and v.current is None),
+                                key=lambda v: v.submit_time, reverse=True)
+        self._admit(self.t)
         self._stopped = False
         self.stuck = False  # a round plan left every job waiting on an idle cluster: nothing will change
 
@@ -141,6 +147,8 @@ class ForecastBackend:
 
     def next_activity(self) -> float | None:
         ends = [e for j in self._active if (e := self.runs[j].end_at) is not None]
+        if self._arrivals:
+            ends.append(self._arrivals[-1].submit_time)
         return min(ends) if ends else None
 
     def cluster_view(self, *, fragment: bool) -> ClusterView:
@@ -209,6 +217,7 @@ class ForecastBackend:
                 if job_id in self.targets:
                     self.ends[job_id] = run.end_at
         self.t = max(self.t, float(t))
+        self._admit(self.t)
 
     def forecast_ends(self) -> dict[str, float]:
         """Each started target's end: when it ended, or when the run it is in would end."""
@@ -220,6 +229,14 @@ class ForecastBackend:
         return out
 
     # --- internals -------------------------------------------------------------------------------------
+    def _admit(self, t: float) -> None:
+        """The expected arrivals submitted by ``t`` join the waiting queue."""
+        while self._arrivals and self._arrivals[-1].submit_time <= t + EPS:
+            view = self._arrivals.pop()
+            self.runs[view.job_id] = _Run(view, None, view.submit_time)  # waiting since its submission
+            self._changes += 1
+            self._stale = True  # a waiting job the queue's order does not know
+
     def _windowed(self, fragment: bool) -> tuple[JobView, ...]:
         """Every running job and the head of the waiting queue (:mod:`hops_slurm.sim.forecast_window`)."""
         assert self.window is not None

@@ -124,11 +124,13 @@ class Outcome:
 
 def forecast(policy: Policy, cluster: ClusterView, jobs: Sequence[JobView], now: float, *,
              timetable: Timetable = Timetable(), speed: float = 1.0,
-             stop: Callable[[], bool] = lambda: False, window: QueueWindow | None = None) -> Outcome:
+             stop: Callable[[], bool] = lambda: False, window: QueueWindow | None = None,
+             arrivals: Sequence[JobView] = ()) -> Outcome:
     """Run the round loop forward from ``now`` (see the module docstring); ``policy`` is used up (pass a
     copy of the engine's). ``speed``: every estimated rate times it (1.0: as estimated). ``window``: each
-    planning sees only the head of the waiting queue (:mod:`hops_slurm.sim.forecast_window`); None: all of it."""
-    backend = ForecastBackend(cluster, jobs, now, speed=speed, stop=stop, window=window)
+    planning sees only the head of the waiting queue (:mod:`hops_slurm.sim.forecast_window`); None: all of it.
+    ``arrivals``: jobs expected later, each queued at its submission time (:mod:`hops_slurm.sim.forecast_arrivals`)."""
+    backend = ForecastBackend(cluster, jobs, now, speed=speed, stop=stop, window=window, arrivals=arrivals)
     plannings = rounds_so_far = at_stretch = 0  # rounds so far; of them at this stretch
     stretch = 1.0
     while not backend.done() and backend.now() - now < timetable.horizon_seconds:

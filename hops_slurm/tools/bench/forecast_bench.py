@@ -43,18 +43,22 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hops_slurm.core.rounds import LoopSettings, run_rounds
+from hops_slurm.config import EngineConfig
 from hops_slurm.engine.forecaster import policy_copy, run_forecast
-from hops_slurm.sim.cluster_spec import load_cluster
+from hops_slurm.errors import HopsError
+from hops_slurm.sim.forecast_arrivals import MARK, ArrivalHistory, fresh
+from hops_slurm.sim.cluster_spec import ClusterSpec, load_cluster
 from hops_slurm.sim.forecast_run import Timetable
 from hops_slurm.sim.runner import Options
 from hops_slurm.sim.sim_backend import SimBackend, SimSettings
-from hops_slurm.sim.workload import load_workload
+from hops_slurm.sim.workload import JobSpec, load_workload
 from hops_slurm.tools.bench import forecast_scale
 from hops_slurm.tools import results_header
 from planner.baselines.slurm_backfill import SlurmBackfillPolicy
 from planner.forecast import ErrorBand, Forecast
 from planner.policies import make_policy
 from planner.slurm_start import expected_starts
+from planner.views import JobView
 
 NAME = "forecast"
 IN_ALL = False
@@ -62,7 +66,10 @@ ROUND = 360.0
 DEFAULT_RUNS = "paper-512:paper:0,1;paper-64:gavel:0"
 #: the HOPS_BENCH_* variables it reads (they precede the command in its results header)
 ENV = ("HOPS_BENCH_PARTS", "HOPS_BENCH_FORECAST", "HOPS_BENCH_FORECAST_BUDGET", "HOPS_BENCH_FORECAST_ALLOWANCE",
-       "HOPS_BENCH_FORECAST_RECORDS")
+       "HOPS_BENCH_FORECAST_RECORDS", "HOPS_BENCH_FORECAST_ARRIVALS")
+#: seconds of recent submissions each Hops forecast expects again (``[engine] forecast_arrivals``' default;
+#: ``HOPS_BENCH_FORECAST_ARRIVALS`` sets it, 0 = only the jobs of now)
+ARRIVALS = float(EngineConfig.model_fields["forecast_arrivals"].default)
 
 
 def command(env: Mapping[str, str]) -> str:
@@ -145,11 +152,49 @@ class Run:
     allowance: float | None = None  # the wall seconds it was allowed (None: no limit)
 
 
-def record_path(folder: Path, cluster: str, workload: str, seed: int, policy: str, budget: float) -> Path:
-    """Where a run's raw forecasts are recorded: one file per run and forecast budget (the workload's name
-    made safe); the allowance is in the record (:func:`usable`)."""
+@dataclass(frozen=True)
+class Expected:
+    """The arrivals each Hops forecast of a run expects: the submissions of the last ``window`` seconds again
+    (every window up to ``horizon``; the daemon's ``[engine] forecast_arrivals``), or with ``oracle`` the
+    run's own later submissions, each as the round after its submission saw it (what the forecast would
+    give if it knew the future jobs: a bound, not something a daemon can do)."""
+
+    window: float = 0.0
+    horizon: float | None = None
+    oracle: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> Expected:
+        """``HOPS_BENCH_FORECAST_ARRIVALS``: ``W`` (seconds of submissions expected again once), ``W:H`` (again
+        every W seconds up to H ahead) or ``oracle``."""
+        if text.strip() == "oracle":
+            return cls(oracle=True)
+        try:
+            w, _, h = text.partition(":")
+            got = cls(float(w), float(h) if h else None)
+        except ValueError:
+            raise HopsError(f"HOPS_BENCH_FORECAST_ARRIVALS: {text[:30]!r} is not W, W:H in seconds or oracle") from None
+        if not (0.0 <= got.window <= 1e7 and (got.horizon is None or 0.0 <= got.horizon <= 1e7)):
+            raise HopsError(f"HOPS_BENCH_FORECAST_ARRIVALS: {text[:30]!r}: W and H must be in [0, 1e7] seconds")
+        return got
+
+    @property
+    def tag(self) -> str:
+        """The record name's tail ('' for none)."""
+        if self.oracle:
+            return "_oracle"
+        if self.window <= 0:
+            return ""
+        return f"_a{self.window:g}" + (f"h{self.horizon:g}" if self.horizon else "")
+
+
+def record_path(folder: Path, cluster: str, workload: str, seed: int, policy: str, budget: float,
+                expected: Expected = Expected()) -> Path:
+    """Where a run's raw forecasts are recorded: one file per run, forecast budget and expected arrivals
+    (the workload's name made safe); the allowance is in the record (:func:`usable`)."""
     safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{cluster}_{workload}")
-    return folder / f"{safe}_s{seed}_{policy}_b{budget:g}.json"
+    tail = expected.tag if policy == "hops" else ""
+    return folder / f"{safe}_s{seed}_{policy}_b{budget:g}{tail}.json"
 
 
 def usable(run: Run, allowance: float | None) -> bool:
@@ -186,14 +231,34 @@ def load_run(path: Path) -> Run:
     return run
 
 
+def later_submissions(cluster: ClusterSpec, specs: tuple[JobSpec, ...], options: Options, policy_name: str) -> list[JobView]:
+    """Every job of the run as the first round boundary after its submission saw it, made fresh at its
+    submission time (:func:`hops_slurm.sim.forecast_arrivals.fresh`), from a run of its own without
+    forecasts (a forecast never changes the run: it plans with a copy of the policy)."""
+    backend = SimBackend(cluster, specs, SimSettings(costs=options.costs))
+    seen: dict[str, JobView] = {}
+
+    def collect(now: float) -> None:
+        for v in backend.job_views(fragment=False):
+            if v.job_id not in seen:
+                seen[v.job_id] = fresh(v, f"{v.job_id}{MARK}0", v.submit_time)
+
+    try:
+        run_rounds(backend, make_policy(policy_name), LoopSettings(ROUND, options.refresh_seconds), on_round=collect)
+    finally:
+        backend.close()
+    return sorted(seen.values(), key=lambda v: (v.submit_time, v.job_id))
+
+
 class OutOfTime(Exception):
     """The run's wall-clock allowance is spent: it ends where it got (the jobs started by then count)."""
 
 
 def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budget: float,
-             allowance: float | None = None) -> Run:
+             allowance: float | None = None, expected: Expected = Expected()) -> Run:
     """One run of ``policy_name`` with a forecast at every round boundary (see the module docstring);
-    ``allowance``: wall seconds after which the run stops at the next boundary (``Run.cut_at``)."""
+    ``allowance``: wall seconds after which the run stops at the next boundary (``Run.cut_at``);
+    ``expected``: the arrivals each Hops forecast expects (:class:`Expected`)."""
     t0 = time.perf_counter()
     cluster = load_cluster(cluster_name)
     specs = load_workload(workload, seed, cluster_gpus=cluster.total_gpus)
@@ -204,11 +269,14 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
     started: set[str] = set()
     run = Run(cluster_name, workload, seed, policy_name, allowance=allowance)
     timetable = Timetable(round_seconds=ROUND, refresh_seconds=options.refresh_seconds)
+    history = ArrivalHistory(window=expected.window, horizon=expected.horizon)
+    future = later_submissions(cluster, specs, options, policy_name) if expected.oracle and policy_name == "hops" else []
 
     def tick(now: float) -> None:
         if allowance is not None and time.perf_counter() - t0 > allowance:
             raise OutOfTime
         views = backend.job_views(fragment=False)
+        history.observe(views, now)
         started.update(v.job_id for v in views if v.current is not None)
         waiting = [v for v in views if v.current is None and v.job_id not in started]
         if not waiting:
@@ -216,7 +284,9 @@ def simulate(cluster_name: str, workload: str, seed: int, policy_name: str, budg
         cview = backend.cluster_view(fragment=False)
         f0 = time.perf_counter()
         if policy_name == "hops":
-            out = run_forecast(policy_copy(policy), cview, views, now, timetable=timetable, budget=budget)
+            out = run_forecast(policy_copy(policy), cview, views, now, timetable=timetable, budget=budget,
+                               arrivals=[v for v in future if v.submit_time > now] if expected.oracle
+                               else history.arrivals(now))
             starts = sorted(f.start for f in out.forecasts.values() if f.start is not None)
             for j, f in out.forecasts.items():
                 if j not in started:
@@ -421,16 +491,17 @@ def run(out_dir: Path) -> Path:
     budget = float(os.environ.get("HOPS_BENCH_FORECAST_BUDGET", "20"))
     allowance = float(os.environ["HOPS_BENCH_FORECAST_ALLOWANCE"]) if os.environ.get("HOPS_BENCH_FORECAST_ALLOWANCE") else None
     folder = Path(os.environ["HOPS_BENCH_FORECAST_RECORDS"]) if os.environ.get("HOPS_BENCH_FORECAST_RECORDS") else None
+    expected = Expected.parse(os.environ.get("HOPS_BENCH_FORECAST_ARRIVALS", f"{ARRIVALS:g}"))
     results_header.current_commit()  # read once per process: the commit the runs are made at, not the one at their end
     runs = []
     for c, w, seeds in parse_runs(spec):
         for s in seeds:
             for p in ("hops", "slurm-backfill"):
-                path = None if folder is None else record_path(folder, c, w, s, p, budget)
+                path = None if folder is None else record_path(folder, c, w, s, p, budget, expected)
                 if path is not None and path.exists() and usable(got := load_run(path), allowance):
                     runs.append(got)
                     continue
-                runs.append(simulate(c, w, s, p, budget, allowance))
+                runs.append(simulate(c, w, s, p, budget, allowance, expected))
                 if path is not None:
                     save_run(runs[-1], path)
     return write(out_dir, runs, spec, budget, allowance)

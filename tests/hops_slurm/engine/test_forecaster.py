@@ -7,6 +7,7 @@ import os
 import time
 
 from hops_slurm.engine.forecaster import Forecaster, policy_copy
+from hops_slurm.sim.forecast_arrivals import ArrivalHistory
 from hops_slurm.sim.forecast_run import Outcome
 from planner.forecast import Forecast
 from planner.hops import HopsPolicy
@@ -109,3 +110,24 @@ def test_a_forecasts_child_never_keeps_the_engines_lock(tmp_path) -> None:  # no
         InstanceLock(tmp_path / "engine.lock").acquire().release()
     finally:
         f.close()
+
+
+def test_the_worker_expects_the_jobs_submitted_of_late_again() -> None:
+    # "a" (4 GPUs, 100 s of work) was submitted at -100 s; with a 400 s window it is expected again at 300 s
+    # and 700 s; when the running job's GPUs free up (400 s) the short job goes before "late" (1000 s of work)
+    seen = JobView("a", (4,), submit_time=-100.0, wait=0.0, age=100.0, sensitivity=1.0,
+                   throughput=lambda cfg: 10.0 * sum(cfg.values()), total_samples=4_000.0)
+    late = JobView("late", (4,), submit_time=200.0, wait=0.0, age=1000.0, sensitivity=1.0,
+                   throughput=lambda cfg: 10.0 * sum(cfg.values()), total_samples=40_000.0)
+    running = JobView("r", (4,), submit_time=0.0, wait=0.0, age=300.0, sensitivity=1.0, current={"n0": 4},
+                      throughput=lambda cfg: 10.0 * sum(cfg.values()), total_samples=12_000.0, run_time=100.0,
+                      placed_for=100.0, done_samples=4_000.0)
+    starts = {}
+    for window in (0.0, 400.0):
+        f = Forecaster(round_seconds=360.0, refresh_seconds=30.0, budget=30.0, inline=True,
+                       arrivals=ArrivalHistory(window=window, horizon=1000.0))
+        f.arrivals.observe((seen,), 0.0)
+        assert f.submit(HopsPolicy(), CLUSTER, (running, late), 200.0)
+        assert set(f.latest) == {"late"}  # an expected job gets no forecast of its own
+        starts[window] = f.latest["late"].start
+    assert starts[0.0] is not None and starts[400.0] is not None and starts[400.0] > starts[0.0]
