@@ -1,4 +1,5 @@
-"""tools.bench.forecast_bench: the band given after the run as the daemon gives it, and its coverage."""
+"""tools.bench.forecast_bench: the band given after the run as the daemon gives it, and its coverage; runs beside
+with other expected arrivals get a section of their own."""
 
 from __future__ import annotations
 
@@ -6,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hops_slurm.errors import HopsError
-from hops_slurm.sim.cluster_spec import load_cluster
-from hops_slurm.sim.forecast_arrivals import MARK
-from hops_slurm.sim.runner import Options
-from hops_slurm.sim.workload import load_workload
-from hops_slurm.tools.bench.forecast_bench import (ROUND, Expected, JobOutcome, Made, Run, covered, later_submissions,
-                                                   load_run, record_path, replay_band, run, save_run, summary, usable,
-                                                   width)
+from hops_slurm.tools.bench.forecast_bench import (ROUND, JobOutcome, Made, Run, covered, load_run, record_path,
+                                                   replay_band, run, save_run, summary, usable, width)
+from hops_slurm.tools.bench.forecast_expected import Expected
 from planner.forecast import ErrorBand
 
 
@@ -95,28 +91,23 @@ def test_the_summary_counts_the_runs_each_target_holds_on() -> None:
     assert "below Slurm's on 0;" in summary([hops, slurm])  # nothing to be below
 
 
-def test_the_expected_arrivals_are_read_from_the_variable_and_name_their_record(tmp_path: Path) -> None:
-    assert Expected.parse("0") == Expected() and Expected().tag == ""
-    assert Expected.parse("3600") == Expected(3600.0) and Expected(3600.0).tag == "_a3600"
-    assert Expected.parse("3600:10800").tag == "_a3600h10800"
-    assert Expected.parse("oracle").oracle and Expected.parse("oracle").tag == "_oracle"
-    for bad in ("an hour", "-5", "1:2:3", "1e9"):
-        with pytest.raises(HopsError, match="HOPS_BENCH_FORECAST_ARRIVALS"):
-            Expected.parse(bad)
-    # the record of a Hops run names what it expected; Slurm's expected start has no arrivals to expect
-    assert record_path(tmp_path, "c", "w", 0, "hops", 20.0, Expected(oracle=True)).name == "c_w_s0_hops_b20_oracle.json"
-    assert record_path(tmp_path, "c", "w", 0, "slurm-backfill", 20.0, Expected(oracle=True)).name == \
-        "c_w_s0_slurm-backfill_b20.json"
-
-
-def test_the_oracle_knows_every_job_of_the_run_fresh_at_its_submission() -> None:
-    cluster = load_cluster("paper-64")
-    specs = load_workload("gavel:jobs=6,rate=6", 0, cluster_gpus=cluster.total_gpus)
-    got = later_submissions(cluster, specs, Options(), "hops")
-    assert sorted(v.job_id for v in got) == sorted(f"{s.job_id}{MARK}0" for s in specs)
-    by_id = {s.job_id: s for s in specs}
-    for v in got:
-        spec = by_id[v.job_id.split(MARK)[0]]
-        assert v.submit_time == pytest.approx(spec.arrival) and v.requirements == spec.requirements
-        assert v.current is None and v.wait == 0.0 and v.done_samples == 0.0 and v.preemptions == 0
-    assert [v.submit_time for v in got] == sorted(v.submit_time for v in got)
+def test_runs_beside_with_other_expected_arrivals_get_a_section_of_their_own(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    records = tmp_path / "records"
+    for policy in ("hops", "slurm-backfill"):
+        save_run(_recorded(policy), record_path(records, "no-such-cluster", "paper", 3, policy, 20.0))
+    knowing = _recorded("hops")
+    for j in knowing.jobs:  # every forecast right: the one made at submission names the actual start
+        j.made = [Made(m.at, j.start) for m in j.made]
+    save_run(knowing, record_path(records, "no-such-cluster", "paper", 3, "hops", 20.0, Expected(oracle=True)))
+    monkeypatch.setenv("HOPS_BENCH_FORECAST", "no-such-cluster:paper:3")
+    monkeypatch.setenv("HOPS_BENCH_FORECAST_RECORDS", str(records))
+    monkeypatch.setenv("HOPS_BENCH_FORECAST_BESIDE", "oracle")
+    doc = run(tmp_path / "out").read_text()
+    assert "HOPS_BENCH_FORECAST_BESIDE=oracle" in doc.splitlines()[0]
+    section = doc[doc.index("## What the error is made of"):]
+    rows = [line for line in section.splitlines() if line.startswith("| no-such-cluster paper |")]
+    assert len(rows) == 2
+    # each forecast a round early: 1 / (i + 1) of the wait of the job that starts i + 1 rounds after its submission
+    assert "the jobs of now (the default) | 31 | 0.06 (0.33) | -0.06 |" in rows[0]
+    assert "(oracle)" in rows[1] and "| 0.00 (0.00) | +0.00 |" in rows[1] and "| met | " in rows[1]
