@@ -523,7 +523,9 @@ def made_of(expecting: list[tuple[Expected, list[Run]]]) -> list[str]:
              "| run | seed | the forecast expects | waited >= 1 round | median at submission (p90) | signed | "
              "one round before (p90) | <= 0.25 | made at |",
              "|---|---|---|---|---|---|---|---|---|"]
+    held: list[str] = []
     for e, runs in expecting:
+        met = 0
         for r in runs:
             waited = [j for j in r.jobs if j.wait >= ROUND]
             sub, bef = errors(waited, "first"), errors(waited, "before")
@@ -534,4 +536,7 @@ def made_of(expecting: list[tuple[Expected, list[Run]]]) -> list[str]:
                          f"({quantile(sub, 0.9):.2f}) | {statistics.median(signed) if signed else float('nan'):+.2f} | "
                          f"{statistics.median(bef) if bef else float('nan'):.2f} ({quantile(bef, 0.9):.2f}) | "
                          f"{'met' if med <= 0.25 else '**missed**'} | {r.recorded or 'this run'} |")
+            met += med <= 0.25
+        held.append(f"{e.label}: {met} of {len(runs)}")
+    lines += ["", "Median at submission <= 0.25 (issue 35's target), runs: " + "; ".join(held) + "."]
     return lines

@@ -111,3 +111,4 @@ def test_runs_beside_with_other_expected_arrivals_get_a_section_of_their_own(tmp
     # each forecast a round early: 1 / (i + 1) of the wait of the job that starts i + 1 rounds after its submission
     assert "the jobs of now (the default) | 31 | 0.06 (0.33) | -0.06 |" in rows[0]
     assert "(oracle)" in rows[1] and "| 0.00 (0.00) | +0.00 |" in rows[1] and "| met | " in rows[1]
+    assert "runs: the jobs of now (the default): 1 of 1; the run's later submissions (oracle): 1 of 1." in section
