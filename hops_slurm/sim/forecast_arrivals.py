@@ -13,8 +13,11 @@ bias, 0.01, against a waiting job's latency ratio), but under the defaults since
 remaining-time weights: docs/design.md, "The defaults: the JCT combination") a short job submitted later
 weighs about as much as a long one that has waited, and starts first. On Table 4 seed 0 the forecast at
 submission of the 35 jobs that waited a round was early by a median of 34 % of their wait, each passed by
-0-259 jobs submitted after its forecast was made (docs/results/forecast.md, "Expected arrivals"). Replaying
-the last window assumes the next one brings the same jobs: a steady rate, the site's own mix.
+0-259 jobs submitted after its forecast was made (docs/results/requeues.md, "What the defaults cost the
+forecasts"). Replaying the last window assumes the next one brings the same jobs: a steady rate, the site's
+own mix. Off by default (``[engine] forecast_arrivals = 0``): on the simulator's workloads it is right on
+average and wrong job by job (docs/results/forecast.md, "What the error is made of", beside the forecast
+that knows the run's later submissions).
 
 Pure: views in, views out; no clock (the caller says when now is).
 """
