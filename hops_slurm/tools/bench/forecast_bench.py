@@ -27,6 +27,11 @@ boundary and the jobs started by then count; default none), ``HOPS_BENCH_FORECAS
 finished run's raw forecasts are written there, and a run already recorded there, with the same budget and
 to the end or at the same allowance, is read back instead of simulated: the band and the tables are made
 again without recomputing a forecast, and the runs can be made in separate processes, then put together).
+``HOPS_BENCH_FORECAST_ARRIVALS`` (what each Hops forecast expects to arrive: ``W`` seconds of the last
+submissions again, ``W:H``, or ``oracle``, the run's own later submissions; default: the daemon's
+``[engine] forecast_arrivals``, :class:`hops_slurm.tools.bench.forecast_expected.Expected`) and
+``HOPS_BENCH_FORECAST_BESIDE`` (a ``,``-separated list of those: the same Hops runs again with each, and a
+section that puts their errors side by side, :func:`made_of`).
 Not in ``all``: tens of minutes. ``HOPS_BENCH_PARTS=scale``: the speed part
 (:mod:`hops_slurm.tools.bench.forecast_scale`).
 """
