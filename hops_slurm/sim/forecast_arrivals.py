@@ -25,6 +25,7 @@ Pure: views in, views out; no clock (the caller says when now is).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -63,23 +64,27 @@ class ArrivalHistory:
                 self._seen[v.job_id] = v
         for job_id in [j for j, v in self._seen.items() if v.submit_time < since]:
             del self._seen[job_id]
-        while len(self._seen) > self.cap:
-            oldest = min(self._seen, key=lambda j: self._seen[j].submit_time)
-            del self._seen[oldest]
+        if len(self._seen) > self.cap:  # the oldest submissions go first (one sort, not one scan per job)
+            for job_id in sorted(self._seen, key=lambda j: self._seen[j].submit_time)[:len(self._seen) - self.cap]:
+                del self._seen[job_id]
 
     def arrivals(self, now: float) -> list[JobView]:
         """The jobs expected after ``now``: each one remembered, submitted again every window, up to the
-        horizon; in submission order."""
+        horizon, and at most ``cap`` in all (each job's earliest replays, as many for each); in submission
+        order."""
         horizon = self.horizon or 0.0
         if self.window <= 0 or horizon <= 0:
             return []
         out: list[JobView] = []
+        each = max(1, self.cap // max(1, len(self._seen)))  # replays of one job at most
         for v in self._seen.values():
-            k, at = 1, v.submit_time + self.window
-            while at <= now + horizon:
+            k = max(1, math.floor((now - v.submit_time) / self.window) + 1)  # its first replay after now
+            for k in range(k, k + each):
+                at = v.submit_time + k * self.window
+                if at > now + horizon:
+                    break
                 if at > now:
                     out.append(fresh(v, f"{v.job_id}{MARK}{k}", at))
-                k, at = k + 1, at + self.window
         out.sort(key=lambda v: (v.submit_time, v.job_id))
         return out
 

@@ -76,3 +76,16 @@ def test_an_expected_short_job_starts_before_the_long_one_waiting_now() -> None:
     assert expecting.forecasts["long"].start is not None
     assert expecting.forecasts["long"].start >= 600.0 + 300.0  # after the short job's run
     assert set(expecting.forecasts) == {"long"} and expecting.complete  # arrivals get no forecast of their own
+
+
+def test_replays_are_bounded_by_the_cap_however_short_the_window() -> None:
+    # a window of a second replayed a day ahead would be 86,400 replays of each job: at most ``cap`` in all,
+    # each job's earliest first, and the history itself keeps the latest ``cap`` submissions
+    h = ArrivalHistory(window=1.0, horizon=86_400.0, cap=10)
+    h.observe([_job(f"j{i}", 1, 10.0, submit=4999.9 - 0.1 * i) for i in range(4)], 5000.0)
+    got = h.arrivals(5000.0)
+    assert len(got) <= 10 and {v.job_id.split("~")[0] for v in got} == {"j0", "j1", "j2", "j3"}
+    assert len(got) == 8 and all(5000.0 < v.submit_time < 5002.0 for v in got)  # 2 each: the first two after now
+    h = ArrivalHistory(window=100.0, cap=2)
+    h.observe([_job(f"k{i}", 1, 10.0, submit=4950.0 + i) for i in range(5)], 5000.0)
+    assert sorted(v.job_id for v in h.arrivals(5000.0)) == ["k3~1", "k4~1"]
