@@ -95,7 +95,7 @@ from planner.jct_gain import efficiency_gains, remaining_weights, saturated
 from planner.keep_shorter import premium_shorter
 from planner.params import PlannerParams
 from planner.requeue_price import requeue_priors
-from planner.reserve import head_reservation, hold_for_head, idle_now, overrides, overriding_weights
+from planner.reserve import head_reservation, hold_for_head, idle_now, late_jobs, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
 from planner.servable import Servability
@@ -388,7 +388,9 @@ def _weights(s: PlanState) -> None:
     if p.growth_discount > 0.0 and saturated(s.live, s.cluster.free_gpus):  # a start over extra GPUs (planner.growth)
         s.cands = discount_growth(s.cands, {n.name: n.gpu_type for n in s.cluster.nodes}, p.growth_discount)
     if p.head_reservation and not s.fragment:  # the reserved head and those started so before (planner.reserve)
-        s.w.update(overriding_weights(s.reserved, s.policy._protected & set(s.w), s.cands, s.w))
+        late = late_jobs(s.running, p.protect_after, s.queue[0] if s.reserved else None)
+        protected = s.policy._protected | late
+        s.w.update(overriding_weights(s.reserved, protected & set(s.w), s.cands, s.w))
     s.capacity = {n.name: n.free_gpus for n in s.cluster.nodes}
     s.current = {j.job_id: j.current for j in s.planned if j.current}
     s.order = [j.job_id for j in s.planned]

@@ -132,6 +132,20 @@ def overrides(res: Reservation, head: JobView, now: float, bound: float = 0.0) -
     return wait > head.age
 
 
+def late_jobs(running: Sequence[JobView], after: float, head: JobView | None = None) -> set[str]:
+    """The running jobs a round plan may move but not leave waiting (``protect_after`` > 0; none at 0): those
+    whose latency ratio has reached ``after`` and is at least that of ``head``, the queue head this plan
+    starts by preemption (None: no such head). A job past the reservation's threshold that goes back to
+    waiting gains latency ratio the reservation bounded at its start (its next start waits for a round
+    plan or a reservation of its own), so it keeps the weight of :func:`overriding_weights`' protected
+    jobs; a head more starved than it may still take its GPUs, so that the protection does not shift the
+    maximum latency ratio to the head."""
+    if after <= 0.0:
+        return set()
+    floor = max(after, latency_ratio(head) if head is not None else 0.0)
+    return {j.job_id for j in running if latency_ratio(j) >= floor}
+
+
 def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candidate],
                        w: Mapping[str, float]) -> dict[str, float]:
     """Weights for ``head_id`` and the ``protected`` jobs (heads started this way before, still running):
@@ -150,4 +164,4 @@ def overriding_weights(head_id: str, protected: Set[str], cands: Sequence[Candid
     return out
 
 
-__all__ = ["head_reservation", "hold_for_head", "idle_now", "overrides", "overriding_weights"]
+__all__ = ["head_reservation", "hold_for_head", "idle_now", "late_jobs", "overrides", "overriding_weights"]

@@ -130,3 +130,22 @@ def test_with_a_bound_a_head_shorter_than_the_minimum_run_time_preempts_nobody()
     # without a bound the reservation's run-time rule still serves it (the rule as it was)
     plain = rules_off(stretch_weights=True, head_reservation=True, reserve_after=1.5)
     assert HopsPolicy(plain).plan(NODES, js, now=0.0).assignments["head"] is not None
+
+
+def test_a_running_job_past_protect_after_is_not_left_waiting_for_a_less_starved_head() -> None:
+    one = ClusterView((NodeView("a100-1", "a100", "a100", 8, 8),))
+    # A runs with latency ratio 1.6; B, the queue head, waits with 1.5 and gets the overriding weight
+    a_runs = job("A", 8, samples=1e8, wait=1600.0, current={"a100-1": 8})
+    b_waits = job("B", 8, samples=1e8, wait=1500.0)
+    plain = rules_off(stretch_weights=True, head_reservation=True)
+    assert HopsPolicy(plain).plan(one, (a_runs, b_waits), now=0.0).assignments == {"A": None, "B": {"a100-1": 8}}
+    # from a ratio of 1.0 a running job keeps the protected weight: A stays, B waits
+    kept = HopsPolicy(rules_off(stretch_weights=True, head_reservation=True, protect_after=1.0))
+    assert kept.plan(one, (a_runs, b_waits), now=0.0).assignments == {"A": {"a100-1": 8}, "B": None}
+    # A's ratio is under 1.7: not protected, B takes the GPUs as before
+    under = HopsPolicy(rules_off(stretch_weights=True, head_reservation=True, protect_after=1.7))
+    assert under.plan(one, (a_runs, b_waits), now=0.0).assignments == {"A": None, "B": {"a100-1": 8}}
+    # a head more starved than A (ratio 2.0) still takes A's GPUs
+    starved = job("B", 8, samples=1e8, wait=2000.0)
+    assert kept.plan(one, (a_runs, starved), now=0.0).assignments == {"A": None, "B": {"a100-1": 8}}
+    assert PlannerParams().protect_after == 0.0
