@@ -45,8 +45,12 @@ fewer plans keep GPUs idle), the run-time rule alone would let such a head reach
 the bound keeps it at the target (docs/results/starvation.md). With a bound, a head expected to run
 less than ``min_run_time`` gets neither: one round's wait alone takes its ratio past any bound, and
 :mod:`planner.moves` likewise preempts no job with less than that left (on Table 3 a job of 85 s, latency
-ratio 4.8 after one round, preempted running jobs and cost 1.3 % avg JCT). Pure: the clock is ``now``,
-passed in.
+ratio 4.8 after one round, preempted running jobs and cost 1.3 % avg JCT).
+
+``protect_after`` (0 = off, the default) extends the protected weight to every running job whose latency
+ratio has reached it and is at least the reserved head's (:func:`late_jobs`): the bound holds at a head's
+start, and a job sent back to wait after it gains latency ratio no reservation bounds. Measured and left
+off (docs/results/preemptions.md, "A late running job kept placed"). Pure: the clock is ``now``, passed in.
 """
 
 from __future__ import annotations
