@@ -454,7 +454,8 @@ def run(out_dir: Path) -> Path:
         "is read, so "
         "the held-out split gives the same table. ✗: over the target even with the cell's best law.",
         "",
-        *law_bound_section(truth, _cells(truth), TYPE_TARGET),
+        *law_bound_section(truth, _cells(truth), TYPE_TARGET,
+                           {c: _mean([p for p in inside["type"] if p[1] == c]) for c in _cells(truth)}),
         "",
         "## A denser store: which cells carry the error, and probes that run data-parallel (in-sample)",
         "",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from estimator.model import expected_iter_time, throughput
@@ -146,8 +146,11 @@ def law_bound_table(bounds: Sequence[LawBound], target: float) -> list[str]:
     return lines
 
 
-def law_bound_verdict(bounds: Sequence[LawBound], target: float) -> str:
-    """One paragraph: the three means and the cells no count law brings under ``target``."""
+def law_bound_verdict(bounds: Sequence[LawBound], target: float,
+                      production: Mapping[Cell, float | None] | None = None) -> str:
+    """One paragraph: the three means and the cells no count law brings under ``target``; with
+    ``production`` (each cell's mean error after one run on the type in the replay), production's mean over
+    the cells some law brings under it and over the others (:func:`production_split`)."""
     mean = statistics.mean
     ring, learned, best, residual = (mean(getattr(b, k) for b in bounds) for k in ("ring", "learned", "best", "residual"))
     out = [f"{b.cell.gpu_type} {b.cell.layout} {b.cell.gpus} GPUs {_pct(b.best)}" for b in bounds if b.best > target]
@@ -156,14 +159,33 @@ def law_bound_verdict(bounds: Sequence[LawBound], target: float) -> str:
             f"{'met' if best <= target else 'missed'} even so); the ring share's carry times the type's median "
             f"residual {_pct(residual)}. Cells that no law of the communication term "
             f"carrying the model's one run brings under the target, from their own numbers: "
-            f"{', '.join(out) if out else 'none'}.")
+            f"{', '.join(out) if out else 'none'}." + production_split(bounds, target, production))
 
 
-def law_bound_section(truth: GroundTruth, cells: Sequence[Cell], target: float) -> list[str]:
-    """The table and its verdict (module docstring)."""
+def production_split(bounds: Sequence[LawBound], target: float,
+                     production: Mapping[Cell, float | None] | None) -> str:
+    """Production's error after one run on the type, as a mean over cells, on the cells where the cell's
+    best law reaches ``target`` (what the issue's target can ask of a carry of one run) and on the others
+    (those a carry of one run cannot bring there, from their own numbers); empty without ``production``."""
+    if not production:
+        return ""
+    reach = [production[b.cell] for b in bounds if b.best <= target and production.get(b.cell) is not None]
+    beyond = [production[b.cell] for b in bounds if b.best > target and production.get(b.cell) is not None]
+    if not reach:
+        return ""
+    mean = statistics.mean(reach)
+    tail = f"; on the {len(beyond)} others {_pct(statistics.mean(beyond))}" if beyond else ""
+    return (f" Production after one run on the type (the replay above), as a mean over the {len(reach)} cells whose "
+            f"best law reaches the target: {_pct(mean)} (target {_pct(target)}: "
+            f"{'met' if mean <= target else 'missed'}){tail}.")
+
+
+def law_bound_section(truth: GroundTruth, cells: Sequence[Cell], target: float,
+                      production: Mapping[Cell, float | None] | None = None) -> list[str]:
+    """The table and its verdict (module docstring); ``production``: :func:`law_bound_verdict`'s."""
     bounds = [law_bound(truth, c) for c in cells]
-    return [*law_bound_table(bounds, target), "", law_bound_verdict(bounds, target)]
+    return [*law_bound_table(bounds, target), "", law_bound_verdict(bounds, target, production)]
 
 
 __all__ = ["ALPHA_MAX", "EXPONENTS", "LawBound", "carried", "comm_time", "law_bound", "law_bound_section",
-           "law_bound_table", "law_bound_verdict", "pair_exponents"]
+           "law_bound_table", "law_bound_verdict", "pair_exponents", "production_split"]

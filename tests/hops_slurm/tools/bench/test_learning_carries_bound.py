@@ -10,7 +10,7 @@ from estimator.refine import carried_per_gpu, ring_share
 from hops_slurm.sim.groundtruth import GroundTruth
 from hops_slurm.tools.bench.learning_carries_bound import (ALPHA_MAX, EXPONENTS, LawBound, carried, comm_time,
                                                            law_bound, law_bound_table, law_bound_verdict,
-                                                           pair_exponents)
+                                                           pair_exponents, production_split)
 from hops_slurm.tools.bench.learning_family import per_gpu_rate, probed_theory
 from hops_slurm.tools.bench.learning_replay import Cell
 
@@ -67,6 +67,17 @@ def test_the_table_marks_the_cells_no_law_brings_under_the_target():
     assert "the best law for each cell 15.0% (target 10.0%: missed even so); the ring share's carry times " \
            "the type's median residual 13.0%" in verdict
     assert verdict.endswith("from their own numbers: v100 spread 4 GPUs 25.0%.")
+
+
+def test_production_is_split_between_the_cells_a_law_can_carry_and_the_others():
+    reach, beyond = Cell("k80", 2, False), Cell("v100", 4, True)
+    bounds = [LawBound(reach, 10, 0.08, 0.07, 1.2, 0.05, 0.9, 0.06),
+              LawBound(beyond, 10, 0.30, 0.32, 0.6, 0.25, 1.1, 0.20)]
+    verdict = law_bound_verdict(bounds, 0.10, {reach: 0.09, beyond: 0.40})
+    assert verdict.endswith("as a mean over the 1 cells whose best law reaches the target: 9.0% (target 10.0%: "
+                            "met); on the 1 others 40.0%.")
+    assert "missed); on the 1 others" in production_split(bounds, 0.10, {reach: 0.12, beyond: 0.40})
+    assert production_split(bounds, 0.10, None) == "" and production_split(bounds, 0.10, {beyond: 0.4}) == ""
 
 
 def test_the_types_residual_catches_a_dip_every_model_of_the_type_shares(truth):
