@@ -1,0 +1,176 @@
+"""Benchmark ``table4-targets``: issue 37's five Table 4 targets, one row per planner setting, on today's code.
+
+Data flow: :func:`hops_slurm.sim.runner.compare` on ``paper-512`` with the ``paper`` workload (Table 4's
+setup), fast path: ``hops`` with today's defaults, each setting of :data:`SETTINGS` on top of them, and sia-lr
+of the same seeds -> ``docs/results/table4-targets.md``. No per-run records are kept (``hops-slurm simulate``
+with the row's policy name reruns any one of them).
+
+Why: the targets pull against each other (docs/results/requeues.md, preemptions.md, fragments.md measure
+each rule on its own, each at its own commit). This bench puts the rules that moved a target on one commit
+and one table, each cell marked against its target per seed, so that what today's planner can reach, and
+what each rule trades, is one command away. Targets (issue 37), per seed: avg JCT <= 0.75x sia-lr's, avg wait
+<= 0.5x sia-lr's, Max.LR <= 2.0, Avg.frag <= 0.5, preemptions per job <= 1.0.
+
+``HOPS_BENCH_SEEDS`` (default ``0,1``), ``HOPS_BENCH_WORKERS`` (simulations at once, default 1),
+``HOPS_BENCH_SETTINGS`` (``;``-separated Hops policy names, e.g. ``hops;hops:preempt_penalty=0.5``, in place
+of :data:`SETTINGS`; each row is labelled by its policy name).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hops_slurm.errors import HopsError
+from hops_slurm.sim.cluster_spec import load_cluster
+from hops_slurm.sim.runner import RunResult, compare
+from hops_slurm.tools import results_header
+from hops_slurm.tools.bench.paper_tables import bench_workers
+
+NAME = "table4-targets"
+#: the environment variables this benchmark reads (they precede the command in its results header)
+ENV = ("HOPS_BENCH_SEEDS", "HOPS_BENCH_WORKERS", "HOPS_BENCH_SETTINGS")
+CLUSTER, WORKLOAD, BASELINE = "paper-512", "paper", "sia-lr"
+
+#: (what the row changes, policy name): today's defaults, then one rule of issue 37's sessions at a time
+SETTINGS: tuple[tuple[str, str], ...] = (
+    ("today's defaults", "hops"),
+    ("the defaults before issue 37 (docs/design.md, \"The defaults\")",
+     "hops:restart_penalty=0.4,preempt_penalty=1.5,stretch_weights=false,remaining_weight=0,head_reservation=false,"
+     "reserve_after=1,reserve_bound=0,explore_estimate=false,split_spans=false,fragment_swaps=false,"
+     "swap_narrow=false,swap_back=0,fragment_growth=0,growth_discount=0"),
+    ("a preemption price", "hops:preempt_penalty=0.5"),
+    ("requeues priced", "hops:requeue_price=4"),
+    ("a move toll", "hops:move_toll=1"),
+    ("an explore floor", "hops:explore_floor=1"),
+    ("fragment type affinity", "hops:fragment_affinity=0.7"),
+    ("a fragment plan's span limit", "hops:fragment_span_limit=1"),
+    ("late running jobs kept placed", "hops:protect_after=1.75"),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of issue 37's targets: its column, how a run's value is read, and its bound (met when <=)."""
+
+    column: str
+    value: Callable[[RunResult, RunResult], float]  # (the Hops run, sia-lr's run of the same seed)
+    bound: float
+    digits: int
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("avg JCT x sia-lr's (<= 0.75)", lambda r, b: r.metrics.avg_jct / b.metrics.avg_jct, 0.75, 3),
+    Target("avg wait x sia-lr's (<= 0.5)", lambda r, b: r.metrics.avg_wait / b.metrics.avg_wait, 0.5, 3),
+    Target("Max.LR (<= 2.0)", lambda r, b: r.metrics.max_lr, 2.0, 3),
+    Target("Avg.frag (<= 0.5)", lambda r, b: r.metrics.avg_frag, 0.5, 3),
+    Target("preemptions per job (<= 1.0)", lambda r, b: r.metrics.preemptions / max(1, r.metrics.jobs), 1.0, 2),
+)
+
+
+def command(env: Mapping[str, str]) -> str:
+    """The command that reruns this benchmark as it runs under ``env`` (its results header)."""
+    return results_header.bench_command(NAME, ENV, env)
+
+
+def seeds(env: Mapping[str, str]) -> list[int]:
+    """``HOPS_BENCH_SEEDS`` (default 0,1): a one-line error naming the variable for anything but whole numbers."""
+    text = env.get("HOPS_BENCH_SEEDS", "0,1")
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or not all(p.isdigit() and len(p) <= 6 for p in parts):
+        raise HopsError(f"HOPS_BENCH_SEEDS: {text[:40]!r} is not a comma-separated list of whole numbers")
+    return [int(p) for p in parts]
+
+
+def settings(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The rows: ``HOPS_BENCH_SETTINGS`` (Hops policy names, ``;``-separated), else :data:`SETTINGS`."""
+    text = env.get("HOPS_BENCH_SETTINGS", "").strip()
+    if not text:
+        return list(SETTINGS)
+    names = [n.strip() for n in text.split(";") if n.strip()]
+    bad = [n for n in names if n != "hops" and not n.startswith("hops:")]
+    if bad or len(names) > 50:
+        raise HopsError(f"HOPS_BENCH_SETTINGS: {(bad or names)[0][:40]!r}: give up to 50 Hops policy names "
+                        "(hops or hops:key=value,...), separated by ';'")
+    return [(n, n) for n in names]
+
+
+def cell(target: Target, runs: Sequence[RunResult], base: Mapping[int, RunResult]) -> tuple[str, bool]:
+    """One row's cell for ``target``: each seed's value, ✗ on a seed that misses, and whether all meet it."""
+    values = [target.value(r, base[r.seed]) for r in runs]
+    met = all(v <= target.bound for v in values)
+    text = " / ".join(f"{v:.{target.digits}f}" + ("" if v <= target.bound else " ✗") for v in values)
+    return text, met
+
+
+def table(rows: Sequence[tuple[str, str]], results: Sequence[RunResult], seed_list: Sequence[int]) -> list[str]:
+    """The Markdown table: a row per setting, a column per target (seeds in order), and the targets met."""
+    base = {r.seed: r for r in results if r.policy == BASELINE}
+    lines = ["| setting | policy | " + " | ".join(t.column for t in TARGETS) + " | targets met on every seed |",
+             "|---|---|" + "---|" * len(TARGETS) + "---:|"]
+    for label, name in rows:
+        runs = sorted((r for r in results if r.policy == name and r.seed in base), key=lambda r: r.seed)
+        if len(runs) != len(seed_list):
+            lines.append(f"| {label} | `{name}` | " + " | ".join("failed" for _ in TARGETS) + " | – |")
+            continue
+        cells = [cell(t, runs, base) for t in TARGETS]
+        met = sum(m for _, m in cells)
+        lines.append(f"| {label} | `{name}` | " + " | ".join(c for c, _ in cells) + f" | {met} of {len(TARGETS)} |")
+    return lines
+
+
+def baseline_line(results: Sequence[RunResult]) -> str:
+    runs = sorted((r for r in results if r.policy == BASELINE), key=lambda r: r.seed)
+    jct = " / ".join(f"{r.metrics.avg_jct / 3600:.3f}" for r in runs)
+    wait = " / ".join(f"{r.metrics.avg_wait / 3600:.3f}" for r in runs)
+    return f"sia-lr, the ratios' base: avg JCT {jct} h, avg wait {wait} h."
+
+
+def run(out_dir: Path) -> Path:
+    env = os.environ
+    seed_list, rows = seeds(env), settings(env)
+    start = time.perf_counter()
+    names = [n for _, n in rows] + [BASELINE]
+    results = compare(load_cluster(CLUSTER), WORKLOAD, names, seed_list, None, progress=False, workers=bench_workers())
+    failed = [f"{f.policy} seed {f.seed}: {f.error}" for f in results.failures]
+    best = max(rows, key=lambda row: _met(row[1], results, seed_list))
+    lines = [
+        "# Issue 37's Table 4 targets, one row per planner setting",
+        "",
+        f"Written by `hops-slurm bench {NAME}` (source `hops_slurm/tools/bench/table4_targets.py`): cluster "
+        f"`{CLUSTER}`, workload `{WORKLOAD}` (Table 4's setup), seeds {','.join(map(str, seed_list))}, fast path "
+        "(`hops-slurm simulate --cluster paper-512 --workload paper --policies POLICY --seeds "
+        f"{','.join(map(str, seed_list))}` reruns one row). Each row is today's defaults with the settings its "
+        "policy name gives (planner/params.py; docs/design.md, \"Planner parameters\", says what each does and "
+        "which document measured it). Each cell gives the seeds' values in order, ✗ on a seed over the "
+        "target; the last column counts the targets every seed meets.",
+        "",
+        *table(rows, results, seed_list),
+        "",
+        baseline_line(results),
+        "",
+        f"Most targets met on every seed: `{best[1]}` ({_met(best[1], results, seed_list)} of {len(TARGETS)}). "
+        + ("Some setting meets all five." if any(_met(n, results, seed_list) == len(TARGETS) for _, n in rows)
+           else "No setting here meets all five."),
+        "",
+        *([f"Failed runs: {'; '.join(failed)}.", ""] if failed else []),
+        f"Wall time {time.perf_counter() - start:.0f} s; ran on: {results_header.ran_on()}.",
+        "",
+    ]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return results_header.write(out_dir / f"{NAME}.md", "\n".join(lines), generator=f"{__name__}:run",
+                                command=command(env))
+
+
+def _met(name: str, results: Sequence[RunResult], seed_list: Sequence[int]) -> int:
+    base = {r.seed: r for r in results if r.policy == BASELINE}
+    runs = [r for r in results if r.policy == name and r.seed in base]
+    if len(runs) != len(seed_list):
+        return -1
+    return sum(cell(t, runs, base)[1] for t in TARGETS)
+
+
+__all__ = ["NAME", "SETTINGS", "TARGETS", "Target", "cell", "command", "run", "seeds", "settings", "table"]
