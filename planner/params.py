@@ -251,8 +251,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                       "preemption once waiting for its reservation would take its latency ratio past this (planner.reserve; "
                       "0 = once it would wait longer than its run time)"),
     "protect_after": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation, a running job whose latency ratio "
-                      "has reached this keeps the overriding weight of a head started by preemption: a round plan may move "
-                      "it but not leave it waiting (planner.reserve; 0 = off)"),
+                      "has reached this and the reserved head's keeps the overriding weight of a head started by "
+                      "preemption: a round plan may move it but not leave it waiting (planner.reserve; 0 = off)"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "
