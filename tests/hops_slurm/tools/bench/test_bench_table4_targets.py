@@ -1,5 +1,5 @@
 """``bench table4-targets``: its variables (one-line errors), each cell's values and misses against the
-target, the count of targets met, and a whole run of the bench on a small cluster and workload."""
+target, the count of targets met, and a whole run of the bench (both paths) on a small cluster and workload."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ def test_the_variables_are_read_and_bad_values_name_the_variable() -> None:
     assert got == [("hops", "hops"), ("hops:preempt_penalty=0.5", "hops:preempt_penalty=0.5")]
     with pytest.raises(HopsError, match="HOPS_BENCH_SETTINGS: 'sia-lr'"):
         bench.settings({"HOPS_BENCH_SETTINGS": "hops;sia-lr"})
+    rows = [("a", "hops"), ("b", "hops:move_toll=1")]
+    assert bench.engine_rows({}, rows) == rows[:1] and bench.engine_rows({"HOPS_BENCH_ENGINE": "all"}, rows) == rows
+    assert bench.engine_rows({"HOPS_BENCH_ENGINE": "none"}, rows) == []
+    with pytest.raises(HopsError, match="HOPS_BENCH_ENGINE: 'some'"):
+        bench.engine_rows({"HOPS_BENCH_ENGINE": "some"}, rows)
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +62,6 @@ def test_the_bench_writes_its_table_under_its_header(tmp_path, monkeypatch) -> N
     assert head is not None and head.generator == "hops_slurm.tools.bench.table4_targets:run"
     assert "HOPS_BENCH_SEEDS=0" in head.command and "| hops | `hops` | " in text
     assert "sia-lr, the ratios' base: avg JCT " in text and "Most targets met on every seed: `hops`" in text
+    fast, engine = text.split("## The engine path")
+    assert "| hops | `hops` | " in engine and "--engine" in engine and "sia-lr, the ratios' base: avg JCT " in engine
+    assert "Failed runs" not in text
