@@ -45,6 +45,8 @@ def test_each_cell_gives_the_seeds_values_and_marks_a_miss(runs) -> None:
     assert text.startswith(f"{ratio:.3f}") and met == (ratio <= 0.75) and text.endswith("✗") == (not met)
     strict = bench.Target("x", lambda r, b: 1.0, 0.5, 1)
     assert bench.cell(strict, [hops, hops], base) == ("1.0 ✗ / 1.0 ✗", False)
+    just_over = bench.Target("x", lambda r, b: 0.75031, 0.75, 3)  # 0.750 would read as met
+    assert bench.cell(just_over, [hops], base) == ("0.75031 ✗", False)
     lines = bench.table([("defaults", "hops"), ("priced", "hops:preempt_penalty=0.5"), ("gone", "hops:x=1")], runs, [0])
     assert len(lines) == 5 and lines[2].startswith("| defaults | `hops` | " + text + " | ")
     counted = sum(bench.cell(t, [hops], base)[1] for t in bench.TARGETS)
