@@ -299,8 +299,7 @@ def _in_place(s: PlanState) -> None:
         s.keeping = [j for j in s.live if j.current]
         s.live = tuple(j for j in s.live if not j.current)
         return
-    s.cluster, s.held = hold_in_place(s.cluster, s.live, p.min_run_time, p.min_run_growth, p.sigma,
-                                         p.preempt_cap, p.preempt_cap_moves)
+    s.cluster, s.held = hold_in_place(s.cluster, s.live, p.min_run_time, p.min_run_growth, p.sigma)
     s.keeping = [j for j in s.live if j.job_id in s.held]
     s.live = tuple(j for j in s.live if j.job_id not in s.held)
 

@@ -45,7 +45,6 @@ HELD_MIN_RUN_TIME = "min_run_time"
 HELD_SAMPLES = "reached_samples"
 HELD_FINISHING = "finishing"
 HELD_ENDING = "ending"  # less left than min_run_time: not preempted, but moved to idle GPUs where that pays
-HELD_CAPPED = "preempt_cap"  # preempted preempt_cap times already: kept, but moved to idle GPUs where that pays
 
 
 def rate_on(job: JobView, config: Config) -> float:
@@ -78,7 +77,7 @@ def exempt_time(job: JobView, min_run_time: float, growth: float = 1.0) -> float
     return min_run_time * growth ** min(job.preemptions, 30)
 
 
-def held_reason(job: JobView, min_run_time: float, growth: float = 1.0, cap: int = 0) -> str:
+def held_reason(job: JobView, min_run_time: float, growth: float = 1.0) -> str:
     """Why a round must leave this running job where it is; "" when it may be moved or preempted."""
     if not job.current:
         return ""
@@ -93,8 +92,6 @@ def held_reason(job: JobView, min_run_time: float, growth: float = 1.0, cap: int
         return HELD_FINISHING
     if left is not None and left < min_run_time:
         return HELD_ENDING
-    if cap > 0 and job.preemptions >= cap:
-        return HELD_CAPPED
     return ""
 
 
@@ -142,13 +139,12 @@ def _pays_to_move(job: JobView, idle: ClusterView, sigma: float) -> bool:
 
 
 def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: float, growth: float = 1.0,
-                  sigma: float = 1.4, cap: int = 0, cap_moves: bool = False) -> tuple[
+                  sigma: float = 1.4) -> tuple[
         ClusterView, dict[str, str]]:
     """The running jobs a round leaves where they are (:func:`planner.moves.held_reason`: job id ->
     why) and the cluster the round plans the others on: each node's free GPUs less what those jobs hold."""
-    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth, cap))}
-    releasable = (HELD_ENDING, HELD_CAPPED) if cap_moves else (HELD_ENDING,)
-    ending = [j for j in jobs if held.get(j.job_id) in releasable]
+    held = {j.job_id: why for j in jobs if j.current and (why := held_reason(j, min_run_time, growth))}
+    ending = [j for j in jobs if held.get(j.job_id) == HELD_ENDING]
     if ending:  # nearly done: kept unless a move to GPUs no running job holds pays
         busy: dict[str, int] = {}
         for j in jobs:
@@ -168,6 +164,6 @@ def hold_in_place(cluster: ClusterView, jobs: Sequence[JobView], min_run_time: f
     return cluster.with_free(lambda n: max(0, n.free_gpus - taken.get(n.name, 0))), held
 
 
-__all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "HELD_ENDING", "HELD_CAPPED", "MovePrice", "current_rate", "held_reason",
+__all__ = ["HELD_MIN_RUN_TIME", "HELD_SAMPLES", "HELD_FINISHING", "HELD_ENDING", "MovePrice", "current_rate", "held_reason",
            "hold_in_place",
            "move_price", "remaining_seconds"]

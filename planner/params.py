@@ -39,8 +39,6 @@ class PlannerParams:
     preempt_penalty: float = 0.0
     min_run_time: float = 300.0
     min_run_growth: float = 1.0
-    preempt_cap: int = 0
-    preempt_cap_moves: bool = False
     settle_time: float = 0.0
     move_toll: float = 0.0
     requeue_toll: float = 0.0
@@ -166,10 +164,6 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                      "it may be moved or preempted (Slurm's PreemptExemptTime)"),
     "min_run_growth": (_number(1.0, 100.0), "a number in [1, 100]: the minimum run time is multiplied by it for "
                        "each earlier preemption of the job (1 = the same for every run)"),
-    "preempt_cap": (_number(0, 1000, integer=True), "an integer in [0, 1000]: a running job a round has preempted or moved "
-                    "this many times keeps its GPUs (planner.moves; 0 = off)"),
-    "preempt_cap_moves": (_switch, "true or false: with preempt_cap, a capped job may still be moved to idle GPUs where "
-                          "the move pays, as a job near its end is"),
     "settle_time": (_number(0.0, 864000.0), "seconds in [0, 864000]: a running job placed less than this long ago is not "
                     "moved by a round plan (the ILP or exploration), though it may still be preempted for a waiting job "
                     "(planner.settle; 0 = off)"),
