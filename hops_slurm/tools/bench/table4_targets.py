@@ -219,6 +219,10 @@ def run(out_dir: Path) -> Path:
         + ("Some setting meets all five." if any(_met(n, results, seed_list) == len(TARGETS) for _, n in rows)
            else "No setting here meets all five."),
         "",
+        "One seed's values move with the planner's own noise (a microsecond added to the waits changes which of "
+        "near-equal plans the solver returns): how far, on seeds 0 and 1, in docs/results/preemptions.md, \"The "
+        "planner's own noise on seeds 0 and 1\"; over six seeds, in its \"How far one seed is from the mean\".",
+        "",
         *_failed(results),
         f"Wall time {time.perf_counter() - start:.0f} s (fast path); ran on: {results_header.ran_on()}.",
         "",
