@@ -12,8 +12,9 @@ what each rule trades, is one command away. Targets (issue 37), per seed: avg JC
 <= 0.5x sia-lr's, Max.LR <= 2.0, Avg.frag <= 0.5, preemptions per job <= 1.0.
 
 The engine path (issue 37 asks for both): the same table again through the production engine on a simulated
-slurmctld (:func:`hops_slurm.sim.engine_run.simulate_engine`, what ``hops-slurm simulate --engine`` runs), with
-sia-lr's engine-path runs as the base; for the first row only by default.
+slurmctld (:func:`hops_slurm.sim.engine_run.simulate_engine`, what ``hops-slurm simulate --engine`` runs; its
+per-job log lines left out by :func:`hops_slurm.tools.bench.engine_sim.quiet_engine`), with sia-lr's
+engine-path runs as the base; for the first row only by default.
 
 ``HOPS_BENCH_SEEDS`` (default ``0,1``), ``HOPS_BENCH_WORKERS`` (simulations at once, default 1),
 ``HOPS_BENCH_SETTINGS`` (``;``-separated Hops policy names, e.g. ``hops;hops:preempt_penalty=0.5``, in place
@@ -23,19 +24,17 @@ the engine path: ``first``, the default, ``all`` or ``none``).
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hops_slurm.errors import HopsError
 from hops_slurm.sim.cluster_spec import load_cluster
-from hops_slurm.sim.engine_run import simulate_engine
 from hops_slurm.sim.runner import Comparison, RunResult, compare
 from hops_slurm.tools import results_header
+from hops_slurm.tools.bench.engine_sim import quiet_engine
 from hops_slurm.tools.bench.paper_tables import bench_workers
 
 NAME = "table4-targets"
@@ -160,7 +159,7 @@ def engine_section(rows: Sequence[tuple[str, str]], seed_list: Sequence[int]) ->
         return []
     start = time.perf_counter()
     names = [n for _, n in rows] + [BASELINE]
-    results = compare(load_cluster(CLUSTER), WORKLOAD, names, seed_list, None, progress=False, run=_quiet_engine,
+    results = compare(load_cluster(CLUSTER), WORKLOAD, names, seed_list, None, progress=False, run=quiet_engine,
                       workers=bench_workers())
     return [
         "## The engine path",
@@ -177,14 +176,6 @@ def engine_section(rows: Sequence[tuple[str, str]], seed_list: Sequence[int]) ->
         f"Wall time {time.perf_counter() - start:.0f} s.",
         "",
     ]
-
-
-def _quiet_engine(*args: Any, **kwargs: Any) -> RunResult:
-    """:func:`simulate_engine` without the engine's per-job log lines (refused splits, re-aged jobs: they
-    show in the numbers), in whichever process runs it (the workers too)."""
-    for noisy in ("hops_slurm.slurm.enact", "hops_slurm.engine.honesty_review", "hops_slurm.engine.engine"):
-        logging.getLogger(noisy).setLevel(logging.CRITICAL)
-    return simulate_engine(*args, **kwargs)
 
 
 def _failed(results: Comparison) -> list[str]:
