@@ -23,7 +23,6 @@ def test_the_hand_written_notes_follow_the_generated_text(tmp_path: Path, monkey
     assert "by hand" not in engine_sim.assemble(tmp_path).read_text()
 
 
-
 def test_the_quiet_engine_leaves_out_the_engines_per_job_lines_while_it_runs(
         caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     def engine(*args: object, **kwargs: object) -> str:  # what the engine logs as it runs (a requeue-hold: ERROR)
