@@ -139,7 +139,8 @@ class HopsPolicy(Policy):
         self._plan_of_round = 0
         #: GPUs per node the previous round's plan left idle (planner.explore: idle for a whole round)
         self._idle_before: dict[str, int] | None = None
-        #: queue heads a round plan started with planner.reserve's overriding weight, while they run
+        #: queue heads started with planner.reserve's overriding weight (or by a fragment plan when a round plan
+        #: would have), while they run
         self._protected: set[str] = set()
         #: job id -> the GPU types it has run on (planner.explore_types, with ``explore_types_once``)
         self._ran_on: dict[str, frozenset[str]] = {}
@@ -259,7 +260,9 @@ class PlanState:
     planned: list[JobView] = field(default_factory=list)
     cands: list[Candidate] = field(default_factory=list)
     backfilled: list[str] = field(default_factory=list)
-    reserved: str = ""  # the queue head that outweighs every other job (planner.reserve)
+    #: the queue head that outweighs every other job (planner.reserve): a round plan starts it by preemption,
+    #: a fragment plan that starts it on idle GPUs protects it as a round plan's (``protect_fragment_heads``)
+    reserved: str = ""
     held_type: str = ""  # the GPU type of the queue head's reservation (planner.reserve), "" when none
     grown: dict[str, int] = field(default_factory=dict)  # running jobs grown into fragments (planner.fraggrow)
     best: dict[str, float] = field(default_factory=dict)  # waiting job id -> its best rate (planner.affinity)
@@ -366,7 +369,9 @@ def _backfill(s: PlanState) -> None:
         if res is not None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
             s.held_type = res.gpu_type
-            s.reserved = res.job_id if not s.fragment and overrides(res, s.queue[0], s.now, p.reserve_bound) else ""
+            # the head a round plan starts by preemption; a fragment plan protects it once it starts it (planner.reserve)
+            starts_now = overrides(res, s.queue[0], s.now, p.reserve_bound)
+            s.reserved = res.job_id if starts_now and (not s.fragment or p.protect_fragment_heads) else ""
     if s.fragment and s.policy.params.fragment_affinity > 0.0:  # configs the idle GPUs suit (planner.affinity)
         s.cands = drop_slow(s.cands, s.planned, s.cluster, s.policy.params.sigma, s.policy.params.fragment_affinity,
                             s.best)
@@ -503,6 +508,8 @@ def _outcome(s: PlanState) -> None:
         policy._previous = {j: c for j, c in s.assignments.items() if c}
         policy._idle_before = idle_now
         policy._protected = {j for j in policy._protected | {s.reserved} if j and s.assignments.get(j)}
+    elif s.reserved and s.assignments.get(s.reserved):  # a starved head started on idle GPUs (planner.reserve)
+        policy._protected.add(s.reserved)
     s.diagnostics = {
         "queue": [j.job_id for j in s.queue],
         "priorities": s.prios,

@@ -78,6 +78,7 @@ class PlannerParams:
     reserve_after: float = 1.75
     reserve_bound: float = 2.0
     protect_after: float = 0.0
+    protect_fragment_heads: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -253,6 +254,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "protect_after": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation, a running job whose latency ratio "
                       "has reached this and the reserved head's keeps the overriding weight of a head started by "
                       "preemption: a round plan may move it but not leave it waiting (planner.reserve; 0 = off)"),
+    "protect_fragment_heads": (_switch, "true or false: with head_reservation, a queue head that a fragment plan starts on "
+                               "idle GPUs when a round plan would start it by preemption keeps the overriding weight of "
+                               "a head started so while it runs (planner.reserve); false = only a round plan's heads"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "

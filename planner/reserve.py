@@ -35,7 +35,11 @@ latency ratio by more than 1) also gets a weight that outweighs every other job'
 (:func:`overriding_weights`): the round plan places it at once if any placement fits, preempting the
 jobs whose loss costs the objective least, and the job started so outweighs every later head while it
 runs (else two starved heads take each other's GPUs round after round); fragment plans, which place on
-idle GPUs only, keep the reservation.
+idle GPUs only, keep the reservation. A head that a fragment plan starts on idle GPUs at a time when a round
+plan would start it by preemption is protected the same way (``protect_fragment_heads``, on by default):
+without it the next round's head, less starved, took its GPUs back. On a small cluster of odd-sized nodes
+one job was started by fragment plans and requeued by the next round's head three times, its latency
+ratio 41.9 (docs/results/starvation.md, "A head started by a fragment plan").
 
 ``reserve_bound`` (0 = off) ties the override to a latency-ratio target instead of the head's run
 time: the head starts by preemption as soon as its latency ratio at the reservation's start (wait so

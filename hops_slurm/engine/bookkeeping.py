@@ -305,6 +305,7 @@ def job_record(r: Resources, js: JobState) -> JobRecord:
                      total_samples=float(d.samples) if d else None, placements=placements,
                      processed_samples=js.processed if js.run_time > 0 else None,
                      reason=r.reasons.last_name(js.job_id) if state == "PENDING" else "",
+                     aside=js.aside,  # a job set aside and then cancelled counts as set aside, as in the simulator
                      time_limit=seen.time_limit if seen is not None and seen.time_limit > 0 else None,
                      forecast_start=r.reasons.first_forecast(js.job_id))
 

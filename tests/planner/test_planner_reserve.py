@@ -149,3 +149,25 @@ def test_a_running_job_past_protect_after_is_not_left_waiting_for_a_less_starved
     starved = job("B", 8, samples=1e8, wait=2000.0)
     assert kept.plan(one, (a_runs, starved), now=0.0).assignments == {"A": None, "B": {"a100-1": 8}}
     assert PlannerParams().protect_after == 0.0
+
+
+def test_a_starved_head_a_fragment_plan_starts_is_not_taken_back_by_the_next_head() -> None:
+    one = ClusterView((NodeView("a100-1", "a100", "a100", 8, 8),))
+    bounded = dict(stretch_weights=True, head_reservation=True, reserve_after=1.75, reserve_bound=2.0)
+
+    def rounds(params: PlannerParams, a_wait: float) -> dict[str, Config | None]:
+        policy = HopsPolicy(params)
+        # the node is idle: a fragment plan starts the queue head A (latency ratio a_wait / 1000)
+        started = policy.plan(one, (job("A", 8, samples=1e8, wait=a_wait),), now=0.0, fragment=True)
+        assert started.assignments == {"A": {"a100-1": 8}}
+        # the next round: B, the queue head now, has latency ratio 2.2, past the bound: it would start by preemption
+        a_runs = job("A", 8, samples=1e8, wait=a_wait, current={"a100-1": 8})
+        return dict(policy.plan(one, (a_runs, job("B", 8, samples=1e8, wait=2200.0)), now=360.0).assignments)
+
+    # A was past the bound too when the fragment plan started it (2.5): it keeps its GPUs, as a round plan's head would
+    assert rounds(rules_off(**bounded), 2500.0) == {"A": {"a100-1": 8}, "B": None}
+    assert PlannerParams().protect_fragment_heads is True
+    # switched off, the next round's head takes them back
+    assert rounds(rules_off(**bounded, protect_fragment_heads=False), 2500.0) == {"A": None, "B": {"a100-1": 8}}
+    # a job started while under the reservation's threshold (1.5 < 1.75) is not protected
+    assert rounds(rules_off(**bounded), 1500.0) == {"A": None, "B": {"a100-1": 8}}

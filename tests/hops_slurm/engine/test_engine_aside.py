@@ -15,6 +15,7 @@ import pytest
 
 from hops_slurm.config import parse_config
 from hops_slurm.engine.aside import COMMENT_PREFIX, reason_text
+from hops_slurm.engine.bookkeeping import job_record
 from hops_slurm.engine.engine import Engine
 from hops_slurm.engine.queue import queue_rows
 from hops_slurm.engine.state import PROFILE_DONE, PROFILE_PROBING
@@ -239,6 +240,9 @@ def test_a_job_no_configuration_serves_is_set_aside_with_the_reason_and_not_plac
         assert "1" not in _released(api) and "2" in _released(api)
         rows = {r.jobid: r for r in queue_rows(engine.state, api.jobs())}  # type: ignore[arg-type]
         assert rows["1"].plan.startswith("set aside: ") and NO_USABLE_CONFIG in rows["1"].plan
+        # its record carries the reason (records.sqlite): cancelled so, reports count it set aside, not unfinished
+        assert job_record(engine.res, stalled).aside == stalled.aside
+        assert job_record(engine.res, engine.tracked["2"]).aside == ""
     finally:
         engine.close()
 
