@@ -370,7 +370,7 @@ def _backfill(s: PlanState) -> None:
             s.cands = hold_for_head(res, s.cands, s.planned, s.cluster, s.now)
             s.held_type = res.gpu_type
             # the head a round plan starts by preemption; a fragment plan protects it once it starts it (planner.reserve)
-            starts_now = overrides(res, s.queue[0], s.now, p.reserve_bound)
+            starts_now = p.head_override and overrides(res, s.queue[0], s.now, p.reserve_bound)
             s.reserved = res.job_id if starts_now and (not s.fragment or p.protect_fragment_heads) else ""
     if s.fragment and s.policy.params.fragment_affinity > 0.0:  # configs the idle GPUs suit (planner.affinity)
         s.cands = drop_slow(s.cands, s.planned, s.cluster, s.policy.params.sigma, s.policy.params.fragment_affinity,

@@ -76,6 +76,7 @@ class PlannerParams:
     explore_estimate: bool = True
     head_reservation: bool = True
     reserve_after: float = 1.75
+    head_override: bool = False
     reserve_bound: float = 2.0
     protect_after: float = 0.0
     protect_fragment_heads: bool = True
@@ -248,6 +249,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
                          "waiting jobs of every plan (planner.reserve)"),
     "reserve_after": (_number(0.0, 100.0), "a number in [0, 100]: the latency ratio (wait / expected run time) from "
                       "which the queue head gets its reservation (planner.reserve; 0 = always)"),
+    "head_override": (_switch, "true or false: with head_reservation, a queue head whose reservation would take its latency "
+                      "ratio past reserve_bound starts by preemption and keeps the overriding weight while it runs "
+                      "(planner.reserve); false = the reservation only"),
     "reserve_bound": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation, the queue head starts by "
                       "preemption once waiting for its reservation would take its latency ratio past this (planner.reserve; "
                       "0 = once it would wait longer than its run time)"),

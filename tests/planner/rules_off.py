@@ -15,7 +15,7 @@ from planner.params import PlannerParams
 #: the settings the JCT combination changed, at their values before it
 EARLIER: dict[str, Any] = {
     "restart_penalty": 0.4, "preempt_penalty": 1.5, "stretch_weights": False, "remaining_weight": 0.0,
-    "head_reservation": False, "reserve_after": 1.0, "reserve_bound": 0.0, "explore_estimate": False,
+    "head_reservation": False, "head_override": True, "reserve_after": 1.0, "reserve_bound": 0.0, "explore_estimate": False,
     "split_spans": False, "fragment_swaps": False, "swap_narrow": False, "swap_back": 0.0,
     "fragment_growth": 0.0, "growth_discount": 0.0,
 }

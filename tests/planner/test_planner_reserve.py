@@ -76,6 +76,21 @@ def test_in_a_round_plan_the_head_waits_for_a_near_reservation_and_starts_at_onc
     assert HopsPolicy(late).plan(NODES, jobs(1e8, r1_samples=60_000), now=0.0).assignments["head"] is None
 
 
+def test_without_the_override_a_head_behind_a_far_reservation_waits_and_keeps_its_gpus_reserved() -> None:
+    # r1 ends in 1,500 s, past the head's own run time: with the override (above) it starts now by preemption;
+    # without it (the default since session 28) it waits for r1's GPUs, which no other waiting job may take
+    far = jobs(1e8, r1_samples=60_000)
+    params = rules_off(stretch_weights=True, head_reservation=True, head_override=False)
+    policy = HopsPolicy(params)
+    plan = policy.plan(NODES, far, now=0.0)
+    assert plan.assignments["head"] is None and plan.assignments["small"] is None
+    assert plan.assignments["r1"] == {"a100-1": 4} and plan.assignments["r3"] == {"a100-1": 4}
+    assert policy._protected == set()  # nobody holds the protected weight
+    with_override = HopsPolicy(rules_off(stretch_weights=True, head_reservation=True)).plan(NODES, far, now=0.0)
+    assert with_override.assignments["head"] is not None
+    assert PlannerParams().head_override is False and PlannerParams().head_reservation is True
+
+
 def test_with_the_reservation_a_running_job_does_not_grow_into_the_head_s_gpus() -> None:
     grow = JobView("grow", (4, 8), submit_time=0.0, wait=0.0, age=1000.0, sensitivity=1.0, throughput=per_gpu,
                    total_samples=1e8, current={"a100-2": 4}, run_time=3600.0, placed_for=3600.0)

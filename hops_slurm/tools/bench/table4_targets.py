@@ -57,6 +57,7 @@ SETTINGS: tuple[tuple[str, str], ...] = (
     ("fragment type affinity", "hops:fragment_affinity=0.7"),
     ("a fragment plan's span limit", "hops:fragment_span_limit=1"),
     ("late running jobs kept placed", "hops:protect_after=1.75"),
+    ("the head started by preemption (the default before session 28)", "hops:head_override=true"),
 )
 
 
