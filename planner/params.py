@@ -252,13 +252,13 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "head_override": (_switch, "true or false: with head_reservation, a queue head whose reservation would take its latency "
                       "ratio past reserve_bound starts by preemption and keeps the overriding weight while it runs "
                       "(planner.reserve); false = the reservation only"),
-    "reserve_bound": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation, the queue head starts by "
+    "reserve_bound": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation and head_override, the queue head starts by "
                       "preemption once waiting for its reservation would take its latency ratio past this (planner.reserve; "
                       "0 = once it would wait longer than its run time)"),
     "protect_after": (_number(0.0, 100.0), "a number in [0, 100]: with head_reservation, a running job whose latency ratio "
                       "has reached this and the reserved head's keeps the overriding weight of a head started by "
                       "preemption: a round plan may move it but not leave it waiting (planner.reserve; 0 = off)"),
-    "protect_fragment_heads": (_switch, "true or false: with head_reservation, a queue head that a fragment plan starts on "
+    "protect_fragment_heads": (_switch, "true or false: with head_reservation and head_override, a queue head that a fragment plan starts on "
                                "idle GPUs when a round plan would start it by preemption keeps the overriding weight of "
                                "a head started so while it runs (planner.reserve); false = only a round plan's heads"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),

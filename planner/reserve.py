@@ -28,10 +28,16 @@ No reservation when the head's start is unknown (no type frees enough GPUs by th
 long as it is expected to run, a slowdown of 2 already), so that the reservation, which leaves GPUs
 idle, is paid only for jobs the weights have left waiting.
 
+The override below (``head_override``) is off by default since session 28. On clusters that a queue keeps
+full it started a starved head by preemption in most round plans (186 of 240 on a 2x16 P100 + 4x4 V100
+cluster, 187 of 261 on paper-64 at 10 jobs/h), and avg JCT there was 17 % and 27 % higher than with the
+reservation alone. Table 3 and Gavel's workload are identical without it; on Table 4 avg JCT moves by under
+1 % and Max.LR rises by 0.05 / 0.02 (docs/results/starvation.md, "The head's override, off by default").
+
 A reservation is no bound when the running jobs are long (on Gavel's workload jobs run for tens of
-hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So a head whose
-reservation starts later than its own expected run time from now (waiting for it would raise its
-latency ratio by more than 1) also gets a weight that outweighs every other job's candidates
+hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So with
+``head_override`` a head whose reservation starts later than its own expected run time from now (waiting
+for it would raise its latency ratio by more than 1) also gets a weight that outweighs every other job's candidates
 (:func:`overriding_weights`): the round plan places it at once if any placement fits, preempting the
 jobs whose loss costs the objective least, and the job started so outweighs every later head while it
 runs (else two starved heads take each other's GPUs round after round); fragment plans, which place on
