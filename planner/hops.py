@@ -12,7 +12,8 @@ One planning is a list of named stages over a small plan state (:data:`PLAN_STAG
 :func:`planner.stages.run_stages`): ``unservable``, ``in_place`` (running jobs held where they are), ``priorities``, ``window``,
 ``classes`` (entity and eligibility classes), ``candidates``, ``backfill``, ``weights``, ``solve`` (with
 its pin passes), ``fallback`` (the ladder below), ``fill`` (leftovers), ``explore`` (idle GPUs), ``fits``
-(the guard against over-allocation), ``same_nodes`` (running jobs keep their nodes) and ``outcome``
+(the guard against over-allocation), ``same_nodes`` (running jobs keep their nodes), ``swaps``, ``take_back``
+(no job takes its GPUs back from the job started on them: :mod:`planner.take_back`) and ``outcome``
 (assignments and diagnostics). A caller that gives a timer (:attr:`HopsPolicy.timer`) gets each timed.
 
 Who is planned (``window="waiting"``, the default): a round plan plans every running job, with its
@@ -60,7 +61,7 @@ its optimistic estimate beats the planned rate (priced like a move for a running
 ``explored`` names each with why.
 
 Diagnostics keys: queue, priorities, window, window_size, fillers, running, held, unservable, explored,
-swapped, grown, lambda, objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver,
+swapped, kept_from_take_back, grown, lambda, objective, bound, gap, solve_time, time_limit_hit, status, fallback, formulation, solver,
 n_vars, n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_classes, method, solve_extra
 (the compact solve's signatures, columns in the model, pricing rounds, dives and LP bound).
 """
@@ -98,6 +99,7 @@ from planner.requeue_price import requeue_priors
 from planner.reserve import head_reservation, hold_for_head, idle_now, late_jobs, overrides, overriding_weights
 from planner.priorities import default_lambda, priorities, queue_order, weights
 from planner.stages import StageTimer, run_stages
+from planner.take_back import Displaced, forget_pairs, forget_stale, keep_started, note_requeues
 from planner.servable import Servability
 from planner.settle import drop_moves, settled
 from planner.span_limit import drop_wide, narrow
@@ -148,6 +150,10 @@ class HopsPolicy(Policy):
         self._left: Departures = {}
         #: which jobs no configuration serves, judged once per job and cluster shape (planner.servable)
         self._servability = Servability()
+        #: requeued job id -> the jobs a round plan started on its GPUs (planner.take_back)
+        self._displaced: Displaced = {}
+        #: pair of jobs -> how many times a round plan requeued one of them for the other (planner.take_back)
+        self._turns: dict[frozenset[str], int] = {}
 
     @property
     def lambda_(self) -> float:
@@ -277,6 +283,7 @@ class PlanState:
     extra_gain: float = 0.0  # what filling leftovers added to the solver's objective
     explored: dict[str, str] = field(default_factory=dict)
     swapped: dict[str, str] = field(default_factory=dict)  # waiting job id -> the job it displaced (fragfill)
+    kept_back: dict[str, str] = field(default_factory=dict)  # started job id -> the requeued job kept off its GPUs
     assignments: dict[str, Config | None] = field(default_factory=dict)
     diagnostics: dict[str, object] = field(default_factory=dict)
 
@@ -489,6 +496,16 @@ def _swaps(s: PlanState) -> None:
                                       {j.job_id: j.throughput for j in s.planned}, s.cluster)
 
 
+def _take_back(s: PlanState) -> None:
+    """Round plans: a requeued job does not take its GPUs back from the job started on them (planner.take_back)."""
+    if s.fragment or not s.policy.params.no_take_back:
+        return
+    forget_stale(s.policy._displaced, s.jobs)
+    forget_pairs(s.policy._turns, s.jobs)
+    s.chosen, s.kept_back = keep_started(s.policy._displaced, s.chosen, s.held, lambda c: fits(c, s.capacity),
+                                         s.policy._turns)
+
+
 def _outcome(s: PlanState) -> None:
     """The assignments (held jobs on their GPUs), what the next round remembers, the diagnostics."""
     policy, sol = s.policy, s.solution
@@ -508,6 +525,8 @@ def _outcome(s: PlanState) -> None:
         policy._previous = {j: c for j, c in s.assignments.items() if c}
         policy._idle_before = idle_now
         policy._protected = {j for j in policy._protected | {s.reserved} if j and s.assignments.get(j)}
+        if policy.params.no_take_back:  # who this plan requeued for whom (planner.take_back)
+            note_requeues(policy._displaced, s.running, s.planned, s.assignments, policy._turns)
     elif s.reserved and s.assignments.get(s.reserved):  # a starved head started on idle GPUs (planner.reserve)
         policy._protected.add(s.reserved)
     s.diagnostics = {
@@ -522,6 +541,7 @@ def _outcome(s: PlanState) -> None:
         "unservable": dict(s.unservable),
         "explored": s.explored,
         "swapped": s.swapped,
+        "kept_from_take_back": s.kept_back,
         "grown": s.grown,
         "entity_classes": len({(n.gpu_type, n.server_class) for n in s.cluster.nodes}),
         "time_limit_hit": bool(sol.extra.get("time_limit_hit")),
@@ -551,4 +571,4 @@ PLAN_STAGES: tuple[tuple[str, Callable[[PlanState], None]], ...] = (
     ("unservable", _unservable), ("in_place", _in_place), ("priorities", _priorities), ("window", _window),
     ("classes", _classes), ("candidates", _candidates), ("backfill", _backfill), ("weights", _weights),
     ("solve", _solve), ("fallback", _fallback), ("fill", _fill), ("explore", _explore), ("fits", _fits),
-    ("same_nodes", _same_nodes), ("swaps", _swaps), ("outcome", _outcome))
+    ("same_nodes", _same_nodes), ("swaps", _swaps), ("take_back", _take_back), ("outcome", _outcome))

@@ -80,6 +80,7 @@ class PlannerParams:
     reserve_bound: float = 2.0
     protect_after: float = 0.0
     protect_fragment_heads: bool = True
+    no_take_back: bool = True
     entity_tolerance: float = 0.05
     formulation: str = "compact"
     spans: str = "bucketed"
@@ -261,6 +262,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "protect_fragment_heads": (_switch, "true or false: with head_reservation and head_override, a queue head that a fragment plan starts on "
                                "idle GPUs when a round plan would start it by preemption keeps the overriding weight of "
                                "a head started so while it runs (planner.reserve); false = only a round plan's heads"),
+    "no_take_back": (_switch, "true or false: a job a round plan requeued does not take its GPUs back from the job "
+                     "started on them while that job keeps them (planner.take_back); false = it may"),
     "entity_tolerance": (_number(0.0, 1.0, high_open=True), "a number in [0, 1); 0 turns entity classes off"),
     "formulation": (_choice(FORMULATIONS), f"one of {', '.join(FORMULATIONS)}"),
     "spans": (_choice(SPAN_RULES), f"one of {', '.join(SPAN_RULES)}: spanning configs per speed bucket, or from every "
