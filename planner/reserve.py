@@ -32,7 +32,9 @@ The override below (``head_override``) is off by default since session 28. On cl
 full it started a starved head by preemption in most round plans (186 of 240 on a 2x16 P100 + 4x4 V100
 cluster, 187 of 261 on paper-64 at 10 jobs/h), and avg JCT there was 17 % and 27 % higher than with the
 reservation alone. Table 3 and Gavel's workload are identical without it; on Table 4 avg JCT moves by under
-1 % and Max.LR rises by 0.05 / 0.02 (docs/results/starvation.md, "The head's override, off by default").
+1 % and Max.LR rises by 0.05 / 0.02 (docs/results/starvation.md, "The head's override, off by default"). Its
+protected weight had also kept two jobs from taking turns on GPUs only one of them fits; without it,
+:mod:`planner.take_back` does.
 
 A reservation is no bound when the running jobs are long (on Gavel's workload jobs run for tens of
 hours, and an 8-GPU job of half an hour behind them waited 4 h: latency ratio 7). So with
