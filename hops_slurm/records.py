@@ -76,6 +76,9 @@ class RoundRecord(BaseModel):
     solve_seconds: float = 0.0
     fallback: str = ""  # "", "incumbent", "previous", "greedy" (see planner diagnostics)
     limit_hit: bool = False  # the solver's wall-clock safety limit ended a solve (the plan may vary by load)
+    #: the preemptions this planning enacted, per cause (planner.changes; "other": a job the plan did not name,
+    #: e.g. placed where it cannot run)
+    preempted_by: dict[str, int] = Field(default_factory=dict)
 
     @property
     def fragments(self) -> int:

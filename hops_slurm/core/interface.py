@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from hops_slurm.records import RoundRecord
+from planner.changes import plan_changes
 from planner.governance import governed_plan, with_fair_share
 from planner.reasons import plan_reasons
 from planner.views import ClusterView, JobView, Plan, Policy
@@ -116,6 +117,9 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     # why each waiting job it saw waits (planner.reasons: one vocabulary for queue, records, metrics, logs)
     plan.diagnostics["reasons"] = {j: why.as_dict() for j, why in
                                    plan_reasons(plan.assignments, plan.diagnostics, jobs).items()}
+    if not fragment:  # why each running job it changes is preempted (planner.changes)
+        plan.diagnostics["changes"] = {j: c.value for j, c in
+                                       plan_changes(plan.assignments, plan.diagnostics, jobs, cluster).items()}
     t2 = time.perf_counter()
     if before_apply is not None and not dry_run:
         before_apply(plan)
@@ -130,5 +134,18 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
         total_gpus=after.total_gpus, solve_seconds=t2 - t1,
         fallback=str(plan.diagnostics.get("fallback") or ""),
         limit_hit=bool(plan.diagnostics.get("time_limit_hit")),
+        preempted_by=preempted_by(plan, enactment),
     )
     return Planning(plan, plannable, enactment, record, read_seconds=t1 - t0, plan_seconds=t2 - t1, enact_seconds=t3 - t2)
+
+
+def preempted_by(plan: Plan, enactment: Enactment | None) -> dict[str, int]:
+    """The preemptions ``enactment`` made, counted per cause (the plan's ``changes``; ``other`` for a job it did
+    not name)."""
+    changes = plan.diagnostics.get("changes")
+    named = changes if isinstance(changes, dict) else {}
+    counts: dict[str, int] = {}
+    for job_id in enactment.preempted if enactment is not None else ():
+        cause = str(named.get(job_id, "other"))
+        counts[cause] = counts.get(cause, 0) + 1
+    return dict(sorted(counts.items()))

@@ -86,6 +86,9 @@ class EngineMetrics:
                                "(Avg.frag's term)", registry=r)
         self.gpus = Gauge("hops_gpus", "GPUs of the Hops partition after the last planning", ["state"], registry=r)
         self.preemptions = Counter("hops_preemptions", "Running jobs requeue-held to move or stop them", registry=r)
+        self.preemption_causes = Counter("hops_preemption_causes", "Preemptions the round plans enacted, per cause "
+                                         "(planner.changes: requeued, swapped, explore, grown, moved-type, "
+                                         "moved-count, moved-nodes, other)", ["cause"], registry=r)
         self.holds = Counter("hops_holds", "Jobs held by the engine (new jobs, after preemption, withdrawn)", registry=r)
         self.releases = Counter("hops_releases", "Jobs released onto their planned GPUs", registry=r)
         self.errors = Counter("hops_enactment_errors", "Enactment problems: a Slurm command failed, a config "
@@ -148,6 +151,8 @@ class EngineMetrics:
             self.fragments.set(rec.fragments)
             self.gpus.labels("in_use").set(rec.gpus_in_use)
             self.gpus.labels("idle").set(rec.idle_gpus_after)
+            for cause, n in rec.preempted_by.items():
+                self.preemption_causes.labels(cause).inc(n)
             if not fragment:
                 queued = [j for j in planning.jobs if j.current is None]
                 self.queue_length.set(len(queued))

@@ -14,6 +14,8 @@ Definitions (Hops, SoCC '24, and docs/design.md, "Reading the paper"):
 - Avg.frag: idle GPUs while some job is still unassigned, after the plans of a round's instant (the
   round plan and the fragment plans that follow it at once; the paper: "after each round of
   scheduling"), averaged over rounds.
+- Preemption causes: the round records' ``preempted_by`` summed over the run (:func:`causes_of`; why each
+  preemption was made: :mod:`planner.changes`).
 - :func:`summarize` (a whole run): only completed jobs enter the averages; ``set_aside`` counts the jobs
   the scheduler set aside with a reason (``JobRecord.aside``: no configuration serves them) and
   ``unfinished`` the others (a simulation cancels jobs a policy never places); makespan is the last completion minus the
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from hops_slurm.errors import HopsError
 from hops_slurm.records import JobRecord, PlacementRecord, RoundRecord
@@ -209,8 +212,10 @@ class RunMetrics:
     lr: list[float]
     rho: list[float]
     set_aside: int = 0  # cancelled with a reason (JobRecord.aside): no configuration serves them
+    #: the preemptions the round records name, per cause (planner.changes; every planning of the run)
+    preemption_causes: dict[str, int] = field(default_factory=dict)
 
-    def table_row(self) -> dict[str, float]:
+    def table_row(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if not isinstance(v, list)}
 
 
@@ -244,7 +249,17 @@ def summarize(jobs: Sequence[JobRecord], rounds: Sequence[RoundRecord]) -> RunMe
         lr=[math.inf if x is None else x for x in lr],
         rho=[math.inf if x is None else x for x in rho],
         set_aside=aside,
+        preemption_causes=causes_of(rounds),
     )
+
+
+def causes_of(rounds: Iterable[RoundRecord]) -> dict[str, int]:
+    """The preemptions of ``rounds`` per cause (``RoundRecord.preempted_by``), most first."""
+    total: dict[str, int] = {}
+    for r in rounds:
+        for cause, n in r.preempted_by.items():
+            total[cause] = total.get(cause, 0) + n
+    return dict(sorted(total.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def cdf(values: Sequence[float]) -> tuple[list[float], list[float]]:

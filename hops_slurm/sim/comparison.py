@@ -19,6 +19,7 @@ from typing import Any
 from hops_slurm.report.metrics import cdf
 from hops_slurm.sim.bound import slowdown
 from hops_slurm.sim.runner import RunResult
+from planner.changes import Change
 
 COLUMNS = (
     ("makespan", "Makespan (h)", 3600.0),
@@ -113,6 +114,22 @@ def markdown_table(results: Sequence[RunResult]) -> str:
             + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 
 
+def causes_table(results: Sequence[RunResult]) -> str:
+    """Preemptions per job by cause (planner.changes), mean over each policy's seeds; "" when no run has any."""
+    causes = [c.value for c in Change] + ["other"]
+    by_policy: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_policy.setdefault(r.policy, []).append(r)
+    rows = []
+    for p, runs in by_policy.items():
+        per_job = [{c: r.metrics.preemption_causes.get(c, 0) / max(r.metrics.jobs, 1) for c in causes} for r in runs]
+        rows.append(f"| {p} | " + " | ".join(f"{statistics.fmean(x[c] for x in per_job):.2f}" for c in causes) + " |")
+    if not any(r.metrics.preemption_causes for r in results):
+        return ""
+    return ("Preemptions per job by cause (planner/changes.py; mean over the seeds):\n\n| Policy | " + " | ".join(causes)
+            + " |\n|" + "---|" * (len(causes) + 1) + "\n" + "\n".join(rows) + "\n")
+
+
 def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     summary = {
@@ -127,7 +144,8 @@ def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> 
     js = out / "summary.json"
     js.write_text(json.dumps(summary, indent=2, default=lambda v: None if not math.isfinite(v) else v) + "\n")
     md = out / "results.md"
-    md.write_text((header + "\n\n" if header else "") + markdown_table(results))
+    causes = causes_table(results)
+    md.write_text((header + "\n\n" if header else "") + markdown_table(results) + ("\n" + causes if causes else ""))
     return js, md
 
 

@@ -36,6 +36,7 @@ from hops_slurm.sim.runner import Comparison, RunResult, compare
 from hops_slurm.tools import results_header
 from hops_slurm.tools.bench.engine_sim import quiet_engine
 from hops_slurm.tools.bench.paper_tables import bench_workers
+from planner.changes import Change
 
 NAME = "table4-targets"
 #: the environment variables this benchmark reads (they precede the command in its results header)
@@ -173,8 +174,31 @@ def engine_section(rows: Sequence[tuple[str, str]], seed_list: Sequence[int]) ->
         "",
         baseline_line(results),
         "",
+        *causes_section(results, [rows[0][1]]),
         *_failed(results),
         f"Wall time {time.perf_counter() - start:.0f} s.",
+        "",
+    ]
+
+
+def causes_section(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
+    """Preemptions per job by cause (planner.changes) for ``names``, one row per seed."""
+    causes = [c.value for c in Change] + ["other"]
+    rows = [f"| `{r.policy}` | {r.seed} | {r.metrics.preemptions / max(r.metrics.jobs, 1):.2f} | "
+            + " | ".join(f"{r.metrics.preemption_causes.get(c, 0) / max(r.metrics.jobs, 1):.2f}" for c in causes) + " |"
+            for name in names for r in sorted((x for x in results if x.policy == name), key=lambda x: x.seed)]
+    return [
+        "### Where the preemptions come from",
+        "",
+        "Each preemption the round plans enacted, per job, by why the plan changed the job (`planner/changes.py`: "
+        "`requeued`, waiting jobs of more weight took its GPUs; `swapped`, a fragment swap; `explore`, moved to "
+        "measure an unmeasured config; `grown`, into idle GPUs; `moved-type`, `moved-count`, `moved-nodes`, the "
+        "solve moved it; `other`, a job the plan did not name). The same counts are in each run's `summary.json` "
+        "(`preemption_causes`) and, live, in the metric `hops_preemption_causes_total`.",
+        "",
+        "| policy | seed | all | " + " | ".join(causes) + " |",
+        "|" + "---|" * (len(causes) + 3),
+        *rows,
         "",
     ]
 
@@ -207,6 +231,7 @@ def run(out_dir: Path) -> Path:
         "",
         baseline_line(results),
         "",
+        *causes_section(results, [rows[0][1], BASELINE]),
         f"Most targets met on every seed: `{best[1]}` ({_met(best[1], results, seed_list)} of {len(TARGETS)}). "
         + ("Some setting meets all five." if any(_met(n, results, seed_list) == len(TARGETS) for _, n in rows)
            else "No setting here meets all five."),

@@ -175,7 +175,7 @@ def test_a_planning_sets_durations_queue_and_enactment_values() -> None:
     plan = Plan({"1": None, "2": None, "3": {"n1": 2}},
                 {"window": ["1", "2", "3"], "gap": 0.004, "solve_time": 0.25, "fallback": None})
     record = RoundRecord(time=1000.0, active_jobs=3, unassigned_jobs=2, idle_gpus_after=2, gpus_in_use=2,
-                         total_gpus=4, solve_seconds=0.3)
+                         total_gpus=4, solve_seconds=0.3, preempted_by={"requeued": 2, "moved-type": 1})
     m = EngineMetrics()
     m.planning(Planning(plan, jobs, None, record, read_seconds=0.5, plan_seconds=0.3, enact_seconds=1.0), False,
                EnactResult(refused={"1": "node down"}))
@@ -189,6 +189,8 @@ def test_a_planning_sets_durations_queue_and_enactment_values() -> None:
     assert v("hops_queued_latency_ratio_bucket", {"le": "2.0"}) == 0 and v("hops_queued_latency_ratio_bucket", {"le": "5.0"}) == 1
     assert v("hops_fragmented_gpus") == 2 and v("hops_gpus", {"state": "idle"}) == 2
     assert v("hops_enactment_errors_total", {"reason": "refused"}) == 1
+    assert v("hops_preemption_causes_total", {"cause": "requeued"}) == 2
+    assert v("hops_preemption_causes_total", {"cause": "moved-type"}) == 1
     # a fragment plan leaves the round's queue values alone
     frag = RoundRecord(time=1010.0, plan_index=1, active_jobs=1, unassigned_jobs=0, idle_gpus_after=0,
                        gpus_in_use=4, total_gpus=4, fallback="greedy")  # as plan_once copies it from the plan

@@ -178,3 +178,18 @@ def test_the_bench_s_worker_count_is_checked(monkeypatch) -> None:
         monkeypatch.setenv("HOPS_BENCH_WORKERS", bad)
         with pytest.raises(HopsError, match="HOPS_BENCH_WORKERS: .* is not a whole number from 1 to 64"):
             bench_workers()
+
+
+def test_every_preemption_of_a_run_is_counted_once_under_its_cause() -> None:
+    """The round records name each enacted preemption (planner.changes), for Hops and a baseline alike."""
+    from planner.changes import Change
+    from hops_slurm.sim.traces.specs import load_any_workload
+
+    cluster = load_cluster("paper-64")
+    jobs = load_any_workload("paper:jobs=40", 0, cluster)
+    for name in ("hops", "sia-lr"):
+        r = runner.simulate(cluster, jobs, name, 0)
+        causes = r.metrics.preemption_causes
+        assert sum(j.preemptions for j in r.jobs) == sum(causes.values()) > 0, name
+        assert set(causes) <= {c.value for c in Change} | {"other"}, causes
+        assert sum(sum(x.preempted_by.values()) for x in r.rounds if x.plan_index > 0) == 0  # fragment plans preempt nobody
