@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from hops_slurm.records import JobRecord, RoundRecord
 from hops_slurm.report import metrics
@@ -51,6 +51,8 @@ class Summary:
     gpu_utilisation: float | None  # 0..1
     by_user: tuple[GroupStats, ...]
     by_partition: tuple[GroupStats, ...]
+    #: the preemptions the window's plannings enacted, per cause (planner.changes), most first
+    preemption_causes: dict[str, int] = field(default_factory=dict)
 
 
 def _is_waiting(job: JobRecord, at: float) -> bool:
@@ -130,6 +132,7 @@ def summarise(
         gpu_utilisation=metrics.gpu_utilisation(jobs, gpus, start, end),
         by_user=tuple(replace(g, history=user_history(jobs, g.key, end)) for g in _groups(jobs, lambda j: j.user, opened, end)),
         by_partition=_groups(jobs, lambda j: j.partition, opened, end),
+        preemption_causes=metrics.causes_of(in_window),
     )
 
 
@@ -170,6 +173,11 @@ def user_history(jobs: Sequence[JobRecord], user: str, now: float) -> float | No
                       HonestyParams()).factor
 
 
+def _causes(causes: dict[str, int]) -> str:
+    """``requeued 12, moved-type 5`` (planner.changes), or ``none``."""
+    return ", ".join(f"{cause} {n}" for cause, n in causes.items()) or "none"
+
+
 def summary_text(summary: Summary, instant: Callable[[float | None], str]) -> str:
     """Human-readable summary; ``instant`` prints a time (see :class:`~hops_slurm.report.table.TimeStyle`)."""
     a = summary.all
@@ -186,6 +194,7 @@ def summary_text(summary: Summary, instant: Callable[[float | None], str]) -> st
         f"  Queued at end        {a.waiting} jobs, max LR so far {_num(a.waiting_max_lr, '{:.3f}')}",
         f"  Fragments per round  {_num(summary.fragments_per_round)}  over {summary.rounds} rounds",
         f"  GPU utilisation      {util} of {summary.total_gpus} GPUs",
+        f"  Preemptions by cause {_causes(summary.preemption_causes)}",
         "",
         "By user",
         _GROUP_HEAD,

@@ -32,3 +32,9 @@ def test_report_reads_a_simulation_like_the_live_engine(tmp_path, capsys):
     assert summary["all"]["avg_wait"] == pytest.approx(metrics["avg_wait"])
     assert summary["all"]["max_lr"] == pytest.approx(metrics["max_lr"])
     assert summary["fragments_per_round"] == pytest.approx(metrics["avg_frag"])
+    # and the preemptions per cause (planner.changes), which add up to the table's preemptions
+    assert summary["preemption_causes"] == metrics["preemption_causes"]
+    assert sum(metrics["preemption_causes"].values()) == metrics["preemptions"] > 0
+    text = _report(capsys, "--records", str(run), "--summary", "--window", "100d")
+    first = next(iter(metrics["preemption_causes"]))
+    assert f"Preemptions by cause {first} {metrics['preemption_causes'][first]}" in text
