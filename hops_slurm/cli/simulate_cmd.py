@@ -17,7 +17,7 @@ from hops_slurm.cli._args import bounded_float, bounded_int
 from hops_slurm.cli._costs import add_cost_arguments, cost_model
 from hops_slurm.cli._sweep import add_slurm_arguments, run_on_slurm
 from hops_slurm.errors import HopsError
-from hops_slurm.sim.comparison import markdown_table, write_plots, write_summary
+from hops_slurm.sim.comparison import results_text, write_plots, write_summary
 from hops_slurm.sim.runner import Options, RunResult, compare
 from hops_slurm.sim.traces.specs import has_notes, load_any_cluster, workload_and_notes
 from hops_slurm.text import printable
@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
               + "".join(f"\n\nImport: {printable(n)}." for n in notes))
     write_summary(results, args.out, header)
     write_plots(results, args.out)
-    print(markdown_table(results), end="")
+    print(results_text(results), end="")
     print(f"wrote {args.out}/summary.json, results.md, plots and per-run records")
     for f in results.failures:
         print(f"hops-slurm: error: {f.policy} seed {f.seed} failed: {f.error}", file=sys.stderr)

@@ -130,6 +130,13 @@ def causes_table(results: Sequence[RunResult]) -> str:
             + " |\n|" + "---|" * (len(causes) + 1) + "\n" + "\n".join(rows) + "\n")
 
 
+def results_text(results: Sequence[RunResult]) -> str:
+    """What ``results.md`` holds below its header and ``hops-slurm simulate`` prints: the table, then the
+    preemptions by cause."""
+    causes = causes_table(results)
+    return markdown_table(results) + ("\n" + causes if causes else "")
+
+
 def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     summary = {
@@ -144,8 +151,7 @@ def write_summary(results: Sequence[RunResult], out: Path, header: str = "") -> 
     js = out / "summary.json"
     js.write_text(json.dumps(summary, indent=2, default=lambda v: None if not math.isfinite(v) else v) + "\n")
     md = out / "results.md"
-    causes = causes_table(results)
-    md.write_text((header + "\n\n" if header else "") + markdown_table(results) + ("\n" + causes if causes else ""))
+    md.write_text((header + "\n\n" if header else "") + results_text(results))
     return js, md
 
 
