@@ -23,6 +23,9 @@ class PlacementRecord(BaseModel):
     notice: float | None = Field(None, ge=0)  # seconds from the notice's signal to the requeue; None: no notice
     checkpoint_seen: bool = False  # a checkpoint mark answered the notice
     work_lost: float | None = Field(None, ge=0)  # seconds since its last checkpoint at the requeue (0: answered)
+    #: why the scheduler ended it (planner.changes: ``requeued``, ``moved-type``, ...; ``other``: a plan that
+    #: did not say); "" for a placement not preempted, or one recorded before causes were kept
+    cause: str = Field("", max_length=32)
 
 
 class JobRecord(BaseModel):

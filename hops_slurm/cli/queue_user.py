@@ -28,13 +28,13 @@ from hops_slurm.text import printable
 from planner.reasons import DESCRIPTIONS, Code
 
 FIELDS = ("jobid", "partition", "name", "user", "account", "state", "position", "reason", "detail", "submit",
-          "start", "early", "late", "end", "nodelist")
+          "start", "early", "late", "end", "nodelist", "preemptions", "preempted")
 DEFAULT = ("jobid", "partition", "name", "user", "state", "position", "reason", "detail")
 START = ("jobid", "partition", "name", "user", "state", "start", "early", "late", "end", "position", "reason")
 HEADERS = {"jobid": "JOBID", "partition": "PARTITION", "name": "NAME", "user": "USER", "account": "ACCOUNT",
            "state": "ST", "position": "POSITION", "reason": "REASON", "detail": "DETAIL", "submit": "SUBMIT_TIME",
            "start": "START_TIME", "early": "START_EARLY", "late": "START_LATE", "end": "END_TIME",
-           "nodelist": "NODELIST"}
+           "nodelist": "NODELIST", "preemptions": "PREEMPTIONS", "preempted": "LAST_PREEMPTED"}
 #: fields that are another name for a row's attribute
 ATTRIBUTE = {"jobid": "job_id", "nodelist": "nodes", "early": "start_early", "late": "start_late"}
 #: squeue's compact state names, and the long ones -t also takes
@@ -162,7 +162,9 @@ def cell(row: SummaryJob, field: str) -> str:
         return row.nodes or "(null)"
     if field == "detail":
         return row.detail or "-"
-    return printable(getattr(row, field))
+    if field == "preempted":
+        return row.preempted or ("-" if not row.preemptions else "other")
+    return printable(str(getattr(row, field)))
 
 
 def _json_value(row: SummaryJob, field: str) -> object:

@@ -26,6 +26,9 @@ from planner.governance import governed_plan, with_fair_share
 from planner.reasons import plan_reasons
 from planner.views import ClusterView, JobView, Plan, Policy
 
+#: the cause of a preemption the plan did not name
+OTHER = "other"
+
 
 @dataclass
 class Enactment:
@@ -139,13 +142,18 @@ def plan_once(backend: Backend, policy: Policy, index: int, *, fragment: bool, d
     return Planning(plan, plannable, enactment, record, read_seconds=t1 - t0, plan_seconds=t2 - t1, enact_seconds=t3 - t2)
 
 
-def preempted_by(plan: Plan, enactment: Enactment | None) -> dict[str, int]:
-    """The preemptions ``enactment`` made, counted per cause (the plan's ``changes``; ``other`` for a job it did
-    not name)."""
+def cause_of(plan: Plan, job_id: str) -> str:
+    """Why ``plan`` preempts running job ``job_id`` (its ``changes``, planner.changes; ``other`` where it does
+    not say: a fragment plan, or a job it did not name). The one derivation: the round record's counts, the
+    job's placement (both backends) and the metric read it."""
     changes = plan.diagnostics.get("changes")
-    named = changes if isinstance(changes, dict) else {}
+    return str(changes.get(job_id, OTHER)) if isinstance(changes, dict) else OTHER
+
+
+def preempted_by(plan: Plan, enactment: Enactment | None) -> dict[str, int]:
+    """The preemptions ``enactment`` made, counted per cause (:func:`cause_of`)."""
     counts: dict[str, int] = {}
     for job_id in enactment.preempted if enactment is not None else ():
-        cause = str(named.get(job_id, "other"))
+        cause = cause_of(plan, job_id)
         counts[cause] = counts.get(cause, 0) + 1
     return dict(sorted(counts.items()))

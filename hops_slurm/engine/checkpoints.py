@@ -11,9 +11,10 @@ refresh and, while the enactor waits for an answer to a notice, at every poll. F
   seconds since its last checkpoint, or since its current run started when it has none in this run;
   0 when the job listens for the notice and has answered every notice so far with a checkpoint (it
   checkpoints on notice: none given yet counts, an unanswered one does not);
-* :func:`note_stops` records, in the placement a preemption ends, what the notice came to: the
-  seconds from the signal to the requeue (None: no notice), whether a checkpoint answered it, and the
-  work lost (0 when one did). :func:`placement_notice` hands them to the job's
+* :func:`note_stops` records, in the placement a preemption ends, why the plan preempted it
+  (planner.changes) and what the notice came to: the seconds from the signal to the requeue (None: no
+  notice), whether a checkpoint answered it, and the work lost (0 when one did).
+  :func:`placement_notice` hands them to the job's
   :class:`hops_slurm.records.PlacementRecord`.
 
 Times: a mark carries the job's clock, the notice Slurm's; :data:`CLOCK_SKEW` allows for the two
@@ -106,8 +107,10 @@ class Marks:
         return answered(js, since)
 
 
-def note_stops(tracked: Mapping[str, JobState], result: EnactResult, marks: Marks | None, now: float) -> list[JobState]:
+def note_stops(tracked: Mapping[str, JobState], result: EnactResult, marks: Marks | None, now: float,
+               cause: Callable[[str], str] | None = None) -> list[JobState]:
     """After an enactment: each job it requeued gets, in its open placement (the one the requeue ends),
+    ``cause`` (why the plan preempted it: ``cause(job_id)``, :func:`hops_slurm.core.interface.cause_of`),
     ``notice`` (seconds from its signal to its requeue; None: requeued without notice), ``checkpoint``
     (a checkpoint answered the notice) and ``lost`` (seconds of work lost: since its last checkpoint, or
     its run's start; 0 when one answered); a job given notice remembers when. The jobs changed."""
@@ -116,6 +119,8 @@ def note_stops(tracked: Mapping[str, JobState], result: EnactResult, marks: Mark
         js = tracked.get(job_id)
         if js is None or not js.placements or js.placements[-1].get("end") is not None:
             continue
+        if cause is not None:
+            js.placements[-1]["cause"] = cause(job_id)
         notice = result.notices.get(job_id)
         if marks is not None:
             try:
@@ -138,7 +143,9 @@ def note_stops(tracked: Mapping[str, JobState], result: EnactResult, marks: Mark
 
 def placement_notice(place: Mapping[str, Any]) -> dict[str, Any]:
     """The notice fields of a placement dict for :class:`hops_slurm.records.PlacementRecord` (none for a
-    placement no planned requeue ended)."""
+    placement no planned requeue ended), and the cause of a preempted one where the engine kept it."""
+    cause = {"cause": str(place.get("cause") or "")[:32]} if place.get("preempted") and place.get("cause") else {}
     if "lost" not in place:
-        return {}
-    return {"notice": place.get("notice"), "checkpoint_seen": bool(place.get("checkpoint")), "work_lost": place.get("lost")}
+        return cause
+    return {"notice": place.get("notice"), "checkpoint_seen": bool(place.get("checkpoint")), "work_lost": place.get("lost"),
+            **cause}

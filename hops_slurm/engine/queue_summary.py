@@ -10,7 +10,8 @@ readers see the old file or the new one). ``hops-slurm queue`` run by an ordinar
 What it holds is what ``squeue`` shows any user by default (docs/user-guide.md, "Why is my job pending"):
 per pending or running Hops job its id, user, account, partition, name, state, submit time, start time
 (running) or forecast start, end and band (pending, with ``[engine] forecast``; else null), allocated nodes, its place in
-the Hops queue and its reason (:class:`planner.reasons.Why`). Nothing of the engine's own bookkeeping
+the Hops queue and its reason (:class:`planner.reasons.Why`); how many of its runs the scheduler
+ended and why it ended the last (:mod:`planner.changes`; Slurm shows anyone a job's ``Restarts``). Nothing of the engine's own bookkeeping
 (ages, estimates, directives, profiles) is in it. Bounded: at most :data:`MAX_JOBS` rows (the rest
 counted in ``left_out``), every text field cut to a fixed length; :func:`read` refuses a file over
 :data:`MAX_BYTES`.
@@ -69,6 +70,10 @@ class SummaryJob(BaseModel):
     start_early: float | None = None  # pending: the band of the forecast start (None: unknown)
     start_late: float | None = None
     nodes: str = Field("", max_length=4096)
+    preemptions: int = Field(0, ge=0)  # how many of its runs the scheduler ended
+    #: why the scheduler ended its last preempted run (planner.changes: requeued, moved-type, ...; "": none,
+    #: or not known)
+    preempted: str = Field("", max_length=32)
 
 
 class Summary(BaseModel):
@@ -122,14 +127,21 @@ def _id_key(job_id: str) -> tuple[int, str]:
     return (int(head) if head.isdigit() else 0, job_id)
 
 
+def _preempted(js: JobState) -> tuple[int, str]:
+    """How many of ``js``'s runs were preempted, and why the last of them was ("" where not kept)."""
+    ended = [p for p in js.placements if p.get("preempted")]
+    return len(ended), (_text(str(ended[-1].get("cause") or ""), 32) if ended else "")
+
+
 def _row(js: JobState, seen: SlurmJob, reason: str, code: str, detail: str, position: int | None,
          start: float | None) -> SummaryJob:
+    preemptions, preempted = _preempted(js)
     return SummaryJob(
         job_id=_text(js.job_id), user=_text(seen.user or js.user), account=_text(seen.account),
         partition=_text(seen.partition), name=_text(seen.name or js.name), state=_text(seen.state, 32),
         reason=_text(reason), reason_code=code, detail=_text(detail, DETAIL_MAX), position=position,
         submit=seen.submit_time or js.submit_time or None, start=start, end=None, start_early=None, start_late=None,
-        nodes=_text(",".join(seen.nodes), 4096))
+        nodes=_text(",".join(seen.nodes), 4096), preemptions=preemptions, preempted=preempted)
 
 
 def write(directory: Path, summary: Summary) -> Path:

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from hops_slurm.core.interface import cause_of
 from hops_slurm.core.rounds import Planning, plan_instant, plan_summary
 from hops_slurm.core.timetable import Kind
 from hops_slurm.engine import bookkeeping as bk
@@ -78,7 +79,7 @@ def record_planning(r: Resources, planning: Planning, tag: str) -> None:
     r.reasons.take(planning.plan.diagnostics)
     res = r.backend.last_result
     if res is not None:  # what each requeue's notice came to, in the placement it ends
-        r.state.save_all(note_stops(r.tracked, res, r.marks, r.now()))
+        r.state.save_all(note_stops(r.tracked, res, r.marks, r.now(), lambda j: cause_of(planning.plan, j)))
     r.metrics.planning(planning, fragment, res)
     r.metrics.journal(r.journal)
     log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept running %d, refused %s "

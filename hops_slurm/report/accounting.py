@@ -117,7 +117,9 @@ class JobRow:
     nodes: tuple[str, ...] = ()  # the nodes of its latest placement (sacct's NodeList: the latest run)
     time_limit: float | None = None  # seconds (Slurm's Timelimit); None: unknown
     exit_code: str = ""  # Slurm's code:signal; "" unknown
-    reason: str = "None"  # why it waited, while pending (planner.reasons; sacct's Reason); "None" otherwise
+    #: why it waited, while pending (planner.reasons; sacct's Reason); on a placement row (--history) the
+    #: scheduler ended, why it did (planner.changes: requeued, moved-type, ...); "None" otherwise
+    reason: str = "None"
     forecast: float | None = None  # the start forecast when it was first seen waiting (JobRecord.forecast_start)
 
     @property
@@ -185,7 +187,8 @@ def notice_totals(placements: Sequence[PlacementRecord]) -> dict[str, Any]:
 
 def history_rows(job: JobRecord, now: float) -> list[JobRow]:
     """One row per placement (``JOBID.N``): its start/end/config, the wait just before it, and its
-    state: PREEMPTED when the scheduler ended it, RUNNING while open, else the job's final state."""
+    state: PREEMPTED when the scheduler ended it (its reason: why, where the records say), RUNNING while
+    open, else the job's final state."""
     rows: list[JobRow] = []
     queued_since = job.submit
     for i, p in enumerate(sorted(job.placements, key=lambda q: q.start)):
@@ -216,6 +219,7 @@ def history_rows(job: JobRecord, now: float) -> list[JobRow]:
                 **notice_totals([p]),
                 nodes=tuple(sorted(n for n, g in p.config.items() if g > 0)),
                 time_limit=job.time_limit,
+                reason=(p.cause or "None") if p.preempted else "None",
             )
         )
         queued_since = end

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from estimator.honesty import HonestyParams
 from hops_slurm.core.ledger import JobLedger, account
-from hops_slurm.core.interface import Enactment, seen_by_fragment_plan
+from hops_slurm.core.interface import Enactment, cause_of, seen_by_fragment_plan
 from hops_slurm.core import processed
 from hops_slurm.core.jobview import Estimate, KnownJob, estimate, fallback_age_of, job_views
 from hops_slurm.errors import HopsError
@@ -307,7 +307,7 @@ class SimBackend(Declarations):
                 if new is not None and dict(new) == dict(job.config):
                     result.kept.append(job.spec.job_id)
                 elif job.running:
-                    self._preempt(job)
+                    self._preempt(job, cause_of(plan, job.spec.job_id))
                     result.preempted.append(job.spec.job_id)
                 else:
                     job.config = None  # placed and still waiting for its GPUs: withdrawn, nothing to stop
@@ -525,14 +525,16 @@ class SimBackend(Declarations):
         if job.running and job.config is not None and self.t - since > EPS:
             self._record(job, self.t, self.t - since)
 
-    def _preempt(self, job: _Job) -> None:
-        """A preemption: the notice (hops_slurm.sim.costs); the job is pending at once, its GPUs stay busy
-        until the notice ends."""
+    def _preempt(self, job: _Job, cause: str) -> None:
+        """A preemption (``cause``: why, kept in the placement it ends): the notice (hops_slurm.sim.costs); the
+        job is pending at once, its GPUs stay busy until the notice ends."""
         assert job.config is not None
         self._last_window(job)
         job.progress.give_notice(self.t, job.spec, self.settings.costs)
         until = job.progress.requeue(self.t)
         account(job.ledger, self.t, "PENDING", {})
+        if job.ledger.placements:
+            job.ledger.placements[-1]["cause"] = cause
         self._drains[job.spec.job_id] = (until, job.config)
         job.config, job.running, job.next_record = None, False, math.inf
         if until <= self.t + EPS:
@@ -582,7 +584,8 @@ class SimBackend(Declarations):
         types = {self.speeds[n].gpu_type for n in p["config"]}
         return PlacementRecord(start=p["start"], end=p.get("end"), config=dict(p["config"]),
                                gpu_type=types.pop() if len(types) == 1 else "mixed",
-                               preempted=bool(p.get("preempted", False)))
+                               preempted=bool(p.get("preempted", False)),
+                               cause=str(p.get("cause", "")) if p.get("preempted") else "")
 
     def job_records(self) -> list[JobRecord]:
         out = []

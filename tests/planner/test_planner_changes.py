@@ -46,3 +46,13 @@ def test_a_round_plan_that_requeues_a_job_for_a_more_starved_one_names_it_requeu
         one, (runs, starved), now=0.0)
     assert plan.assignments == {"runs": None, "starved": {"a1": 8}}
     assert plan_changes(plan.assignments, plan.diagnostics, (runs, starved), one) == {"runs": Change.REQUEUED}
+
+
+def test_every_cause_is_explained_in_the_user_guide() -> None:
+    """Users read the causes in ``hops-slurm queue`` and ``report --history``: each has its row there."""
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "user-guide.md").read_text()
+    section = guide.split("### Why was my running job stopped", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")}
+    assert rows == {c.value for c in Change} | {"other"}

@@ -35,7 +35,7 @@ def _pending(job_id: str, user: str, position: int, **kw: object) -> SummaryJob:
 def summary(tmp_path: Path) -> Path:
     return _summary(tmp_path, [
         _pending("11", "alice", 1),
-        _pending("12", "bob", 2, account="chem"),
+        _pending("12", "bob", 2, account="chem", preemptions=2, preempted="moved-type"),
         SummaryJob(job_id="13", user="alice", partition="other", name="lim", state="PENDING", reason="AssocGrpGRES",
                    reason_code="HopsLimit", detail="AssocGrpGRES: account=phys gres/gpu=8"),
         SummaryJob(job_id="14", user="carol", partition="hops", name="run", state="RUNNING", start=1000.0, nodes="n1"),
@@ -87,6 +87,9 @@ def test_the_columns_and_formats(summary: Path, capsys: pytest.CaptureFixture[st
     data = json.loads(_run(capsys, "--summary", str(summary), "--json", "-o", "jobid,state,reason,detail")[1])
     assert data["jobs"][2] == {"jobid": "13", "state": "PENDING", "reason": "AssocGrpGRES",
                                "detail": "AssocGrpGRES: account=phys gres/gpu=8"}
+    # how often and why the scheduler stopped a job's runs (planner.changes), on request
+    out = _run(capsys, "--summary", str(summary), "--parsable2", "-o", "jobid,preemptions,preempted", "-j", "11,12")[1]
+    assert out.splitlines() == ["JOBID|PREEMPTIONS|LAST_PREEMPTED", "11|0|-", "12|2|moved-type"]
     rc, out, err = _run(capsys, "--summary", str(summary), "-o", "jobid,secret")
     assert rc == 1 and "unknown field(s) secret" in err and len(err.splitlines()) == 1
 

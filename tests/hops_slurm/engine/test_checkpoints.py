@@ -132,10 +132,11 @@ def test_each_preemption_records_its_notice_checkpoint_and_work_lost(tmp_path: P
         "8": Notice("8", given_at=START + 90, decided_at=START + 120),  # ignored it: requeued at the grace's end
         "9": Notice("9"),  # did not listen: requeued without notice
     })
-    changed = note_stops({"7": p.js, "8": other, "9": third}, result, p.marks, START + 125)
+    why = {"7": "requeued", "8": "moved-type", "9": "other"}
+    changed = note_stops({"7": p.js, "8": other, "9": third}, result, p.marks, START + 125, lambda j: why[j])
     assert {js.job_id for js in changed} == {"7", "8", "9"}
     assert p.js.placements[-1] | {} == {"start": START, "end": None, "config": {"n1": 1}, "notice": 3.0,
-                                         "checkpoint": True, "lost": 0.0}
+                                         "checkpoint": True, "lost": 0.0, "cause": "requeued"}
     assert p.js.notice_at == START + 90 and other.notice_at == START + 90 and third.notice_at is None
     assert (other.placements[-1]["notice"], other.placements[-1]["checkpoint"], other.placements[-1]["lost"]) == (30.0, False, 120.0)
     assert (third.placements[-1]["notice"], third.placements[-1]["checkpoint"], third.placements[-1]["lost"]) == (None, False, 125.0)
@@ -152,6 +153,10 @@ def test_each_preemption_records_its_notice_checkpoint_and_work_lost(tmp_path: P
     rows = {r.job_id: r for r in build_rows(list(loaded.values()), START + 200, history=True)}
     assert (rows["7"].notice, rows["7"].checkpointed, rows["7"].lost) == (3.0, 1, 0.0)
     assert (rows["8.0"].notice, rows["8.0"].checkpointed, rows["8.0"].lost) == (30.0, 0, 120.0)
+    # why each was preempted: the placement's reason in report --history (the job row's stays sacct's)
+    assert (rows["7.0"].reason, rows["8.0"].reason, rows["8"].reason) == ("requeued", "moved-type", "None")
+    assert placement_notice({"start": 1.0, "end": 2.0, "config": {}, "preempted": True, "cause": "grown"}) == {"cause": "grown"}
+    assert placement_notice({"start": 1.0, "end": 2.0, "config": {}, "cause": "grown"}) == {}  # ended, not preempted
     assert placement_notice({"start": 1.0, "config": {}}) == {}  # a placement no planned requeue ended
 
 

@@ -100,6 +100,20 @@ def test_the_summary_is_bounded_and_ordered_by_the_queue() -> None:
     assert "\x1b" not in s.jobs[0].user and len(s.jobs[0].name) == queue_summary.TEXT_MAX
 
 
+def test_the_summary_says_how_often_and_why_a_job_was_preempted() -> None:
+    js = _state("1")
+    js.placements = [{"start": 1.0, "end": 2.0, "config": {"n1": 4}, "preempted": True, "cause": "moved-type"},
+                     {"start": 3.0, "end": 4.0, "config": {"n2": 4}, "preempted": True, "cause": "requeued"},
+                     {"start": 5.0, "end": 6.0, "config": {"n2": 4}, "preempted": True}]  # kept before causes were
+    fresh = _state("2")
+    listing = {"1": _seen("1"), "2": _seen("2")}
+    s = {r.job_id: r for r in queue_summary.build({"1": js, "2": fresh}, listing, {}, [], 10.0, 30.0).jobs}
+    assert (s["1"].preemptions, s["1"].preempted) == (3, "")
+    js.placements.pop()
+    s = {r.job_id: r for r in queue_summary.build({"1": js, "2": fresh}, listing, {}, [], 10.0, 30.0).jobs}
+    assert (s["1"].preemptions, s["1"].preempted) == (2, "requeued") and (s["2"].preemptions, s["2"].preempted) == (0, "")
+
+
 def test_a_refresh_and_a_round_publish_every_pending_jobs_reason(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     api = StandInSlurm(starts=True, nodes=2, gpus_per_node=4)
     for j in ("1", "2", "3", "4"):

@@ -193,3 +193,11 @@ def test_every_preemption_of_a_run_is_counted_once_under_its_cause() -> None:
         assert sum(j.preemptions for j in r.jobs) == sum(causes.values()) > 0, name
         assert set(causes) <= {c.value for c in Change} | {"other"}, causes
         assert sum(sum(x.preempted_by.values()) for x in r.rounds if x.plan_index > 0) == 0  # fragment plans preempt nobody
+        # each job's preempted placements name the same causes, one each: what report --history shows
+        kept: dict[str, int] = {}
+        for j in r.jobs:
+            for p in j.placements:
+                assert bool(p.cause) == p.preempted, (j.job_id, p)
+                if p.preempted:
+                    kept[p.cause] = kept.get(p.cause, 0) + 1
+        assert kept == causes, name

@@ -330,6 +330,8 @@ def test_reduced_demo_end_to_end(tmp_path: Path) -> None:
     assert [len(records.jobs) for _, records in runs] == [3, 3]
     for _, records in runs:
         assert timeline_problems(list(records.jobs), total, records.last_time() or 0.0) == []
+        # a run the engine preempted says why (planner.changes), and only such a run does
+        assert all(bool(p.cause) == p.preempted for j in records.jobs for p in j.placements)
     for png in (JCT_CDF, GPU_USE, TIMELINE):
         assert f"]({png})" in comparison and (tmp_path / "report" / png).stat().st_size > 10_000
     assert "GPUs in use: Hops: peak " in text
