@@ -533,8 +533,7 @@ class SimBackend(Declarations):
         job.progress.give_notice(self.t, job.spec, self.settings.costs)
         until = job.progress.requeue(self.t)
         account(job.ledger, self.t, "PENDING", {})
-        if job.ledger.placements:
-            job.ledger.placements[-1]["cause"] = cause
+        job.ledger.placements[-1]["cause"] = cause  # the run it ends (a running job has one)
         self._drains[job.spec.job_id] = (until, job.config)
         job.config, job.running, job.next_record = None, False, math.inf
         if until <= self.t + EPS:
@@ -584,8 +583,7 @@ class SimBackend(Declarations):
         types = {self.speeds[n].gpu_type for n in p["config"]}
         return PlacementRecord(start=p["start"], end=p.get("end"), config=dict(p["config"]),
                                gpu_type=types.pop() if len(types) == 1 else "mixed",
-                               preempted=bool(p.get("preempted", False)),
-                               cause=str(p.get("cause", "")) if p.get("preempted") else "")
+                               preempted=bool(p.get("preempted")), cause=str(p.get("cause") or "") if p.get("preempted") else "")
 
     def job_records(self) -> list[JobRecord]:
         out = []
