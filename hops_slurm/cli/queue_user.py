@@ -160,10 +160,8 @@ def cell(row: SummaryJob, field: str) -> str:
         return _time(getattr(row, ATTRIBUTE.get(field, field)))
     if field == "nodelist":
         return row.nodes or "(null)"
-    if field == "detail":
-        return row.detail or "-"
-    if field == "preempted":
-        return row.preempted or ("-" if not row.preemptions else "other")
+    if field in ("detail", "preempted"):
+        return getattr(row, field) or "-"
     return printable(str(getattr(row, field)))
 
 
