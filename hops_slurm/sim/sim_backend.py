@@ -29,9 +29,9 @@ Costs (:mod:`hops_slurm.sim.costs`, the same model as the engine path's simulate
 that starts holds its GPUs for the process start (plus its checkpoint load when it resumes) before it
 progresses, a first start included; a preempted job gets a notice: it checkpoints and is requeued after
 its checkpoint write, or ignores it, runs out the grace and loses its work since its last periodic
-checkpoint. The GPUs stay busy until the notice ends: a job placed on them (or the moved job itself)
-waits for them, pending, as on Slurm. Policies never see ground truth: not the node speeds, not the server
-kinds (only what the cluster file says Slurm shows, :meth:`hops_slurm.sim.cluster_spec.ClusterSpec.view`).
+checkpoint (the run it ends keeps the plan's cause). The GPUs stay busy until the notice ends: a job placed on
+them (or the moved job itself) waits for them, pending, as on Slurm. Policies never see ground truth: not the node
+speeds, not the server kinds (only what the cluster file says Slurm shows, :meth:`ClusterSpec.view`).
 
 Declarations (issue 16): a job's eq. 9 age is made from the samples its owner declares, corrected each
 planning by its honesty factor as on the live engine (:mod:`hops_slurm.sim.declared`, the mixin
@@ -526,8 +526,7 @@ class SimBackend(Declarations):
             self._record(job, self.t, self.t - since)
 
     def _preempt(self, job: _Job, cause: str) -> None:
-        """A preemption (``cause``: why, kept in the placement it ends): the notice (hops_slurm.sim.costs); the
-        job is pending at once, its GPUs stay busy until the notice ends."""
+        """A preemption for ``cause``: the notice (hops_slurm.sim.costs); pending at once, GPUs busy until it ends."""
         assert job.config is not None
         self._last_window(job)
         job.progress.give_notice(self.t, job.spec, self.settings.costs)
