@@ -46,6 +46,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1, default=str))
     else:
         print(f"{'dry run: ' if args.dry_run else ''}{summary.get('jobs', 0)} job(s) planned")
+        changes = summary.get("changes", {})
         for job, cfg in sorted(summary.get("assignments", {}).items()):
-            print(f"  {job}: {','.join(f'{n}:{k}' for n, k in cfg.items()) if cfg else 'not placed'}")
+            why = f" (preempted: {changes[job]})" if job in changes else ""
+            print(f"  {job}: {','.join(f'{n}:{k}' for n, k in cfg.items()) if cfg else 'not placed'}{why}")
     return 0

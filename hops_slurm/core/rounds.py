@@ -180,6 +180,8 @@ def plan_summary(p: Planning) -> dict[str, Any]:
         "unservable": {str(k): str(v) for k, v in dict(d.get("unservable") or {}).items()},  # type: ignore[call-overload]
         "limited": {str(k): str(v) for k, v in dict(d.get("limited") or {}).items()},  # type: ignore[call-overload]
         "assignments": {j: (dict(c) if c else None) for j, c in p.plan.assignments.items()},
+        # why each running job it changes is preempted (planner.changes; round plans only)
+        "changes": {str(k): str(v) for k, v in dict(d.get("changes") or {}).items()},  # type: ignore[call-overload]
         "read_seconds": p.read_seconds, "plan_seconds": p.plan_seconds, "enact_seconds": p.enact_seconds,
     }
 

@@ -85,7 +85,8 @@ def record_planning(r: Resources, planning: Planning, tag: str) -> None:
     log.info("%s: %d jobs, placed %d, started %s, preempted %s, kept running %d, refused %s "
              "(plan %.2f s, enact %.2f s)",
              tag, len(planning.jobs), len(planning.plan.placed()), res.started if res else [],
-             res.preempted if res else [], len(res.kept) if res else 0, res.refused if res else {},
+             {j: cause_of(planning.plan, j) for j in res.preempted} if res else {}, len(res.kept) if res else 0,
+             res.refused if res else {},
              planning.plan_seconds, planning.enact_seconds)
 
 
