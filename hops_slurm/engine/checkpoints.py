@@ -119,8 +119,8 @@ def note_stops(tracked: Mapping[str, JobState], result: EnactResult, marks: Mark
         js = tracked.get(job_id)
         if js is None or not js.placements or js.placements[-1].get("end") is not None:
             continue
-        if cause is not None:
-            js.placements[-1]["cause"] = cause(job_id)
+        if cause is not None:  # the plan that requeued it says why (a later look at the same run keeps it)
+            js.placements[-1].setdefault("cause", cause(job_id))
         notice = result.notices.get(job_id)
         if marks is not None:
             try:

@@ -157,6 +157,12 @@ def test_each_preemption_records_its_notice_checkpoint_and_work_lost(tmp_path: P
     assert (rows["7.0"].reason, rows["8.0"].reason, rows["8"].reason) == ("requeued", "moved-type", "None")
     assert placement_notice({"start": 1.0, "end": 2.0, "config": {}, "preempted": True, "cause": "grown"}) == {"cause": "grown"}
     assert placement_notice({"start": 1.0, "end": 2.0, "config": {}, "cause": "grown"}) == {}  # ended, not preempted
+    # a second look at the same run (its placement still open) keeps the cause the requeuing plan gave
+    fresh = JobState(job_id="5", name="m", user="me", directives="", submit_time=START, first_seen=START,
+                     last_seen=START, last_state="RUNNING", placements=[{"start": START, "end": None, "config": {"n4": 1}}])
+    for later in ("moved-type", "other"):
+        note_stops({"5": fresh}, EnactResult(preempted=["5"]), None, START + 10, lambda j, c=later: c)
+    assert fresh.placements[-1]["cause"] == "moved-type"
     assert placement_notice({"start": 1.0, "config": {}}) == {}  # a placement no planned requeue ended
 
 
