@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hops_slurm.engine.honesty_review import declared_samples
-from hops_slurm.engine.state import PROFILE_FAILED, PROFILE_INPLACE, SCHEDULABLE_PROFILES, EngineState
+from hops_slurm.engine.queue_summary import preemptions_of
+from hops_slurm.engine.state import PROFILE_FAILED, PROFILE_INPLACE, SCHEDULABLE_PROFILES, EngineState, JobState
 from hops_slurm.slurm.api import SlurmJob
 from hops_slurm.text import printable
 
@@ -22,7 +23,7 @@ FIELDS = ("jobid", "name", "user", "state", "priority", "lr", "wait", "estrun", 
 #: ``estrun`` is Hops' estimated run time (eq. 9, the row's ``age``): not called AGE, which is sprio's time waited
 HEADERS = {"jobid": "JOBID", "name": "NAME", "user": "USER", "state": "ST", "priority": "PRIORITY", "lr": "LR",
            "wait": "WAIT", "estrun": "ESTRUN", "done": "DONE", "history": "HISTORY", "window": "WINDOW", "plan": "PLAN",
-           "reason": "REASON"}
+           "reason": "REASON", "preemptions": "PREEMPTIONS", "preempted": "LAST_PREEMPTED"}
 #: the row attribute behind a field, where the names differ
 _ATTR = {"estrun": "age"}
 #: field names that were renamed: the old name gets an error naming the new one
@@ -45,6 +46,8 @@ class QueueRow:
     window: bool  # in the last round's service window
     plan: str  # node:gpus of the last plan, or why there is none
     reason: str = "-"  # why it waits, as the daemon last published it (planner.reasons; the users' view's REASON)
+    preemptions: int = 0  # how many of its runs were stopped
+    preempted: str = "-"  # why the last of them was (planner.changes; "-": none, or no cause kept)
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -106,9 +109,14 @@ def queue_rows(state: EngineState, jobs: Sequence[SlurmJob], now: float | None =
         done = js.processed / declared if declared and js.run_time > 0 else None
         rows.append(QueueRow(js.job_id, js.name, js.user, _STATE.get(seen.state, seen.state), prios.get(js.job_id),
                              wait / age if age else 0.0, wait, age, done, state.meta(f"history:{js.user}", "-"),
-                             js.job_id in window, where, reasons.get(js.job_id, "-")))
+                             js.job_id in window, where, reasons.get(js.job_id, "-"), *_stopped(js)))
     rows.sort(key=lambda r: (-(r.priority if r.priority is not None else -1.0), -r.lr, r.jobid))
     return rows
+
+
+def _stopped(js: JobState) -> tuple[int, str]:
+    n, cause = preemptions_of(js)  # as the users' view has them (hops_slurm.engine.queue_summary)
+    return n, cause or "-"
 
 
 def _value(row: QueueRow, f: str) -> Any:
@@ -127,7 +135,7 @@ def _cell(row: QueueRow, f: str) -> str:
         return "-" if v is None else f"{v:.2f}"
     if f == "window":
         return "yes" if v else "no"
-    return printable(v)  # job and user names are the users' text
+    return printable(str(v))  # job and user names are the users' text
 
 
 def render(rows: Sequence[QueueRow], fields: Sequence[str] = FIELDS, *, parsable: bool = False,

@@ -127,7 +127,7 @@ def _id_key(job_id: str) -> tuple[int, str]:
     return (int(head) if head.isdigit() else 0, job_id)
 
 
-def _preempted(js: JobState) -> tuple[int, str]:
+def preemptions_of(js: JobState) -> tuple[int, str]:
     """How many of ``js``'s runs were preempted, and why the last of them was ("" where not kept)."""
     ended = [p for p in js.placements if p.get("preempted")]
     return len(ended), (_text(str(ended[-1].get("cause") or ""), 32) if ended else "")
@@ -135,7 +135,7 @@ def _preempted(js: JobState) -> tuple[int, str]:
 
 def _row(js: JobState, seen: SlurmJob, reason: str, code: str, detail: str, position: int | None,
          start: float | None) -> SummaryJob:
-    preemptions, preempted = _preempted(js)
+    preemptions, preempted = preemptions_of(js)
     return SummaryJob(
         job_id=_text(js.job_id), user=_text(seen.user or js.user), account=_text(seen.account),
         partition=_text(seen.partition), name=_text(seen.name or js.name), state=_text(seen.state, 32),

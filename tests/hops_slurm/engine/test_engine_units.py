@@ -117,6 +117,7 @@ def test_fallback_view_is_linear_in_gpus_and_uses_the_given_age() -> None:
 def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
     db = EngineState(tmp_path / "engine.sqlite")
     a, b = _job("7"), _job("8")
+    a.placements = [{"start": 10.0, "end": 20.0, "config": {"a100-1": 2}, "preempted": True, "cause": "requeued"}]
     for js, age in ((a, 100.0), (b, 400.0)):
         js.profile, js.age = PROFILE_DONE, age
         db.save(js)
@@ -130,6 +131,9 @@ def test_queue_rows_sorted_by_priority_and_rendered(tmp_path: Path) -> None:
     text = render(rows, parse_format("jobid,lr,wait,plan"), parsable=True)
     assert text.splitlines() == ["JOBID|LR|WAIT|PLAN", "8|0.500|00:03:20|a100-1:4", "7|2.000|00:03:20|-"]
     assert render(rows, ("jobid",), parsable=True, header=False) == "8\n7"
+    # how often and why Hops stopped each job's runs, as the users' view shows them
+    assert render(rows, parse_format("jobid,preemptions,preempted"), parsable=True).splitlines() == [
+        "JOBID|PREEMPTIONS|LAST_PREEMPTED", "8|0|-", "7|1|requeued"]
     assert json.loads(render(rows, ("jobid", "estrun"), as_json=True)) == {"jobs": [{"jobid": "8", "estrun": 400.0},
                                                                                      {"jobid": "7", "estrun": 100.0}]}
     with pytest.raises(HopsError, match="age is now estrun .*sprio's AGE"):
