@@ -68,6 +68,7 @@ n_vars, n_int_vars, n_constraints, plan_of_round, fragment, candidates, entity_c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -164,6 +165,8 @@ class HopsPolicy(Policy):
         """One planning: :data:`PLAN_STAGES` in order over a :class:`PlanState` (each timed by
         :attr:`timer` when one is set)."""
         self._plan_of_round = self._plan_of_round + 1 if fragment else 0
+        if self.params.wait_offset:  # a measurement of the planner's own noise (docs/results/table4-targets.md)
+            jobs = tuple(dataclasses.replace(j, wait=j.wait + self.params.wait_offset) for j in jobs)
         with gc_paused():  # a planning's many small objects form no cycles (planner.compact.gc_paused)
             state = run_stages(PLAN_STAGES, PlanState(self, cluster, jobs, now, fragment), self.timer)
         return Plan(assignments=state.assignments, diagnostics=state.diagnostics)

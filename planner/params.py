@@ -90,6 +90,7 @@ class PlannerParams:
     node_limit: int = 2000
     time_limit: float = 60.0
     fairshare_weight: float = 0.0
+    wait_offset: float = 0.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -276,6 +277,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "time_limit": (_number(0.1, 86400.0), "seconds in [0.1, 86400]"),
     "fairshare_weight": (_number(0.0, 1000.0), "a number in [0, 1000]: the queue priority adds it times the owner's "
                          "fair-share factor (0..1; planner.fairshare); 0 = latency ratio only"),
+    "wait_offset": (_number(0.0, 1.0), "seconds in [0, 1]: added to every job's wait as the planner reads it, to "
+                    "measure how far near-equal plans move a run's figures (0 = off)"),
 }
 
 

@@ -192,3 +192,18 @@ def test_empty_queue_and_full_cluster_give_empty_plans() -> None:
     waiting = simple_job("w", (1,), 1.0, 5.0)
     plan = HopsPolicy().plan(cluster, (waiting,), now=0.0)
     assert plan.assignments == {"w": None} and plan.diagnostics["fallback"] is None
+
+
+def test_wait_offset_is_added_to_every_wait_the_planner_reads():
+    """``wait_offset`` (a measurement of the planner's own noise) shifts every job's wait, and only that."""
+    cluster = ClusterView((NodeView("n0", "v100", "v100-a", 4, 4),))
+    jobs = tuple(JobView(f"j{i}", (4,), submit_time=float(i), wait=w, age=100.0, sensitivity=1.0,
+                         throughput=lambda cfg: float(sum(cfg.values())))
+                 for i, w in enumerate((10.0, 30.0)))
+    plain = HopsPolicy(PlannerParams()).plan(cluster, jobs, 100.0)
+    offset = HopsPolicy(PlannerParams(wait_offset=0.5)).plan(cluster, jobs, 100.0)
+    assert plain.diagnostics["priorities"] == pytest.approx({"j0": 0.1, "j1": 0.3})
+    assert offset.diagnostics["priorities"] == pytest.approx({"j0": 0.105, "j1": 0.305})
+    assert plain.assignments == offset.assignments == {"j0": None, "j1": {"n0": 4}}
+    with pytest.raises(ValueError, match="wait_offset"):
+        PlannerParams(wait_offset=2.0)

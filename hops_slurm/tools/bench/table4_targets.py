@@ -5,11 +5,12 @@ setup), fast path: ``hops`` with today's defaults, each setting of :data:`SETTIN
 of the same seeds -> ``docs/results/table4-targets.md``. No per-run records are kept (``hops-slurm simulate``
 with the row's policy name reruns any one of them).
 
-Why: the targets pull against each other (docs/results/requeues.md, preemptions.md, fragments.md measure
-each rule on its own, each at its own commit). This bench puts the rules that moved a target on one commit
-and one table, each cell marked against its target per seed, so that what today's planner can reach, and
-what each rule trades, is one command away. Targets (issue 37), per seed: avg JCT <= 0.75x sia-lr's, avg wait
-<= 0.5x sia-lr's, Max.LR <= 2.0, Avg.frag <= 0.5, preemptions per job <= 1.0.
+Why: the targets pull against each other, and issue 37 asks for the ablation. This bench puts every rule on
+one commit and one table, each cell marked against its target per seed: today's defaults with the band the
+planner's own noise gives them (:data:`NOISE`), each rule the defaults turn on turned off alone
+(:data:`RULES_OFF`), each rule off by default turned on alone (:data:`RULES_ON`). Targets (issue 37), per
+seed: avg JCT <= 0.75x sia-lr's, avg wait <= 0.5x sia-lr's, Max.LR <= 2.0, Avg.frag <= 0.5, preemptions per
+job <= 1.0.
 
 The engine path (issue 37 asks for both): the same table again through the production engine on a simulated
 slurmctld (:func:`hops_slurm.sim.engine_run.simulate_engine`, what ``hops-slurm simulate --engine`` runs; its
@@ -44,22 +45,90 @@ ENV = ("HOPS_BENCH_SEEDS", "HOPS_BENCH_WORKERS", "HOPS_BENCH_SETTINGS", "HOPS_BE
 ENGINE_ROWS = ("first", "all", "none")
 CLUSTER, WORKLOAD, BASELINE = "paper-512", "paper", "sia-lr"
 
-#: (what the row changes, policy name): today's defaults, then one rule of issue 37's sessions at a time
-SETTINGS: tuple[tuple[str, str], ...] = (
+#: Hops's policy name with the planner's waits read ``us`` microseconds longer (planner.params ``wait_offset``)
+def _noise(us: int) -> str:
+    return f"hops:wait_offset=0.00000{us}"
+
+
+#: today's defaults, then the same planner with waits a few microseconds longer: the band a seed's figures
+#: move in by which of near-equal plans the solver returns
+NOISE: tuple[tuple[str, str], ...] = (
     ("today's defaults", "hops"),
+    *((f"waits read {us} µs longer", _noise(us)) for us in (1, 2, 3)),
+)
+
+#: each rule today's defaults turn on, turned off alone (docs/design.md, "Planner parameters")
+RULES_OFF: tuple[tuple[str, str], ...] = (
+    ("moves unpriced (eq. 11 as printed)", "hops:restart_penalty=0"),
+    ("no minimum run time", "hops:min_run_time=0"),
+    ("equivalent placements not pinned", "hops:pin_running=false"),
+    ("no sensitivity adjustment (§3.6)", "hops:sensitivity_adjustment=false"),
+    ("no backfill behind the window", "hops:backfill=false"),
+    ("no fragment swaps", "hops:fragment_swaps=false"),
+    ("swaps displace the lowest worth", "hops:swap_narrow=false"),
+    ("swaps displace any job, however long it waits after", "hops:swap_back=0"),
+    ("spans Slurm would split otherwise not handled", "hops:split_spans=false"),
+    ("no growth into fragments", "hops:fragment_growth=0"),
+    ("latency-ratio weights (no stretch)", "hops:stretch_weights=false"),
+    ("no remaining-work weight", "hops:remaining_weight=0"),
+    ("no growth discount", "hops:growth_discount=0"),
+    ("no exploration", "hops:explore=false"),
+    ("no explore moves of running jobs", "hops:explore_moves=false"),
+    ("no spanning explore moves", "hops:explore_spanning=false"),
+    ("spanning explore moves on the optimistic bound", "hops:explore_estimate=false"),
+    ("no head reservation", "hops:head_reservation=false"),
+    ("a requeued job may take its GPUs back", "hops:no_take_back=false"),
+)
+
+#: each rule off by default, turned on alone, at the value its session measured it with
+RULES_ON: tuple[tuple[str, str], ...] = (
+    ("a preemption price", "hops:preempt_penalty=0.5"),
+    ("a longer minimum run time after each preemption", "hops:min_run_growth=1.25"),
+    ("young jobs not moved (settling)", "hops:settle_time=720"),
+    ("a move toll per earlier preemption", "hops:move_toll=1"),
+    ("a requeue toll per earlier preemption", "hops:requeue_toll=0.5"),
+    ("no quick move back to a type left", "hops:return_time=3600"),
+    ("young jobs not moved onto GPUs freed for them", "hops:young_moves=720"),
+    ("a move's smallest gain", "hops:move_gain=1.25"),
+    ("requeues priced", "hops:requeue_price=4"),
+    ("fragment type affinity", "hops:fragment_affinity=0.7"),
+    ("a fragment plan's span limit", "hops:fragment_span_limit=1"),
+    ("swaps shortest-remaining first", "hops:swap_shorter=1"),
+    ("swaps displace the job back soonest", "hops:swap_soonest=true"),
+    ("swaps move the displaced job to idle GPUs", "hops:fragment_moves=true"),
+    ("fills whatever the weights", "hops:fragment_fill=true"),
+    ("gain per GPU", "hops:gpu_efficiency=1"),
+    ("shorter running jobs kept", "hops:keep_shorter=1"),
+    ("moves into idle GPUs unpriced", "hops:idle_moves=true"),
+    ("explore bound scaled by measured scaling", "hops:explore_scaling=true"),
+    ("an explore floor", "hops:explore_floor=1"),
+    ("explore moves only to start a waiting job", "hops:explore_room=true"),
+    ("explore moves only to new types", "hops:explore_types_once=true"),
+    ("late running jobs kept placed", "hops:protect_after=1.75"),
+    ("the head started by preemption (the default before session 28)", "hops:head_override=true"),
     ("the defaults before issue 37 (docs/design.md, \"The defaults\")",
      "hops:restart_penalty=0.4,preempt_penalty=1.5,stretch_weights=false,remaining_weight=0,head_reservation=false,"
      "reserve_after=1,reserve_bound=0,explore_estimate=false,split_spans=false,fragment_swaps=false,"
      "swap_narrow=false,swap_back=0,fragment_growth=0,growth_discount=0"),
-    ("a preemption price", "hops:preempt_penalty=0.5"),
-    ("requeues priced", "hops:requeue_price=4"),
-    ("a move toll", "hops:move_toll=1"),
-    ("no explore moves of running jobs", "hops:explore_moves=false"),
-    ("fragment type affinity", "hops:fragment_affinity=0.7"),
-    ("a fragment plan's span limit", "hops:fragment_span_limit=1"),
-    ("late running jobs kept placed", "hops:protect_after=1.75"),
-    ("the head started by preemption (the default before session 28)", "hops:head_override=true"),
 )
+
+#: (title, what its rows are, rows): the tables of the report, in order
+GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("The planner's own noise",
+     "Today's defaults, and the same planner reading every job's wait 1, 2 or 3 µs longer (`wait_offset`, a "
+     "measurement device): the solver returns one of near-equal plans, and a microsecond decides which. The "
+     "band these four rows span is how far a seed's figures move by that alone; a rule below whose figures "
+     "stay inside it has not been shown to move them.", NOISE),
+    ("Each of today's rules turned off",
+     "Today's defaults with one rule turned off: what each rule the defaults turn on does to the targets.",
+     RULES_OFF),
+    ("Each rule off by default, turned on",
+     "Today's defaults with one rule that is off by default turned on, at the value it was measured with; the "
+     "last row turns back every setting issue 37 changed.", RULES_ON),
+)
+
+#: every row of the report, in order: (what the row changes, policy name)
+SETTINGS: tuple[tuple[str, str], ...] = tuple(row for _, _, rows in GROUPS for row in rows)
 
 
 @dataclass(frozen=True)
@@ -97,15 +166,38 @@ def seeds(env: Mapping[str, str]) -> list[int]:
 
 def settings(env: Mapping[str, str]) -> list[tuple[str, str]]:
     """The rows: ``HOPS_BENCH_SETTINGS`` (Hops policy names, ``;``-separated), else :data:`SETTINGS`."""
+    return [row for _, _, rows in groups(env) for row in rows]
+
+
+def groups(env: Mapping[str, str]) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """The report's tables: :data:`GROUPS`, or one table of the ``HOPS_BENCH_SETTINGS`` policy names."""
     text = env.get("HOPS_BENCH_SETTINGS", "").strip()
     if not text:
-        return list(SETTINGS)
+        return list(GROUPS)
     names = [n.strip() for n in text.split(";") if n.strip()]
     bad = [n for n in names if n != "hops" and not n.startswith("hops:")]
     if bad or len(names) > 50:
         raise HopsError(f"HOPS_BENCH_SETTINGS: {(bad or names)[0][:40]!r}: give up to 50 Hops policy names "
                         "(hops or hops:key=value,...), separated by ';'")
-    return [(n, n) for n in names]
+    return [("The settings asked for", "The policy names of `HOPS_BENCH_SETTINGS`, in its order.",
+             tuple((n, n) for n in names))]
+
+
+def band(rows: Sequence[tuple[str, str]], results: Sequence[RunResult], seed_list: Sequence[int]) -> list[str]:
+    """Per target and seed, the lowest and highest value over ``rows`` (the noise rows): the band."""
+    base = {r.seed: r for r in results if r.policy == BASELINE}
+    names = {n for _, n in rows}
+    parts = []
+    for t in TARGETS:
+        per_seed = []
+        for seed in seed_list:
+            values = [t.value(r, base[seed]) for r in results if r.policy in names and r.seed == seed and seed in base]
+            if len(values) != len(rows):
+                return []
+            per_seed.append(f"{min(values):.{t.digits}f}-{max(values):.{t.digits}f}")
+        parts.append(f"{t.column.split(' (')[0]} {' / '.join(per_seed)}")
+    return [f"The band over these {len(rows)} runs (seed {' / '.join(map(str, seed_list))}): " + "; ".join(parts) + ".",
+            ""]
 
 
 def engine_rows(env: Mapping[str, str], rows: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -210,10 +302,11 @@ def _failed(results: Comparison) -> list[str]:
 
 def run(out_dir: Path) -> Path:
     env = os.environ
-    seed_list, rows = seeds(env), settings(env)
+    seed_list, tables = seeds(env), groups(env)
+    rows = [row for _, _, group in tables for row in group]
     on_engine = engine_rows(env, rows)
     start = time.perf_counter()
-    names = [n for _, n in rows] + [BASELINE]
+    names = list(dict.fromkeys([n for _, n in rows] + [BASELINE]))
     results = compare(load_cluster(CLUSTER), WORKLOAD, names, seed_list, None, progress=False, workers=bench_workers())
     best = max(rows, key=lambda row: _met(row[1], results, seed_list))
     lines = [
@@ -223,22 +316,22 @@ def run(out_dir: Path) -> Path:
         f"`{CLUSTER}`, workload `{WORKLOAD}` (Table 4's setup), seeds {','.join(map(str, seed_list))}, fast path "
         "(`hops-slurm simulate --cluster paper-512 --workload paper --policies POLICY --seeds "
         f"{','.join(map(str, seed_list))}` reruns one row). Each row is today's defaults with the settings its "
-        "policy name gives (planner/params.py; docs/design.md, \"Planner parameters\", says what each does and "
-        "which document measured it). Each cell gives the seeds' values in order, ✗ on a seed over the "
-        "target; the last column counts the targets every seed meets.",
+        "policy name gives (planner/params.py; docs/design.md, \"Planner parameters\", says what each does). Each "
+        "cell gives the seeds' values in order, ✗ on a seed over the target; the last column counts the targets "
+        "every seed meets. The rows are the ablation of issue 37: what each rule, on or off, does on one commit.",
         "",
-        *table(rows, results, seed_list),
-        "",
+    ]
+    for title, intro, group in tables:
+        lines += [f"## {title}", "", intro, "", *table(group, results, seed_list), ""]
+        if group is NOISE:
+            lines += band(group, results, seed_list)
+    lines += [
         baseline_line(results),
         "",
         *causes_section(results, [rows[0][1], BASELINE]),
         f"Most targets met on every seed: `{best[1]}` ({_met(best[1], results, seed_list)} of {len(TARGETS)}). "
         + ("Some setting meets all five." if any(_met(n, results, seed_list) == len(TARGETS) for _, n in rows)
            else "No setting here meets all five."),
-        "",
-        "One seed's values move with the planner's own noise (a microsecond added to the waits changes which of "
-        "near-equal plans the solver returns): how far, on seeds 0 and 1, in docs/results/preemptions.md, \"The "
-        "planner's own noise on seeds 0 and 1\"; over six seeds, in its \"How far one seed is from the mean\".",
         "",
         *_failed(results),
         f"Wall time {time.perf_counter() - start:.0f} s (fast path); ran on: {results_header.ran_on()}.",
@@ -258,5 +351,6 @@ def _met(name: str, results: Sequence[RunResult], seed_list: Sequence[int]) -> i
     return sum(cell(t, runs, base)[1] for t in TARGETS)
 
 
-__all__ = ["NAME", "SETTINGS", "TARGETS", "Target", "cell", "command", "engine_rows", "engine_section", "run", "seeds",
+__all__ = ["GROUPS", "NAME", "NOISE", "RULES_OFF", "RULES_ON", "SETTINGS", "TARGETS", "Target", "band", "cell", "command",
+           "engine_rows", "engine_section", "groups", "run", "seeds",
            "settings", "table"]

@@ -67,3 +67,35 @@ def test_the_bench_writes_its_table_under_its_header(tmp_path, monkeypatch) -> N
     fast, engine = text.split("## The engine path")
     assert "| hops | `hops` | " in engine and "--engine" in engine and "sia-lr, the ratios' base: avg JCT " in engine
     assert "Failed runs" not in text
+
+
+def test_each_ablation_row_changes_the_rule_it_names_and_nothing_else() -> None:
+    """Every row is a valid Hops policy; a rules-off row sets a rule that is on by default to off, a rules-on
+    row one that is off by default to on; the noise rows change only ``wait_offset``; no row is repeated."""
+    from planner.params import PlannerParams
+    from planner.policies import make_policy
+
+    defaults = PlannerParams()
+    names = [n for _, n in bench.SETTINGS]
+    assert len(set(names)) == len(names) and len(names) <= 50
+    for group, changed in ((bench.RULES_OFF, "off"), (bench.RULES_ON, "on"), (bench.NOISE[1:], "noise")):
+        for _, name in group:
+            params = make_policy(name).params
+            diff = {k for k in vars(defaults) if getattr(params, k) != getattr(defaults, k)}
+            assert diff, name
+            if changed == "noise":
+                assert diff == {"wait_offset"}
+            elif len(diff) == 1:
+                key = diff.pop()
+                before, after = getattr(defaults, key), getattr(params, key)
+                off = {"min_run_growth": 1.0}.get(key, 0)  # the value that turns the rule off
+                assert (before != off) == (changed == "off") and (after != off) == (changed == "on"), name
+
+
+def test_the_noise_band_spans_the_noise_rows(runs) -> None:
+    rows = (("defaults", "hops"), ("priced", "hops:preempt_penalty=0.5"))
+    text = bench.band(rows, runs, [0])[0]
+    base = next(r for r in runs if r.policy == "sia-lr")
+    ratios = sorted(r.metrics.avg_jct / base.metrics.avg_jct for r in runs if r.policy != "sia-lr")
+    assert f"avg JCT x sia-lr's {ratios[0]:.3f}-{ratios[-1]:.3f};" in text
+    assert bench.band((("gone", "hops:x=1"),), runs, [0]) == []
