@@ -25,6 +25,8 @@ def test_the_variables_are_read_and_bad_values_name_the_variable() -> None:
         bench.settings({"HOPS_BENCH_SETTINGS": "hops;sia-lr"})
     rows = [("a", "hops"), ("b", "hops:move_toll=1")]
     assert bench.engine_rows({}, rows) == rows[:1] and bench.engine_rows({"HOPS_BENCH_ENGINE": "all"}, rows) == rows
+    assert bench.engine_rows({}, bench.SETTINGS) == list(bench.NOISE)
+    assert bench.engine_rows({"HOPS_BENCH_ENGINE": "first"}, bench.SETTINGS) == list(bench.NOISE[:1])
     assert bench.engine_rows({"HOPS_BENCH_ENGINE": "none"}, rows) == []
     with pytest.raises(HopsError, match="HOPS_BENCH_ENGINE: 'some'"):
         bench.engine_rows({"HOPS_BENCH_ENGINE": "some"}, rows)
