@@ -45,8 +45,8 @@ ENV = ("HOPS_BENCH_SEEDS", "HOPS_BENCH_WORKERS", "HOPS_BENCH_SETTINGS", "HOPS_BE
 ENGINE_ROWS = ("noise", "first", "all", "none")
 CLUSTER, WORKLOAD, BASELINE = "paper-512", "paper", "sia-lr"
 
-#: Hops's policy name with the planner's waits read ``us`` microseconds longer (planner.params ``wait_offset``)
 def _noise(us: int) -> str:
+    """Hops's policy name with the planner's waits read ``us`` (1-9) microseconds longer (``wait_offset``)."""
     return f"hops:wait_offset=0.00000{us}"
 
 
