@@ -145,7 +145,7 @@ def run(out_dir: Path) -> Path:
         "",
         *frontier_section(table_rows, results, seed_list),
         *targets.causes_section(results, [n for _, n in table_rows]),
-        *[f"Failed runs: {'; '.join(f'{f.policy} seed {f.seed}: {f.error}' for f in results.failures)}.", ""][:2 if results.failures else 0],
+        *targets.failed_lines(results),
         f"Wall time {time.perf_counter() - start:.0f} s (fast path); ran on: {results_header.ran_on()}.",
         "",
     ]

@@ -270,7 +270,7 @@ def engine_section(rows: Sequence[tuple[str, str]], seed_list: Sequence[int]) ->
         baseline_line(results),
         "",
         *causes_section(results, [rows[0][1]]),
-        *_failed(results),
+        *failed_lines(results),
         f"Wall time {time.perf_counter() - start:.0f} s.",
         "",
     ]
@@ -298,7 +298,8 @@ def causes_section(results: Sequence[RunResult], names: Sequence[str]) -> list[s
     ]
 
 
-def _failed(results: Comparison) -> list[str]:
+def failed_lines(results: Comparison) -> list[str]:
+    """A line naming each failed run (policy, seed, error), or nothing when every run finished."""
     failed = [f"{f.policy} seed {f.seed}: {f.error}" for f in results.failures]
     return [f"Failed runs: {'; '.join(failed)}.", ""] if failed else []
 
@@ -336,7 +337,7 @@ def run(out_dir: Path) -> Path:
         + ("Some setting meets all five." if any(_met(n, results, seed_list) == len(TARGETS) for _, n in rows)
            else "No setting here meets all five."),
         "",
-        *_failed(results),
+        *failed_lines(results),
         f"Wall time {time.perf_counter() - start:.0f} s (fast path); ran on: {results_header.ran_on()}.",
         "",
         *engine_section(on_engine, seed_list),
@@ -355,5 +356,5 @@ def _met(name: str, results: Sequence[RunResult], seed_list: Sequence[int]) -> i
 
 
 __all__ = ["GROUPS", "NAME", "NOISE", "RULES_OFF", "RULES_ON", "SETTINGS", "TARGETS", "Target", "band", "cell", "command",
-           "engine_rows", "engine_section", "groups", "run", "seeds",
+           "engine_rows", "engine_section", "failed_lines", "groups", "run", "seeds",
            "settings", "table"]
